@@ -1,0 +1,174 @@
+# retrace trace format, Cap'n Proto schema.
+#
+# A .rtrace file is a zstd stream. Its decompressed bytes are a plain sequence of Cap'n Proto
+# messages in standard stream framing, each with root `Record`:
+#
+#   Record{header}  Record{exchange}  Record{exchange}  ...
+#
+# so `zstd -dc run.rtrace | capnp decode format/trace.capnp Record` prints every record. The
+# writer emits independently decodable zstd frames (one per flush), so a torn tail loses at most
+# the last frame. An optional index (`TraceIndex`, one message) sits in a zstd skippable frame at
+# the very end; stock zstd skips it.
+#
+# Versioning: fields are only ever appended (Cap'n Proto rules). `Header.formatMajor` changes only
+# when an old reader would misread a new file; readers refuse a newer major with a clear message.
+# Minor bumps mark added fields that older readers may ignore.
+#
+# Conventions: every duration/offset is in nanoseconds. Integers that may be absent default to -1.
+
+@0x98ff60019d4ed66c;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("retrace::wire");
+
+struct Record {
+  union {
+    header @0 :Header;
+    exchange @1 :Exchange;
+  }
+}
+
+enum Source {
+  recorded @0;
+  replayed @1;
+  imported @2;
+}
+
+struct Label {
+  key @0 :Text;
+  value @1 :Text;
+}
+
+struct HttpHeader {
+  name @0 :Text;
+  value @1 :Text;
+}
+
+struct Header {
+  formatMajor @0 :UInt16;
+  formatMinor @1 :UInt16;
+  toolVersion @2 :Text;
+  createdUnixNs @3 :Int64;
+  source @4 :Source;
+  target @5 :Text;        # upstream (record) or target (replay) URL; input file for imports
+  settings @6 :Text;      # the record/replay/import settings, as a JSON object
+  host @7 :Text;          # hostname of the machine that wrote the trace
+  labels @8 :List(Label); # free labels (run name, concurrency, repeat, ...)
+  serverInfo @9 :Text;    # JSON: what the server said about itself (/v1/models, /metrics, headers)
+}
+
+# What a choice's token stream is made of, so a report never compares text deltas while the user
+# believes it compares token ids.
+enum TokenKind {
+  none @0;           # no tokens decoded (unknown dialect, error before any output)
+  textDeltas @1;     # each token is one streamed text delta (may hold several real tokens)
+  logprobTokens @2;  # tokens from a logprobs listing (text of each token, no id)
+  tokenIds @3;       # the server gave real token ids
+}
+
+enum ErrorKind {
+  none @0;
+  connect @1;
+  tls @2;
+  timeout @3;
+  reset @4;
+  httpStatus @5;
+  protocol @6;
+  cut @7;            # stopped by us: client went away, shutdown deadline, --max-exchanges
+}
+
+struct Alternative {
+  id @0 :Int32 = -1;
+  bytes @1 :Data;
+  logprob @2 :Float32;
+}
+
+struct Token {
+  id @0 :Int32 = -1;
+  bytes @1 :Data;
+  hasLogprob @2 :Bool;
+  logprob @3 :Float32;
+  offsetNs @4 :Int64;           # arrival of the event that carried it, from the request's send
+  top @5 :List(Alternative);    # top alternatives at this position, best first, where given
+}
+
+struct Choice {
+  index @0 :UInt32;
+  kind @1 :TokenKind;
+  tokens @2 :List(Token);
+  finishReason @3 :Text;
+}
+
+struct Event {
+  offsetNs @0 :Int64;   # arrival, from the request's send
+  data @1 :Data;        # raw bytes as on the wire (an SSE event with its blank line, or a chunk)
+}
+
+struct Request {
+  method @0 :Text;
+  target @1 :Text;                # path and query
+  headers @2 :List(HttpHeader);   # after redaction
+  body @3 :Data;
+}
+
+struct Response {
+  status @0 :UInt16;
+  headers @1 :List(HttpHeader);
+  body @2 :Data;                  # the whole body when not streamed
+  streamed @3 :Bool;
+  events @4 :List(Event);         # when streamed: concatenated, they are the body byte for byte
+}
+
+struct Usage {
+  promptTokens @0 :Int64 = -1;
+  completionTokens @1 :Int64 = -1;
+  totalTokens @2 :Int64 = -1;
+}
+
+struct Error {
+  kind @0 :ErrorKind;
+  message @1 :Text;
+}
+
+struct Exchange {
+  id @0 :UInt64;                  # sequence id within this trace
+  sourceId @1 :UInt64;            # for a replay: id of the exchange it re-issued
+  hasSourceId @2 :Bool;
+  keyHi @3 :UInt64;               # request key: xxh3-128 of the canonical request
+  keyLo @4 :UInt64;
+  sessionId @5 :Text;
+  startUnixNs @6 :Int64;          # wall clock at the actual send
+  intendedSendNs @7 :Int64;       # from the run's start: when the schedule wanted it sent
+  actualSendNs @8 :Int64;         # from the run's start: when it was sent
+  firstByteNs @9 :Int64 = -1;     # from the send
+  endNs @10 :Int64 = -1;          # from the send
+  request @11 :Request;
+  response @12 :Response;
+  choices @13 :List(Choice);
+  usage @14 :Usage;
+  error @15 :Error;
+  labels @16 :List(Label);
+  hasExpected @17 :Bool;
+  expected @18 :Text;             # expected answer, where a dataset supplies one
+  dialect @19 :Text;              # wire dialect the response was decoded as ("" = unknown)
+  decodeNote @20 :Text;           # why decoding was partial or impossible; "" when clean
+}
+
+# Lives in a zstd skippable frame at the end of the file, outside the Record stream.
+struct TraceIndex {
+  frames @0 :List(FrameEntry);
+  keys @1 :List(KeyEntry);
+}
+
+struct FrameEntry {
+  offset @0 :UInt64;      # byte offset of the zstd frame in the file
+  firstRecord @1 :UInt64; # ordinal of the first record in it (the header is record 0)
+  records @2 :UInt32;
+}
+
+struct KeyEntry {
+  exchangeId @0 :UInt64;
+  keyHi @1 :UInt64;
+  keyLo @2 :UInt64;
+  frame @3 :UInt32;
+}

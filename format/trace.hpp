@@ -1,0 +1,254 @@
+// retrace trace format: the data model every stage shares, and the .rtrace writer and reader.
+//
+// On disk (see format/trace.capnp for the schema and the versioning rule):
+//
+//   [zstd frame: Record{header} Record{exchange}...]  [zstd frame: Record{exchange}...]  ...
+//   [zstd skippable frame: magic 0x184D2A5E, u32le size, TraceIndex message]   (optional)
+//
+// Each zstd frame decodes on its own; the decompressed bytes of all frames, concatenated, are a
+// sequence of Cap'n Proto messages in standard stream framing. A frame is closed on every flush
+// (every N exchanges or T ms), so a crash loses at most the frame being built.
+//
+// Only format/ includes Cap'n Proto and zstd; everyone else sees these plain structs.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace retrace {
+
+inline constexpr std::uint16_t kFormatMajor = 1;
+inline constexpr std::uint16_t kFormatMinor = 0;
+
+enum class Source : std::uint8_t { recorded, replayed, imported };
+enum class TokenKind : std::uint8_t { none, text_deltas, logprob_tokens, token_ids };
+enum class ErrorKind : std::uint8_t { none, connect, tls, timeout, reset, http_status, protocol, cut };
+
+std::string_view to_string(Source);
+std::string_view to_string(TokenKind);
+std::string_view to_string(ErrorKind);
+// Parse the names above ("text_deltas", "http_status", ...); nullopt when unknown.
+std::optional<TokenKind> token_kind_from_string(std::string_view);
+std::optional<ErrorKind> error_kind_from_string(std::string_view);
+std::optional<Source> source_from_string(std::string_view);
+
+struct Label {
+  std::string key;
+  std::string value;
+  bool operator==(const Label&) const = default;
+};
+
+struct HttpHeader {
+  std::string name;
+  std::string value;
+  bool operator==(const HttpHeader&) const = default;
+};
+
+struct TraceHeader {
+  std::uint16_t format_major = kFormatMajor;
+  std::uint16_t format_minor = kFormatMinor;
+  std::string tool_version;
+  std::int64_t created_unix_ns = 0;
+  Source source = Source::recorded;
+  std::string target;       // upstream (record) / target (replay) URL; input file for imports
+  std::string settings;     // JSON object: the settings that produced this trace
+  std::string host;
+  std::vector<Label> labels;
+  std::string server_info;  // JSON: what the server said about itself
+  bool operator==(const TraceHeader&) const = default;
+};
+
+struct Alternative {
+  std::int32_t id = -1;  // -1: the server gave no id
+  std::string bytes;
+  float logprob = 0;
+  bool operator==(const Alternative&) const = default;
+};
+
+struct Token {
+  std::int32_t id = -1;  // -1: the server gave no id
+  std::string bytes;     // the token's bytes (may be a partial UTF-8 sequence)
+  bool has_logprob = false;
+  float logprob = 0;
+  std::int64_t offset_ns = 0;  // arrival of the event that carried it, from the request's send
+  std::vector<Alternative> top;  // best first
+  bool operator==(const Token&) const = default;
+};
+
+struct Choice {
+  std::uint32_t index = 0;
+  TokenKind kind = TokenKind::none;
+  std::vector<Token> tokens;
+  std::string finish_reason;
+  bool operator==(const Choice&) const = default;
+};
+
+struct Event {
+  std::int64_t offset_ns = 0;  // arrival, from the request's send
+  std::string data;            // raw bytes; all events concatenated are the body byte for byte
+  bool operator==(const Event&) const = default;
+};
+
+struct Request {
+  std::string method;
+  std::string target;  // path and query
+  std::vector<HttpHeader> headers;
+  std::string body;
+  bool operator==(const Request&) const = default;
+};
+
+struct Response {
+  std::uint16_t status = 0;  // 0: no response (see error)
+  std::vector<HttpHeader> headers;
+  std::string body;  // the whole body when not streamed
+  bool streamed = false;
+  std::vector<Event> events;
+  bool operator==(const Response&) const = default;
+};
+
+struct Usage {
+  std::int64_t prompt_tokens = -1;
+  std::int64_t completion_tokens = -1;
+  std::int64_t total_tokens = -1;
+  bool operator==(const Usage&) const = default;
+};
+
+struct Error {
+  ErrorKind kind = ErrorKind::none;
+  std::string message;
+  bool operator==(const Error&) const = default;
+};
+
+struct RequestKey {
+  std::uint64_t hi = 0;
+  std::uint64_t lo = 0;
+  bool operator==(const RequestKey&) const = default;
+  auto operator<=>(const RequestKey&) const = default;
+  std::string hex() const;  // 32 lowercase hex digits
+};
+
+struct Exchange {
+  std::uint64_t id = 0;
+  std::optional<std::uint64_t> source_id;
+  RequestKey key;
+  std::string session_id;
+  std::int64_t start_unix_ns = 0;     // wall clock at the actual send
+  std::int64_t intended_send_ns = 0;  // from the run's start
+  std::int64_t actual_send_ns = 0;    // from the run's start
+  std::int64_t first_byte_ns = -1;    // from the send; -1 when no byte arrived
+  std::int64_t end_ns = -1;           // from the send
+  Request request;
+  Response response;
+  std::vector<Choice> choices;
+  Usage usage;
+  Error error;
+  std::vector<Label> labels;
+  std::optional<std::string> expected;
+  std::string dialect;      // wire dialect the response was decoded as; "" = unknown
+  std::string decode_note;  // why decoding was partial or impossible; "" when clean
+  bool operator==(const Exchange&) const = default;
+
+  // The value of a label, or nullptr.
+  const std::string* label(std::string_view key) const;
+};
+
+// Request key: xxh3-128 over the canonical request — method, path, and the body with JSON object
+// keys sorted recursively (a body that is not JSON is hashed as its bytes).
+RequestKey request_key(std::string_view method, std::string_view target, std::string_view body);
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+struct WriterOptions {
+  std::size_t flush_every = 64;     // close a zstd frame after this many exchanges...
+  std::int64_t flush_ms = 1000;     // ...or when the oldest unflushed exchange is this old
+  int zstd_level = 3;
+  bool write_index = true;          // the skippable index frame at close()
+};
+
+// Writes a trace. Not thread-safe: one writer per file, fed from one strand/thread.
+// Throws TraceError on I/O failure (a full disk included), naming the file and the offset.
+class TraceWriter {
+ public:
+  // Creates (truncates) `path` with mode 0600 and writes the header at once, so an unwritable
+  // destination fails before any traffic flows.
+  TraceWriter(const std::filesystem::path& path, const TraceHeader& header, WriterOptions = {});
+  ~TraceWriter();  // close()s, swallowing errors; call close() to see them
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  void write(const Exchange& exchange);
+  void flush();  // close the current frame and fsync-free write it out
+  void close();  // flush, append the index, close the file
+  std::uint64_t exchanges_written() const;
+  std::uint64_t bytes_written() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+struct ReaderOptions {
+  std::uint64_t traversal_limit_words = 64ull << 20;  // per message; 512 MiB
+  int nesting_limit = 64;
+};
+
+// What the reader had to drop at the end of a file (a torn write, a crash, corruption).
+struct Recovery {
+  bool torn = false;
+  std::uint64_t dropped_from_offset = 0;  // file offset where unreadable bytes begin
+  std::uint64_t dropped_bytes = 0;
+  std::string reason;
+};
+
+class TraceError : public std::exception {
+ public:
+  explicit TraceError(std::string message) : message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
+// Streams a trace with bounded memory: one zstd frame and one message at a time.
+// The constructor reads the header and throws TraceError when the file is not a trace, is newer
+// than this reader understands, or has no readable header.
+class TraceReader {
+ public:
+  explicit TraceReader(const std::filesystem::path& path, ReaderOptions = {});
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  const TraceHeader& header() const;
+  // Next exchange into `out` (reusing its storage); false at the end. A torn or corrupt tail ends
+  // the stream and is described by recovery(); it is not an exception.
+  bool next(Exchange& out);
+  const Recovery& recovery() const;
+  std::uint64_t file_size() const;
+  std::uint64_t decompressed_bytes() const;  // so far
+  bool has_index() const;                    // known once next() returned false
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads a whole trace into memory (tests, small traces).
+struct LoadedTrace {
+  TraceHeader header;
+  std::vector<Exchange> exchanges;
+  Recovery recovery;
+};
+LoadedTrace load_trace(const std::filesystem::path& path, ReaderOptions = {});
+
+}  // namespace retrace

@@ -1,0 +1,96 @@
+// Wire dialects of LLM inference servers: SSE framing, and turning a response (streamed or not)
+// into token streams per choice. The recorder and the replayer both feed responses through this
+// one decoder, so a replayed exchange is recorded exactly as a recorded one.
+//
+// Dialects: OpenAI completions and chat (text deltas; logprob tokens; vLLM's
+// `return_tokens_as_token_ids` "token_id:N" strings; vLLM's `return_token_ids` arrays),
+// llama.cpp's native /completion, TGI's /generate and /generate_stream. Unknown shapes are kept
+// raw by the caller and flagged through Exchange::decode_note, never dropped.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "format/trace.hpp"
+
+namespace retrace::llm {
+
+// Incremental SSE framing (https://html.spec.whatwg.org/multipage/server-sent-events.html):
+// feed bytes as they arrive, get each complete event once its blank line arrives. Handles \n,
+// \r\n and \r line ends, split anywhere, comments, multi-line data.
+struct SseEvent {
+  std::string_view raw;    // the event's bytes as received, including its terminating blank line
+  std::string_view data;   // data lines joined with '\n'
+  std::string_view event;  // the "event:" field, "" when absent
+};
+
+class SseParser {
+ public:
+  using Handler = std::function<void(const SseEvent&)>;
+  // Calls `on_event` for each event completed by `bytes`.
+  void feed(std::string_view bytes, const Handler& on_event);
+  // Bytes of an unterminated last event (a stream cut mid-event), and clears them.
+  std::string take_partial();
+  bool has_partial() const;
+
+ private:
+  std::string buffer_;
+  std::string data_;
+  std::string event_;
+  std::size_t scan_from_ = 0;
+  std::size_t event_start_ = 0;
+};
+
+enum class Dialect : std::uint8_t {
+  unknown,
+  openai_completions,  // POST /v1/completions (vLLM, SGLang, llama.cpp, OpenAI)
+  openai_chat,         // POST /v1/chat/completions
+  llamacpp_completion, // POST /completion (llama.cpp native)
+  tgi_generate,        // POST /generate, /generate_stream (TGI)
+};
+
+std::string_view to_string(Dialect);
+// From the request's path (query ignored) and, where the path is ambiguous, its body.
+Dialect detect_dialect(std::string_view target, std::string_view request_body);
+
+// Decodes one response. Feed it either SSE events (stream) or the whole body (non-stream), then
+// call finish() to write choices, usage, token kinds, dialect and decode_note into an Exchange.
+// Tolerant: a malformed event is noted in decode_note and skipped; what decoded is kept.
+class ResponseDecoder {
+ public:
+  explicit ResponseDecoder(Dialect dialect);
+  ~ResponseDecoder();
+  ResponseDecoder(ResponseDecoder&&) noexcept;
+  ResponseDecoder& operator=(ResponseDecoder&&) noexcept;
+
+  // One SSE event's data (e.g. `{"choices":...}` or `[DONE]`), arrived at `offset_ns`.
+  void on_event(std::string_view data, std::int64_t offset_ns);
+  // A complete non-streamed body, arrived (fully) at `offset_ns`.
+  void on_body(std::string_view body, std::int64_t offset_ns);
+  // The stream said it is complete ([DONE], llama.cpp "stop": true, TGI final event).
+  bool finished() const;
+  // Writes choices (sorted by index), usage, dialect and decode_note into `out`.
+  void finish(Exchange& out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Convenience: decode a stored response (events or body) of `exchange` from scratch, filling its
+// choices/usage/dialect/decode_note. Used by import and tests.
+void decode_exchange(Exchange& exchange);
+
+// Concatenated bytes of a choice's tokens.
+std::string choice_text(const Choice& choice);
+
+// Request side: add the fields that make a server return token ids (replay --token-ids).
+enum class TokenIdMode : std::uint8_t { off, vllm, llamacpp, logprobs };
+std::optional<TokenIdMode> token_id_mode_from_string(std::string_view);
+// Rewrites a JSON request body for `dialect`; returns it unchanged when not JSON or mode is off.
+std::string add_token_id_fields(std::string_view body, Dialect dialect, TokenIdMode mode);
+
+}  // namespace retrace::llm

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages retrace needs to build, test and benchmark, when any is missing.
+# Safe to run again: it does nothing when everything is present.
+set -euo pipefail
+
+packages=(cmake g++ pkg-config make
+          libboost1.81-dev libboost-json1.81-dev
+          capnproto libcapnp-dev
+          libzstd-dev zstd libcli11-dev libxxhash-dev catch2 libssl-dev
+          nodejs npm curl)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(wrk nginx-light mitmproxy hyperfine)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Node.js may come from outside Debian's packages (a preinstalled node); then npm is there too.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  filtered=()
+  for p in "${missing[@]}"; do [[ "$p" == nodejs || "$p" == npm ]] || filtered+=("$p"); done
+  missing=("${filtered[@]+"${filtered[@]}"}")
+fi
+if (( ${#missing[@]} )); then
+  echo "retrace: installing missing packages: ${missing[*]}" >&2
+  sudo=""; [[ $(id -u) == 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi

@@ -1,0 +1,51 @@
+# Shared helpers for end-to-end tests. Source it first thing:  . "$(dirname "$0")/lib.sh"
+# Provides: $RETRACE (the binary under test), $ROOT (source tree), $WORK (a scratch directory
+# removed at exit), start_listening, fail, check, check_eq, check_contains. Every process started
+# with start_listening is killed at exit, so a failing test leaves nothing running.
+set -euo pipefail
+
+: "${RETRACE:?RETRACE must name the retrace binary (ctest sets it)}"
+ROOT=${RETRACE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/retrace-e2e.XXXXXX")
+_PIDS=()
+_cleanup() {
+  local pid
+  for pid in "${_PIDS[@]+"${_PIDS[@]}"}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${_PIDS[@]+"${_PIDS[@]}"}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap _cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+check() { local what=$1; shift; "$@" || fail "$what"; }
+check_eq() { [[ "$1" == "$2" ]] || fail "$3: expected '$2', got '$1'"; }
+check_contains() { grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; head -c 4000 "$1" >&2; fail "$3: '$2' not found in $1"; }; }
+
+# start_listening NAME CMD... : runs CMD in the background, waits (up to 30 s) for the line
+# "listening on http://HOST:PORT" on its stdout, then sets ${NAME}_URL and ${NAME}_PID.
+# Its stdout and stderr go to $WORK/NAME.out and $WORK/NAME.err.
+start_listening() {
+  local name=$1; shift
+  local out="$WORK/$name.out" err="$WORK/$name.err"
+  "$@" >"$out" 2>"$err" &
+  local pid=$!
+  _PIDS+=("$pid")
+  local i url=""
+  for i in $(seq 1 300); do
+    url=$(grep -m1 -oE 'listening on http://[^ ]+' "$out" 2>/dev/null | sed 's/^listening on //') || true
+    [[ -n "$url" ]] && break
+    kill -0 "$pid" 2>/dev/null || { cat "$err" >&2; fail "$name exited before listening"; }
+    sleep 0.1
+  done
+  [[ -n "$url" ]] || { cat "$err" >&2; fail "$name did not print 'listening on' within 30 s"; }
+  printf -v "${name}_URL" '%s' "$url"
+  printf -v "${name}_PID" '%s' "$pid"
+}
+
+# stop PID: SIGTERM and wait; returns the process's exit status.
+stop() {
+  kill -TERM "$1" 2>/dev/null || true
+  local status=0
+  wait "$1" || status=$?
+  return $status
+}
