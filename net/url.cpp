@@ -75,7 +75,8 @@ Url parse_url(std::string_view text) {
   auto [host, port] = split_host_port(authority, text);
   if (host.empty()) throw std::invalid_argument("missing host in URL '" + std::string(text) + "'");
   url.host = std::move(host);
-  url.port = port.empty() ? (url.tls() ? 443 : 80) : parse_port(port, text);
+  // "http://h:" names no port: an error, not the default.
+  url.port = port.data() == nullptr ? (url.tls() ? 443 : 80) : parse_port(port, text);
   if (slash != std::string_view::npos) {
     auto path = rest.substr(slash);
     auto q = path.find_first_of("?#");

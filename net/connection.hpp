@@ -1,0 +1,129 @@
+// Connections to an upstream (record) or target (replay): plain TCP or TLS behind one type, a TLS
+// client context factory, and a keep-alive pool.
+//
+// Threading: an UpstreamConnection and a ConnectionPool belong to one io_context thread (or one
+// strand); nothing here locks. Run one pool per worker thread, as Beast's examples run one
+// io_context per thread.
+//
+// Lifetimes: asynchronous operations capture `this`; the caller keeps the connection alive until
+// the completion handler has run (hold it in the session object whose shared_ptr the handler
+// captures).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+
+#include "net/errors.hpp"
+#include "net/url.hpp"
+
+namespace retrace::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using error_code = boost::system::error_code;
+
+// --ca-file / --insecure.
+struct TlsOptions {
+  std::string ca_file;    // PEM bundle to trust instead of the system store; "" = system store
+  bool insecure = false;  // skip certificate and host name verification (tests, self-signed)
+};
+
+// A TLS client context: TLS 1.2+, peer verification against the system CA store (or ca_file)
+// unless insecure. Throws std::runtime_error naming the file and what to try.
+std::shared_ptr<asio::ssl::context> make_client_tls_context(const TlsOptions& options);
+
+// One connection to one upstream, plain or TLS. Use visit() to run any Beast operation on the
+// concrete stream:  conn.visit([&](auto& stream) { http::async_write(stream, msg, handler); });
+class UpstreamConnection {
+ public:
+  using Stream = std::variant<beast::tcp_stream, beast::ssl_stream<beast::tcp_stream>>;
+  using ConnectHandler = std::function<void(error_code, Phase)>;
+
+  // `tls` must be non-null for an https:// url; it must outlive the connection.
+  UpstreamConnection(asio::any_io_executor executor, Url url,
+                     std::shared_ptr<asio::ssl::context> tls);
+  UpstreamConnection(const UpstreamConnection&) = delete;
+  UpstreamConnection& operator=(const UpstreamConnection&) = delete;
+
+  // Resolve, connect, and for https handshake with SNI and host name verification, all within
+  // `timeout`. The handler gets the phase that failed (or the last phase on success).
+  void async_connect(std::chrono::steady_clock::duration timeout, ConnectHandler handler);
+
+  template <class F>
+  decltype(auto) visit(F&& f) {
+    return std::visit(std::forward<F>(f), stream_);
+  }
+  beast::tcp_stream& tcp_layer();
+  // Deadline for the next operations (Beast's tcp_stream timeout); expires_never() to clear.
+  void expires_after(std::chrono::steady_clock::duration timeout);
+  void expires_never();
+  // Closes the socket at once; pending operations complete with operation_aborted. Used to cancel
+  // an upstream request when its client went away. The connection is not reusable afterwards.
+  void close();
+  bool is_open();
+
+  const Url& url() const { return url_; }
+  const std::string& pool_key() const { return pool_key_; }
+  // Bytes read past the end of the last message stay here for the next one.
+  beast::flat_buffer& buffer() { return buffer_; }
+  // How many responses this connection has carried; a reused one may have been closed by the
+  // upstream while idle, which a caller should retry once on a fresh connection.
+  std::uint64_t responses = 0;
+  std::chrono::steady_clock::time_point idle_since{};
+
+ private:
+  void on_resolve(error_code ec, tcp::resolver::results_type results);
+  void on_connect(error_code ec);
+  void on_handshake(error_code ec);
+
+  Url url_;
+  std::string pool_key_;
+  std::shared_ptr<asio::ssl::context> tls_;
+  tcp::resolver resolver_;
+  Stream stream_;
+  beast::flat_buffer buffer_;
+  std::chrono::steady_clock::duration connect_timeout_{};
+  std::chrono::steady_clock::time_point connect_deadline_{};
+  ConnectHandler connect_handler_;
+};
+
+// "scheme://host:port", the key connections to the same upstream share.
+std::string pool_key(const Url& url);
+
+// Idle keep-alive connections by upstream. Not thread-safe: one per io_context thread.
+class ConnectionPool {
+ public:
+  explicit ConnectionPool(std::size_t max_idle_per_upstream = 256,
+                          std::chrono::steady_clock::duration max_idle_age = std::chrono::seconds(30))
+      : max_idle_per_upstream_(max_idle_per_upstream), max_idle_age_(max_idle_age) {}
+
+  // An idle connection to `url`'s upstream, or nullptr (then connect a new one). Connections idle
+  // longer than max_idle_age are closed and skipped: upstreams drop idle connections.
+  std::unique_ptr<UpstreamConnection> take(const Url& url);
+  // Returns a connection whose last response was read completely and which may be kept alive.
+  void put(std::unique_ptr<UpstreamConnection> connection);
+  std::size_t idle() const;
+  void clear();
+
+ private:
+  std::size_t max_idle_per_upstream_;
+  std::chrono::steady_clock::duration max_idle_age_;
+  std::map<std::string, std::deque<std::unique_ptr<UpstreamConnection>>, std::less<>> idle_;
+};
+
+}  // namespace retrace::net

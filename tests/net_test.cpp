@@ -1,0 +1,182 @@
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include "net/connection.hpp"
+#include "net/errors.hpp"
+#include "net/url.hpp"
+
+using namespace retrace;
+using namespace retrace::net;
+namespace http = boost::beast::http;
+
+TEST_CASE("a URL without a port gets the scheme's default port", "[net][url]") {
+  CHECK(parse_url("http://example.com").port == 80);
+  CHECK(parse_url("https://example.com").port == 443);
+  CHECK(parse_url("HTTPS://example.com").scheme == "https");
+  CHECK(parse_url("http://example.com").host_header() == "example.com");
+  CHECK(parse_url("http://example.com:8080").host_header() == "example.com:8080");
+}
+
+TEST_CASE("an IPv6 literal URL keeps its brackets out of the host and in the Host header",
+          "[net][url]") {
+  auto url = parse_url("http://[::1]:8000/v1/");
+  CHECK(url.host == "::1");
+  CHECK(url.port == 8000);
+  CHECK(url.base_path == "/v1");
+  CHECK(url.host_header() == "[::1]:8000");
+  CHECK(url.str() == "http://[::1]:8000/v1");
+}
+
+TEST_CASE("a base path loses its trailing slashes and is prefixed on join", "[net][url]") {
+  auto url = parse_url("http://h:1/api//");
+  CHECK(url.base_path == "/api");
+  CHECK(url.join("/v1/models") == "/api/v1/models");
+  CHECK(url.join("v1") == "/api/v1");
+  CHECK(parse_url("http://h:1").join("/x?y=1") == "/x?y=1");
+}
+
+TEST_CASE("bad URLs are refused with a message that says what to try", "[net][url]") {
+  CHECK_THROWS_WITH(parse_url("localhost:8000"), Catch::Contains("try http://"));
+  CHECK_THROWS_WITH(parse_url("ftp://h"), Catch::Contains("use http:// or https://"));
+  CHECK_THROWS_WITH(parse_url("http://h:99999"), Catch::Contains("bad port"));
+  CHECK_THROWS_WITH(parse_url("http://h:"), Catch::Contains("bad port"));
+  CHECK_THROWS_WITH(parse_url("http://:80"), Catch::Contains("missing host"));
+  CHECK_THROWS_WITH(parse_url("http://u:p@h"), Catch::Contains("credentials"));
+  CHECK_THROWS_WITH(parse_url("http://h/x?q=1"), Catch::Contains("query"));
+  CHECK_THROWS_WITH(parse_url("http://[::1"), Catch::Contains("unclosed"));
+}
+
+TEST_CASE("a listen address defaults its host to loopback and requires a port", "[net][url]") {
+  auto any = parse_listen(":0");
+  CHECK(any.host == "127.0.0.1");
+  CHECK(any.port == 0);
+  auto v6 = parse_listen("[::1]:9000");
+  CHECK(v6.host == "::1");
+  CHECK(v6.port == 9000);
+  CHECK_THROWS_WITH(parse_listen("127.0.0.1"), Catch::Contains("HOST:PORT"));
+  CHECK_THROWS(parse_listen("127.0.0.1:x"));
+}
+
+TEST_CASE("errors are classified by code and by the phase they happened in", "[net][errors]") {
+  namespace aerr = boost::asio::error;
+  CHECK(classify({}, Phase::read_body) == ErrorKind::none);
+  CHECK(classify(aerr::connection_refused, Phase::connect) == ErrorKind::connect);
+  CHECK(classify(aerr::host_not_found, Phase::resolve) == ErrorKind::connect);
+  CHECK(classify(boost::beast::error::timeout, Phase::connect) == ErrorKind::timeout);
+  CHECK(classify(boost::beast::error::timeout, Phase::read_header) == ErrorKind::timeout);
+  CHECK(classify(aerr::eof, Phase::tls_handshake) == ErrorKind::tls);
+  CHECK(classify(aerr::connection_reset, Phase::read_body) == ErrorKind::reset);
+  CHECK(classify(http::error::partial_message, Phase::read_body) == ErrorKind::reset);
+  CHECK(classify(http::error::end_of_stream, Phase::read_header) == ErrorKind::reset);
+  CHECK(classify(boost::asio::ssl::error::stream_truncated, Phase::read_body) == ErrorKind::reset);
+  CHECK(classify(http::error::bad_version, Phase::read_header) == ErrorKind::protocol);
+  CHECK(classify(http::error::bad_chunk, Phase::read_body) == ErrorKind::protocol);
+  CHECK(classify(aerr::operation_aborted, Phase::read_body) == ErrorKind::cut);
+  CHECK_THAT(describe(http::error::partial_message, Phase::read_body, "http://h:1"),
+             Catch::Contains("middle of the response") && Catch::Contains("http://h:1"));
+}
+
+TEST_CASE("a TLS context refuses a missing CA file and accepts --insecure", "[net][tls]") {
+  CHECK_THROWS_WITH(make_client_tls_context({"/nonexistent/ca.pem", false}),
+                    Catch::Contains("--ca-file"));
+  CHECK(make_client_tls_context({"", true}) != nullptr);
+  CHECK(make_client_tls_context({}) != nullptr);
+}
+
+namespace {
+// A loopback port with nothing listening on it.
+std::uint16_t closed_port(boost::asio::io_context& io) {
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  return acceptor.local_endpoint().port();
+}
+
+struct ConnectResult {
+  error_code ec;
+  Phase phase = Phase::resolve;
+};
+
+ConnectResult connect_and_wait(boost::asio::io_context& io, UpstreamConnection& connection) {
+  std::optional<ConnectResult> result;
+  connection.async_connect(std::chrono::seconds(5),
+                           [&](error_code ec, Phase phase) { result = ConnectResult{ec, phase}; });
+  io.run();
+  io.restart();
+  REQUIRE(result);
+  return *result;
+}
+}  // namespace
+
+TEST_CASE("connecting to a closed port is a connect error", "[net][connection]") {
+  boost::asio::io_context io;
+  auto url = parse_url("http://127.0.0.1:" + std::to_string(closed_port(io)));
+  UpstreamConnection connection(io.get_executor(), url, nullptr);
+  auto result = connect_and_wait(io, connection);
+  CHECK(result.ec);
+  CHECK(classify(result.ec, result.phase) == ErrorKind::connect);
+}
+
+TEST_CASE("a TLS handshake with a server that is not TLS is a tls error", "[net][connection]") {
+  boost::asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  tcp::socket peer(io);
+  // The "server" accepts, answers the ClientHello with plain HTTP, and closes.
+  acceptor.async_accept(peer, [&](error_code ec) {
+    if (ec) return;
+    static const char reply[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    error_code ignored;
+    peer.write_some(asio::buffer(reply, sizeof reply - 1), ignored);
+    peer.close();
+  });
+  auto url = parse_url("https://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()));
+  UpstreamConnection connection(io.get_executor(), url, make_client_tls_context({"", true}));
+  auto result = connect_and_wait(io, connection);
+  CHECK(result.ec);
+  CHECK(result.phase == Phase::tls_handshake);
+  CHECK(classify(result.ec, result.phase) == ErrorKind::tls);
+}
+
+TEST_CASE("the pool hands back an idle connection to the same upstream only", "[net][pool]") {
+  boost::asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  tcp::socket peer(io);
+  acceptor.async_accept(peer, [](error_code) {});
+  auto url = parse_url("http://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()));
+  auto connection = std::make_unique<UpstreamConnection>(io.get_executor(), url, nullptr);
+  auto result = connect_and_wait(io, *connection);
+  REQUIRE_FALSE(result.ec);
+  auto* raw = connection.get();
+
+  ConnectionPool pool;
+  pool.put(std::move(connection));
+  CHECK(pool.idle() == 1);
+  CHECK(pool.take(parse_url("http://127.0.0.1:1")) == nullptr);
+  auto again = pool.take(url);
+  CHECK(again.get() == raw);
+  CHECK(pool.idle() == 0);
+
+  // A closed connection is not pooled.
+  again->close();
+  pool.put(std::move(again));
+  CHECK(pool.idle() == 0);
+}
+
+TEST_CASE("the pool drops connections idle longer than its limit", "[net][pool]") {
+  boost::asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  tcp::socket peer(io);
+  acceptor.async_accept(peer, [](error_code) {});
+  auto url = parse_url("http://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()));
+  auto connection = std::make_unique<UpstreamConnection>(io.get_executor(), url, nullptr);
+  REQUIRE_FALSE(connect_and_wait(io, *connection).ec);
+  ConnectionPool pool(8, std::chrono::nanoseconds(0));
+  pool.put(std::move(connection));
+  CHECK(pool.take(url) == nullptr);
+}
