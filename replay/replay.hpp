@@ -3,6 +3,35 @@
 //
 // Latency is measured from the *intended* send time (what the schedule wanted; corrected for
 // coordinated omission as wrk2 does) and from the actual send time; both are kept per exchange.
+//
+// Entry points: run_replay() (one run into one trace), compute_stats() (the report's figures for
+// any trace). Everything below "Building blocks" is public so that tests, sweep and bisect can use
+// the same parsing and selection rules as `retrace replay`.
+//
+// Decisions a caller should know:
+// - Each result exchange gets a new id (0, 1, ... in completion order) and source_id = the id of
+//   the input exchange; diff aligns runs by source_id, so a replay of a replay still aligns with
+//   the original through source ids (the second replay's source ids are the first replay's ids,
+//   whose source ids are the original's; diff follows whichever it is given).
+// - --repeat K writes K traces, RUN.r1.rtrace ... RUN.rK.rtrace (repeat_path()), each a complete
+//   run labelled repeat=k, so N-way diff and stats work on them unchanged. K = 1 writes RUN as is.
+// - --warmup N sends the first N selected requests (cycling) before the measured run, closed loop
+//   at the run's concurrency (1 for rate/recorded schedules); they are neither written nor
+//   counted, and the run's clock starts after them. Every selected exchange is in the output.
+// - Order of selection: --filter, then --shard, then --limit.
+// - Sessions (--sessions): the exchanges of one session_id run in recorded order, each after the
+//   previous one ended. Closed loop: N sessions in flight. Rate: *sessions* arrive at the rate,
+//   their turns follow back to back. Recorded: a turn goes at its recorded time or when the
+//   previous turn ended, whichever is later. Exchanges without a session id are one-turn sessions.
+//   --shard splits by session so that a session is never cut across machines.
+// - Body rewriting happens in this order: --token-ids fields, then --unset, then --set, then live
+//   session substitution. A body that is rewritten is re-serialised (key order kept); a body that
+//   is not rewritten is sent byte for byte. The request key is that of the request as sent.
+// - The output header's server_info is JSON: {"models": <GET /v1/models answer or null>,
+//   "models_status": N, "metrics_before": "<Prometheus text>"|null, "metrics_after": ...}. The
+//   after-scrape is only known at the end, so the run is written to OUT.partial and re-streamed
+//   into OUT with the final header when it ends (Ctrl-C included); after a crash, OUT.partial is a
+//   readable trace of everything flushed.
 #pragma once
 
 #include <atomic>
@@ -12,6 +41,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "format/trace.hpp"
@@ -22,12 +53,16 @@ namespace retrace::replay {
 enum class ScheduleKind : std::uint8_t { concurrency, rate, recorded };
 enum class Arrival : std::uint8_t { poisson, constant, gamma };
 
+std::string_view to_string(ScheduleKind);
+std::string_view to_string(Arrival);
+std::optional<Arrival> arrival_from_string(std::string_view);
+
 struct Schedule {
   ScheduleKind kind = ScheduleKind::concurrency;
-  int concurrency = 1;     // closed loop: requests in flight
-  double rate = 0;         // open loop: requests per second
+  int concurrency = 1;     // closed loop: requests in flight (with rate/recorded + sessions: cap, 0 = none)
+  double rate = 0;         // open loop: requests per second (sessions per second with --sessions)
   Arrival arrival = Arrival::poisson;
-  double burstiness = 1;   // gamma shape; 1 = Poisson
+  double burstiness = 1;   // gamma shape; 1 = Poisson, < 1 burstier, > 1 more regular
   double speed = 1;        // recorded timing: 2 = twice as fast
 };
 
@@ -35,6 +70,7 @@ struct Slo {
   std::optional<std::chrono::nanoseconds> ttft;
   std::optional<std::chrono::nanoseconds> tpot;
   std::optional<std::chrono::nanoseconds> e2e;
+  bool any() const { return ttft || tpot || e2e; }
 };
 // "ttft:200ms,tpot:50ms,e2e:2s"; throws std::invalid_argument naming the bad part.
 Slo parse_slo(std::string_view text);
@@ -43,21 +79,24 @@ struct Options {
   std::string target;  // base URL, e.g. http://127.0.0.1:8000
   Schedule schedule;
   bool sessions = false;       // a session's exchanges run in order, sessions concurrently
-  bool live_sessions = false;  // chat turns carry this run's earlier answers
-  std::size_t warmup = 0;      // first N requests sent but not counted or written
+  bool live_sessions = false;  // chat turns carry this run's earlier answers (implies sessions)
+  std::size_t warmup = 0;      // requests sent before the run, neither counted nor written
   std::optional<std::size_t> limit;
-  std::vector<std::string> filters;  // "path:GLOB" or "label:k=v"
+  std::vector<std::string> filters;  // "path:GLOB", "label:KEY=GLOB", "session:GLOB"; all must match
   std::vector<std::pair<std::string, std::string>> set;  // JSON body path = JSON (or string) value
   std::vector<std::string> unset;
-  std::vector<HttpHeader> headers;   // added to every request (never written when secret)
+  std::vector<HttpHeader> headers;   // added to every request (redacted in the trace when secret)
   std::optional<std::string> api_key;  // sent as "Authorization: Bearer"; never written
+  std::string api_key_env;             // the variable's name, for the settings record only
   llm::TokenIdMode token_ids = llm::TokenIdMode::off;
-  std::chrono::milliseconds timeout{120'000};
+  std::chrono::milliseconds timeout{120'000};  // per request, from its send to its last byte
   std::vector<Label> labels;  // written to the header and every exchange
+  std::string run_name;       // label "run" (default: the output file's stem)
+  int repeat_index = 0;       // label "repeat" when > 0
   Slo slo;
   std::size_t shard_index = 0, shard_count = 1;
   std::uint64_t seed = 1;     // arrival process
-  unsigned threads = 0;       // 0 = one per core
+  unsigned threads = 0;       // worker threads; 0 = one per core
   std::string ca_file;
   bool insecure = false;
   WriterOptions writer;
@@ -85,8 +124,26 @@ struct Stats {
   std::optional<std::size_t> slo_met;
 };
 
+// What the statistics need of one exchange; small, so a run keeps one per exchange in memory
+// while the exchanges themselves stream to disk.
+struct ExchangeMetrics {
+  ErrorKind error = ErrorKind::none;
+  bool streamed = false;
+  std::int64_t intended_send_ns = 0;
+  std::int64_t actual_send_ns = 0;
+  std::int64_t first_token_ns = -1;  // from the send; -1 when no token arrived
+  std::int64_t end_ns = -1;          // from the send
+  std::int64_t output_tokens = 0;    // usage.completion_tokens, else decoded tokens
+  std::vector<std::int64_t> token_gaps_ns;  // between successive token-carrying events (choice 0)
+};
+ExchangeMetrics summarize(const Exchange& exchange);
+
+// Open loop (rate or recorded timing) is read from the header's settings JSON.
 Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exchanges,
                     const Slo& slo = {});
+Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
+                    const Slo& slo = {});
+bool is_open_loop(const TraceHeader& header);
 
 struct Progress {
   std::size_t done = 0, total = 0, errors = 0;
@@ -99,10 +156,68 @@ struct RunResult {
 };
 
 // Replays `input` (a loaded trace) to `out`. Network errors are counted and recorded, never
-// abort; set-up errors (bad target URL, unwritable output) throw. `stop` (may be null) is polled:
-// when it turns true the run stops sending, finishes or cuts in-flight requests, and flushes.
+// abort; set-up errors (bad target URL, unwritable output, bad --set path, bad filter) throw
+// std::invalid_argument / std::runtime_error / TraceError. `stop` (may be null) is polled: when it
+// turns true the run stops sending, cuts in-flight requests (recorded with ErrorKind::cut), flushes
+// and returns with interrupted = true. `on_progress` is called from a watcher thread (~10/s).
 RunResult run_replay(const LoadedTrace& input, const Options& options,
                      const std::filesystem::path& out, const std::atomic<bool>* stop = nullptr,
                      const std::function<void(const Progress&)>& on_progress = {});
+
+// RUN.rtrace, k of K -> RUN.r<k>.rtrace (K > 1); RUN.rtrace itself when K == 1.
+std::filesystem::path repeat_path(const std::filesystem::path& out, int k, int repeats);
+
+// ---------------------------------------------------------------------------------------------
+// Building blocks (public for tests, sweep and bisect)
+
+// "200ms", "1.5s", "250us", "100ns", "2m"; a bare number is milliseconds. Throws invalid_argument.
+std::chrono::nanoseconds parse_duration(std::string_view text);
+
+// "I/N" with 0 <= I < N. Throws invalid_argument.
+std::pair<std::size_t, std::size_t> parse_shard(std::string_view text);
+
+// "k=v" (for --label and --set). Throws invalid_argument naming `what`.
+std::pair<std::string, std::string> split_assignment(std::string_view text, std::string_view what);
+// "Name: value". Throws invalid_argument.
+HttpHeader parse_header(std::string_view text);
+
+// Throws invalid_argument when a filter is not one of the forms Options::filters names.
+void validate_filter(std::string_view filter);
+bool matches_filter(const Exchange& exchange, std::string_view filter);
+
+// Input positions to replay, in input order, after filters, shard (by position, or by session when
+// `by_session`) and limit.
+std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
+                                          const Options& options, bool by_session);
+
+// --set/--unset on a JSON body. Paths are dot-separated object keys; a segment that is a number
+// indexes an array ("messages.0.content"). --set creates missing objects on the way; --unset of a
+// missing path does nothing. A VALUE that parses as JSON is used as JSON (0, true, {"a":1},
+// "quoted"), anything else as a string. Throws invalid_argument when the body is not a JSON object
+// or a path runs through a non-object.
+std::string apply_body_overrides(std::string_view body,
+                                 const std::vector<std::pair<std::string, std::string>>& set,
+                                 const std::vector<std::string>& unset);
+
+// Live sessions: replaces the contents of the last answers.size() assistant messages of a chat
+// body's "messages" (oldest first) with this run's answers to the previous turns. An answer that
+// is nullopt (that turn failed) leaves the recorded message. Bodies without messages pass through.
+std::string substitute_session_answers(std::string_view body,
+                                       const std::vector<std::optional<std::string>>& answers);
+
+// Offsets (ns from the run's start) of `count` open-loop arrivals; the first is at 0. The same
+// seed gives the same times on every machine (own samplers, not std:: distributions).
+std::vector<std::int64_t> arrival_offsets_ns(std::size_t count, const Schedule& schedule,
+                                             std::uint64_t seed);
+
+// Nearest-rank percentiles over values in milliseconds (sorted in place).
+Percentiles percentiles(std::vector<double>& values_ms);
+
+// Authorization, Proxy-Authorization, X-Api-Key, Api-Key, Cookie, Set-Cookie (any case).
+bool is_secret_header(std::string_view name);
+inline constexpr std::string_view kRedacted = "[redacted]";
+
+// The settings JSON written to the header: schedule and every option, secrets left out.
+std::string settings_json(const Options& options, std::string_view input_path = {});
 
 }  // namespace retrace::replay

@@ -1,0 +1,155 @@
+// The figures of a run: throughput, TTFT, inter-token latency, TPOT, end-to-end latency, goodput.
+//
+// Definitions (the same as vLLM's benchmark_serving where it defines one):
+// - TTFT: send -> first event carrying a token; streamed responses only (a non-streamed response
+//   has no first token distinct from its end, so it is not counted rather than counted wrong).
+// - ITL: gaps between successive token-carrying events of choice 0 (tokens coalesced into one
+//   event are one gap, as a client sees them).
+// - TPOT: (end - first token) / (output tokens - 1), for streamed responses with > 1 token.
+// - e2e: send -> last byte. "_intended" variants add the schedule slip (actual - intended send):
+//   the latency a user arriving on schedule would have seen (wrk2's coordinated-omission fix).
+// - duration: first send to last end; requests/s and tokens/s count completed exchanges only.
+#include <algorithm>
+#include <boost/json.hpp>
+#include <limits>
+#include <map>
+
+#include "replay/replay.hpp"
+
+namespace retrace::replay {
+
+ExchangeMetrics summarize(const Exchange& exchange) {
+  ExchangeMetrics metrics;
+  metrics.error = exchange.error.kind;
+  metrics.streamed = exchange.response.streamed;
+  metrics.intended_send_ns = exchange.intended_send_ns;
+  metrics.actual_send_ns = exchange.actual_send_ns;
+  metrics.end_ns = exchange.end_ns;
+  std::int64_t decoded_tokens = 0;
+  for (const auto& choice : exchange.choices) {
+    decoded_tokens += static_cast<std::int64_t>(choice.tokens.size());
+    if (!choice.tokens.empty() &&
+        (metrics.first_token_ns < 0 || choice.tokens.front().offset_ns < metrics.first_token_ns))
+      metrics.first_token_ns = choice.tokens.front().offset_ns;
+  }
+  metrics.output_tokens =
+      exchange.usage.completion_tokens >= 0 ? exchange.usage.completion_tokens : decoded_tokens;
+  if (!exchange.choices.empty()) {
+    const auto& tokens = exchange.choices.front().tokens;
+    for (std::size_t i = 1; i < tokens.size(); ++i) {
+      auto gap = tokens[i].offset_ns - tokens[i - 1].offset_ns;
+      if (gap > 0) metrics.token_gaps_ns.push_back(gap);
+    }
+  }
+  return metrics;
+}
+
+bool is_open_loop(const TraceHeader& header) {
+  if (header.source != Source::replayed) return false;
+  boost::json::error_code ec;
+  auto settings = boost::json::parse(header.settings, ec);
+  if (ec || !settings.is_object()) return false;
+  auto* schedule = settings.as_object().if_contains("schedule");
+  if (!schedule || !schedule->is_object()) return false;
+  auto* kind = schedule->as_object().if_contains("kind");
+  return kind && kind->is_string() && (kind->as_string() == "rate" || kind->as_string() == "recorded");
+}
+
+Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exchanges,
+                    const Slo& slo) {
+  std::vector<ExchangeMetrics> metrics;
+  metrics.reserve(exchanges.size());
+  for (const auto& exchange : exchanges) metrics.push_back(summarize(exchange));
+  // Traces that kept only wall-clock starts (some recorders, imports): derive send offsets.
+  bool no_offsets = std::all_of(metrics.begin(), metrics.end(),
+                                [](const ExchangeMetrics& m) { return m.actual_send_ns == 0; });
+  if (no_offsets && exchanges.size() > 1) {
+    std::int64_t first = std::numeric_limits<std::int64_t>::max();
+    for (const auto& exchange : exchanges)
+      if (exchange.start_unix_ns > 0) first = std::min(first, exchange.start_unix_ns);
+    for (std::size_t i = 0; i < exchanges.size(); ++i)
+      if (exchanges[i].start_unix_ns > 0) {
+        metrics[i].actual_send_ns = exchanges[i].start_unix_ns - first;
+        metrics[i].intended_send_ns = metrics[i].actual_send_ns;
+      }
+  }
+  return compute_stats(is_open_loop(header), metrics, slo);
+}
+
+Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics, const Slo& slo) {
+  Stats stats;
+  stats.open_loop = open_loop;
+  stats.exchanges = metrics.size();
+  std::map<ErrorKind, std::size_t> errors;
+  std::vector<double> ttft, itl, tpot, e2e, ttft_intended, e2e_intended, slip;
+  std::int64_t first_send = std::numeric_limits<std::int64_t>::max();
+  std::int64_t last_end = std::numeric_limits<std::int64_t>::min();
+  std::size_t slo_met = 0;
+  constexpr double kMs = 1e6;
+
+  for (const auto& m : metrics) {
+    first_send = std::min(first_send, m.actual_send_ns);
+    if (m.end_ns >= 0) last_end = std::max(last_end, m.actual_send_ns + m.end_ns);
+    if (m.error != ErrorKind::none) {
+      ++errors[m.error];
+      continue;
+    }
+    ++stats.completed;
+    stats.output_tokens += static_cast<std::uint64_t>(std::max<std::int64_t>(m.output_tokens, 0));
+    auto slip_ns = m.actual_send_ns - m.intended_send_ns;
+    slip.push_back(static_cast<double>(slip_ns) / kMs);
+
+    std::optional<std::int64_t> first_token_ns;
+    if (m.streamed && m.first_token_ns >= 0) first_token_ns = m.first_token_ns;
+    std::optional<double> tpot_ns;
+    if (first_token_ns) {
+      ttft.push_back(static_cast<double>(*first_token_ns) / kMs);
+      ttft_intended.push_back(static_cast<double>(*first_token_ns + slip_ns) / kMs);
+      for (auto gap : m.token_gaps_ns) itl.push_back(static_cast<double>(gap) / kMs);
+      if (m.output_tokens > 1 && m.end_ns >= *first_token_ns) {
+        tpot_ns = static_cast<double>(m.end_ns - *first_token_ns) /
+                  static_cast<double>(m.output_tokens - 1);
+        tpot.push_back(*tpot_ns / kMs);
+      }
+    }
+    if (m.end_ns >= 0) {
+      e2e.push_back(static_cast<double>(m.end_ns) / kMs);
+      e2e_intended.push_back(static_cast<double>(m.end_ns + slip_ns) / kMs);
+    }
+
+    if (slo.any()) {
+      // Open loop: judged from the intended send, as the user on schedule experienced it.
+      std::int64_t counted_slip = open_loop ? slip_ns : 0;
+      std::int64_t ttft_ns = (first_token_ns ? *first_token_ns : m.end_ns) + counted_slip;
+      bool met = m.end_ns >= 0;
+      if (slo.ttft && ttft_ns > slo.ttft->count()) met = false;
+      if (slo.tpot && tpot_ns && *tpot_ns > static_cast<double>(slo.tpot->count())) met = false;
+      if (slo.e2e && m.end_ns + counted_slip > slo.e2e->count()) met = false;
+      if (met) ++slo_met;
+    }
+  }
+
+  for (const auto& [kind, count] : errors)
+    stats.errors_by_kind.emplace_back(std::string(to_string(kind)), count);
+  if (!metrics.empty() && last_end > first_send)
+    stats.duration_s = static_cast<double>(last_end - first_send) / 1e9;
+  if (stats.duration_s > 0) {
+    stats.requests_per_s = static_cast<double>(stats.completed) / stats.duration_s;
+    stats.output_tokens_per_s = static_cast<double>(stats.output_tokens) / stats.duration_s;
+  }
+  stats.ttft = percentiles(ttft);
+  stats.itl = percentiles(itl);
+  stats.tpot = percentiles(tpot);
+  stats.e2e = percentiles(e2e);
+  stats.ttft_intended = percentiles(ttft_intended);
+  stats.e2e_intended = percentiles(e2e_intended);
+  stats.schedule_slip = percentiles(slip);
+  if (slo.any()) {
+    stats.slo_met = slo_met;
+    stats.goodput_per_s =
+        stats.duration_s > 0 ? static_cast<double>(slo_met) / stats.duration_s : 0.0;
+  }
+  return stats;
+}
+
+}  // namespace retrace::replay
