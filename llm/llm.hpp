@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,7 +21,15 @@ namespace retrace::llm {
 
 // Incremental SSE framing (https://html.spec.whatwg.org/multipage/server-sent-events.html):
 // feed bytes as they arrive, get each complete event once its blank line arrives. Handles \n,
-// \r\n and \r line ends, split anywhere, comments, multi-line data.
+// \r\n and \r line ends, split anywhere, comments, multi-line data, a leading UTF-8 BOM.
+//
+// Every byte fed ends up in exactly one event's `raw` or in take_partial(), in order, so the
+// raws concatenated with the partial tail are the input byte for byte. A blank line always ends
+// an event, even one holding only comments (a keep-alive ": ping") or nothing at all, so that
+// its bytes are accounted for; such events have empty `data`. A \r ends its line at once (no
+// waiting for a possible \n, which would stall a live stream); a \n that then follows it is
+// part of that line end but, arriving later, lands at the start of the next event's raw.
+// Cost is linear in the input: each byte is scanned once, however the stream is split.
 struct SseEvent {
   std::string_view raw;    // the event's bytes as received, including its terminating blank line
   std::string_view data;   // data lines joined with '\n'
@@ -37,11 +46,17 @@ class SseParser {
   bool has_partial() const;
 
  private:
-  std::string buffer_;
-  std::string data_;
+  void dispatch(std::size_t raw_end, const Handler& on_event);
+  void process_line(std::string_view line);
+
+  std::string buffer_;           // bytes from event_start_ on; earlier ones are dropped lazily
+  std::string data_;             // data lines so far, each followed by '\n'
   std::string event_;
-  std::size_t scan_from_ = 0;
-  std::size_t event_start_ = 0;
+  std::size_t scan_from_ = 0;    // next byte of buffer_ to look at for a line end
+  std::size_t event_start_ = 0;  // first byte of the event being assembled
+  std::size_t line_start_ = 0;   // first byte of the line being assembled
+  bool bom_checked_ = false;     // the stream's first bytes were checked for a UTF-8 BOM
+  bool skip_lf_ = false;         // the previous line ended in \r: a \n next belongs to it
 };
 
 enum class Dialect : std::uint8_t {

@@ -1,0 +1,191 @@
+// Which wire dialect a request speaks, and the request fields that make each server return
+// token ids (replay --token-ids).
+#include <boost/json.hpp>
+
+#include "llm/llm.hpp"
+
+namespace retrace::llm {
+
+namespace json = boost::json;
+
+std::string_view to_string(Dialect dialect) {
+  switch (dialect) {
+    case Dialect::unknown: return "";
+    case Dialect::openai_completions: return "openai_completions";
+    case Dialect::openai_chat: return "openai_chat";
+    case Dialect::llamacpp_completion: return "llamacpp_completion";
+    case Dialect::tgi_generate: return "tgi_generate";
+  }
+  return "";
+}
+
+namespace {
+
+bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+// Keys only llama.cpp's native API takes; its /completions alias (no /v1) shares the OpenAI path.
+bool has_llamacpp_native_keys(std::string_view body) {
+  json::error_code ec;
+  const json::value value = json::parse(body, ec);
+  if (ec || !value.is_object()) return false;
+  const json::object& object = value.get_object();
+  for (const char* key : {"n_predict", "n_probs", "return_tokens", "cache_prompt", "id_slot",
+                          "n_keep", "tokens_cached"}) {
+    if (object.contains(key)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Dialect detect_dialect(std::string_view target, std::string_view request_body) {
+  std::string_view path = target;
+  if (const auto cut = path.find_first_of("?#"); cut != std::string_view::npos) path = path.substr(0, cut);
+  // An absolute-form target ("http://host/v1/...") still ends with the path we look for.
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+
+  if (ends_with(path, "/chat/completions")) return Dialect::openai_chat;
+  if (ends_with(path, "/completions")) {
+    // llama.cpp serves its native API on /completion and /completions; the OpenAI one on
+    // /v1/completions. A bare /completions is native only when the body says so.
+    if (path == "/completions" && has_llamacpp_native_keys(request_body)) {
+      return Dialect::llamacpp_completion;
+    }
+    return Dialect::openai_completions;
+  }
+  if (ends_with(path, "/completion")) return Dialect::llamacpp_completion;
+  if (ends_with(path, "/generate") || ends_with(path, "/generate_stream")) return Dialect::tgi_generate;
+  return Dialect::unknown;
+}
+
+std::optional<TokenIdMode> token_id_mode_from_string(std::string_view name) {
+  if (name == "off" || name == "none") return TokenIdMode::off;
+  if (name == "vllm") return TokenIdMode::vllm;
+  if (name == "llamacpp" || name == "llama.cpp") return TokenIdMode::llamacpp;
+  if (name == "logprobs") return TokenIdMode::logprobs;
+  return std::nullopt;
+}
+
+namespace {
+
+// How many alternatives to ask for: two, so that the margin between the best and the runner-up
+// is known at every position (what tells a near-tie flip from a real change).
+constexpr int kTopAlternatives = 2;
+
+// The fields to set, each with whether an existing value is acceptable as it is.
+struct FieldChange {
+  const char* key;
+  json::value value;
+  bool (*keep_existing)(const json::value&);  // nullptr: overwrite any existing value
+};
+
+bool is_true(const json::value& value) { return value.is_bool() && value.get_bool(); }
+bool is_number(const json::value& value) { return value.is_number(); }
+bool is_positive_number(const json::value& value) {
+  json::error_code ec;
+  return value.is_number() && value.to_number<double>(ec) >= 1 && !ec;
+}
+
+std::vector<FieldChange> changes_for(Dialect dialect, TokenIdMode mode) {
+  std::vector<FieldChange> changes;
+  switch (dialect) {
+    case Dialect::openai_completions:
+    case Dialect::openai_chat: {
+      // Legacy completions take `logprobs: K` (K alternatives; 0 still returns the sampled token's
+      // logprob); chat takes `logprobs: true` plus `top_logprobs: K`. llama.cpp's /v1 endpoints
+      // answer either with token ids in the chat-style `content` shape, so llamacpp mode needs
+      // nothing beyond logprobs there.
+      if (dialect == Dialect::openai_completions) {
+        changes.push_back({"logprobs", kTopAlternatives, is_number});
+      } else {
+        changes.push_back({"logprobs", true, is_true});
+        changes.push_back({"top_logprobs", kTopAlternatives, is_number});
+      }
+      if (mode == TokenIdMode::vllm) {
+        // vLLM only rewrites tokens as "token_id:N" inside logprobs, hence the logprobs above;
+        // return_token_ids (vLLM >= 0.10.2) adds plain `token_ids` arrays per choice. Older
+        // versions ignore the unknown field with a warning.
+        changes.push_back({"return_tokens_as_token_ids", true, nullptr});
+        changes.push_back({"return_token_ids", true, nullptr});
+      }
+      break;
+    }
+    case Dialect::llamacpp_completion:
+      // Native /completion: `return_tokens` gives ids per event; `n_probs` gives logprobs and
+      // alternatives (with ids and bytes) in `completion_probabilities`. Any mode asks for both:
+      // this dialect has no other way to return ids.
+      changes.push_back({"return_tokens", true, nullptr});
+      changes.push_back({"n_probs", kTopAlternatives, is_positive_number});
+      break;
+    case Dialect::tgi_generate:
+      // TGI streams token ids always; the non-stream answer has them only under `details`.
+      // `top_n_tokens` (server limit --max-top-n-tokens, default 5) gives the alternatives.
+      changes.push_back({"details", true, nullptr});
+      changes.push_back({"top_n_tokens", kTopAlternatives, is_positive_number});
+      break;
+    case Dialect::unknown:
+      break;
+  }
+  return changes;
+}
+
+// Where the request body's top-level object closes, or npos.
+std::size_t closing_brace(std::string_view body) {
+  std::size_t end = body.size();
+  while (end > 0 && (body[end - 1] == ' ' || body[end - 1] == '\t' || body[end - 1] == '\n' ||
+                     body[end - 1] == '\r')) {
+    --end;
+  }
+  return end > 0 && body[end - 1] == '}' ? end - 1 : std::string_view::npos;
+}
+
+}  // namespace
+
+std::string add_token_id_fields(std::string_view body, Dialect dialect, TokenIdMode mode) {
+  if (mode == TokenIdMode::off || dialect == Dialect::unknown) return std::string(body);
+  json::error_code ec;
+  json::value parsed = json::parse(body, ec);
+  if (ec || !parsed.is_object()) return std::string(body);
+  json::object& object = parsed.get_object();
+
+  std::vector<FieldChange> changes = changes_for(dialect, mode);
+  bool must_rewrite = false;  // an existing value has to change
+  std::vector<const FieldChange*> to_append;
+  for (const FieldChange& change : changes) {
+    const json::value* existing = object.if_contains(change.key);
+    if (!existing) {
+      to_append.push_back(&change);
+    } else if (!(change.keep_existing ? change.keep_existing(*existing) : *existing == change.value)) {
+      must_rewrite = true;
+    }
+  }
+  if (to_append.empty() && !must_rewrite) return std::string(body);
+
+  const std::size_t brace = closing_brace(body);
+  if (!must_rewrite && brace != std::string_view::npos) {
+    // Append before the closing brace so the client's bytes (number spellings, key order,
+    // spacing) reach the server unchanged.
+    std::string out(body.substr(0, brace));
+    std::size_t last = out.find_last_not_of(" \t\r\n");
+    const bool empty_object = last != std::string::npos && out[last] == '{';
+    for (const FieldChange* change : to_append) {
+      if (!empty_object || change != to_append.front()) out += ',';
+      out += json::serialize(json::string(change->key));
+      out += ':';
+      out += json::serialize(change->value);
+    }
+    out.append(body.substr(brace));
+    return out;
+  }
+  for (const FieldChange& change : changes) {
+    const json::value* existing = object.if_contains(change.key);
+    if (!existing || !(change.keep_existing ? change.keep_existing(*existing) : *existing == change.value)) {
+      object[change.key] = change.value;
+    }
+  }
+  return json::serialize(parsed);
+}
+
+}  // namespace retrace::llm
