@@ -1,43 +1,84 @@
 // Diff: align the exchanges of a baseline run and candidate runs of the same traffic, and for
 // every output that differs find the first divergent token.
 //
-// Comparison is on token ids where both sides have them; otherwise on the concatenated bytes,
-// mapped back to the token (delta) index on each side, so that the same text chunked differently
-// (servers coalesce tokens under load) is identical, not divergent.
+// Alignment (per baseline/candidate pair of traces, decided from each trace's first exchange):
+//   both sides carry source ids (both replays of one trace)  candidate.source_id <-> baseline.source_id
+//   only the candidate does (baseline is the replayed trace)  candidate.source_id <-> baseline.id
+//   only the baseline does                                    candidate.id        <-> baseline.source_id
+//   neither                                                   (request key, occurrence number)
+// Exchanges on one side only are reported as missing; an error on either side is its own verdict.
+//
+// Comparison, per choice (choices pair up by index; an absent choice compares as empty):
+//   * basis token_ids when both sides' streams are token_ids with every id present: the first
+//     index whose ids differ (or where one side ends);
+//   * otherwise basis bytes: the token bytes are concatenated on each side, the first differing
+//     byte found, and mapped back to the index of the token (text delta) that contains it on each
+//     side. So the same text chunked differently is identical, and the reported indices live in
+//     each side's own delta index space: with coalesced deltas, the index is the delta that holds
+//     the first differing byte (the end of the stream, i.e. the token count, when that side ended).
+//     When only one side has ids, Divergence::basis_note says so.
+//   * fast path: an xxh3 hash of each stream (ids, and the concatenated bytes) decides identity;
+//     only differing pairs are examined token by token.
+//
+// Margin and classification at the divergent position (logprobs in nats):
+//   margin = |logprob(baseline token) - logprob(candidate token)| read from the baseline's top
+//   alternatives at that position; failing that, from the candidate's. When one side's list has
+//   logprobs but lacks the other side's token, the margin is at least (chosen - worst listed):
+//   margin_is_lower_bound is set. near_tie when margin < near_tie option, real_change otherwise,
+//   unknown when no logprobs were recorded (or the margin is only a lower bound under the
+//   threshold).
+//   Default 0.05 nats: batch-dependent reductions in fp16/bf16 kernels move logits by ~1e-3..1e-2,
+//   so only candidates closer than a few hundredths of a nat can swap places by noise, while a
+//   changed model or setting moves the winner by tenths of a nat or more. 0.05 nats is a 5%
+//   probability ratio: loose enough to absorb the noise, tight enough not to excuse real changes.
+//
+// Remainders after the divergence: common suffix and Myers edit distance (insertions plus
+// deletions, no substitutions), both in basis units (tokens for token_ids, bytes for bytes); the
+// distance search stops at Options::max_edit_distance and says so (edit_distance_capped).
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "format/trace.hpp"
 
 namespace retrace::diff {
 
-// Default --near-tie: a divergence whose two candidates' logprobs are within this margin at the
-// divergent position is classified as numeric noise (a near-tie flip), otherwise a real change.
 inline constexpr double kDefaultNearTieMargin = 0.05;
 
 enum class Match : std::uint8_t { exact, normalized, contains, regex, json_field };
+enum class FailOn : std::uint8_t { any, real, none };
 
 struct Options {
-  std::size_t context = 5;  // tokens before and after the divergence
+  std::size_t context = 5;  // tokens before and after the divergence, each side
   double near_tie = kDefaultNearTieMargin;
-  bool expect = false;      // match outputs against the traces' expected answers
+  bool expect = false;  // match outputs against the expected answers the traces carry
   Match match = Match::exact;
-  std::string match_arg;    // the regex, or the JSON field name
+  std::string match_arg;  // the regex, or the JSON field (dotted path)
+  std::size_t max_edit_distance = 4096;
+  // Divergent candidate exchanges are kept in memory between the two passes up to this many
+  // (estimated) bytes; beyond it the candidate is read again in batches.
+  std::size_t memory_budget = 256u << 20;
 };
 
-// How two aligned outputs compare.
-enum class Verdict : std::uint8_t {
-  identical,
-  divergent,
-  error,          // an error on either side (never "identical")
-  missing,        // present on one side only
-};
+// Parses "exact", "normalized", "contains", "regex:RE", "json:FIELD"; nullopt when unknown.
+std::optional<std::pair<Match, std::string>> parse_matcher(std::string_view spec);
+std::string_view to_string(Match);
+
+enum class Verdict : std::uint8_t { identical, divergent, error, missing };
 enum class Basis : std::uint8_t { token_ids, bytes };
 enum class Classification : std::uint8_t { near_tie, real_change, unknown };
+enum class Alignment : std::uint8_t { source_to_source, source_to_id, id_to_source, key_occurrence };
+std::string_view to_string(Verdict);
+std::string_view to_string(Basis);
+std::string_view to_string(Classification);
+std::string_view to_string(Alignment);
 
 struct TokenView {
   std::int32_t id = -1;
@@ -49,22 +90,54 @@ struct TokenView {
 struct Divergence {
   std::uint32_t choice = 0;
   Basis basis = Basis::bytes;
-  std::string basis_note;      // e.g. "ids on baseline only: compared bytes"
-  std::size_t baseline_index = 0, candidate_index = 0;  // token index on each side
-  std::size_t byte_offset = 0;                          // in the concatenated output
-  TokenView baseline_token, candidate_token;            // at the divergence (empty at end)
+  std::string basis_note;  // why bytes were compared although a side had ids, etc.
+  std::size_t baseline_index = 0, candidate_index = 0;  // token (delta) index on each side
+  std::size_t byte_offset = 0;  // of the first differing byte in the concatenated output
+  std::optional<TokenView> baseline_token, candidate_token;  // nullopt: that side ended
   std::vector<TokenView> baseline_before, baseline_after, candidate_before, candidate_after;
-  std::optional<double> margin;  // |logprob(a) - logprob(b)| at the divergent position
+  std::optional<double> margin;
+  bool margin_is_lower_bound = false;
   Classification classification = Classification::unknown;
-  std::size_t common_suffix_bytes = 0;
-  std::size_t edit_distance = 0;  // Myers, over the remaining tokens
+  std::size_t common_suffix = 0;  // basis units
+  std::size_t edit_distance = 0;  // basis units, remainders after the divergence
+  bool edit_distance_capped = false;
   std::size_t baseline_tokens = 0, candidate_tokens = 0;
+  std::size_t baseline_bytes = 0, candidate_bytes = 0;
   std::string baseline_finish, candidate_finish;
 };
 
+// One choice against another; nullopt when identical. Pure: the core of diff, exposed for tests
+// and for bisect.
+std::optional<Divergence> first_divergence(const Choice& baseline, const Choice& candidate,
+                                           const Options& options);
+
+// Myers' O(ND) distance (insertions + deletions) between two sequences; stops at max_d and
+// returns {max_d, true} when the distance is larger.
+struct EditDistance {
+  std::size_t distance = 0;
+  bool capped = false;
+};
+EditDistance myers_distance(const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b,
+                            std::size_t max_d);
+EditDistance myers_distance(std::string_view a, std::string_view b, std::size_t max_d);
+
+// Whether a stream is compared on token ids: every token carries one (an empty stream is
+// compatible with either basis).
+bool has_token_ids(const Choice& choice);
+
+// Whether `output` matches `expected` under the options' matcher.
+bool matches_expected(std::string_view output, std::string_view expected, const Options& options);
+// The normalized form used by Match::normalized and Match::contains: trimmed, ASCII case-folded,
+// whitespace runs collapsed to one space, trailing punctuation stripped.
+std::string normalize_answer(std::string_view text);
+
+// The output text of an exchange's first choice (what --expect matches).
+std::string output_text(const Exchange& exchange);
+
+// Only non-identical pairs are kept in RunComparison::pairs; identical ones are counted.
 struct PairResult {
-  std::uint64_t baseline_id = 0, candidate_id = 0;  // exchange ids (when present)
-  bool has_baseline = true, has_candidate = true;
+  std::optional<std::uint64_t> baseline_id, candidate_id;  // nullopt: absent on that side
+  std::optional<std::size_t> baseline_position, candidate_position;  // index in each trace
   RequestKey key;
   Verdict verdict = Verdict::identical;
   std::string error;  // for Verdict::error: which side, kind and message
@@ -74,32 +147,88 @@ struct PairResult {
 
 struct RunComparison {
   std::string name;  // the candidate trace's path or run label
-  std::size_t aligned = 0, identical = 0, divergent = 0, errors = 0, missing = 0;
-  std::size_t near_ties = 0, real_changes = 0;
-  std::optional<std::size_t> matches_expected;  // with Options::expect
+  Alignment alignment = Alignment::key_occurrence;
+  std::size_t exchanges = 0;  // in the candidate trace
+  std::size_t aligned = 0, identical = 0, divergent = 0, errors = 0;
+  std::size_t missing_in_candidate = 0, missing_in_baseline = 0;
+  // Divergent pairs by class: real_change if any differing choice is one, else unknown if any
+  // is, else near_tie.
+  std::size_t near_ties = 0, real_changes = 0, unknown_changes = 0;
+  std::optional<std::size_t> matches_expected, with_expected;  // with Options::expect
+  // One character per baseline exchange, in baseline order: '.' identical, 'D' divergent,
+  // 'E' error, 'M' missing in the candidate. Candidate-only exchanges are counted, not shown.
+  std::string matrix;
   std::vector<PairResult> pairs;
+};
+
+struct RequestGroups {
+  std::size_t baseline_position = 0;
+  std::uint64_t baseline_id = 0;
+  // Runs sharing each distinct completion (0 = baseline, i = candidate i-1); runs where the
+  // exchange errored or is missing are in no group.
+  std::vector<std::vector<std::size_t>> groups;
 };
 
 struct Result {
   std::string baseline_name;
-  std::optional<std::size_t> baseline_matches_expected;
   std::size_t baseline_exchanges = 0;
+  std::optional<std::size_t> baseline_matches_expected, baseline_with_expected;
   std::vector<RunComparison> runs;
-  // N-way: per baseline exchange, how many unique completions across all runs and who shares them
-  struct Request {
-    std::uint64_t baseline_id = 0;
-    std::size_t unique_completions = 0;
-    std::vector<std::vector<std::size_t>> groups;  // run indices (0 = baseline) per completion
-  };
-  std::vector<Request> requests;
-  std::vector<std::size_t> first_divergence_histogram;  // bucketed token index
+  // N-way: requests with more than one distinct completion across baseline and candidates, and
+  // how many requests have each number of distinct completions.
+  std::vector<RequestGroups> requests;
+  std::map<std::size_t, std::size_t> unique_completions_histogram;
+  // Baseline-side token index of every divergence's first differing choice, over all runs.
+  std::vector<std::size_t> first_divergence_positions;
+  bool compared_bytes_somewhere = false;  // some pair fell back from ids to bytes
+  std::vector<std::string> warnings;      // torn tails and the like, one line each
 };
 
-// Compares candidate traces against a baseline. Throws on unreadable traces.
+// A restartable stream of exchanges: a trace file, or exchanges already in memory.
+class ExchangeSource {
+ public:
+  virtual ~ExchangeSource() = default;
+  virtual const std::string& name() const = 0;
+  virtual void rewind() = 0;               // start again from the first exchange
+  virtual bool next(Exchange& out) = 0;    // false at the end
+  // What had to be dropped while reading (a torn tail); "" when nothing. Valid after next()
+  // returned false.
+  virtual std::string recovery_note() const { return {}; }
+};
+
+// Exchanges held in memory (not owned; must outlive the source).
+class MemorySource : public ExchangeSource {
+ public:
+  MemorySource(std::string name, const std::vector<Exchange>& exchanges)
+      : name_(std::move(name)), exchanges_(&exchanges) {}
+  const std::string& name() const override { return name_; }
+  void rewind() override { position_ = 0; }
+  bool next(Exchange& out) override;
+
+ private:
+  std::string name_;
+  const std::vector<Exchange>* exchanges_;
+  std::size_t position_ = 0;
+};
+
+// A .rtrace file, streamed with bounded memory (reopened on rewind). A torn tail is reported on
+// stderr once, and the readable exchanges are compared.
+std::unique_ptr<ExchangeSource> open_trace_source(const std::filesystem::path& path);
+
+// The engine. Streams the baseline once and each candidate once; pairs whose hashes differ are
+// examined in a second pass over the baseline (and over a candidate only when the divergent
+// exchanges exceed Options::memory_budget). Throws TraceError on unreadable traces.
+Result compare(ExchangeSource& baseline, const std::vector<ExchangeSource*>& candidates,
+               const Options& options);
+
+// Conveniences over compare(): traces loaded in memory, or trace files by path.
 Result compare(const LoadedTrace& baseline, const std::vector<const LoadedTrace*>& candidates,
                const std::vector<std::string>& candidate_names, const Options& options);
+Result compare_files(const std::filesystem::path& baseline,
+                     const std::vector<std::filesystem::path>& candidates, const Options& options);
 
-// Whether `output` matches `expected` under the options' matcher.
-bool matches_expected(const std::string& output, const std::string& expected, const Options& options);
+// Exit policy: how many outputs count as failures under `fail_on` (any: divergent, error and
+// missing; real: the same minus near-tie divergences; none: nothing).
+std::size_t failing_outputs(const Result& result, FailOn fail_on);
 
 }  // namespace retrace::diff

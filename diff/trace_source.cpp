@@ -1,0 +1,59 @@
+// Trace files as exchange sources. Kept apart from the engine so that code using only in-memory
+// exchanges does not pull in the trace reader.
+#include "diff/diff.hpp"
+
+namespace retrace::diff {
+
+namespace {
+
+class TraceFileSource : public ExchangeSource {
+ public:
+  explicit TraceFileSource(std::filesystem::path path)
+      : path_(std::move(path)), name_(path_.string()) {
+    open();  // fail now, naming the file, rather than in the middle of the comparison
+  }
+  const std::string& name() const override { return name_; }
+  void rewind() override {
+    if (used_) open();
+    used_ = true;
+  }
+  bool next(Exchange& out) override {
+    used_ = true;
+    if (reader_->next(out)) return true;
+    const Recovery& recovery = reader_->recovery();
+    if (recovery.torn)
+      note_ = "unreadable tail ignored: " + std::to_string(recovery.dropped_bytes) + " bytes from offset " +
+              std::to_string(recovery.dropped_from_offset) + " (" + recovery.reason + ")";
+    return false;
+  }
+  std::string recovery_note() const override { return note_; }
+
+ private:
+  void open() { reader_ = std::make_unique<TraceReader>(path_); }
+
+  std::filesystem::path path_;
+  std::string name_;
+  std::unique_ptr<TraceReader> reader_;
+  bool used_ = false;
+  std::string note_;
+};
+
+}  // namespace
+
+std::unique_ptr<ExchangeSource> open_trace_source(const std::filesystem::path& path) {
+  return std::make_unique<TraceFileSource>(path);
+}
+
+Result compare_files(const std::filesystem::path& baseline,
+                     const std::vector<std::filesystem::path>& candidates, const Options& options) {
+  auto baseline_source = open_trace_source(baseline);
+  std::vector<std::unique_ptr<ExchangeSource>> sources;
+  std::vector<ExchangeSource*> pointers;
+  for (const auto& path : candidates) {
+    sources.push_back(open_trace_source(path));
+    pointers.push_back(sources.back().get());
+  }
+  return compare(*baseline_source, pointers, options);
+}
+
+}  // namespace retrace::diff
