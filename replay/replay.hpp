@@ -144,6 +144,10 @@ Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exch
 Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
                     const Slo& slo = {});
 bool is_open_loop(const TraceHeader& header);
+// Streams a trace file (bounded memory: one ExchangeMetrics per exchange) into its figures.
+// Throws TraceError when it is not a readable trace; a torn tail is reported through `recovery`.
+Stats stats_of_trace(const std::filesystem::path& path, const Slo& slo = {},
+                     Recovery* recovery = nullptr);
 
 struct Progress {
   std::size_t done = 0, total = 0, errors = 0;

@@ -55,25 +55,51 @@ bool is_open_loop(const TraceHeader& header) {
   return kind && kind->is_string() && (kind->as_string() == "rate" || kind->as_string() == "recorded");
 }
 
+namespace {
+
+// Traces that kept only wall-clock starts (some recorders, imports): derive send offsets.
+void fill_offsets_from_wall_clock(std::vector<ExchangeMetrics>& metrics,
+                                  const std::vector<std::int64_t>& start_unix_ns) {
+  bool no_offsets = std::all_of(metrics.begin(), metrics.end(),
+                                [](const ExchangeMetrics& m) { return m.actual_send_ns == 0; });
+  if (!no_offsets || metrics.size() < 2) return;
+  std::int64_t first = std::numeric_limits<std::int64_t>::max();
+  for (auto start : start_unix_ns)
+    if (start > 0) first = std::min(first, start);
+  for (std::size_t i = 0; i < metrics.size(); ++i)
+    if (start_unix_ns[i] > 0) {
+      metrics[i].actual_send_ns = start_unix_ns[i] - first;
+      metrics[i].intended_send_ns = metrics[i].actual_send_ns;
+    }
+}
+
+}  // namespace
+
 Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exchanges,
                     const Slo& slo) {
   std::vector<ExchangeMetrics> metrics;
+  std::vector<std::int64_t> starts;
   metrics.reserve(exchanges.size());
-  for (const auto& exchange : exchanges) metrics.push_back(summarize(exchange));
-  // Traces that kept only wall-clock starts (some recorders, imports): derive send offsets.
-  bool no_offsets = std::all_of(metrics.begin(), metrics.end(),
-                                [](const ExchangeMetrics& m) { return m.actual_send_ns == 0; });
-  if (no_offsets && exchanges.size() > 1) {
-    std::int64_t first = std::numeric_limits<std::int64_t>::max();
-    for (const auto& exchange : exchanges)
-      if (exchange.start_unix_ns > 0) first = std::min(first, exchange.start_unix_ns);
-    for (std::size_t i = 0; i < exchanges.size(); ++i)
-      if (exchanges[i].start_unix_ns > 0) {
-        metrics[i].actual_send_ns = exchanges[i].start_unix_ns - first;
-        metrics[i].intended_send_ns = metrics[i].actual_send_ns;
-      }
+  for (const auto& exchange : exchanges) {
+    metrics.push_back(summarize(exchange));
+    starts.push_back(exchange.start_unix_ns);
   }
+  fill_offsets_from_wall_clock(metrics, starts);
   return compute_stats(is_open_loop(header), metrics, slo);
+}
+
+Stats stats_of_trace(const std::filesystem::path& path, const Slo& slo, Recovery* recovery) {
+  TraceReader reader(path);
+  std::vector<ExchangeMetrics> metrics;
+  std::vector<std::int64_t> starts;
+  Exchange exchange;
+  while (reader.next(exchange)) {
+    metrics.push_back(summarize(exchange));
+    starts.push_back(exchange.start_unix_ns);
+  }
+  if (recovery) *recovery = reader.recovery();
+  fill_offsets_from_wall_clock(metrics, starts);
+  return compute_stats(is_open_loop(reader.header()), metrics, slo);
 }
 
 Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics, const Slo& slo) {

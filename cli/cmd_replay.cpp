@@ -1,0 +1,269 @@
+// `retrace replay TRACE --target URL --out RUN.rtrace (-c N | --rate R | --timing recorded)`.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "format/trace.hpp"
+#include "replay/replay.hpp"
+#include "report/replay_report.hpp"
+
+namespace retrace::cli {
+namespace {
+
+struct ReplayArgs {
+  std::string input;
+  std::string target;
+  std::string out;
+  std::optional<int> concurrency;
+  std::optional<double> rate;
+  std::string arrival = "poisson";
+  double burstiness = 1;
+  std::string timing;
+  double speed = 1;
+  std::uint64_t seed = 1;
+  bool sessions = false;
+  std::string session_mode = "recorded";
+  int repeat = 1;
+  std::size_t warmup = 0;
+  std::optional<std::size_t> limit;
+  std::vector<std::string> filters, set, unset, headers, labels;
+  std::string api_key_env;
+  std::string token_ids = "off";
+  std::string timeout = "120s";
+  std::string slo;
+  std::string shard;
+  bool json = false;
+  unsigned threads = 0;
+  std::string run_name;
+  std::string ca_file;
+  bool insecure = false;
+};
+
+// SIGINT/SIGTERM are blocked in every thread and taken by one waiting thread, which turns them
+// into the stop flag the replay polls: no async-signal-safety puzzles, no global.
+class StopOnSignal {
+ public:
+  StopOnSignal() {
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals_, &previous_);
+    waiter_ = std::thread([this] {
+      timespec slice{0, 100'000'000};
+      while (!done_.load()) {
+        if (sigtimedwait(&signals_, nullptr, &slice) > 0) {
+          if (stop_.load()) std::_Exit(130);  // a second Ctrl-C: the user means it
+          stop_ = true;
+          std::cerr << "\nretrace: stopping: cutting requests in flight and flushing the trace "
+                       "(Ctrl-C again to quit at once)\n";
+        }
+      }
+    });
+  }
+  ~StopOnSignal() {
+    done_ = true;
+    waiter_.join();
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  const std::atomic<bool>& flag() const { return stop_; }
+
+ private:
+  sigset_t signals_{}, previous_{};
+  std::atomic<bool> stop_{false}, done_{false};
+  std::thread waiter_;
+};
+
+replay::Options make_options(const ReplayArgs& args) {
+  replay::Options options;
+  options.target = args.target;
+  int schedules = (args.concurrency ? 1 : 0) + (args.rate ? 1 : 0) + (args.timing.empty() ? 0 : 1);
+  if (schedules != 1)
+    throw std::invalid_argument(
+        "give exactly one schedule: -c N (closed loop), --rate R (open loop) or --timing recorded");
+  if (args.concurrency) {
+    options.schedule.kind = replay::ScheduleKind::concurrency;
+    options.schedule.concurrency = *args.concurrency;
+    if (*args.concurrency < 1) throw std::invalid_argument("-c/--concurrency must be at least 1");
+  } else if (args.rate) {
+    options.schedule.kind = replay::ScheduleKind::rate;
+    options.schedule.rate = *args.rate;
+    if (!(*args.rate > 0) || !std::isfinite(*args.rate))
+      throw std::invalid_argument("--rate must be a number above 0 (requests per second)");
+    auto arrival = replay::arrival_from_string(args.arrival);
+    if (!arrival) throw std::invalid_argument("--arrival must be poisson, constant or gamma");
+    options.schedule.arrival = *arrival;
+    if (!(args.burstiness > 0)) throw std::invalid_argument("--burstiness must be above 0");
+    options.schedule.burstiness = args.burstiness;
+  } else {
+    if (args.timing != "recorded")
+      throw std::invalid_argument("--timing takes 'recorded' (the trace's own send times)");
+    options.schedule.kind = replay::ScheduleKind::recorded;
+    if (!(args.speed > 0)) throw std::invalid_argument("--speed must be above 0");
+    options.schedule.speed = args.speed;
+  }
+  options.seed = args.seed;
+  if (args.session_mode != "recorded" && args.session_mode != "live")
+    throw std::invalid_argument("--session-mode must be recorded or live");
+  options.live_sessions = args.session_mode == "live";
+  options.sessions = args.sessions || options.live_sessions;
+  options.warmup = args.warmup;
+  options.limit = args.limit;
+  for (const auto& filter : args.filters) replay::validate_filter(filter);
+  options.filters = args.filters;
+  for (const auto& assignment : args.set)
+    options.set.push_back(replay::split_assignment(assignment, "--set"));
+  options.unset = args.unset;
+  for (const auto& header : args.headers) options.headers.push_back(replay::parse_header(header));
+  if (!args.api_key_env.empty()) {
+    const char* key = std::getenv(args.api_key_env.c_str());
+    if (!key || !*key)
+      throw std::invalid_argument("--api-key-env " + args.api_key_env +
+                                  ": that environment variable is not set or empty");
+    options.api_key = key;
+    options.api_key_env = args.api_key_env;
+  }
+  auto token_ids = llm::token_id_mode_from_string(args.token_ids);
+  if (!token_ids) throw std::invalid_argument("--token-ids must be vllm, llamacpp, logprobs or off");
+  options.token_ids = *token_ids;
+  options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      replay::parse_duration(args.timeout));
+  if (options.timeout.count() <= 0) throw std::invalid_argument("--timeout must be above 0");
+  for (const auto& label : args.labels) {
+    auto [key, value] = replay::split_assignment(label, "--label");
+    options.labels.push_back({key, value});
+  }
+  if (!args.slo.empty()) options.slo = replay::parse_slo(args.slo);
+  if (!args.shard.empty())
+    std::tie(options.shard_index, options.shard_count) = replay::parse_shard(args.shard);
+  options.threads = args.threads;
+  options.run_name = args.run_name;
+  options.ca_file = args.ca_file;
+  options.insecure = args.insecure;
+  return options;
+}
+
+// "[#####.....] 120/400  errors 3" redrawn in place; only on a terminal.
+void draw_progress(const replay::Progress& progress) {
+  constexpr int kWidth = 30;
+  int filled = progress.total ? static_cast<int>(kWidth * progress.done / progress.total) : 0;
+  filled = std::min(filled, kWidth);
+  std::string bar(static_cast<std::size_t>(filled), '#');
+  bar.append(static_cast<std::size_t>(kWidth - filled), '.');
+  std::fprintf(stderr, "\r[%s] %zu/%zu  errors %zu ", bar.c_str(), progress.done, progress.total,
+               progress.errors);
+  std::fflush(stderr);
+}
+
+int run(const ReplayArgs& args) {
+  auto options = make_options(args);
+  if (args.repeat < 1) throw std::invalid_argument("--repeat must be at least 1");
+  auto input = load_trace(args.input);
+  if (input.recovery.torn)
+    std::cerr << "retrace: warning: " << args.input << " has a torn tail (" << input.recovery.reason
+              << "); replaying the " << input.exchanges.size() << " exchanges before it\n";
+  if (input.exchanges.empty())
+    throw std::invalid_argument(args.input + " holds no exchanges to replay");
+
+  bool tty = ::isatty(STDERR_FILENO) != 0;
+  StopOnSignal signals;
+  std::vector<std::string> json_reports;
+  bool interrupted = false;
+  for (int k = 1; k <= args.repeat && !interrupted; ++k) {
+    auto run_options = options;
+    if (args.repeat > 1) run_options.repeat_index = k;
+    auto out = replay::repeat_path(args.out, k, args.repeat);
+    if (run_options.run_name.empty()) run_options.run_name = replay::repeat_path(args.out, 1, 1).stem().string();
+    std::function<void(const replay::Progress&)> progress;
+    if (tty) progress = draw_progress;
+    auto result = replay::run_replay(input, run_options, out, &signals.flag(), progress);
+    if (tty) std::fprintf(stderr, "\n");
+    interrupted = result.interrupted;
+    report::StatsContext context;
+    context.title = out.string();
+    context.interrupted = result.interrupted;
+    if (args.json) {
+      json_reports.push_back(report::render_stats_json(result.stats, context));
+    } else {
+      std::cout << report::render_stats_text(result.stats, context);
+      if (k < args.repeat) std::cout << "\n";
+      std::cout.flush();
+    }
+  }
+  if (args.json) {
+    if (json_reports.size() == 1) {
+      std::cout << json_reports.front() << "\n";
+    } else {
+      std::cout << "[";
+      for (std::size_t i = 0; i < json_reports.size(); ++i)
+        std::cout << (i ? "," : "") << json_reports[i];
+      std::cout << "]\n";
+    }
+  }
+  return interrupted ? 130 : kExitOk;
+}
+
+}  // namespace
+
+void add_replay(CLI::App& root, Registry& registry) {
+  auto args = std::make_shared<ReplayArgs>();
+  auto* command = root.add_subcommand(
+      "replay",
+      "Re-issue a trace's requests against a target under one schedule and record the run as a "
+      "new trace, with latency and throughput figures.");
+  command->footer(
+      "Example:\n"
+      "  retrace replay prod.rtrace --target http://127.0.0.1:8000 --out run.rtrace -c 16\n"
+      "  retrace replay prod.rtrace --target http://gpu:8000 --out run.rtrace --rate 5 --slo ttft:200ms\n"
+      "--repeat K writes RUN.r1.rtrace ... RUN.rK.rtrace, each labelled repeat=k.\n"
+      "Ctrl-C stops cleanly: in-flight requests are recorded as cut, the trace is flushed.");
+  command->add_option("trace", args->input, "Trace to replay (.rtrace)")->required();
+  command->add_option("--target", args->target, "Base URL of the server, e.g. http://127.0.0.1:8000")
+      ->required();
+  command->add_option("--out,-o", args->out, "Output trace of this run")->required();
+  command->add_option("-c,--concurrency", args->concurrency, "Closed loop: N requests in flight");
+  command->add_option("--rate", args->rate, "Open loop: requests (sessions, with --sessions) per second");
+  command->add_option("--arrival", args->arrival, "Open-loop arrivals: poisson, constant or gamma")
+      ->capture_default_str();
+  command->add_option("--burstiness", args->burstiness, "Gamma shape (1 = Poisson, < 1 burstier)")
+      ->capture_default_str();
+  command->add_option("--seed", args->seed, "Seed of the arrival process")->capture_default_str();
+  command->add_option("--timing", args->timing, "'recorded': the trace's own send times");
+  command->add_option("--speed", args->speed, "With --timing recorded: 2 = twice as fast")
+      ->capture_default_str();
+  command->add_flag("--sessions", args->sessions,
+                    "A session's exchanges run in recorded order, one after another");
+  command->add_option("--session-mode", args->session_mode,
+                      "recorded, or live: chat turns carry this run's earlier answers")
+      ->capture_default_str();
+  command->add_option("--repeat", args->repeat, "Run K times into K traces")->capture_default_str();
+  command->add_option("--warmup", args->warmup, "Send N requests first, neither counted nor written");
+  command->add_option("--limit", args->limit, "Replay at most N exchanges");
+  command->add_option("--filter", args->filters, "path:GLOB, label:KEY=GLOB or session:GLOB (repeatable)");
+  command->add_option("--set", args->set, "PATH=VALUE on the JSON body, e.g. temperature=0 (repeatable)");
+  command->add_option("--unset", args->unset, "Remove PATH from the JSON body (repeatable)");
+  command->add_option("--header,-H", args->headers, "'Name: value' added to every request (repeatable)");
+  command->add_option("--api-key-env", args->api_key_env,
+                      "Send 'Authorization: Bearer $VAR'; never written to the trace");
+  command->add_option("--token-ids", args->token_ids,
+                      "Ask for token ids: vllm, llamacpp, logprobs or off")->capture_default_str();
+  command->add_option("--timeout", args->timeout, "Per request, e.g. 30s")->capture_default_str();
+  command->add_option("--label", args->labels, "KEY=VALUE on the run and every exchange (repeatable)");
+  command->add_option("--run-name", args->run_name, "Label 'run' (default: the output's name)");
+  command->add_option("--slo", args->slo, "Goodput objective, e.g. ttft:200ms,tpot:50ms,e2e:2s");
+  command->add_option("--shard", args->shard, "I/N: only every N-th exchange (session) from I");
+  command->add_flag("--json", args->json, "Print the report as JSON");
+  command->add_option("--threads", args->threads, "Worker threads (default: one per core)");
+  command->add_option("--ca-file", args->ca_file, "PEM CA bundle for https targets");
+  command->add_flag("--insecure", args->insecure, "Do not verify https certificates");
+  registry.add(command, [args] { return run(*args); });
+}
+
+}  // namespace retrace::cli

@@ -1,0 +1,112 @@
+#include "report/replay_report.hpp"
+
+#include <boost/json.hpp>
+#include <cstdio>
+
+namespace retrace::report {
+namespace {
+
+std::string format(const char* pattern, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, pattern, value);
+  return text;
+}
+
+std::string latency_row(std::string_view name, const replay::Percentiles& p) {
+  std::string row = "  ";
+  row += name;
+  row.append(name.size() < 22 ? 22 - name.size() : 1, ' ');
+  if (p.count == 0) return row + "-\n";
+  char text[160];
+  std::snprintf(text, sizeof text, "%9.2f %9.2f %9.2f %9.2f   (n=%zu)\n", p.p50, p.p90, p.p99,
+                p.max, p.count);
+  return row + text;
+}
+
+boost::json::object percentiles_json(const replay::Percentiles& p) {
+  boost::json::object out;
+  out["count"] = p.count;
+  out["p50"] = p.p50;
+  out["p90"] = p.p90;
+  out["p99"] = p.p99;
+  out["max"] = p.max;
+  out["mean"] = p.mean;
+  return out;
+}
+
+}  // namespace
+
+std::string render_stats_text(const replay::Stats& stats, const StatsContext& context) {
+  std::string out;
+  if (!context.title.empty()) out += context.title + "\n";
+  if (context.interrupted) out += "  (interrupted: partial run)\n";
+  out += "  exchanges           " + std::to_string(stats.exchanges) + "\n";
+  out += "  completed           " + std::to_string(stats.completed) + "\n";
+  std::size_t error_count = 0;
+  for (const auto& [kind, count] : stats.errors_by_kind) error_count += count;
+  out += "  errors              " + std::to_string(error_count);
+  if (!stats.errors_by_kind.empty()) {
+    out += "  (";
+    bool first = true;
+    for (const auto& [kind, count] : stats.errors_by_kind) {
+      if (!first) out += ", ";
+      first = false;
+      out += kind + " " + std::to_string(count);
+    }
+    out += ")";
+  }
+  out += "\n";
+  out += "  duration            " + format("%.3f s", stats.duration_s) + "\n";
+  out += "  requests/s          " + format("%.2f", stats.requests_per_s) + "\n";
+  out += "  output tokens       " + std::to_string(stats.output_tokens) + "\n";
+  out += "  output tokens/s     " + format("%.1f", stats.output_tokens_per_s) + "\n";
+  if (stats.goodput_per_s) {
+    out += "  goodput             " + format("%.2f req/s", *stats.goodput_per_s);
+    if (stats.slo_met)
+      out += "  (" + std::to_string(*stats.slo_met) + " of " + std::to_string(stats.completed) +
+             " met the SLO)";
+    out += "\n";
+  }
+  out += "  latency (ms)              p50       p90       p99       max\n";
+  out += latency_row("TTFT", stats.ttft);
+  out += latency_row("inter-token", stats.itl);
+  out += latency_row("TPOT", stats.tpot);
+  out += latency_row("end-to-end", stats.e2e);
+  if (stats.open_loop) {
+    out += "  from the intended send (corrected for coordinated omission):\n";
+    out += latency_row("TTFT", stats.ttft_intended);
+    out += latency_row("end-to-end", stats.e2e_intended);
+    out += latency_row("schedule slip", stats.schedule_slip);
+  }
+  return out;
+}
+
+std::string render_stats_json(const replay::Stats& stats, const StatsContext& context) {
+  boost::json::object out;
+  if (!context.title.empty()) out["title"] = context.title;
+  out["interrupted"] = context.interrupted;
+  out["exchanges"] = stats.exchanges;
+  out["completed"] = stats.completed;
+  boost::json::object errors;
+  for (const auto& [kind, count] : stats.errors_by_kind) errors[kind] = count;
+  out["errors"] = std::move(errors);
+  out["duration_s"] = stats.duration_s;
+  out["requests_per_s"] = stats.requests_per_s;
+  out["output_tokens"] = stats.output_tokens;
+  out["output_tokens_per_s"] = stats.output_tokens_per_s;
+  out["ttft_ms"] = percentiles_json(stats.ttft);
+  out["itl_ms"] = percentiles_json(stats.itl);
+  out["tpot_ms"] = percentiles_json(stats.tpot);
+  out["e2e_ms"] = percentiles_json(stats.e2e);
+  out["open_loop"] = stats.open_loop;
+  if (stats.open_loop) {
+    out["ttft_intended_ms"] = percentiles_json(stats.ttft_intended);
+    out["e2e_intended_ms"] = percentiles_json(stats.e2e_intended);
+    out["schedule_slip_ms"] = percentiles_json(stats.schedule_slip);
+  }
+  if (stats.goodput_per_s) out["goodput_per_s"] = *stats.goodput_per_s;
+  if (stats.slo_met) out["slo_met"] = *stats.slo_met;
+  return boost::json::serialize(out);
+}
+
+}  // namespace retrace::report
