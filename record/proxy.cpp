@@ -1,0 +1,500 @@
+// The relay: one ClientSession per client connection, in the style of Beast's advanced server
+// (do_x starts an operation, on_x completes it) and its relay() example (a buffer_body parser and
+// serializer: each piece of the upstream's body goes to the client as soon as it is read).
+//
+// Per request:
+//   read request ─► upstream from pool (or connect) ─► write request ─► read response header
+//     ─► write header to client ─► { read body piece ─► record (offset, bytes) ─► write piece } ─► done
+// A reused pooled connection that fails before any response byte is retried once on a fresh one
+// (the upstream may have closed it while idle). Everything runs on the worker's single thread.
+#include "record/proxy.hpp"
+
+#include <array>
+#include <cctype>
+
+#include <boost/asio/post.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+namespace retrace::record {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using net::error_code;
+using net::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto kClientIdleTimeout = std::chrono::seconds(300);
+constexpr std::size_t kResponseHeaderLimit = 256u << 10;
+
+std::int64_t ns_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
+}
+
+bool iequals_prefix(std::string_view text, std::string_view prefix) {
+  if (text.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
+  return true;
+}
+
+// Hop-by-hop headers (RFC 9110 7.6.1) belong to one connection, not to the message.
+bool hop_by_hop(http::field field) {
+  switch (field) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::proxy_connection:
+    case http::field::te:
+    case http::field::trailer:
+    case http::field::transfer_encoding:
+    case http::field::upgrade:
+    case http::field::host:
+    case http::field::content_length:
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <class Fields>
+std::vector<HttpHeader> copy_headers(const Fields& fields) {
+  std::vector<HttpHeader> headers;
+  for (const auto& field : fields)
+    headers.push_back({std::string(field.name_string()), std::string(field.value())});
+  return headers;
+}
+
+}  // namespace
+
+class ClientSession : public std::enable_shared_from_this<ClientSession> {
+ public:
+  ClientSession(Worker& worker, tcp::socket socket, std::uint64_t id)
+      : worker_(worker),
+        shared_(worker.shared()),
+        options_(shared_.options),
+        client_(std::move(socket)),
+        id_(id) {}
+  ~ClientSession() { worker_.forget(id_); }
+
+  void start() {
+    error_code ignored;
+    client_.socket().set_option(tcp::no_delay(true), ignored);
+    do_read_request();
+  }
+
+  void close_if_idle() {
+    if (!in_flight_) close_client();
+  }
+
+  void cut() {
+    cut_ = true;
+    if (upstream_) upstream_->close();
+    close_client();
+  }
+
+ private:
+  // ---- client request ------------------------------------------------------------------------
+
+  void do_read_request() {
+    if (shared_.draining) return close_client();
+    request_parser_.emplace();
+    request_parser_->header_limit(static_cast<std::uint32_t>(options_.max_header));
+    request_parser_->body_limit(options_.max_body);
+    client_.expires_after(kClientIdleTimeout);
+    http::async_read(client_, client_buffer_, *request_parser_,
+                     [self = shared_from_this()](error_code ec, std::size_t) {
+                       self->on_read_request(ec);
+                     });
+  }
+
+  void on_read_request(error_code ec) {
+    if (ec == http::error::header_limit)
+      return respond_and_close(http::status::request_header_fields_too_large,
+                               "request headers exceed " + std::to_string(options_.max_header) +
+                                   " bytes");
+    if (ec == http::error::body_limit)
+      return respond_and_close(http::status::payload_too_large,
+                               "request body exceeds --max-body " +
+                                   std::to_string(options_.max_body) + " bytes");
+    if (ec && ec != http::error::end_of_stream && ec != http::error::partial_message &&
+        ec.category() == error_code(http::error::bad_version).category())
+      return respond_and_close(http::status::bad_request, "malformed HTTP request: " + ec.message());
+    if (ec) return close_client();  // the client went away, idled out, or we are shutting down
+    begin_exchange();
+  }
+
+  void begin_exchange() {
+    auto& request = request_parser_->get();
+    in_flight_ = true;
+    ++shared_.in_flight;
+    ++shared_.forwarded;
+    received_at_ = Clock::now();
+    recording_ = path_selected(request.target(), options_.include_paths, options_.exclude_paths);
+    client_keep_alive_ = request.keep_alive();
+    head_request_ = request.method() == http::verb::head;
+
+    capture_ = CapturedExchange{};
+    auto& exchange = capture_.exchange;
+    if (recording_) {
+      exchange.request.method = std::string(request.method_string());
+      exchange.request.target = std::string(request.target());
+      exchange.request.headers = copy_headers(request);
+      exchange.request.body = request.body();
+      if (!options_.session_header.empty()) {
+        auto found = request.find(options_.session_header);
+        if (found != request.end()) exchange.session_id = std::string(found->value());
+      }
+      exchange.intended_send_ns = ns_between(shared_.run_start, received_at_);
+    }
+
+    upstream_request_ = {};
+    upstream_request_.method_string(request.method_string());
+    upstream_request_.target(options_.upstream.join(request.target()));
+    upstream_request_.version(11);
+    for (const auto& field : request)
+      if (!hop_by_hop(field.name())) upstream_request_.insert(field.name_string(), field.value());
+    upstream_request_.set(http::field::host, options_.upstream.host_header());
+    upstream_request_.keep_alive(true);
+    upstream_request_.body() = std::move(request.body());
+    upstream_request_.prepare_payload();
+    retried_ = false;
+    acquire_upstream();
+  }
+
+  // ---- upstream ------------------------------------------------------------------------------
+
+  void acquire_upstream() {
+    upstream_ = retried_ ? nullptr : worker_.pool().take(options_.upstream);
+    reused_ = upstream_ != nullptr;
+    if (reused_) return do_write_upstream();
+    upstream_ = std::make_unique<net::UpstreamConnection>(worker_.io().get_executor(),
+                                                          options_.upstream, shared_.tls);
+    upstream_->async_connect(options_.upstream_timeout,
+                             [self = shared_from_this()](error_code ec, net::Phase phase) {
+                               self->on_connect(ec, phase);
+                             });
+  }
+
+  void on_connect(error_code ec, net::Phase phase) {
+    if (ec || cut_) return fail_before_response(ec, phase);
+    do_write_upstream();
+  }
+
+  void do_write_upstream() {
+    sent_at_ = Clock::now();
+    sent_ = true;
+    auto& exchange = capture_.exchange;
+    exchange.start_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    exchange.actual_send_ns = ns_between(shared_.run_start, sent_at_);
+    upstream_->expires_after(options_.upstream_timeout);
+    upstream_->visit([&](auto& stream) {
+      http::async_write(stream, upstream_request_,
+                        [self = shared_from_this()](error_code ec, std::size_t) {
+                          self->on_write_upstream(ec);
+                        });
+    });
+  }
+
+  bool retry_on_fresh_connection(error_code ec) {
+    if (!reused_ || retried_ || cut_ || ec == beast::error::timeout) return false;
+    upstream_->close();
+    upstream_.reset();
+    retried_ = true;
+    acquire_upstream();
+    return true;
+  }
+
+  void on_write_upstream(error_code ec) {
+    if (ec && !retry_on_fresh_connection(ec)) return fail_before_response(ec, net::Phase::write_request);
+    if (ec) return;
+    response_parser_.emplace();
+    response_parser_->header_limit(kResponseHeaderLimit);
+    response_parser_->body_limit(boost::none);
+    if (head_request_) response_parser_->skip(true);
+    upstream_->expires_after(options_.upstream_timeout);
+    upstream_->visit([&](auto& stream) {
+      http::async_read_header(stream, upstream_->buffer(), *response_parser_,
+                              [self = shared_from_this()](error_code ec, std::size_t) {
+                                self->on_read_header(ec);
+                              });
+    });
+  }
+
+  void on_read_header(error_code ec) {
+    if (ec && !cut_ && !response_parser_->got_some() && retry_on_fresh_connection(ec)) return;
+    if (ec || cut_) return fail_before_response(ec, net::Phase::read_header);
+    auto& response = response_parser_->get();
+    auto& exchange = capture_.exchange;
+    exchange.first_byte_ns = ns_between(sent_at_, Clock::now());
+    exchange.response.status = static_cast<std::uint16_t>(response.result_int());
+    if (recording_) {
+      exchange.response.headers = copy_headers(response);
+      capture_.event_stream =
+          iequals_prefix(response[http::field::content_type], "text/event-stream");
+    }
+    if (response.result_int() >= 400)
+      exchange.error = {ErrorKind::http_status,
+                        "upstream answered " + std::to_string(response.result_int()) + " " +
+                            std::string(response.reason())};
+    upstream_keep_alive_ = response.keep_alive();
+    client_keep_alive_ = client_keep_alive_ && response.keep_alive() &&
+                         !response_parser_->need_eof() && !shared_.draining;
+    if (!client_keep_alive_ && response.keep_alive()) response.keep_alive(false);
+    serializer_.emplace(response);
+    client_.expires_after(options_.upstream_timeout);
+    http::async_write_header(client_, *serializer_,
+                             [self = shared_from_this()](error_code ec, std::size_t) {
+                               self->on_write_client(ec);
+                             });
+  }
+
+  // ---- body relay ----------------------------------------------------------------------------
+
+  void do_read_body() {
+    auto& parser = *response_parser_;
+    auto& body = parser.get().body();
+    if (parser.is_done()) {
+      // Nothing left to read: one last write lets the serializer close a chunked body.
+      body.data = nullptr;
+      body.size = 0;
+      body.more = false;
+      return do_write_client();
+    }
+    body.data = chunk_.data();  // chunk_ must outlive the read and the write that follows
+    body.size = chunk_.size();
+    upstream_->expires_after(options_.upstream_timeout);
+    upstream_->visit([&](auto& stream) {
+      http::async_read(stream, upstream_->buffer(), parser,
+                       [self = shared_from_this()](error_code ec, std::size_t) {
+                         self->on_read_body(ec);
+                       });
+    });
+  }
+
+  void on_read_body(error_code ec) {
+    if (ec == http::error::need_buffer) ec = {};
+    auto& parser = *response_parser_;
+    auto& body = parser.get().body();
+    std::size_t received = chunk_.size() - body.size;
+    if (received > 0 && recording_) {
+      capture_.body.append(chunk_.data(), received);
+      capture_.chunks.push_back({ns_between(sent_at_, Clock::now()), capture_.body.size()});
+    }
+    if (cut_) return finish_cut();
+    if (ec) {
+      upstream_error_ = ec;
+      if (received == 0) return abort_stream();
+    }
+    body.data = chunk_.data();
+    body.size = received;
+    // After an upstream error the body is not complete: `more` stays true, so the serializer
+    // never writes the terminating chunk and the client sees the stream end as it did here.
+    body.more = !parser.is_done();
+    do_write_client();
+  }
+
+  void do_write_client() {
+    client_.expires_after(options_.upstream_timeout);
+    http::async_write(client_, *serializer_,
+                      [self = shared_from_this()](error_code ec, std::size_t) {
+                        self->on_write_client(ec);
+                      });
+  }
+
+  void on_write_client(error_code ec) {
+    if (ec == http::error::need_buffer) ec = {};
+    if (cut_) return finish_cut();
+    if (ec) return client_gone(ec);
+    if (upstream_error_) return abort_stream();
+    if (serializer_->is_done()) return finish_response();
+    do_read_body();
+  }
+
+  // ---- endings -------------------------------------------------------------------------------
+
+  void finish_response() {
+    upstream_->responses++;
+    bool reusable = upstream_keep_alive_ && response_parser_->is_done() && !cut_;
+    if (reusable) worker_.pool().put(std::move(upstream_));
+    complete(!client_keep_alive_);
+  }
+
+  // The upstream failed after the client got the response header: end the client's stream the
+  // same way — close without the terminating chunk, short of the Content-Length.
+  void abort_stream() {
+    auto kind = net::classify(upstream_error_, net::Phase::read_body);
+    capture_.exchange.error = {kind, net::describe(upstream_error_, net::Phase::read_body,
+                                                   options_.upstream.str())};
+    capture_.exchange.decode_note = "response ended early: " + capture_.exchange.error.message;
+    complete(true);
+  }
+
+  // The client closed (or stopped reading) mid-response: cancel the upstream request.
+  void client_gone(error_code ec) {
+    capture_.exchange.error = {ErrorKind::cut,
+                               "client closed the connection before the response ended (" +
+                                   ec.message() + "); upstream request cancelled"};
+    capture_.exchange.decode_note = "response cut: the client went away";
+    complete(true);
+  }
+
+  void finish_cut() {
+    capture_.exchange.error = {ErrorKind::cut,
+                               "recording stopped before the response ended (shutdown deadline)"};
+    capture_.exchange.decode_note = "response cut at shutdown";
+    complete(true);
+  }
+
+  // No response from the upstream: answer the client ourselves, 504 for a timeout, else 502.
+  void fail_before_response(error_code ec, net::Phase phase) {
+    if (cut_) return finish_cut();
+    auto kind = net::classify(ec, phase);
+    auto message = net::describe(ec, phase, options_.upstream.str());
+    capture_.exchange.error = {kind, message};
+    capture_.exchange.response.status = 0;
+    if (upstream_) upstream_->close();
+    upstream_.reset();
+    auto status = kind == ErrorKind::timeout ? http::status::gateway_timeout : http::status::bad_gateway;
+    std::string type = "upstream_" + std::string(to_string(kind));
+    proxy_response_ = make_error_response(status, message, type, client_keep_alive_ && !shared_.draining);
+    client_.expires_after(options_.upstream_timeout);
+    http::async_write(client_, proxy_response_,
+                      [self = shared_from_this()](error_code ec, std::size_t) {
+                        self->complete(ec || !self->proxy_response_.keep_alive());
+                      });
+  }
+
+  http::response<http::string_body> make_error_response(http::status status, const std::string& message,
+                                                        const std::string& type, bool keep_alive) {
+    boost::json::object error;
+    error["message"] = "retrace record: " + message;
+    error["type"] = type;
+    error["code"] = static_cast<int>(status);
+    boost::json::object body;
+    body["error"] = std::move(error);
+    http::response<http::string_body> response{status, 11};
+    response.set(http::field::server, "retrace-record");
+    response.set(http::field::content_type, "application/json");
+    response.body() = boost::json::serialize(body);
+    response.keep_alive(keep_alive);
+    response.prepare_payload();
+    return response;
+  }
+
+  // The proxy's own answer to a request it could not parse; the connection closes after it.
+  void respond_and_close(http::status status, const std::string& message) {
+    std::string type = status == http::status::bad_request ? "invalid_request" : "request_too_large";
+    proxy_response_ = make_error_response(status, message, type, false);
+    client_.expires_after(std::chrono::seconds(10));
+    http::async_write(client_, proxy_response_,
+                      [self = shared_from_this()](error_code, std::size_t) { self->close_client(); });
+  }
+
+  // Every exchange that began ends here exactly once.
+  void complete(bool close_after) {
+    auto& exchange = capture_.exchange;
+    if (sent_) exchange.end_ns = ns_between(sent_at_, Clock::now());
+    if (upstream_) upstream_->close();
+    upstream_.reset();
+    if (recording_) {
+      auto index = shared_.captured.fetch_add(1);
+      auto limit = options_.max_exchanges;
+      if (limit == 0 || index < limit) shared_.submit(std::move(capture_));
+      if (limit != 0 && index + 1 == limit) shared_.on_limit();
+    }
+    capture_ = CapturedExchange{};
+    serializer_.reset();
+    response_parser_.reset();
+    upstream_error_ = {};
+    sent_ = false;
+    in_flight_ = false;
+    --shared_.in_flight;
+    if (close_after || cut_ || shared_.draining) return close_client();
+    do_read_request();
+  }
+
+  void close_client() {
+    error_code ignored;
+    client_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    client_.close();
+  }
+
+  Worker& worker_;
+  ProxyShared& shared_;
+  const RecordOptions& options_;
+  beast::tcp_stream client_;
+  std::uint64_t id_;
+  beast::flat_buffer client_buffer_;
+  std::optional<http::request_parser<http::string_body>> request_parser_;
+  http::request<http::string_body> upstream_request_;
+  http::response<http::string_body> proxy_response_;  // must outlive its write
+  std::unique_ptr<net::UpstreamConnection> upstream_;
+  std::optional<http::response_parser<http::buffer_body>> response_parser_;
+  std::optional<http::response_serializer<http::buffer_body>> serializer_;
+  std::array<char, 16384> chunk_{};
+  CapturedExchange capture_;
+  Clock::time_point received_at_{};
+  Clock::time_point sent_at_{};
+  error_code upstream_error_;
+  bool sent_ = false;
+  bool in_flight_ = false;
+  bool recording_ = false;
+  bool reused_ = false;
+  bool retried_ = false;
+  bool cut_ = false;
+  bool head_request_ = false;
+  bool client_keep_alive_ = false;
+  bool upstream_keep_alive_ = false;
+};
+
+Worker::Worker(ProxyShared& shared) : shared_(shared) { work_.emplace(io_.get_executor()); }
+
+Worker::~Worker() { pool_.clear(); }
+
+void Worker::run() {
+  io_.run();
+  finished_ = true;
+}
+
+void Worker::start_session(tcp::socket socket) {
+  if (shared_.draining) {
+    error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  auto id = next_session_id_++;
+  auto session = std::make_shared<ClientSession>(*this, std::move(socket), id);
+  sessions_.emplace(id, session);
+  session->start();
+}
+
+void Worker::close_idle_sessions() {
+  // Copy first: closing may complete handlers that erase from sessions_ (they run later, but be
+  // safe against re-entrancy).
+  std::vector<std::shared_ptr<ClientSession>> alive;
+  for (auto& [id, weak] : sessions_)
+    if (auto session = weak.lock()) alive.push_back(std::move(session));
+  for (auto& session : alive) session->close_if_idle();
+}
+
+void Worker::cut_sessions() {
+  std::vector<std::shared_ptr<ClientSession>> alive;
+  for (auto& [id, weak] : sessions_)
+    if (auto session = weak.lock()) alive.push_back(std::move(session));
+  for (auto& session : alive) session->cut();
+}
+
+void Worker::finish() {
+  pool_.clear();
+  cut_sessions();
+  work_.reset();
+}
+
+}  // namespace retrace::record

@@ -1,0 +1,72 @@
+// Internal to record/: the proxy workers. See record.hpp for the threading picture.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "net/connection.hpp"
+#include "record/record.hpp"
+
+namespace retrace::record {
+
+// Shared by all workers for the whole run; owned by run_recorder.
+struct ProxyShared {
+  const RecordOptions& options;
+  std::shared_ptr<net::asio::ssl::context> tls;  // null for an http:// upstream
+  std::chrono::steady_clock::time_point run_start;
+  // Thread-safe hand-over to the trace thread.
+  std::function<void(CapturedExchange&&)> submit;
+  // Called from a worker thread once --max-exchanges were captured.
+  std::function<void()> on_limit;
+
+  std::atomic<bool> draining{false};
+  std::atomic<std::int64_t> in_flight{0};
+  std::atomic<std::uint64_t> forwarded{0};
+  std::atomic<std::uint64_t> captured{0};
+};
+
+class ClientSession;
+
+// One proxy thread: an io_context, its upstream pool and its client sessions. Everything but
+// io() and the constructor is called on the worker's own thread (post to it).
+class Worker {
+ public:
+  explicit Worker(ProxyShared& shared);
+  ~Worker();
+  net::asio::io_context& io() { return io_; }
+  ProxyShared& shared() { return shared_; }
+  net::ConnectionPool& pool() { return pool_; }
+
+  void run();
+  void start_session(net::tcp::socket socket);
+  void forget(std::uint64_t session_id) { sessions_.erase(session_id); }
+  // Draining: close client connections that wait for a request; in-flight ones finish.
+  void close_idle_sessions();
+  // Shutdown deadline: cut every session; in-flight exchanges are recorded as cut.
+  void cut_sessions();
+  // Last step: drop pooled connections and let run() return once the sessions are gone.
+  void finish();
+  bool finished() const { return finished_; }
+
+ private:
+  ProxyShared& shared_;
+  std::unordered_map<std::uint64_t, std::weak_ptr<ClientSession>> sessions_;
+  std::uint64_t next_session_id_ = 0;
+  std::atomic<bool> finished_{false};
+  // Declared after sessions_: destroying the io_context destroys pending handlers and with them
+  // sessions, whose destructors call forget().
+  net::asio::io_context io_{1};
+  std::optional<net::asio::executor_work_guard<net::asio::io_context::executor_type>> work_;
+  // Declared after io_: pooled sockets must close before their io_context goes.
+  net::ConnectionPool pool_;
+};
+
+}  // namespace retrace::record

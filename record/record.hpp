@@ -1,0 +1,109 @@
+// The recording reverse proxy: clients talk to it as if it were their inference server; it forwards
+// every request to the upstream, streams each response back chunk by chunk as it arrives, and
+// writes one Exchange per request to a trace.
+//
+// Threads: N proxy workers, each an io_context of its own with its own upstream pool (no locks on
+// the relay path); one control thread (acceptor, signals, timers, status line); one trace thread
+// that owns the TraceWriter. Workers hand captured exchanges to the trace thread through a queue;
+// SSE splitting, token decoding and redaction happen there, off the relay path.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "format/trace.hpp"
+#include "net/connection.hpp"
+#include "net/url.hpp"
+
+namespace retrace::record {
+
+struct RecordOptions {
+  net::Url upstream;
+  std::filesystem::path out;
+  net::ListenAddress listen{"127.0.0.1", 0};
+  std::string session_header;               // request header naming a session; "" = none
+  std::vector<std::string> redact_headers;  // in addition to default_redacted_headers()
+  bool keep_secrets = false;                // record every header verbatim
+  std::vector<std::string> include_paths;   // fnmatch globs on the path; empty = all
+  std::vector<std::string> exclude_paths;
+  std::size_t max_body = 32u << 20;         // request body limit (413 beyond)
+  std::size_t max_header = 64u << 10;       // request header limit (431 beyond)
+  WriterOptions writer;                     // --flush-every / --flush-ms
+  net::TlsOptions tls;
+  std::chrono::milliseconds upstream_timeout{60'000};  // connect, and each wait for bytes
+  std::chrono::milliseconds duration{0};               // 0 = until a signal
+  std::uint64_t max_exchanges = 0;                     // 0 = no limit
+  std::chrono::milliseconds drain_timeout{5'000};      // in-flight grace after SIGINT/SIGTERM
+  unsigned threads = 0;                                // proxy workers; 0 = one per core
+  bool fetch_server_info = true;                       // GET /v1/models at start, best effort
+  bool live_status = false;                            // one-line status on stderr
+};
+
+// Authorization, Proxy-Authorization, X-Api-Key, Api-Key, Cookie, Set-Cookie.
+const std::vector<std::string>& default_redacted_headers();
+inline constexpr std::string_view kRedactedMarker = "[redacted]";
+
+// Which header names are replaced by kRedactedMarker (case-insensitive).
+class Redactor {
+ public:
+  Redactor(bool keep_secrets, const std::vector<std::string>& extra);
+  bool redacts(std::string_view header_name) const;
+  void apply(std::vector<HttpHeader>& headers) const;
+
+ private:
+  bool keep_secrets_;
+  std::vector<std::string> names_;  // lower case
+};
+
+// --include-path / --exclude-path: fnmatch globs on the target's path (query ignored); '*' also
+// matches '/'. Unselected requests are forwarded but not recorded.
+bool path_selected(std::string_view target, const std::vector<std::string>& include,
+                   const std::vector<std::string>& exclude);
+
+// What a proxy worker captured, before the trace thread finishes it.
+struct CapturedExchange {
+  Exchange exchange;  // request, timing, status, headers and error already filled in
+  std::string body;   // response body bytes as relayed
+  struct Chunk {
+    std::int64_t offset_ns;
+    std::size_t end;  // end of this chunk in `body`
+  };
+  std::vector<Chunk> chunks;  // arrival of each read from upstream
+  bool event_stream = false;  // Content-Type text/event-stream
+};
+
+// Runs on the trace thread: redaction, SSE events (raw, with offsets; concatenated they are the
+// body), token decoding, request key. `id` is the exchange's sequence number.
+void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std::uint64_t id,
+                     Exchange& out);
+
+// Settings JSON for the trace header.
+std::string settings_json(const RecordOptions& options);
+
+struct RecordSummary {
+  std::uint64_t exchanges = 0;  // written to the trace
+  std::uint64_t forwarded = 0;  // requests relayed, recorded or not
+  std::array<std::uint64_t, 8> errors_by_kind{};  // indexed by ErrorKind
+  std::uint64_t tokens = 0;
+  std::uint64_t lost = 0;  // captured but not written (trace write failure)
+  std::uint64_t trace_bytes = 0;
+  std::string write_error;  // non-empty when the trace could not be written to the end
+  std::string stop_reason;  // "interrupted", "--duration elapsed", ...
+};
+
+// Opens the trace (throws TraceError when it cannot be written: before any traffic), listens,
+// calls `on_listening("http://HOST:PORT")`, and relays until SIGINT/SIGTERM, --duration,
+// --max-exchanges or a trace write failure. Progress goes to `log`.
+RecordSummary run_recorder(const RecordOptions& options,
+                           const std::function<void(const std::string&)>& on_listening,
+                           std::ostream& log);
+
+}  // namespace retrace::record
