@@ -1,0 +1,53 @@
+// `retrace serve`: an OpenAI-compatible LLM server simulator for tests, demos and benchmarks.
+//
+// HTTP/1.1 with keep-alive (Boost.Beast request parsing, responses written straight to the
+// socket). Endpoints: POST /v1/completions, POST /v1/chat/completions (streamed as vLLM streams:
+// `data: {json}\n\n` per event, `data: [DONE]\n\n` last, chunked `text/event-stream`), GET
+// /v1/models, /health, /version, /metrics (Prometheus text). Errors use OpenAI's
+// {"error": {"message", "type", "param", "code"}} shape.
+//
+// Scheduling is vLLM's continuous batching: waiting requests join the running batch (up to
+// max_batch sequences) at the start of each iteration, every running sequence advances one token
+// per iteration, and each new token is streamed as soon as its iteration ends. The latency model
+// charges each iteration decode_step_ms + decode_ms_per_sequence * batch + prefill_ms_per_token *
+// (prompt tokens admitted this iteration); off, iterations run back to back.
+//
+// The model is sim/engine.hpp's deterministic toy, not an LLM; see there for how
+// --batch-variance makes outputs depend on the batch, as batched GPU kernels can.
+//
+// Everything runs on one thread (one io_context): the network, the scheduler and the model, so
+// there are no locks, and a client of the same machine keeps the other core.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace retrace::sim {
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:8000";
+  std::string model_name = "retrace-sim";
+  std::uint64_t weights_seed = 0;
+  bool batch_variance = false;
+  int max_batch = 64;            // sequences (choices) in the running batch
+  int max_model_len = 4096;      // prompt + completion tokens
+  bool latency_model = true;
+  double prefill_ms_per_token = 0.05;
+  double decode_step_ms = 12.0;
+  double decode_ms_per_sequence = 0.15;
+  int stream_interval = 1;       // tokens coalesced into one SSE event
+  std::size_t max_body = 8u << 20;
+  std::string answers_path;      // JSONL of known answers, "" for none
+  std::chrono::milliseconds drain_timeout{5000};  // on SIGINT/SIGTERM, then cut what is left
+};
+
+// Serves until SIGINT or SIGTERM, then stops accepting, lets in-flight requests finish for up to
+// drain_timeout, closes what is left and returns 0. Once listening, writes exactly one line
+// "listening on http://HOST:PORT" to `announce` and flushes it; notes go to `log`.
+// Throws std::runtime_error for set-up problems (bad --listen, port in use, bad answers file).
+int serve(const ServeOptions& options, std::ostream& announce, std::ostream& log);
+
+}  // namespace retrace::sim
