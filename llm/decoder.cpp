@@ -518,6 +518,11 @@ struct ResponseDecoder::Impl {
   }
 
   void read_llamacpp(const json::object& root, std::int64_t offset_ns) {
+    if (!root.contains("content") && !root.contains("tokens") && !root.contains("completion_probabilities") &&
+        !root.contains("stop")) {
+      note(where() + ": not a llama.cpp completion object");
+      return;
+    }
     Choice* choice = choice_at(root);
     if (!choice) return;
     const std::size_t first = choice->tokens.size();
