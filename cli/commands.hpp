@@ -37,5 +37,6 @@ void add_inspect(CLI::App& root, Registry& registry);
 void add_cat(CLI::App& root, Registry& registry);
 void add_replay(CLI::App& root, Registry& registry);
 void add_stats(CLI::App& root, Registry& registry);
+void add_serve(CLI::App& root, Registry& registry);
 
 }  // namespace retrace::cli
