@@ -1,0 +1,393 @@
+// Sweep plan: the run layout, plan.json (de)serialisation and its atomic rewrite, and turning the
+// user's replay flags into replay::Options.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "sweep/sweep.hpp"
+
+namespace retrace::sweep {
+
+namespace json = boost::json;
+
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+int parse_positive(std::string_view item, std::string_view what) {
+  item = trim(item);
+  int value = 0;
+  auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+  if (ec != std::errc{} || end != item.data() + item.size() || value < 1)
+    throw std::invalid_argument(std::string(what) + ": '" + std::string(item) +
+                                "' is not a positive integer");
+  return value;
+}
+
+// "Secret" header values are kept out of plan.json; on --resume the user passes them again.
+constexpr std::string_view kRedacted = "<redacted: pass --header again on --resume>";
+
+json::array strings_to_json(const std::vector<std::string>& items) {
+  json::array out;
+  for (const auto& item : items) out.emplace_back(item);
+  return out;
+}
+
+}  // namespace
+
+bool is_secret_header(std::string_view name) {
+  std::string n = lower(name);
+  return n == "authorization" || n == "proxy-authorization" || n == "cookie" ||
+         n.find("key") != std::string::npos || n.find("token") != std::string::npos ||
+         n.find("secret") != std::string::npos;
+}
+
+replay::Options to_replay_options(const ReplayArgs& args, const std::string& target,
+                                  int concurrency, const std::vector<Label>& run_labels) {
+  replay::Options options;
+  options.target = target;
+  options.schedule.kind = replay::ScheduleKind::concurrency;
+  options.schedule.concurrency = concurrency;
+  options.limit = args.limit;
+  options.warmup = args.warmup;
+  options.filters = args.filters;
+  for (const auto& item : args.set) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::invalid_argument("--set '" + item + "': expected PATH=VALUE, e.g. --set temperature=0");
+    options.set.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+  }
+  options.unset = args.unset;
+  for (const auto& item : args.headers) {
+    auto colon = item.find(':');
+    if (colon == std::string::npos || colon == 0)
+      throw std::invalid_argument("--header '" + item + "': expected 'Name: value'");
+    std::string value(trim(std::string_view(item).substr(colon + 1)));
+    if (value == kRedacted)
+      throw std::invalid_argument("header " + item.substr(0, colon) +
+                                  " is a secret not kept in plan.json: pass --header '" +
+                                  item.substr(0, colon) + ": VALUE' again with --resume");
+    options.headers.push_back({item.substr(0, colon), value});
+  }
+  auto mode = llm::token_id_mode_from_string(args.token_ids);
+  if (!mode)
+    throw std::invalid_argument("--token-ids '" + args.token_ids +
+                                "': expected vllm, llamacpp, logprobs or off");
+  options.token_ids = *mode;
+  if (!args.api_key_env.empty()) {
+    const char* key = std::getenv(args.api_key_env.c_str());
+    if (!key || !*key)
+      throw std::invalid_argument("--api-key-env " + args.api_key_env +
+                                  ": the variable is not set (export it, or drop the flag)");
+    options.api_key = key;
+  }
+  if (args.timeout_s <= 0) throw std::invalid_argument("--timeout must be positive");
+  options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(args.timeout_s * 1000));
+  for (const auto& item : args.labels) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::invalid_argument("--label '" + item + "': expected KEY=VALUE");
+    options.labels.push_back({item.substr(0, eq), item.substr(eq + 1)});
+  }
+  options.labels.insert(options.labels.end(), run_labels.begin(), run_labels.end());
+  options.ca_file = args.ca_file;
+  options.insecure = args.insecure;
+  options.threads = args.threads;
+  return options;
+}
+
+std::optional<Order> order_from_string(std::string_view text) {
+  if (text == "grouped") return Order::grouped;
+  if (text == "interleaved") return Order::interleaved;
+  return std::nullopt;
+}
+
+std::string_view to_string(Order order) {
+  return order == Order::grouped ? "grouped" : "interleaved";
+}
+
+std::vector<int> parse_levels(std::string_view text) {
+  std::vector<int> levels;
+  std::set<int> seen;
+  while (true) {
+    auto comma = text.find(',');
+    int level = parse_positive(text.substr(0, comma), "--concurrency");
+    if (!seen.insert(level).second)
+      throw std::invalid_argument("--concurrency: level " + std::to_string(level) + " is listed twice");
+    levels.push_back(level);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return levels;
+}
+
+std::vector<PlannedRun> plan_runs(const std::vector<int>& levels, int repeats, Order order) {
+  if (levels.empty()) throw std::invalid_argument("a sweep needs at least one concurrency level");
+  if (repeats < 1) throw std::invalid_argument("--repeat must be at least 1");
+  auto make = [](int level, int repeat) {
+    PlannedRun run;
+    run.concurrency = level;
+    run.repeat = repeat;
+    run.name = "c" + std::to_string(level) + "-r" + std::to_string(repeat);
+    run.file = run.name + ".rtrace";
+    return run;
+  };
+  std::vector<PlannedRun> runs;
+  if (order == Order::grouped) {
+    for (int level : levels)
+      for (int repeat = 1; repeat <= repeats; ++repeat) runs.push_back(make(level, repeat));
+  } else {
+    for (int repeat = 1; repeat <= repeats; ++repeat)
+      for (int level : levels) runs.push_back(make(level, repeat));
+  }
+  // Both orders start with (levels[0], repeat 1): the baseline every other run is compared with.
+  runs.front().baseline = true;
+  return runs;
+}
+
+std::string plan_to_json(const Plan& plan) {
+  json::object replay;
+  replay["set"] = strings_to_json(plan.replay.set);
+  replay["unset"] = strings_to_json(plan.replay.unset);
+  json::array headers;
+  for (const auto& header : plan.replay.headers) {
+    auto colon = header.find(':');
+    std::string name = header.substr(0, colon);
+    headers.emplace_back(is_secret_header(name) ? name + ": " + std::string(kRedacted) : header);
+  }
+  replay["headers"] = std::move(headers);
+  replay["token_ids"] = plan.replay.token_ids;
+  replay["api_key_env"] = plan.replay.api_key_env;
+  replay["timeout_s"] = plan.replay.timeout_s;
+  replay["labels"] = strings_to_json(plan.replay.labels);
+  if (plan.replay.limit) replay["limit"] = *plan.replay.limit;
+  replay["warmup"] = plan.replay.warmup;
+  replay["filters"] = strings_to_json(plan.replay.filters);
+  replay["ca_file"] = plan.replay.ca_file;
+  replay["insecure"] = plan.replay.insecure;
+  replay["threads"] = plan.replay.threads;
+
+  json::array runs;
+  for (const auto& run : plan.runs) {
+    runs.push_back(json::object{{"name", run.name},
+                                {"concurrency", run.concurrency},
+                                {"repeat", run.repeat},
+                                {"file", run.file},
+                                {"baseline", run.baseline},
+                                {"status", run.done ? "done" : "pending"}});
+  }
+  json::array levels;
+  for (int level : plan.levels) levels.emplace_back(level);
+  json::object root{{"retrace_sweep_plan", 1},
+                    {"trace", plan.trace},
+                    {"target", plan.target},
+                    {"levels", std::move(levels)},
+                    {"repeats", plan.repeats},
+                    {"order", std::string(to_string(plan.order))},
+                    {"answers_from", plan.answers_from},
+                    {"match", plan.match},
+                    {"near_tie", plan.near_tie},
+                    {"replay", std::move(replay)},
+                    {"runs", std::move(runs)}};
+  return json::serialize(root) + "\n";
+}
+
+namespace {
+
+// Field access that names the file and field on a bad plan.
+struct Fields {
+  const json::object& object;
+  const std::string& where;
+
+  const json::value& get(std::string_view key) const {
+    auto* value = object.if_contains(key);
+    if (!value) throw std::runtime_error(where + ": missing field '" + std::string(key) + "'");
+    return *value;
+  }
+  std::string str(std::string_view key) const {
+    auto& value = get(key);
+    if (!value.is_string())
+      throw std::runtime_error(where + ": field '" + std::string(key) + "' must be a string");
+    return std::string(value.get_string());
+  }
+  std::int64_t integer(std::string_view key) const {
+    auto& value = get(key);
+    if (!value.is_int64() && !value.is_uint64())
+      throw std::runtime_error(where + ": field '" + std::string(key) + "' must be an integer");
+    return value.to_number<std::int64_t>();
+  }
+  double number(std::string_view key) const {
+    auto& value = get(key);
+    if (!value.is_number())
+      throw std::runtime_error(where + ": field '" + std::string(key) + "' must be a number");
+    return value.to_number<double>();
+  }
+  bool boolean(std::string_view key) const {
+    auto& value = get(key);
+    if (!value.is_bool())
+      throw std::runtime_error(where + ": field '" + std::string(key) + "' must be true or false");
+    return value.get_bool();
+  }
+  std::vector<std::string> strings(std::string_view key) const {
+    auto& value = get(key);
+    if (!value.is_array())
+      throw std::runtime_error(where + ": field '" + std::string(key) + "' must be an array");
+    std::vector<std::string> out;
+    for (auto& item : value.get_array()) {
+      if (!item.is_string())
+        throw std::runtime_error(where + ": field '" + std::string(key) + "' must hold strings");
+      out.emplace_back(item.get_string());
+    }
+    return out;
+  }
+  const json::object& object_at(std::string_view key) const {
+    auto& value = get(key);
+    if (!value.is_object())
+      throw std::runtime_error(where + ": field '" + std::string(key) + "' must be an object");
+    return value.get_object();
+  }
+};
+
+}  // namespace
+
+Plan plan_from_json(std::string_view text, const std::string& where) {
+  json::error_code ec;
+  json::value root = json::parse(text, ec);
+  if (ec) throw std::runtime_error(where + ": not valid JSON (" + ec.message() + ")");
+  if (!root.is_object() || !root.get_object().contains("retrace_sweep_plan"))
+    throw std::runtime_error(where + ": not a retrace sweep plan");
+  Fields fields{root.get_object(), where};
+  if (fields.integer("retrace_sweep_plan") != 1)
+    throw std::runtime_error(where + ": plan version " +
+                             std::to_string(fields.integer("retrace_sweep_plan")) +
+                             " is newer than this retrace understands; upgrade retrace");
+  Plan plan;
+  plan.trace = fields.str("trace");
+  plan.target = fields.str("target");
+  auto& levels = fields.get("levels");
+  if (!levels.is_array()) throw std::runtime_error(where + ": field 'levels' must be an array");
+  for (auto& level : levels.get_array()) {
+    if (!level.is_int64()) throw std::runtime_error(where + ": 'levels' must hold integers");
+    plan.levels.push_back(static_cast<int>(level.get_int64()));
+  }
+  plan.repeats = static_cast<int>(fields.integer("repeats"));
+  auto order = order_from_string(fields.str("order"));
+  if (!order) throw std::runtime_error(where + ": 'order' must be grouped or interleaved");
+  plan.order = *order;
+  plan.answers_from = fields.str("answers_from");
+  plan.match = fields.str("match");
+  plan.near_tie = fields.number("near_tie");
+
+  Fields replay{fields.object_at("replay"), where};
+  plan.replay.set = replay.strings("set");
+  plan.replay.unset = replay.strings("unset");
+  plan.replay.headers = replay.strings("headers");
+  plan.replay.token_ids = replay.str("token_ids");
+  plan.replay.api_key_env = replay.str("api_key_env");
+  plan.replay.timeout_s = replay.number("timeout_s");
+  plan.replay.labels = replay.strings("labels");
+  if (replay.object.contains("limit"))
+    plan.replay.limit = static_cast<std::size_t>(replay.integer("limit"));
+  plan.replay.warmup = static_cast<std::size_t>(replay.integer("warmup"));
+  plan.replay.filters = replay.strings("filters");
+  plan.replay.ca_file = replay.str("ca_file");
+  plan.replay.insecure = replay.boolean("insecure");
+  plan.replay.threads = static_cast<unsigned>(replay.integer("threads"));
+
+  auto& runs = fields.get("runs");
+  if (!runs.is_array() || runs.get_array().empty())
+    throw std::runtime_error(where + ": field 'runs' must be a non-empty array");
+  for (auto& item : runs.get_array()) {
+    if (!item.is_object()) throw std::runtime_error(where + ": each run must be an object");
+    Fields run_fields{item.get_object(), where};
+    PlannedRun run;
+    run.name = run_fields.str("name");
+    run.concurrency = static_cast<int>(run_fields.integer("concurrency"));
+    run.repeat = static_cast<int>(run_fields.integer("repeat"));
+    run.file = run_fields.str("file");
+    if (run.file.empty() || run.file.find('/') != std::string::npos)
+      throw std::runtime_error(where + ": run '" + run.name +
+                               "' names a file outside the sweep directory");
+    run.baseline = run_fields.boolean("baseline");
+    auto status = run_fields.str("status");
+    if (status != "done" && status != "pending")
+      throw std::runtime_error(where + ": run '" + run.name + "' has unknown status '" + status + "'");
+    run.done = status == "done";
+    plan.runs.push_back(std::move(run));
+  }
+  if (!plan.runs.front().baseline)
+    throw std::runtime_error(where + ": the first run must be the baseline");
+  return plan;
+}
+
+void save_plan(const Plan& plan, const std::filesystem::path& dir) {
+  auto final_path = dir / "plan.json";
+  auto tmp_path = dir / "plan.json.tmp";
+  std::string text = plan_to_json(plan);
+  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::runtime_error("cannot write " + tmp_path.string() + ": " + std::strerror(errno));
+  std::size_t written = 0;
+  while (written < text.size()) {
+    ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int saved = errno;
+      ::close(fd);
+      throw std::runtime_error("cannot write " + tmp_path.string() + ": " + std::strerror(saved));
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  // fsync before rename: after a crash plan.json is either the old or the new version, whole.
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    throw std::runtime_error("cannot write " + tmp_path.string() + ": " + std::strerror(errno));
+  if (::rename(tmp_path.c_str(), final_path.c_str()) != 0)
+    throw std::runtime_error("cannot replace " + final_path.string() + ": " + std::strerror(errno));
+  int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+}
+
+Plan load_plan(const std::filesystem::path& dir) {
+  auto path = dir / "plan.json";
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error(path.string() + ": cannot read (is " + dir.string() +
+                             " a sweep directory made by `retrace sweep --out`?)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return plan_from_json(text.str(), path.string());
+}
+
+std::vector<std::size_t> pending_runs(const Plan& plan) {
+  std::vector<std::size_t> pending;
+  for (std::size_t i = 0; i < plan.runs.size(); ++i)
+    if (!plan.runs[i].done) pending.push_back(i);
+  return pending;
+}
+
+}  // namespace retrace::sweep

@@ -1,0 +1,197 @@
+// Running a sweep: replay each pending run, save the plan after each, then diff every level
+// against the baseline and aggregate. Only this file touches traffic and trace files.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "sweep/sweep.hpp"
+
+namespace retrace::sweep {
+
+namespace {
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  auto tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+std::vector<Label> run_labels(const PlannedRun& run) {
+  return {{"run", run.name},
+          {"concurrency", std::to_string(run.concurrency)},
+          {"repeat", std::to_string(run.repeat)},
+          {"sweep_role", run.baseline ? "baseline" : "candidate"}};
+}
+
+}  // namespace
+
+diff::Options diff_options(const Plan& plan, bool expect) {
+  diff::Options options;
+  options.near_tie = plan.near_tie;
+  options.expect = expect;
+  auto matcher = diff::parse_matcher(plan.match);
+  if (!matcher)
+    throw std::invalid_argument("--match '" + plan.match +
+                                "': expected exact, normalized, contains, regex:RE or json:FIELD");
+  options.match = matcher->first;
+  options.match_arg = matcher->second;
+  return options;
+}
+
+std::map<RequestKey, std::string> expected_by_key(const LoadedTrace& trace) {
+  std::map<RequestKey, std::string> out;
+  for (const auto& exchange : trace.exchanges)
+    if (exchange.expected) out.emplace(exchange.key, *exchange.expected);
+  return out;
+}
+
+void attach_expected(LoadedTrace& run, const LoadedTrace& input,
+                     const std::map<RequestKey, std::string>& by_key) {
+  std::unordered_map<std::uint64_t, const Exchange*> input_by_id;
+  for (const auto& exchange : input.exchanges) input_by_id.emplace(exchange.id, &exchange);
+  for (auto& exchange : run.exchanges) {
+    if (exchange.expected) continue;
+    const Exchange* source = nullptr;
+    if (exchange.source_id) {
+      auto it = input_by_id.find(*exchange.source_id);
+      if (it != input_by_id.end()) source = it->second;
+    }
+    if (source && source->expected) {
+      exchange.expected = source->expected;
+      continue;
+    }
+    auto it = by_key.find(source ? source->key : exchange.key);
+    if (it != by_key.end()) exchange.expected = it->second;
+  }
+}
+
+std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, const SweepIo& io) {
+  LoadedTrace input = load_trace(plan.trace);
+  if (input.exchanges.empty())
+    throw std::runtime_error(plan.trace + ": the trace holds no exchanges to replay");
+  // Check every run's options before any traffic flows: a bad flag fails at once, not at run 7.
+  for (const auto& run : plan.runs) to_replay_options(plan.replay, plan.target, run.concurrency, {});
+  diff_options(plan, false);
+
+  auto pending = pending_runs(plan);
+  std::size_t finished = plan.runs.size() - pending.size();
+  if (io.log && finished > 0)
+    *io.log << "sweep: " << finished << " of " << plan.runs.size()
+            << " runs already done; continuing\n";
+  for (std::size_t index : pending) {
+    if (io.stop && io.stop->load()) return std::nullopt;
+    auto& run = plan.runs[index];
+    auto options = to_replay_options(plan.replay, plan.target, run.concurrency, run_labels(run));
+    if (io.log)
+      *io.log << "sweep: run " << (index + 1) << "/" << plan.runs.size() << " " << run.name
+              << (run.baseline ? " (baseline)" : "") << ": concurrency " << run.concurrency
+              << ", repeat " << run.repeat << " ..." << std::flush;
+    auto result = replay::run_replay(input, options, dir / run.file, io.stop);
+    if (result.interrupted) {
+      if (io.log) *io.log << " interrupted\n";
+      return std::nullopt;
+    }
+    run.done = true;
+    save_plan(plan, dir);
+    if (io.log) {
+      char line[160];
+      std::snprintf(line, sizeof line, " %zu requests, %zu errors, %.2f req/s, %.1f output tok/s\n",
+                    result.stats.exchanges, result.stats.exchanges - result.stats.completed,
+                    result.stats.requests_per_s, result.stats.output_tokens_per_s);
+      *io.log << line;
+    }
+  }
+  auto summary = summarize_sweep(plan, dir);
+  write_text(dir / "summary.json", summary_to_json(summary));
+  write_text(dir / "summary.md", summary_to_markdown(summary));
+  return summary;
+}
+
+Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir) {
+  LoadedTrace input = load_trace(plan.trace);
+  std::map<RequestKey, std::string> answers;
+  if (!plan.answers_from.empty()) answers = expected_by_key(load_trace(plan.answers_from));
+
+  const PlannedRun& baseline_run = plan.runs.front();
+  LoadedTrace baseline = load_trace(dir / baseline_run.file);
+  attach_expected(baseline, input, answers);
+  bool expect = std::any_of(baseline.exchanges.begin(), baseline.exchanges.end(),
+                            [](const Exchange& exchange) { return exchange.expected.has_value(); });
+  auto options = diff_options(plan, expect);
+
+  Summary summary;
+  summary.trace = plan.trace;
+  summary.target = plan.target;
+  summary.baseline_run = baseline_run.name;
+  for (int level : plan.levels) {
+    std::vector<const PlannedRun*> planned;
+    for (const auto& run : plan.runs)
+      if (run.concurrency == level) planned.push_back(&run);
+    std::sort(planned.begin(), planned.end(),
+              [](const PlannedRun* a, const PlannedRun* b) { return a->repeat < b->repeat; });
+
+    std::vector<LoadedTrace> runs;
+    runs.reserve(planned.size());
+    std::vector<const LoadedTrace*> candidates;
+    std::vector<std::string> names;
+    for (const auto* run : planned) {
+      if (!run->done)
+        throw std::runtime_error("run " + run->name + " has not finished; continue with --resume " +
+                                 dir.string());
+      runs.push_back(load_trace(dir / run->file));
+      attach_expected(runs.back(), input, answers);
+      names.push_back(run->name);
+    }
+    for (const auto& run : runs) candidates.push_back(&run);
+    diff::Result result = diff::compare(baseline, candidates, names, options);
+
+    std::vector<RunFigures> figures;
+    std::vector<Exchange> pooled_exchanges;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      auto stats = replay::compute_stats(runs[i].header, runs[i].exchanges);
+      RunFigures run;
+      run.name = planned[i]->name;
+      run.file = planned[i]->file;
+      run.concurrency = level;
+      run.repeat = planned[i]->repeat;
+      run.baseline = planned[i]->baseline;
+      run.exchanges = stats.exchanges;
+      run.errors = stats.exchanges - stats.completed;
+      run.requests_per_s = stats.requests_per_s;
+      run.output_tokens_per_s = stats.output_tokens_per_s;
+      if (i < result.runs.size()) {
+        const auto& comparison = result.runs[i];
+        run.identical = comparison.identical;
+        run.divergent = comparison.divergent;
+        run.near_ties = comparison.near_ties;
+        run.real_changes = comparison.real_changes;
+        run.missing = comparison.missing_in_candidate + comparison.missing_in_baseline;
+        run.diff_errors = comparison.errors;
+        run.matches_expected = comparison.matches_expected;
+      }
+      summary.errors += run.errors;
+      figures.push_back(run);
+      pooled_exchanges.insert(pooled_exchanges.end(), runs[i].exchanges.begin(),
+                              runs[i].exchanges.end());
+    }
+    auto pooled = replay::compute_stats(baseline.header, pooled_exchanges);
+    summary.levels.push_back(summarize_level(level, result, figures, pooled));
+    auto divergences = collect_divergences(level, result);
+    summary.divergences.insert(summary.divergences.end(), divergences.begin(), divergences.end());
+    summary.runs.insert(summary.runs.end(), figures.begin(), figures.end());
+  }
+  return summary;
+}
+
+}  // namespace retrace::sweep

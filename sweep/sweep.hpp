@@ -1,0 +1,331 @@
+// Sweep and bisect: the whole concurrency × repeat experiment, and the search for the first point
+// along an ordered axis (concurrency, recorded runs, deployed values) where outputs part from the
+// baseline. Both only orchestrate: replay/ makes the runs, diff/ compares them, this folder plans,
+// resumes, aggregates and renders.
+//
+// A sweep directory holds:
+//   plan.json        settings and every run with its status; rewritten atomically (write to
+//                    plan.json.tmp, fsync, rename) after each finished run, so `--resume` redoes
+//                    only runs that never finished (a half-written trace is simply rewritten)
+//   c16-r2.rtrace    one trace per run (concurrency 16, repeat 2); the baseline is the first
+//                    level's first repeat
+//   summary.json, summary.md
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diff/diff.hpp"
+#include "format/trace.hpp"
+#include "replay/replay.hpp"
+
+namespace retrace::sweep {
+
+// ---------------------------------------------------------------------------------------------
+// Replay settings as the user typed them. Kept in this form (not as replay::Options) so a plan
+// can store and restore them; secrets are never stored (see plan_to_json).
+
+struct ReplayArgs {
+  std::vector<std::string> set;      // "json.path=value"
+  std::vector<std::string> unset;    // "json.path"
+  std::vector<std::string> headers;  // "Name: value"
+  std::string token_ids = "off";
+  std::string api_key_env;           // the variable's name, never its value
+  double timeout_s = 120;
+  std::vector<std::string> labels;   // "key=value"
+  std::optional<std::size_t> limit;
+  std::size_t warmup = 0;
+  std::vector<std::string> filters;
+  std::string ca_file;
+  bool insecure = false;
+  unsigned threads = 0;
+};
+
+// replay::Options for one run. Throws std::invalid_argument naming the bad flag value.
+replay::Options to_replay_options(const ReplayArgs& args, const std::string& target,
+                                  int concurrency, const std::vector<Label>& run_labels);
+
+// Header names whose values are secrets: never written to plan.json.
+bool is_secret_header(std::string_view name);
+
+// ---------------------------------------------------------------------------------------------
+// Plan
+
+enum class Order : std::uint8_t { grouped, interleaved };
+std::optional<Order> order_from_string(std::string_view);
+std::string_view to_string(Order);
+
+struct PlannedRun {
+  std::string name;  // "c16-r2"
+  int concurrency = 1;
+  int repeat = 1;    // 1-based
+  std::string file;  // relative to the sweep directory
+  bool baseline = false;
+  bool done = false;
+};
+
+struct Plan {
+  std::string trace;  // input trace (absolute path)
+  std::string target;
+  std::vector<int> levels;
+  int repeats = 1;
+  Order order = Order::grouped;
+  ReplayArgs replay;
+  std::string answers_from;  // optional trace whose expected answers apply, matched by request key
+  std::string match = "exact";  // diff's matcher spec: exact, normalized, contains, regex:RE, json:F
+  double near_tie = diff::kDefaultNearTieMargin;
+  std::vector<PlannedRun> runs;  // in execution order; runs[0] is the baseline
+};
+
+// Parses "1,16,32" (positive, distinct); throws std::invalid_argument naming the bad item.
+std::vector<int> parse_levels(std::string_view text);
+
+// Lays out the runs: the baseline (first level, first repeat) first, then grouped (every repeat of
+// a level, level by level) or interleaved (every level once per repeat, which exposes drift).
+std::vector<PlannedRun> plan_runs(const std::vector<int>& levels, int repeats, Order order);
+
+std::string plan_to_json(const Plan& plan);
+// Throws std::runtime_error naming `where` and the field when the JSON is not a plan.
+Plan plan_from_json(std::string_view json, const std::string& where);
+
+// Writes dir/plan.json atomically (tmp file, fsync, rename). Throws on I/O failure.
+void save_plan(const Plan& plan, const std::filesystem::path& dir);
+Plan load_plan(const std::filesystem::path& dir);
+
+// Indices of runs still to do, in plan order.
+std::vector<std::size_t> pending_runs(const Plan& plan);
+
+// ---------------------------------------------------------------------------------------------
+// Summary
+
+struct Spread {
+  double mean = 0, min = 0, max = 0;
+  double spread_percent = 0;  // (max - min) / mean × 100; 0 for one sample or a zero mean
+};
+Spread spread_of(const std::vector<double>& samples);
+
+struct RunFigures {
+  std::string name;
+  std::string file;
+  int concurrency = 1;
+  int repeat = 1;
+  bool baseline = false;
+  std::size_t exchanges = 0, errors = 0;
+  double requests_per_s = 0, output_tokens_per_s = 0;
+  // Against the baseline (diff::RunComparison of this run):
+  std::size_t identical = 0, divergent = 0, near_ties = 0, real_changes = 0, missing = 0,
+              diff_errors = 0;
+  std::optional<std::size_t> matches_expected;
+};
+
+struct LevelSummary {
+  int concurrency = 1;
+  std::size_t runs = 0;
+  std::size_t requests = 0;  // baseline exchanges: the N of "k of N"
+  // Matching the expected answer: fewest and most across this level's repeats.
+  std::optional<std::size_t> matches_min, matches_max;
+  // Distinct requests whose output differs from the baseline in at least one repeat, and those of
+  // them whose every divergence is a near-tie flip.
+  std::size_t differing_requests = 0, near_tie_requests = 0;
+  std::size_t divergent_outputs = 0;  // summed over repeats
+  // Unique completions among this level's repeats, per request.
+  double unique_completions_mean = 0;
+  std::size_t unique_completions_max = 0;
+  std::size_t requests_varying = 0;  // more than one completion across the repeats
+  Spread requests_per_s, output_tokens_per_s;
+  replay::Percentiles ttft, e2e;  // pooled over the repeats' exchanges
+  std::size_t errors = 0;
+};
+
+struct DivergenceEntry {
+  int concurrency = 1;
+  std::string run;
+  std::uint64_t baseline_id = 0;
+  std::string key;
+  diff::Divergence divergence;
+};
+
+struct Summary {
+  std::string trace, target;
+  std::string baseline_run;
+  std::vector<LevelSummary> levels;
+  std::vector<RunFigures> runs;
+  std::vector<DivergenceEntry> divergences;
+  std::size_t errors = 0;
+  bool any_differs() const;
+};
+
+// Aggregates one level from its diff (candidates = this level's runs, in repeat order, against the
+// sweep's baseline) and its runs' figures. `pooled` carries latency percentiles over all of the
+// level's exchanges. Pure: no I/O.
+LevelSummary summarize_level(int concurrency, const diff::Result& level_diff,
+                             const std::vector<RunFigures>& level_runs,
+                             const replay::Stats& pooled);
+
+// Divergences of one level's diff, for the list below the table.
+std::vector<DivergenceEntry> collect_divergences(int concurrency, const diff::Result& level_diff);
+
+std::string summary_to_json(const Summary& summary);
+std::string summary_to_markdown(const Summary& summary);
+std::string levels_table(const Summary& summary);  // the per-level Markdown table alone
+// Divergences as Markdown list items, at most `at_most` of them.
+std::string divergence_list(const Summary& summary, std::size_t at_most);
+// One divergence as a line: where, token index on each side, the two tokens, margin, class.
+std::string describe_divergence(const diff::Divergence& divergence);
+
+// ---------------------------------------------------------------------------------------------
+// Running a sweep
+
+struct SweepIo {
+  std::ostream* log = nullptr;            // progress lines (stderr); null = quiet
+  const std::atomic<bool>* stop = nullptr;  // polled; a stopped run stays pending
+};
+
+// Runs every pending run of `plan` into `dir` (saving the plan after each), then builds the
+// summary from the run files and writes summary.json and summary.md. Returns nullopt when stopped
+// before all runs finished. Throws on set-up errors (unreadable trace, bad target).
+std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, const SweepIo& io);
+
+// Builds the summary from finished run files (no traffic).
+Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir);
+
+// Expected answers by request key, from a trace's exchanges that carry one.
+std::map<RequestKey, std::string> expected_by_key(const LoadedTrace& trace);
+// Fills `run`'s missing expected answers from the input exchange each one re-issued (source id),
+// or from `by_key` by the input exchange's request key.
+void attach_expected(LoadedTrace& run, const LoadedTrace& input,
+                     const std::map<RequestKey, std::string>& by_key);
+
+diff::Options diff_options(const Plan& plan, bool expect);
+
+// ---------------------------------------------------------------------------------------------
+// Bisect
+
+struct ProbeOutcome {
+  bool differs = false;
+  std::string detail;                    // e.g. "3 of 20 outputs differ (2 near-ties)"
+  std::vector<std::string> divergences;  // one line per differing output: where, first token
+};
+
+struct Probe {
+  std::size_t index = 0;  // point index; 0 is the baseline
+  ProbeOutcome outcome;
+  bool verification = false;  // a neighbour probed after the search to check the boundary
+};
+
+struct BisectResult {
+  std::optional<std::size_t> boundary;  // first differing point
+  std::vector<Probe> probes;            // in order, the baseline's own run not included
+  bool monotonic = true;                // false when a neighbour contradicted the assumption
+  std::string note;
+};
+
+// ⌈log2(points)⌉ + 2: the most probes bisect spends on `points` points, the baseline's run included.
+std::size_t probe_budget(std::size_t points);
+
+// Binary search over points 1..points-1 for the first that differs from point 0, assuming that
+// once outputs differ they keep differing. `probe(i)` is called at most once per point during the
+// search (memoized); afterwards the boundary's upper neighbour is probed to check the assumption
+// (the lower one was already probed by the search, or is the baseline). `on_probe` sees each probe
+// as it completes. With the baseline's run counted, calls ≤ probe_budget(points).
+BisectResult bisect(std::size_t points, const std::function<ProbeOutcome(std::size_t)>& probe,
+                    const std::function<void(const Probe&)>& on_probe = {});
+
+// Parses "1..64" into its integers (inclusive); throws std::invalid_argument.
+std::vector<int> parse_range(std::string_view text);
+
+// One bisect over real runs. `run_for(i)` produces point i's run trace (replaying, or naming a
+// recorded run) and returns its path; point 0 is the baseline, run first. Each probe diffs its
+// run against the baseline. Probe lines go to `out` as they complete; then the boundary and its
+// first divergent tokens. A probe with failed requests aborts (std::runtime_error): a boundary
+// found through errors would be meaningless.
+struct BisectAxis {
+  std::string name;                       // "concurrency", "runs", "values"
+  std::vector<std::string> point_labels;  // e.g. "concurrency 16"; [0] is the baseline
+  std::function<std::filesystem::path(std::size_t)> run_for;
+  diff::Options diff;
+};
+BisectResult run_bisect(const BisectAxis& axis, std::ostream& out);
+
+// The replay side of bisect --over concurrency: replays `trace` at `concurrency` into `out`.
+// Throws when the run was interrupted.
+std::filesystem::path replay_at(const LoadedTrace& trace, const ReplayArgs& args,
+                                const std::string& target, int concurrency,
+                                const std::vector<Label>& labels, const std::filesystem::path& out,
+                                const std::atomic<bool>* stop);
+
+// ---------------------------------------------------------------------------------------------
+// Demo
+
+struct DemoOptions {
+  std::filesystem::path dir;     // empty: a new retrace-demo-YYYYmmdd-HHMMSS under the CWD
+  std::filesystem::path traces;  // empty: searched upward from the executable and the CWD
+  bool quick = false;            // fewer levels and repeats (the test suite's configuration)
+  std::filesystem::path self;    // this executable, re-run as `serve` / `record` / `import`
+  const std::atomic<bool>* stop = nullptr;
+};
+
+// Finds the directory holding traces/gold-intents.jsonl, searching upward from each start.
+std::optional<std::filesystem::path> find_traces_dir(const std::vector<std::filesystem::path>& starts);
+
+// Runs the demo; results to `out`, progress to `log`. Returns the exit code.
+int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log);
+
+// ---------------------------------------------------------------------------------------------
+// Child processes (demo's servers, bisect's --run)
+
+// A child process, killed (SIGTERM, then SIGKILL after a grace period) when destroyed.
+class Child {
+ public:
+  // Starts argv[0] with argv; its stdout is captured (read_line), stderr goes to `stderr_path`
+  // (or is inherited when empty).
+  Child(const std::vector<std::string>& argv, const std::filesystem::path& stderr_path = {});
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  // Waits up to `timeout_ms` for a stdout line "listening on http://HOST:PORT"; returns the URL.
+  // Throws std::runtime_error (with the child's stderr tail) when it exits or times out.
+  std::string wait_listening(int timeout_ms);
+  // SIGTERM, then waits up to `grace_ms` before SIGKILL; returns the exit status (or -signal).
+  int stop(int grace_ms = 5000);
+  int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+  int stdout_fd_ = -1;
+  std::string buffered_;
+  std::filesystem::path stderr_path_;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+struct ShellResult {
+  int exit_code = 0;  // 128 + signal when killed by one
+  std::string output;  // stdout and stderr interleaved
+};
+// Runs `command` with /bin/sh -c, collecting its output.
+ShellResult run_shell(const std::string& command);
+
+// Blocks SIGINT and SIGTERM in this thread (and threads it starts) and turns them into `stop`
+// from a watcher thread, so a long run can stop cleanly and flush. Restores the mask when done.
+class StopOnSignals {
+ public:
+  explicit StopOnSignals(std::atomic<bool>& stop);
+  ~StopOnSignals();
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace retrace::sweep
