@@ -185,6 +185,9 @@ class TraceWriter {
 
   void write(const Exchange& exchange);
   void flush();  // close the current frame and fsync-free write it out
+  // Closes the current frame if its oldest exchange is flush_ms old. write() checks this itself;
+  // call it from a timer too, so an idle writer does not sit on a frame. True if it flushed.
+  bool flush_if_due();
   void close();  // flush, append the index, close the file
   std::uint64_t exchanges_written() const;
   std::uint64_t bytes_written() const;
@@ -208,6 +211,24 @@ struct Recovery {
   std::uint64_t dropped_from_offset = 0;  // file offset where unreadable bytes begin
   std::uint64_t dropped_bytes = 0;
   std::string reason;
+};
+
+// The index a writer appends at close(): where each frame starts, and every exchange's key.
+struct IndexedFrame {
+  std::uint64_t offset = 0;        // file offset of the zstd frame
+  std::uint64_t first_record = 0;  // ordinal of its first record (the header is record 0)
+  std::uint32_t records = 0;
+  bool operator==(const IndexedFrame&) const = default;
+};
+struct IndexedKey {
+  std::uint64_t exchange_id = 0;
+  RequestKey key;
+  std::uint32_t frame = 0;  // position in TraceIndex::frames
+  bool operator==(const IndexedKey&) const = default;
+};
+struct TraceIndex {
+  std::vector<IndexedFrame> frames;
+  std::vector<IndexedKey> keys;
 };
 
 class TraceError : public std::exception {
@@ -237,6 +258,10 @@ class TraceReader {
   std::uint64_t file_size() const;
   std::uint64_t decompressed_bytes() const;  // so far
   bool has_index() const;                    // known once next() returned false
+  const TraceIndex& index() const;           // empty unless has_index()
+  // The most memory the reader's buffers (one input chunk, one decompressed frame, the index)
+  // have held so far: what "bounded memory" bounds.
+  std::uint64_t peak_buffer_bytes() const;
 
  private:
   struct Impl;

@@ -1,0 +1,109 @@
+// `retrace cat`: a human view of a trace's exchanges.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "format/json.hpp"
+#include "format/trace.hpp"
+
+namespace retrace::cli {
+
+namespace {
+
+// Printable on a terminal: control characters become visible escapes; long text is cut.
+std::string printable(std::string_view text, std::size_t max_chars = 400) {
+  std::string out;
+  for (char c : text) {
+    if (out.size() >= max_chars) {
+      out += "…";
+      break;
+    }
+    unsigned char byte = static_cast<unsigned char>(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (byte < 0x20 || byte == 0x7f) {
+      char escape[8];
+      std::snprintf(escape, sizeof escape, "\\x%02x", byte);
+      out += escape;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void show(const Exchange& exchange, std::ostream& out) {
+  out << "#" << exchange.id << "  " << exchange.request.method << " " << exchange.request.target;
+  if (exchange.response.status != 0)
+    out << "  status " << exchange.response.status;
+  else if (exchange.error.kind == ErrorKind::none)
+    out << "  (no response)";
+  if (exchange.source_id) out << "  source #" << *exchange.source_id;
+  for (const auto& label : exchange.labels) out << "  " << label.key << "=" << label.value;
+  out << "\n";
+  if (exchange.error.kind != ErrorKind::none)
+    out << "  error: " << to_string(exchange.error.kind) << ": " << printable(exchange.error.message)
+        << "\n";
+  out << "  request: " << printable(request_summary(exchange.request)) << "\n";
+  for (const auto& choice : exchange.choices) {
+    out << "  choice " << choice.index << " (" << choice.tokens.size() << " tokens, "
+        << to_string(choice.kind);
+    if (!choice.finish_reason.empty()) out << ", finish " << choice.finish_reason;
+    out << "): " << printable(output_text(choice)) << "\n";
+  }
+  if (exchange.choices.empty() && exchange.response.status != 0)
+    out << "  (no decoded output" << (exchange.decode_note.empty() ? "" : ": ")
+        << exchange.decode_note << ")\n";
+  if (exchange.expected) out << "  expected: " << printable(*exchange.expected) << "\n";
+}
+
+int run_cat(const std::string& path, const std::vector<std::uint64_t>& ids) {
+  TraceReader reader(path);
+  Exchange exchange;
+  std::vector<bool> found(ids.size(), false);
+  std::uint64_t shown = 0;
+  while (reader.next(exchange)) {
+    if (!ids.empty()) {
+      bool wanted = false;
+      for (std::size_t i = 0; i < ids.size(); ++i)
+        if (ids[i] == exchange.id) wanted = found[i] = true;
+      if (!wanted) continue;
+    }
+    if (shown++ > 0) std::cout << "\n";
+    show(exchange, std::cout);
+    if (!std::cout) return kExitOk;  // stdout closed
+  }
+  std::cout.flush();
+  const Recovery& recovery = reader.recovery();
+  if (recovery.torn)
+    std::cerr << "retrace: warning: " << path << ": torn tail: dropped " << recovery.dropped_bytes
+              << " bytes from offset " << recovery.dropped_from_offset << " (" << recovery.reason
+              << ")\n";
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (!found[i]) {
+      std::cerr << "retrace: error: no exchange with id " << ids[i] << " in " << path
+                << " (see `retrace inspect " << path << "` for the count)\n";
+      return kExitError;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_cat(CLI::App& root, Registry& registry) {
+  auto path = std::make_shared<std::string>();
+  auto ids = std::make_shared<std::vector<std::uint64_t>>();
+  CLI::App* command = root.add_subcommand(
+      "cat",
+      "Show a trace's exchanges for a person to read: id, method and target, status or error, "
+      "the request (last user message or prompt), each choice's output text with its token "
+      "count, token kind and finish reason, and the expected answer where the dataset gave one.");
+  command->footer("Example:\n  retrace cat traces/gold-intents.rtrace --id 3");
+  command->add_option("TRACE", *path, "the .rtrace file")->required();
+  command->add_option("--id", *ids, "show only this exchange id (repeatable)");
+  registry.add(command, [path, ids] { return run_cat(*path, *ids); });
+}
+
+}  // namespace retrace::cli

@@ -1,0 +1,225 @@
+#include "format/import.hpp"
+
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+namespace retrace {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::string_view kChatPath = "/v1/chat/completions";
+constexpr std::string_view kCompletionsPath = "/v1/completions";
+
+std::string hostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
+
+std::string kind_name(const json::value& value) {
+  switch (value.kind()) {
+    case json::kind::object: return "an object";
+    case json::kind::array: return "an array";
+    case json::kind::string: return "a string";
+    case json::kind::bool_: return "a boolean";
+    case json::kind::null: return "null";
+    default: return "a number";
+  }
+}
+
+// A scalar as label text: strings as themselves, numbers as JSON prints them.
+std::optional<std::string> scalar_text(const json::value& value) {
+  if (value.is_string()) return std::string(value.get_string());
+  if (value.is_number() || value.is_bool()) return json::serialize(value);
+  return std::nullopt;
+}
+
+class LineImporter {
+ public:
+  explicit LineImporter(const ImportOptions& options) : options_(options) {}
+
+  // Fills `exchange` from one parsed line; throws TraceError (prefixed by the caller).
+  void build(const json::object& line, Exchange& exchange) {
+    if (options_.from == "openai-batch")
+      build_batch(line, exchange);
+    else
+      build_jsonl(line, exchange);
+    exchange.request.headers = {HttpHeader{"content-type", "application/json"}};
+    exchange.key = request_key(exchange.request.method, exchange.request.target,
+                               exchange.request.body);
+  }
+
+ private:
+  [[noreturn]] static void bad(const std::string& what) { throw TraceError(what); }
+
+  void fill_defaults(json::object& body, const json::object& line) {
+    auto take = [&](std::string_view name, json::value fallback) {
+      if (const auto* given = line.if_contains(name))
+        body[name] = *given;
+      else if (!body.contains(name))
+        body[name] = std::move(fallback);
+    };
+    take("model", json::string(options_.model));
+    take("temperature", 0);
+    take("max_tokens", options_.max_tokens);
+  }
+
+  void build_jsonl(const json::object& line, Exchange& exchange) {
+    if (line.contains("custom_id") && line.contains("body"))
+      bad("this looks like an OpenAI Batch line (custom_id, body); use --from openai-batch");
+    const json::value* prompt = line.if_contains("prompt");
+    const json::value* messages = line.if_contains("messages");
+    const json::value* request = line.if_contains("request");
+    int given = (prompt != nullptr) + (messages != nullptr) + (request != nullptr);
+    if (given != 1)
+      bad(given == 0 ? "expected one of \"prompt\", \"messages\" or \"request\""
+                     : "give only one of \"prompt\", \"messages\" and \"request\"");
+
+    json::object body;
+    std::string_view path;
+    if (request) {
+      if (!request->is_object())
+        bad("\"request\" must be an object (a whole request body), not " + kind_name(*request));
+      body = request->get_object();
+      if (body.contains("messages"))
+        path = kChatPath;
+      else if (body.contains("prompt"))
+        path = kCompletionsPath;
+      else
+        path = options_.endpoint == "completions" ? kCompletionsPath : kChatPath;
+    } else if (messages) {
+      if (!messages->is_array() || messages->get_array().empty())
+        bad("\"messages\" must be a non-empty array of {\"role\", \"content\"} objects");
+      for (const auto& message : messages->get_array())
+        if (!message.is_object() || !message.get_object().contains("role"))
+          bad("every entry of \"messages\" must be an object with a \"role\"");
+      if (options_.endpoint == "completions")
+        bad("\"messages\" needs the chat endpoint; drop --endpoint completions or use \"prompt\"");
+      body["model"] = options_.model;
+      body["messages"] = *messages;
+      path = kChatPath;
+    } else {
+      if (!prompt->is_string()) bad("\"prompt\" must be a string, not " + kind_name(*prompt));
+      body["model"] = options_.model;
+      if (options_.endpoint == "completions") {
+        body["prompt"] = *prompt;
+        path = kCompletionsPath;
+      } else {
+        body["messages"] = json::array{json::object{{"role", "user"}, {"content", *prompt}}};
+        path = kChatPath;
+      }
+    }
+    fill_defaults(body, line);
+
+    exchange.request.method = "POST";
+    exchange.request.target = std::string(path);
+    exchange.request.body = json::serialize(body);
+    if (const auto* expected = line.if_contains("expected"); expected && !expected->is_null()) {
+      auto text = scalar_text(*expected);
+      if (!text) bad("\"expected\" must be a string or a number, not " + kind_name(*expected));
+      exchange.expected = *text;
+    }
+    if (const auto* id = line.if_contains("id"); id && !id->is_null()) {
+      auto text = scalar_text(*id);
+      if (!text) bad("\"id\" must be a string or a number, not " + kind_name(*id));
+      exchange.labels.push_back(Label{"id", *text});
+    }
+  }
+
+  void build_batch(const json::object& line, Exchange& exchange) {
+    const auto* custom_id = line.if_contains("custom_id");
+    const auto* method = line.if_contains("method");
+    const auto* url = line.if_contains("url");
+    const auto* body = line.if_contains("body");
+    if (!custom_id || !custom_id->is_string()) bad("\"custom_id\" must be a string");
+    if (!url || !url->is_string() || url->get_string().empty() || url->get_string()[0] != '/')
+      bad("\"url\" must be a path such as \"/v1/chat/completions\"");
+    if (!body || !body->is_object()) bad("\"body\" must be an object (the request body)");
+    if (method && !method->is_string()) bad("\"method\" must be a string such as \"POST\"");
+    json::object request_body = body->get_object();
+    fill_defaults(request_body, json::object{});
+    exchange.request.method = method ? std::string(method->get_string()) : "POST";
+    exchange.request.target = std::string(url->get_string());
+    exchange.request.body = json::serialize(request_body);
+    exchange.labels.push_back(Label{"id", std::string(custom_id->get_string())});
+  }
+
+  const ImportOptions& options_;
+};
+
+}  // namespace
+
+std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesystem::path& out,
+                             const ImportOptions& options) {
+  if (options.from != "jsonl" && options.from != "openai-batch")
+    throw TraceError("unknown input format \"" + options.from + "\"; use jsonl or openai-batch");
+  if (options.endpoint != "chat" && options.endpoint != "completions")
+    throw TraceError("unknown endpoint \"" + options.endpoint + "\"; use chat or completions");
+  std::ifstream input(in, std::ios::binary);
+  if (!input) throw TraceError("cannot open " + in.string() + ": " + std::strerror(errno));
+
+  TraceHeader header;
+  header.tool_version = options.tool_version;
+  header.created_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+  header.source = Source::imported;
+  header.target = in.string();
+  header.settings = json::serialize(json::object{{"from", options.from},
+                                                 {"endpoint", options.endpoint},
+                                                 {"model", options.model},
+                                                 {"max_tokens", options.max_tokens}});
+  header.host = hostname();
+
+  std::filesystem::path temporary = out;
+  temporary += ".tmp";
+  std::uint64_t written = 0;
+  try {
+    TraceWriter writer(temporary, header, options.writer);
+    LineImporter importer(options);
+    json::parser parser;
+    std::string line;
+    std::uint64_t line_number = 0;
+    Exchange exchange;
+    while (std::getline(input, line)) {
+      ++line_number;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      std::string where = in.string() + ":" + std::to_string(line_number) + ": ";
+      parser.reset();
+      boost::json::error_code error;
+      parser.write(line, error);
+      if (error) throw TraceError(where + "not valid JSON (" + error.message() + ")");
+      json::value value = parser.release();
+      if (!value.is_object())
+        throw TraceError(where + "expected a JSON object, got " + kind_name(value));
+      exchange = Exchange{};
+      exchange.id = written + 1;
+      exchange.response.status = 0;
+      try {
+        importer.build(value.get_object(), exchange);
+      } catch (const TraceError& e) {
+        throw TraceError(where + e.what());
+      }
+      writer.write(exchange);
+      ++written;
+    }
+    if (input.bad()) throw TraceError("cannot read " + in.string() + ": " + std::strerror(errno));
+    if (written == 0) throw TraceError(in.string() + ": no requests found (the file is empty)");
+    writer.close();
+    std::filesystem::rename(temporary, out);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    throw;
+  }
+  return written;
+}
+
+}  // namespace retrace

@@ -1,0 +1,36 @@
+// Turning datasets into traces: `retrace import`.
+//
+// Input formats, one JSON object per line (blank lines are skipped):
+//   jsonl:         {"prompt": "..."} | {"messages": [...]} | {"request": {full body}}
+//                  plus optional "expected" (the right answer), "id" (becomes label `id`),
+//                  and "model" / "temperature" / "max_tokens" overriding the defaults.
+//   openai-batch:  {"custom_id": "...", "method": "POST", "url": "/v1/chat/completions",
+//                   "body": {...}}   (the OpenAI Batch API input format)
+// Every request body gets "model" (default retrace-sim), "temperature" (default 0) and
+// "max_tokens" (the --max-tokens value) when it lacks them.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "format/trace.hpp"
+
+namespace retrace {
+
+struct ImportOptions {
+  std::string from = "jsonl";      // jsonl | openai-batch
+  std::string endpoint = "chat";   // chat | completions: where "prompt" lines go
+  std::string model = "retrace-sim";
+  std::int64_t max_tokens = 128;
+  std::string tool_version;
+  WriterOptions writer;
+};
+
+// Reads `in` and writes the trace `out`, through `out`.tmp renamed at the end, so a bad line
+// leaves nothing behind. Throws TraceError "IN:LINE: what is wrong" on a bad line, or an I/O
+// error. Returns the number of exchanges written.
+std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesystem::path& out,
+                             const ImportOptions& options);
+
+}  // namespace retrace

@@ -1,0 +1,44 @@
+// JSON views of trace records, for `retrace export`, reports and tests.
+//
+// One record is one JSON object: {"header":{...}} or {"exchange":{...}}. Field names are the
+// snake_case names of the structs in format/trace.hpp. Byte fields (bodies, event data, token
+// bytes) are JSON strings when they are valid UTF-8, else {"base64":"..."}; absent optionals are
+// null; `key` is the 32-digit hex request key; labels are an object {key: value}.
+#pragma once
+
+#include <boost/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "format/trace.hpp"
+
+namespace retrace {
+
+boost::json::object to_json(const TraceHeader& header);
+boost::json::object to_json(const Exchange& exchange);
+
+// The inverse of to_json; throws TraceError naming the field that is missing or mistyped.
+// Fields that are absent keep their defaults, so hand-written JSON may omit them.
+TraceHeader header_from_json(const boost::json::object& object);
+void exchange_from_json(const boost::json::object& object, Exchange& out);
+
+// A bytes field: a string when `bytes` is valid UTF-8, else {"base64": "..."}.
+boost::json::value bytes_to_json(std::string_view bytes);
+// Throws TraceError when `value` is neither form; `field` names it in the message.
+std::string bytes_from_json(const boost::json::value& value, std::string_view field);
+
+bool is_valid_utf8(std::string_view bytes);
+std::string base64_encode(std::string_view bytes);
+std::optional<std::string> base64_decode(std::string_view text);
+
+// What a person wants to see of a request: the last user message (chat) or the prompt
+// (completions), else the body itself; cut to `max_chars` bytes (at a UTF-8 boundary) with "…".
+std::string request_summary(const Request& request, std::size_t max_chars = 200);
+// A choice's output: its token bytes concatenated.
+std::string output_text(const Choice& choice);
+
+// The whole line `retrace export` prints (no trailing newline).
+std::string header_line(const TraceHeader& header);
+std::string exchange_line(const Exchange& exchange);
+
+}  // namespace retrace
