@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <memory>
 
 #include <boost/json.hpp>
@@ -145,6 +146,26 @@ std::string_view finish_reason_of_tgi(std::string_view reason) {
   return reason;  // "length" is already the OpenAI spelling
 }
 
+// Doubles from the wire clamped into float range (an out-of-range cast is undefined behaviour).
+float to_float(double value) {
+  if (std::isnan(value)) return 0;
+  return static_cast<float>(std::clamp(value, static_cast<double>(std::numeric_limits<float>::lowest()),
+                                       static_cast<double>(std::numeric_limits<float>::max())));
+}
+
+// "logprob", or the log of "prob" (llama.cpp's probability spellings). A zero probability maps
+// to the lowest float rather than -inf, so that margins computed from it stay finite.
+std::optional<float> logprob_of(const json::object& object) {
+  if (const auto logprob = number_field(object, "logprob")) {
+    return to_float(*logprob);
+  }
+  if (const auto probability = number_field(object, "prob")) {
+    if (!(*probability > 0)) return std::numeric_limits<float>::lowest();
+    return to_float(std::log(std::min(*probability, 1.0)));
+  }
+  return std::nullopt;
+}
+
 // Where a token's bytes came from, to decide how far to trust them against the text delta.
 enum class BytesFrom : std::uint8_t { bytes_array, token_text, unknown };
 
@@ -170,6 +191,7 @@ struct ResponseDecoder::Impl {
 
   // Per-event scratch, reused.
   std::vector<BytesFrom> bytes_from;
+  std::string joined_text;
 
   static json::parse_options make_options() {
     json::parse_options options;
@@ -343,14 +365,17 @@ struct ResponseDecoder::Impl {
   }
 
   // Chat-shaped entries: [{token, logprob, bytes?, id?, top_logprobs: [...]}] (OpenAI chat, vLLM
-  // chat, llama.cpp on both /v1 endpoints and natively in completion_probabilities).
+  // chat, llama.cpp on both /v1 endpoints and natively in completion_probabilities). llama.cpp
+  // spells it differently with post_sampling_probs ({prob, top_probs}) and before late 2024
+  // ({content, probs: [{tok_str, prob}]}); those are read too.
   void read_content_logprobs(Choice& choice, const json::array& entries, std::int64_t offset_ns) {
     for (const json::value& entry_value : entries) {
       const json::object* entry = entry_value.if_object();
       if (!entry) continue;
       Token& token = add_token(choice, offset_ns, BytesFrom::unknown);
       BytesFrom& from = bytes_from.back();
-      const auto text = string_field(*entry, "token");
+      auto text = string_field(*entry, "token");
+      if (!text) text = string_field(*entry, "content");
       if (text) from = set_token_text(token, *text);
       if (from != BytesFrom::unknown) {
         if (auto bytes = bytes_array(*entry)) {
@@ -359,17 +384,22 @@ struct ResponseDecoder::Impl {
         }
       }
       if (const json::value* id = field(*entry, "id")) token.id = token_id_of(*id);
-      if (const auto logprob = number_field(*entry, "logprob")) {
+      if (const auto logprob = logprob_of(*entry)) {
         token.has_logprob = true;
-        token.logprob = static_cast<float>(*logprob);
+        token.logprob = *logprob;
       }
-      if (const json::array* top = array_field(*entry, "top_logprobs")) {
+      const json::array* top = array_field(*entry, "top_logprobs");
+      if (!top) top = array_field(*entry, "top_probs");
+      if (!top) top = array_field(*entry, "probs");
+      if (top) {
         token.top.reserve(top->size());
         for (const json::value& alternative_value : *top) {
           const json::object* alternative_object = alternative_value.if_object();
           if (!alternative_object) continue;
           Alternative& alternative = token.top.emplace_back();
-          if (const auto alt_text = string_field(*alternative_object, "token")) {
+          auto alt_text = string_field(*alternative_object, "token");
+          if (!alt_text) alt_text = string_field(*alternative_object, "tok_str");
+          if (alt_text) {
             if (const auto id = parse_token_id_string(*alt_text)) {
               alternative.id = *id;
             } else if (auto bytes = bytes_array(*alternative_object)) {
@@ -379,8 +409,11 @@ struct ResponseDecoder::Impl {
             }
           }
           if (const json::value* id = field(*alternative_object, "id")) alternative.id = token_id_of(*id);
-          if (const auto logprob = number_field(*alternative_object, "logprob")) {
-            alternative.logprob = static_cast<float>(*logprob);
+          alternative.logprob = logprob_of(*alternative_object).value_or(0);
+          // The old llama.cpp format gives the sampled token's probability only among these.
+          if (!token.has_logprob && from != BytesFrom::unknown && alternative.bytes == token.bytes) {
+            token.has_logprob = true;
+            token.logprob = alternative.logprob;
           }
         }
         sort_best_first(token.top);
@@ -402,7 +435,7 @@ struct ResponseDecoder::Impl {
       if (token_logprobs && i < token_logprobs->size()) {
         if (const auto logprob = number_of((*token_logprobs)[i])) {
           token.has_logprob = true;
-          token.logprob = static_cast<float>(*logprob);
+          token.logprob = to_float(*logprob);
         }
       }
       if (top_logprobs && i < top_logprobs->size()) {
@@ -415,7 +448,7 @@ struct ResponseDecoder::Impl {
             } else {
               alternative.bytes.assign(key);
             }
-            alternative.logprob = static_cast<float>(number_of(value).value_or(0));
+            alternative.logprob = to_float(number_of(value).value_or(0));
           }
           sort_best_first(token.top);
         }
@@ -480,6 +513,32 @@ struct ResponseDecoder::Impl {
   // ------------------------------------------------------------------------------------------
   // Dialects
 
+  // Everything the model generated in a chat message or delta, in the order servers generate it:
+  // reasoning, content, refusal, tool call names and arguments. Usually just `content`, returned
+  // as a view; nullopt when there is none (a role-only delta).
+  std::optional<std::string_view> chat_text(const json::object& message) {
+    auto reasoning = string_field(message, "reasoning_content");
+    if (!reasoning) reasoning = string_field(message, "reasoning");
+    const auto content = string_field(message, "content");
+    const auto refusal = string_field(message, "refusal");
+    const json::array* tool_calls = array_field(message, "tool_calls");
+    if (!reasoning && !refusal && (!tool_calls || tool_calls->empty())) return content;
+    joined_text.clear();
+    joined_text.append(reasoning.value_or(""));
+    joined_text.append(content.value_or(""));
+    joined_text.append(refusal.value_or(""));
+    if (tool_calls) {
+      for (const json::value& call : *tool_calls) {
+        const json::object* call_object = call.if_object();
+        const json::object* function = call_object ? object_field(*call_object, "function") : nullptr;
+        if (!function) continue;
+        joined_text.append(string_field(*function, "name").value_or(""));
+        joined_text.append(string_field(*function, "arguments").value_or(""));
+      }
+    }
+    return std::string_view(joined_text);
+  }
+
   void read_openai(const json::object& root, std::int64_t offset_ns, bool streamed) {
     read_usage(root);
     const json::array* choice_array = array_field(root, "choices");
@@ -494,21 +553,9 @@ struct ResponseDecoder::Impl {
       if (!choice) continue;
 
       std::optional<std::string_view> text = string_field(*choice_object, "text");
-      std::string joined;  // chat: reasoning then content, both generated by the model
       const json::object* message = object_field(*choice_object, streamed ? "delta" : "message");
       if (!message) message = object_field(*choice_object, streamed ? "message" : "delta");
-      if (message) {
-        const auto reasoning = string_field(*message, "reasoning_content");
-        const auto reasoning_alt = string_field(*message, "reasoning");
-        const auto content = string_field(*message, "content");
-        if (reasoning || reasoning_alt) {
-          joined.append(reasoning.value_or(reasoning_alt.value_or("")));
-          joined.append(content.value_or(""));
-          text = joined;
-        } else if (content) {
-          text = content;
-        }
-      }
+      if (message) text = chat_text(*message);
       read_tokens(*choice, text, field(*choice_object, "logprobs"), array_field(*choice_object, "token_ids"),
                   offset_ns);
       if (const auto reason = string_field(*choice_object, "finish_reason")) {
@@ -562,7 +609,7 @@ struct ResponseDecoder::Impl {
     }
     if (const auto logprob = number_field(token_object, "logprob")) {
       token.has_logprob = true;
-      token.logprob = static_cast<float>(*logprob);
+      token.logprob = to_float(*logprob);
     }
     return token;
   }
@@ -574,7 +621,7 @@ struct ResponseDecoder::Impl {
       Alternative& alternative = token.top.emplace_back();
       if (const json::value* id = field(*object, "id")) alternative.id = token_id_of(*id);
       if (const auto text = string_field(*object, "text")) alternative.bytes.assign(*text);
-      alternative.logprob = static_cast<float>(number_field(*object, "logprob").value_or(0));
+      alternative.logprob = logprob_of(*object).value_or(0);
     }
     sort_best_first(token.top);
   }

@@ -103,9 +103,23 @@ void decode_exchange(Exchange& exchange);
 std::string choice_text(const Choice& choice);
 
 // Request side: add the fields that make a server return token ids (replay --token-ids).
+//   logprobs  standard fields only: completions `logprobs: 2`; chat `logprobs: true,
+//             top_logprobs: 2` (llama.cpp answers these with ids; OpenAI with bytes).
+//   vllm      the logprobs fields plus `return_tokens_as_token_ids: true` (vLLM writes tokens
+//             inside logprobs as "token_id:N", so it needs logprobs on) and `return_token_ids:
+//             true` (plain id arrays, vLLM >= 0.10.2).
+//   llamacpp  on /v1 endpoints the logprobs fields; natively `return_tokens: true, n_probs: 2`.
+// Native dialects get their own fields in every mode but off (llama.cpp native: return_tokens
+// and n_probs; TGI: `details: true, top_n_tokens: 2`), as they have no other way to give ids.
+// Two alternatives, so the margin to the runner-up is known at every token. Values the client
+// already set and that suffice (e.g. `logprobs: 5`) are kept.
 enum class TokenIdMode : std::uint8_t { off, vllm, llamacpp, logprobs };
+// "off" (or "none"), "vllm", "llamacpp" (or "llama.cpp"), "logprobs"; nullopt otherwise.
 std::optional<TokenIdMode> token_id_mode_from_string(std::string_view);
-// Rewrites a JSON request body for `dialect`; returns it unchanged when not JSON or mode is off.
+// Rewrites a JSON request body for `dialect`; returns it unchanged when not a JSON object, the
+// dialect is unknown or mode is off. New fields are appended before the closing brace, leaving
+// the client's bytes as they were; only when an existing value must change is the body
+// re-serialized.
 std::string add_token_id_fields(std::string_view body, Dialect dialect, TokenIdMode mode);
 
 }  // namespace retrace::llm

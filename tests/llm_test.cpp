@@ -2,6 +2,7 @@
 // captured from real servers and on hand-written samples of documented shapes), request rewriting.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -414,6 +415,32 @@ TEST_CASE("llama.cpp chat stream takes usage from the final chunk with no choice
   CHECK(nonstream.usage.total_tokens == 50);
 }
 
+TEST_CASE("llama.cpp probabilities spelled as prob and top_probs, or the old probs, become logprobs") {
+  ResponseDecoder decoder(Dialect::llamacpp_completion);
+  decoder.on_event(R"({"content":" a","tokens":[264],"stop":false,"completion_probabilities":[)"
+                   R"({"id":264,"token":" a","bytes":[32,97],"prob":0.5,)"
+                   R"("top_probs":[{"id":9,"token":" b","bytes":[32,98],"prob":0.25},{"id":264,"token":" a","bytes":[32,97],"prob":0.5}]}]})",
+                   1);
+  decoder.on_event(R"({"content":" c","stop":false,"completion_probabilities":[)"
+                   R"({"content":" c","probs":[{"tok_str":" c","prob":1.0},{"tok_str":" d","prob":0.0}]}]})",
+                   2);
+  decoder.on_event(R"({"content":"","stop":true,"stop_type":"word"})", 3);
+  Exchange exchange;
+  decoder.finish(exchange);
+  REQUIRE(exchange.choices.size() == 1);
+  const Choice& choice = exchange.choices[0];
+  REQUIRE(choice.tokens.size() == 2);
+  CHECK(choice.tokens[0].logprob == Approx(std::log(0.5)));
+  REQUIRE(choice.tokens[0].top.size() == 2);
+  CHECK(choice.tokens[0].top[0].id == 264);
+  CHECK(choice.tokens[0].top[1].bytes == " b");
+  CHECK(choice.tokens[1].bytes == " c");
+  CHECK(choice.tokens[1].top[0].bytes == " c");
+  CHECK(choice.tokens[1].top[1].logprob < -1e30);  // probability 0: finite, lowest
+  CHECK(choice.kind == TokenKind::logprob_tokens);  // the old format has no ids
+  CHECK(choice.finish_reason == "stop");
+}
+
 // ---------------------------------------------------------------------------------------------
 // vLLM (hand-written from vLLM's protocol definitions)
 
@@ -547,6 +574,21 @@ TEST_CASE("OpenAI chat logprobs keep byte tokens of a split character as their b
   CHECK(choice_text(body.choices[0]) == "Hi😊");
   CHECK(body.choices[0].kind == TokenKind::logprob_tokens);
   CHECK(body.choices[0].finish_reason == "stop");
+}
+
+TEST_CASE("Chat reasoning, refusals and tool call arguments count as generated text") {
+  ResponseDecoder decoder(Dialect::openai_chat);
+  decoder.on_event(R"({"choices":[{"index":0,"delta":{"reasoning_content":"think"}}]})", 1);
+  decoder.on_event(R"({"choices":[{"index":0,"delta":{"content":"Sure."}}]})", 2);
+  decoder.on_event(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"x\""}}]}}]})", 3);
+  decoder.on_event(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]},"finish_reason":"tool_calls"}]})", 4);
+  decoder.on_event("[DONE]", 5);
+  Exchange exchange;
+  decoder.finish(exchange);
+  REQUIRE(exchange.choices.size() == 1);
+  CHECK(choice_text(exchange.choices[0]) == "thinkSure.f{\"x\":1}");
+  CHECK(exchange.choices[0].tokens.size() == 4);
+  CHECK(exchange.choices[0].finish_reason == "tool_calls");
 }
 
 // ---------------------------------------------------------------------------------------------
