@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -55,6 +56,10 @@ class StopOnSignal {
     sigemptyset(&signals_);
     sigaddset(&signals_, SIGINT);
     sigaddset(&signals_, SIGTERM);
+    // A shell starts background jobs with SIGINT ignored, and an ignored signal is discarded
+    // before sigtimedwait could take it; blocked, the default action never runs.
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
     pthread_sigmask(SIG_BLOCK, &signals_, &previous_);
     waiter_ = std::thread([this] {
       timespec slice{0, 100'000'000};

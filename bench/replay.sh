@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Replay client throughput and overhead, against `retrace serve --latency-model off`.
+#   (a) short non-streaming requests: `retrace replay -c 64` vs `wrk -c 64` posting the same body
+#   (b) streaming, 256 tokens per response: SSE events/s the client ingests, and whether the client
+#       or the server is the limit (CPU seconds each spent during the run, from /proc)
+#   (c) the client's own added TTFT: replay -c 1 vs a raw-socket python client, same request
+# Each figure is the median of 3 runs. Usage: bench/replay.sh [path/to/retrace]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+RETRACE=${1:-$ROOT/build/release/retrace}
+WORK=$(mktemp -d /tmp/retrace-bench-replay.XXXXXX)
+SERVER_PID=""
+cleanup() { [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
+trap cleanup EXIT
+THREADS=${THREADS:-2}
+DURATION=${DURATION:-8}
+
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+cpu_seconds() {  # utime + stime of a process, in seconds
+  awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"
+}
+
+start_server() {
+  "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off "$@" >"$WORK/serve.out" 2>"$WORK/serve.err" &
+  SERVER_PID=$!
+  for _ in $(seq 1 100); do
+    URL=$(grep -m1 -oE 'http://[0-9.:]+' "$WORK/serve.out" 2>/dev/null || true)
+    [[ -n "$URL" ]] && return 0
+    sleep 0.1
+  done
+  echo "serve did not start" >&2; exit 1
+}
+stop_server() { kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; }
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
+echo "retrace: $RETRACE"
+
+# --- (a) short non-streaming requests
+BODY='{"model":"retrace-sim","prompt":"Say hi.","max_tokens":4,"temperature":0}'
+python3 - "$WORK/short.jsonl" "$BODY" <<'EOF'
+import json, sys
+body = json.loads(sys.argv[2])
+with open(sys.argv[1], "w") as out:
+    for i in range(200000):
+        out.write(json.dumps({"request": body}) + "\n")
+EOF
+"$RETRACE" import "$WORK/short.jsonl" --endpoint completions --out "$WORK/short.rtrace" >/dev/null
+cat >"$WORK/post.lua" <<EOF
+wrk.method = "POST"
+wrk.body = '$BODY'
+wrk.headers["Content-Type"] = "application/json"
+EOF
+start_server
+echo
+echo "(a) short non-streaming requests, 64 connections, ${DURATION}s each"
+wrk_rates=(); replay_rates=()
+for run in 1 2 3; do
+  rate=$(wrk -t "$THREADS" -c 64 -d "${DURATION}s" -s "$WORK/post.lua" "$URL/v1/completions" \
+         | awk '/^Requests\/sec/ {print $2}')
+  wrk_rates+=("$rate")
+  # Run for about as long as wrk did: a limit of rate * duration requests.
+  limit=$(awk -v r="$rate" -v d="$DURATION" 'BEGIN {printf "%d", r * d}')
+  "$RETRACE" replay "$WORK/short.rtrace" --target "$URL" --out "$WORK/a.rtrace" -c 64 \
+    --threads "$THREADS" --limit "$limit" --json >"$WORK/a.json"
+  replay_rates+=("$(jq -r .requests_per_s "$WORK/a.json")")
+  echo "  run $run: wrk $rate req/s; replay $(jq -r .requests_per_s "$WORK/a.json") req/s" \
+       "($(jq -r .completed "$WORK/a.json") recorded, errors $(jq -c .errors "$WORK/a.json"))"
+done
+wrk_median=$(printf '%s\n' "${wrk_rates[@]}" | median)
+replay_median=$(printf '%s\n' "${replay_rates[@]}" | median)
+echo "  median: wrk $wrk_median req/s, replay $replay_median req/s," \
+     "ratio $(awk -v a="$replay_median" -v b="$wrk_median" 'BEGIN {printf "%.2f", a / b}')"
+stop_server
+
+# --- (b) streaming, 256 tokens per response
+python3 - "$WORK/stream.jsonl" <<'EOF'
+import json, sys
+body = {"model": "retrace-sim", "prompt": "Tell a long story.", "max_tokens": 256,
+        "temperature": 0, "stream": True, "ignore_eos": True}
+with open(sys.argv[1], "w") as out:
+    for i in range(4000):
+        out.write(json.dumps({"request": body}) + "\n")
+EOF
+"$RETRACE" import "$WORK/stream.jsonl" --endpoint completions --out "$WORK/stream.rtrace" >/dev/null
+start_server
+echo
+echo "(b) streaming, 256 tokens per response, 64 connections"
+event_rates=(); client_cpu=(); server_cpu=()
+for run in 1 2 3; do
+  server_before=$(cpu_seconds "$SERVER_PID")
+  /usr/bin/time -f '%U %S' -o "$WORK/time.txt" \
+    "$RETRACE" replay "$WORK/stream.rtrace" --target "$URL" --out "$WORK/b.rtrace" -c 64 \
+    --threads "$THREADS" --limit 1500 --json >"$WORK/b.json"
+  server_after=$(cpu_seconds "$SERVER_PID")
+  duration=$(jq -r .duration_s "$WORK/b.json")
+  events=$("$RETRACE" export "$WORK/b.rtrace" | jq -r 'select(.exchange) | .exchange.response.events | length' | awk '{n += $1} END {print n}')
+  rate=$(awk -v e="$events" -v d="$duration" 'BEGIN {printf "%d", e / d}')
+  client=$(awk '{print $1 + $2}' "$WORK/time.txt")
+  server=$(awk -v a="$server_before" -v b="$server_after" 'BEGIN {print b - a}')
+  event_rates+=("$rate"); client_cpu+=("$client"); server_cpu+=("$server")
+  echo "  run $run: $events events in ${duration}s = $rate events/s;" \
+       "CPU: client ${client}s, server ${server}s; errors $(jq -c .errors "$WORK/b.json")"
+done
+echo "  median: $(printf '%s\n' "${event_rates[@]}" | median) events/s;" \
+     "client CPU $(printf '%s\n' "${client_cpu[@]}" | median)s vs server CPU $(printf '%s\n' "${server_cpu[@]}" | median)s per run"
+stop_server
+
+# --- (c) added TTFT: one request at a time, replay vs a raw socket client
+start_server
+echo
+echo "(c) TTFT at concurrency 1 (ms, p50 of 200 requests; median of 3 runs)"
+HOSTPORT=${URL#http://}
+python3 - "$WORK/ttft.jsonl" <<'EOF'
+import json, sys
+body = {"model": "retrace-sim", "prompt": "Hi.", "max_tokens": 8, "temperature": 0, "stream": True}
+with open(sys.argv[1], "w") as out:
+    for i in range(200):
+        out.write(json.dumps({"request": body}) + "\n")
+EOF
+"$RETRACE" import "$WORK/ttft.jsonl" --endpoint completions --out "$WORK/ttft.rtrace" >/dev/null
+cat >"$WORK/raw_client.py" <<'EOF'
+# One keep-alive connection; time from the request's send to the first SSE "data:" byte.
+import json, socket, statistics, sys, time
+host, port = sys.argv[1].split(":")
+body = json.dumps({"model": "retrace-sim", "prompt": "Hi.", "max_tokens": 8, "temperature": 0,
+                   "stream": True}).encode()
+request = (b"POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+           b"Content-Length: %d\r\n\r\n" % (sys.argv[1].encode(), len(body))) + body
+sock = socket.create_connection((host, int(port)))
+sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+samples = []
+for _ in range(200):
+    start = time.perf_counter_ns()
+    sock.sendall(request)
+    data = b""
+    first = None
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise SystemExit("server closed the connection")
+        if first is None and b"data:" in data + chunk:
+            first = time.perf_counter_ns()
+        data += chunk
+        if data.endswith(b"0\r\n\r\n"):
+            break
+    samples.append((first - start) / 1e6)
+print("%.3f" % statistics.median(samples))
+EOF
+raw=(); rep=()
+for run in 1 2 3; do
+  raw+=("$(python3 "$WORK/raw_client.py" "$HOSTPORT")")
+  "$RETRACE" replay "$WORK/ttft.rtrace" --target "$URL" --out "$WORK/c.rtrace" -c 1 --threads 1 --json >"$WORK/c.json"
+  rep+=("$(jq -r .ttft_ms.p50 "$WORK/c.json")")
+  echo "  run $run: raw socket ${raw[-1]} ms, replay ${rep[-1]} ms"
+done
+raw_median=$(printf '%s\n' "${raw[@]}" | median)
+rep_median=$(printf '%s\n' "${rep[@]}" | median)
+echo "  median: raw socket $raw_median ms, replay $rep_median ms, added" \
+     "$(awk -v a="$rep_median" -v b="$raw_median" 'BEGIN {printf "%.3f", a - b}') ms"
+stop_server

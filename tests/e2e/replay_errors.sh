@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Errors never stop a run: a target that is down, connections reset before or during a response,
+# and a server that stalls are each recorded with their kind, and the run still writes every
+# exchange. Ctrl-C stops cleanly: the trace is flushed, in-flight requests are recorded as cut.
+. "$(dirname "$0")/lib.sh"
+
+"$RETRACE" import "$ROOT/traces/gold-intents.jsonl" --out "$WORK/gold.rtrace" >/dev/null
+ex() { "$RETRACE" export "$1" | jq -c 'select(.exchange) | .exchange'; }
+kinds() { ex "$1" | jq -r '.error.kind' | sort | uniq -c | awk '{print $2 "=" $1}' | paste -sd, -; }
+
+# A misbehaving server (test-only): MODE reset | stall | cut.
+cat >"$WORK/bad_server.py" <<'EOF'
+import socket, struct, sys, threading, time
+mode = sys.argv[1]
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", 0))
+server.listen(128)
+print("listening on http://127.0.0.1:%d" % server.getsockname()[1], flush=True)
+def read_request(conn):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        body += conn.recv(65536)
+    return head
+def reset(conn):
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()
+def serve(conn):
+    try:
+        head = read_request(conn)
+        if head is None:
+            return conn.close()
+        if mode == "reset":
+            return reset(conn)
+        if mode == "stall":
+            time.sleep(30)
+            return conn.close()
+        if mode == "cut":
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                         b"transfer-encoding: chunked\r\n\r\n")
+            event = b'data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n'
+            conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+            time.sleep(0.05)
+            return reset(conn)
+    except OSError:
+        pass
+while True:
+    conn, _ = server.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+EOF
+
+# --- target down: nothing listens on the port of a socket we bound and closed.
+down_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+"$RETRACE" replay "$WORK/gold.rtrace" --target "http://127.0.0.1:$down_port" --out "$WORK/down.rtrace" \
+  -c 4 --json >"$WORK/down.json" || fail "replay against a dead target exited non-zero"
+check_eq "$(kinds "$WORK/down.rtrace")" "connect=20" "error kinds, target down"
+check_eq "$(jq -r .errors.connect "$WORK/down.json")" 20 "reported connect errors"
+check_eq "$(jq -r .completed "$WORK/down.json")" 0 "completed against a dead target"
+
+# --- reset before any response byte.
+start_listening RESET python3 "$WORK/bad_server.py" reset
+"$RETRACE" replay "$WORK/gold.rtrace" --target "$RESET_URL" --out "$WORK/reset.rtrace" -c 4 --limit 8 >/dev/null
+check_eq "$(kinds "$WORK/reset.rtrace")" "reset=8" "error kinds, reset before the response"
+
+# --- reset in the middle of a streamed body: the event that arrived is kept.
+start_listening CUT python3 "$WORK/bad_server.py" cut
+"$RETRACE" replay "$WORK/gold.rtrace" --target "$CUT_URL" --out "$WORK/cut.rtrace" -c 2 --limit 4 >/dev/null
+check_eq "$(kinds "$WORK/cut.rtrace")" "reset=4" "error kinds, reset mid-stream"
+check_eq "$(ex "$WORK/cut.rtrace" | jq -r '.response.events | length' | sort -u)" 1 "events kept before the reset"
+check_eq "$(ex "$WORK/cut.rtrace" | jq -r '[.choices[0].tokens[].bytes] | join("")' | sort -u)" Hel "tokens kept before the reset"
+check_eq "$(ex "$WORK/cut.rtrace" | jq -r '.response.status' | sort -u)" 200 "status kept"
+
+# --- a server that never answers: --timeout turns it into timeouts.
+start_listening STALL python3 "$WORK/bad_server.py" stall
+"$RETRACE" replay "$WORK/gold.rtrace" --target "$STALL_URL" --out "$WORK/stall.rtrace" -c 4 --limit 4 \
+  --timeout 300ms >/dev/null
+check_eq "$(kinds "$WORK/stall.rtrace")" "timeout=4" "error kinds, stalled server"
+
+# --- Ctrl-C: a partial report, a readable trace, in-flight requests cut.
+"$RETRACE" replay "$WORK/gold.rtrace" --target "$STALL_URL" --out "$WORK/int.rtrace" -c 4 \
+  --timeout 2s >"$WORK/int.txt" 2>"$WORK/int.err" &
+replay_pid=$!
+_PIDS+=("$replay_pid")
+# The run starts after probing /v1/models and /metrics (each bounded by --timeout here).
+for _ in $(seq 1 200); do
+  [[ -f "$WORK/int.rtrace.partial" ]] && break
+  sleep 0.1
+done
+sleep 0.5  # the 4 requests are on the wire now; the stall server holds them
+kill -INT "$replay_pid"
+status=0
+wait "$replay_pid" || status=$?
+check_eq "$status" 130 "exit status after Ctrl-C"
+check_contains "$WORK/int.txt" "interrupted" "partial report"
+check_eq "$(kinds "$WORK/int.rtrace")" "cut=4" "in-flight requests at Ctrl-C"
+[[ ! -e "$WORK/int.rtrace.partial" ]] || fail "the .partial file was left behind"
+
+echo "replay_errors: ok"

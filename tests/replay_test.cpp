@@ -1,0 +1,382 @@
+// Unit tests of replay/: option parsing, selection, body rewriting, arrival processes, statistics.
+#include <catch2/catch.hpp>
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <numeric>
+
+#include "replay/replay.hpp"
+#include "report/replay_report.hpp"
+
+using namespace retrace;
+using namespace retrace::replay;
+namespace json = boost::json;
+
+namespace {
+
+Exchange exchange_at(std::uint64_t id, std::string target, std::string session = {}) {
+  Exchange e;
+  e.id = id;
+  e.request.method = "POST";
+  e.request.target = std::move(target);
+  e.session_id = std::move(session);
+  return e;
+}
+
+// A completed streamed exchange: tokens arrive at `token_offsets_ms` after the send.
+ExchangeMetrics streamed(std::int64_t intended_ms, std::int64_t actual_ms,
+                         std::vector<std::int64_t> token_offsets_ms, std::int64_t end_ms) {
+  Exchange e;
+  e.intended_send_ns = intended_ms * 1'000'000;
+  e.actual_send_ns = actual_ms * 1'000'000;
+  e.end_ns = end_ms * 1'000'000;
+  e.first_byte_ns = token_offsets_ms.empty() ? e.end_ns : token_offsets_ms.front() * 1'000'000;
+  e.response.status = 200;
+  e.response.streamed = true;
+  Choice choice;
+  for (auto offset : token_offsets_ms) {
+    Token token;
+    token.bytes = "x";
+    token.offset_ns = offset * 1'000'000;
+    choice.tokens.push_back(token);
+  }
+  e.choices.push_back(choice);
+  return summarize(e);
+}
+
+}  // namespace
+
+TEST_CASE("durations parse with ns, us, ms, s and m units, bare numbers being milliseconds") {
+  CHECK(parse_duration("200ms") == std::chrono::milliseconds(200));
+  CHECK(parse_duration("1.5s") == std::chrono::milliseconds(1500));
+  CHECK(parse_duration("250us") == std::chrono::microseconds(250));
+  CHECK(parse_duration("7ns") == std::chrono::nanoseconds(7));
+  CHECK(parse_duration("2m") == std::chrono::minutes(2));
+  CHECK(parse_duration("40") == std::chrono::milliseconds(40));
+  CHECK_THROWS_AS(parse_duration("fast"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_duration("10 parsecs"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_duration(""), std::invalid_argument);
+}
+
+TEST_CASE("an SLO names ttft, tpot and e2e limits and rejects anything else") {
+  auto slo = parse_slo("ttft:200ms,tpot:50ms");
+  REQUIRE(slo.ttft);
+  CHECK(*slo.ttft == std::chrono::milliseconds(200));
+  REQUIRE(slo.tpot);
+  CHECK(*slo.tpot == std::chrono::milliseconds(50));
+  CHECK_FALSE(slo.e2e);
+  CHECK(parse_slo("e2e:2s").e2e == std::chrono::seconds(2));
+  CHECK_THROWS_AS(parse_slo("latency:5ms"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_slo("ttft=5ms"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_slo("ttft:soon"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_slo(""), std::invalid_argument);
+}
+
+TEST_CASE("a shard is I/N with I below N") {
+  CHECK(parse_shard("0/4") == std::pair<std::size_t, std::size_t>{0, 4});
+  CHECK(parse_shard("3/4") == std::pair<std::size_t, std::size_t>{3, 4});
+  CHECK_THROWS_AS(parse_shard("4/4"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_shard("1/0"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_shard("1-4"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_shard("a/b"), std::invalid_argument);
+}
+
+TEST_CASE("shards partition the exchanges: every one is in exactly one shard") {
+  std::vector<Exchange> exchanges;
+  for (std::uint64_t i = 0; i < 23; ++i) exchanges.push_back(exchange_at(i, "/v1/completions"));
+  std::vector<int> seen(exchanges.size(), 0);
+  for (std::size_t shard = 0; shard < 4; ++shard) {
+    Options options;
+    options.shard_index = shard;
+    options.shard_count = 4;
+    for (auto index : select_exchanges(exchanges, options, false)) {
+      CHECK(index % 4 == shard);
+      ++seen[index];
+    }
+  }
+  for (int count : seen) CHECK(count == 1);
+}
+
+TEST_CASE("sharding by session keeps each session whole in one shard") {
+  std::vector<Exchange> exchanges;
+  for (std::uint64_t i = 0; i < 12; ++i)
+    exchanges.push_back(exchange_at(i, "/v1/chat/completions", "s" + std::to_string(i % 3)));
+  Options options;
+  options.shard_count = 3;
+  for (std::size_t shard = 0; shard < 3; ++shard) {
+    options.shard_index = shard;
+    auto chosen = select_exchanges(exchanges, options, true);
+    REQUIRE(chosen.size() == 4);
+    for (auto index : chosen) CHECK(exchanges[index].session_id == exchanges[chosen[0]].session_id);
+  }
+}
+
+TEST_CASE("filters select by path glob, label and session; limit applies after them") {
+  std::vector<Exchange> exchanges{exchange_at(0, "/v1/completions"),
+                                  exchange_at(1, "/v1/chat/completions?x=1"),
+                                  exchange_at(2, "/v1/chat/completions", "alpha"),
+                                  exchange_at(3, "/health")};
+  exchanges[2].labels.push_back({"tier", "gold"});
+  Options options;
+  options.filters = {"path:/v1/chat/*"};
+  CHECK(select_exchanges(exchanges, options, false) == std::vector<std::size_t>{1, 2});
+  options.filters = {"label:tier=gold"};
+  CHECK(select_exchanges(exchanges, options, false) == std::vector<std::size_t>{2});
+  options.filters = {"session:al*"};
+  CHECK(select_exchanges(exchanges, options, false) == std::vector<std::size_t>{2});
+  options.filters = {"path:/v1/*"};
+  options.limit = 2;
+  CHECK(select_exchanges(exchanges, options, false) == std::vector<std::size_t>{0, 1});
+  CHECK_THROWS_AS(validate_filter("model:x"), std::invalid_argument);
+  CHECK_THROWS_AS(validate_filter("label:tier"), std::invalid_argument);
+}
+
+TEST_CASE("--set writes JSON values at dotted paths, creating objects on the way") {
+  auto body = R"({"model":"m","temperature":0.7,"messages":[{"role":"user","content":"hi"}]})";
+  auto out = json::parse(apply_body_overrides(
+      body,
+      {{"temperature", "0"},
+       {"stream_options.include_usage", "true"},
+       {"messages.0.content", "hello there"},
+       {"stop", "[\"\\n\"]"},
+       {"user", "\"42\""}},
+      {}));
+  CHECK(out.at("temperature").as_int64() == 0);
+  CHECK(out.at("stream_options").at("include_usage").as_bool());
+  CHECK(out.at("messages").at(0).at("content").as_string() == "hello there");
+  CHECK(out.at("stop").at(0).as_string() == "\n");
+  CHECK(out.at("user").as_string() == "42");
+  CHECK(out.at("model").as_string() == "m");
+}
+
+TEST_CASE("--unset removes a path and ignores one that is absent") {
+  auto body = R"({"model":"m","logprobs":true,"stream_options":{"include_usage":true,"x":1}})";
+  auto out = json::parse(apply_body_overrides(
+      body, {}, {"logprobs", "stream_options.include_usage", "not.there", "seed"}));
+  CHECK_FALSE(out.as_object().contains("logprobs"));
+  CHECK_FALSE(out.at("stream_options").as_object().contains("include_usage"));
+  CHECK(out.at("stream_options").at("x").as_int64() == 1);
+}
+
+TEST_CASE("body overrides refuse bodies that are not JSON objects and paths through scalars") {
+  CHECK_THROWS_AS(apply_body_overrides("not json", {{"a", "1"}}, {}), std::invalid_argument);
+  CHECK_THROWS_AS(apply_body_overrides("[1,2]", {{"a", "1"}}, {}), std::invalid_argument);
+  CHECK_THROWS_AS(apply_body_overrides(R"({"a":5})", {{"a.b", "1"}}, {}), std::invalid_argument);
+  CHECK_THROWS_AS(apply_body_overrides(R"({"a":1})", {{"a..b", "1"}}, {}), std::invalid_argument);
+  // No overrides: the bytes go out untouched, JSON or not.
+  CHECK(apply_body_overrides("not json", {}, {}) == "not json");
+}
+
+TEST_CASE("live sessions replace the latest assistant messages with this run's answers") {
+  auto body = R"({"messages":[{"role":"system","content":"s"},{"role":"assistant","content":"old0"},)"
+              R"({"role":"user","content":"u1"},{"role":"assistant","content":"rec1"},)"
+              R"({"role":"user","content":"u2"},{"role":"assistant","content":"rec2"},)"
+              R"({"role":"user","content":"u3"}]})";
+  auto out = json::parse(substitute_session_answers(body, {std::string("new1"), std::string("new2")}));
+  auto& messages = out.at("messages").as_array();
+  CHECK(messages[1].at("content").as_string() == "old0");  // before the replayed turns
+  CHECK(messages[3].at("content").as_string() == "new1");
+  CHECK(messages[5].at("content").as_string() == "new2");
+  CHECK(messages[6].at("content").as_string() == "u3");
+  // A failed turn keeps its recorded answer.
+  auto kept = json::parse(substitute_session_answers(body, {std::nullopt, std::string("new2")}));
+  CHECK(kept.at("messages").at(3).at("content").as_string() == "rec1");
+  CHECK(substitute_session_answers(R"({"prompt":"x"})", {std::string("a")}) == R"({"prompt":"x"})");
+}
+
+TEST_CASE("constant arrivals are evenly spaced at 1/rate") {
+  Schedule schedule;
+  schedule.kind = ScheduleKind::rate;
+  schedule.rate = 4;
+  schedule.arrival = Arrival::constant;
+  auto offsets = arrival_offsets_ns(5, schedule, 7);
+  CHECK(offsets == std::vector<std::int64_t>{0, 250'000'000, 500'000'000, 750'000'000, 1'000'000'000});
+}
+
+TEST_CASE("poisson arrivals with a fixed seed are reproducible and have the rate's statistics") {
+  Schedule schedule;
+  schedule.kind = ScheduleKind::rate;
+  schedule.rate = 50;
+  schedule.arrival = Arrival::poisson;
+  constexpr std::size_t n = 20000;
+  auto offsets = arrival_offsets_ns(n, schedule, 42);
+  CHECK(offsets == arrival_offsets_ns(n, schedule, 42));
+  CHECK(offsets != arrival_offsets_ns(n, schedule, 43));
+  std::vector<double> gaps;
+  for (std::size_t i = 1; i < n; ++i) gaps.push_back(static_cast<double>(offsets[i] - offsets[i - 1]) / 1e9);
+  double mean = std::accumulate(gaps.begin(), gaps.end(), 0.0) / static_cast<double>(gaps.size());
+  double variance = 0;
+  for (double g : gaps) variance += (g - mean) * (g - mean);
+  variance /= static_cast<double>(gaps.size() - 1);
+  // Exponential gaps: mean 1/rate = 20 ms, coefficient of variation 1. Bounds are ~6 standard
+  // errors wide for n = 20000, so a correct sampler fails with negligible probability.
+  CHECK(mean == Approx(0.02).epsilon(0.05));
+  CHECK(std::sqrt(variance) / mean == Approx(1.0).epsilon(0.06));
+  // Counts in one-second windows are Poisson(50): mean 50, variance 50.
+  std::vector<int> counts(static_cast<std::size_t>(offsets.back() / 1'000'000'000) , 0);
+  for (auto t : offsets) {
+    auto window = static_cast<std::size_t>(t / 1'000'000'000);
+    if (window < counts.size()) ++counts[window];
+  }
+  double count_mean = std::accumulate(counts.begin(), counts.end(), 0.0) / static_cast<double>(counts.size());
+  double count_variance = 0;
+  for (int c : counts) count_variance += (c - count_mean) * (c - count_mean);
+  count_variance /= static_cast<double>(counts.size() - 1);
+  CHECK(count_mean == Approx(50).epsilon(0.05));
+  CHECK(count_variance / count_mean == Approx(1.0).epsilon(0.3));
+}
+
+TEST_CASE("gamma arrivals keep the mean rate; burstiness below 1 makes gaps more variable") {
+  Schedule schedule;
+  schedule.kind = ScheduleKind::rate;
+  schedule.rate = 10;
+  schedule.arrival = Arrival::gamma;
+  auto coefficient_of_variation = [&](double shape, double& mean) {
+    schedule.burstiness = shape;
+    auto offsets = arrival_offsets_ns(20000, schedule, 9);
+    std::vector<double> gaps;
+    for (std::size_t i = 1; i < offsets.size(); ++i)
+      gaps.push_back(static_cast<double>(offsets[i] - offsets[i - 1]));
+    mean = std::accumulate(gaps.begin(), gaps.end(), 0.0) / static_cast<double>(gaps.size());
+    double variance = 0;
+    for (double g : gaps) variance += (g - mean) * (g - mean);
+    variance /= static_cast<double>(gaps.size() - 1);
+    return std::sqrt(variance) / mean;
+  };
+  double mean = 0;
+  // Gamma(k): coefficient of variation 1/sqrt(k).
+  CHECK(coefficient_of_variation(0.25, mean) == Approx(2.0).epsilon(0.1));
+  CHECK(mean == Approx(1e8).epsilon(0.08));
+  CHECK(coefficient_of_variation(4, mean) == Approx(0.5).epsilon(0.06));
+  CHECK(mean == Approx(1e8).epsilon(0.03));
+}
+
+TEST_CASE("percentiles use the nearest rank") {
+  std::vector<double> values;
+  for (int i = 100; i >= 1; --i) values.push_back(i);
+  auto p = percentiles(values);
+  CHECK(p.count == 100);
+  CHECK(p.p50 == 50);
+  CHECK(p.p90 == 90);
+  CHECK(p.p99 == 99);
+  CHECK(p.max == 100);
+  CHECK(p.mean == Approx(50.5));
+  std::vector<double> one{7};
+  auto single = percentiles(one);
+  CHECK(single.p50 == 7);
+  CHECK(single.p99 == 7);
+  std::vector<double> none;
+  CHECK(percentiles(none).count == 0);
+}
+
+TEST_CASE("stats of synthetic exchanges: TTFT, ITL, TPOT, e2e, throughput and errors") {
+  std::vector<ExchangeMetrics> metrics;
+  // Sent at 0 ms; tokens at 10, 20, 40 ms; ends at 40 ms.
+  metrics.push_back(streamed(0, 0, {10, 20, 40}, 40));
+  // Sent at 60 ms (intended 50); tokens at 30, 30, 50; ends at 140 ms after the send.
+  metrics.push_back(streamed(50, 60, {30, 30, 50}, 140));
+  ExchangeMetrics failed;
+  failed.error = ErrorKind::timeout;
+  failed.actual_send_ns = 10'000'000;
+  metrics.push_back(failed);
+  auto stats = compute_stats(true, metrics);
+  CHECK(stats.exchanges == 3);
+  CHECK(stats.completed == 2);
+  REQUIRE(stats.errors_by_kind.size() == 1);
+  CHECK(stats.errors_by_kind[0] == std::pair<std::string, std::size_t>{"timeout", 1});
+  CHECK(stats.output_tokens == 6);
+  CHECK(stats.duration_s == Approx(0.2));  // 0 ms -> 60 + 140 ms
+  CHECK(stats.requests_per_s == Approx(10));
+  CHECK(stats.output_tokens_per_s == Approx(30));
+  CHECK(stats.ttft.count == 2);
+  CHECK(stats.ttft.max == Approx(30));
+  CHECK(stats.ttft_intended.max == Approx(40));  // 30 ms + 10 ms slip
+  CHECK(stats.e2e.max == Approx(140));
+  CHECK(stats.e2e_intended.max == Approx(150));
+  CHECK(stats.schedule_slip.max == Approx(10));
+  // Gaps: 10, 20 (first); 20 (second; the coalesced pair is one event).
+  CHECK(stats.itl.count == 3);
+  CHECK(stats.itl.max == Approx(20));
+  // TPOT: (40 - 10) / 2 = 15; (140 - 30) / 2 = 55.
+  CHECK(stats.tpot.count == 2);
+  CHECK(stats.tpot.p50 == Approx(15));
+  CHECK(stats.tpot.max == Approx(55));
+  CHECK_FALSE(stats.goodput_per_s);
+}
+
+TEST_CASE("goodput counts completed requests meeting every SLO, from the intended send in open loop") {
+  std::vector<ExchangeMetrics> metrics;
+  metrics.push_back(streamed(0, 0, {10, 20, 30}, 30));       // ttft 10, tpot 10
+  metrics.push_back(streamed(0, 100, {10, 20, 30}, 30));     // slipped 100 ms
+  metrics.push_back(streamed(200, 200, {10, 200, 400}, 400));  // tpot 195
+  auto slo = parse_slo("ttft:50ms,tpot:50ms");
+  auto open = compute_stats(true, metrics, slo);
+  REQUIRE(open.slo_met);
+  CHECK(*open.slo_met == 1);
+  REQUIRE(open.goodput_per_s);
+  CHECK(*open.goodput_per_s == Approx(1 / 0.6));
+  auto closed = compute_stats(false, metrics, slo);
+  CHECK(*closed.slo_met == 2);
+}
+
+TEST_CASE("stats of a trace header know open-loop runs from the settings") {
+  TraceHeader header;
+  header.source = Source::replayed;
+  Options options;
+  options.schedule.kind = ScheduleKind::rate;
+  options.schedule.rate = 3;
+  header.settings = settings_json(options);
+  CHECK(is_open_loop(header));
+  options.schedule.kind = ScheduleKind::concurrency;
+  header.settings = settings_json(options);
+  CHECK_FALSE(is_open_loop(header));
+  header.source = Source::recorded;
+  CHECK_FALSE(is_open_loop(header));
+}
+
+TEST_CASE("settings never contain the API key or secret header values") {
+  Options options;
+  options.api_key = "sk-SECRET";
+  options.api_key_env = "MY_KEY";
+  options.headers = {{"Authorization", "Bearer SECRET2"}, {"X-Team", "blue"}};
+  auto settings = settings_json(options);
+  CHECK(settings.find("SECRET") == std::string::npos);
+  CHECK(settings.find("MY_KEY") != std::string::npos);
+  CHECK(settings.find("X-Team: blue") != std::string::npos);
+  CHECK(is_secret_header("x-API-key"));
+  CHECK(is_secret_header("Cookie"));
+  CHECK_FALSE(is_secret_header("Content-Type"));
+}
+
+TEST_CASE("headers and assignments parse strictly") {
+  auto header = parse_header("X-Run:  nightly ");
+  CHECK(header.name == "X-Run");
+  CHECK(header.value == "nightly");
+  CHECK_THROWS_AS(parse_header("no colon"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_header("Bad Name: v"), std::invalid_argument);
+  CHECK(split_assignment("temperature=0", "--set") == std::pair<std::string, std::string>{"temperature", "0"});
+  CHECK(split_assignment("a=b=c", "--set").second == "b=c");
+  CHECK_THROWS_AS(split_assignment("=1", "--set"), std::invalid_argument);
+}
+
+TEST_CASE("repeat paths number the runs only when there are several") {
+  CHECK(repeat_path("out/run.rtrace", 1, 1) == std::filesystem::path("out/run.rtrace"));
+  CHECK(repeat_path("out/run.rtrace", 2, 3) == std::filesystem::path("out/run.r2.rtrace"));
+  CHECK(repeat_path("run", 1, 2) == std::filesystem::path("run.r1.rtrace"));
+}
+
+TEST_CASE("the JSON report carries every figure and the open-loop section only when open loop") {
+  std::vector<ExchangeMetrics> metrics{streamed(0, 5, {10, 20}, 20)};
+  auto stats = compute_stats(true, metrics, parse_slo("e2e:1s"));
+  auto out = json::parse(report::render_stats_json(stats, {"run", false}));
+  CHECK(out.at("completed").to_number<std::uint64_t>() == 1);
+  CHECK(out.at("ttft_ms").at("p50").as_double() == Approx(10));
+  CHECK(out.at("schedule_slip_ms").at("max").as_double() == Approx(5));
+  CHECK(out.as_object().contains("goodput_per_s"));
+  auto closed = json::parse(report::render_stats_json(compute_stats(false, metrics), {}));
+  CHECK_FALSE(closed.as_object().contains("schedule_slip_ms"));
+  CHECK_FALSE(closed.as_object().contains("goodput_per_s"));
+  auto text = report::render_stats_text(stats, {"run", true});
+  CHECK(text.find("interrupted") != std::string::npos);
+  CHECK(text.find("schedule slip") != std::string::npos);
+}
