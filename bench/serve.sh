@@ -24,33 +24,38 @@ start_server() {
 }
 stop_server() { kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || true; SERVER_PID=; }
 served_tokens() { curl -sS "$URL/metrics" | awk '/^retrace_sim_generation_tokens_total/ {print $2}'; }
+# CPU time (clock ticks) the server used: on a shared machine this tells load from cost.
+server_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
 
-# run CONNECTIONS MAX_TOKENS STREAM: prints "requests/s tokens/s server_tokens/s p50 p99"
+# run CONNECTIONS MAX_TOKENS STREAM: prints "requests/s tokens/s server_tokens/s p50 p99 server_cpu%"
 run() {
-  local connections=$1 max_tokens=$2 stream=$3 before after
+  local connections=$1 max_tokens=$2 stream=$3 before after ticks_before ticks_after
   before=$(served_tokens)
+  ticks_before=$(server_ticks)
   SERVE_MAX_TOKENS=$max_tokens SERVE_STREAM=$stream \
     wrk -t1 -c"$connections" -d"${SECONDS_PER_RUN}s" --timeout 30s -s "$HERE/serve.lua" "$URL" >"$WORK/wrk"
   after=$(served_tokens)
-  awk -v tokens="$max_tokens" -v served=$((after - before)) '/^RESULT/ {
+  ticks_after=$(server_ticks)
+  awk -v tokens="$max_tokens" -v served=$((after - before)) -v ticks=$((ticks_after - ticks_before)) -v hz="$(getconf CLK_TCK)" '/^RESULT/ {
       for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
       seconds = v["duration_us"] / 1e6
       if (v["errors"] + v["non2xx"] > 0) print "errors: " v["errors"] " non2xx: " v["non2xx"] > "/dev/stderr"
-      printf "%.2f %.0f %.0f %s %s\n", v["requests"] / seconds, v["requests"] * tokens / seconds, served / seconds, v["p50_ms"], v["p99_ms"]
+      printf "%.2f %.0f %.0f %s %s %.0f\n", v["requests"] / seconds, v["requests"] * tokens / seconds, served / seconds, v["p50_ms"], v["p99_ms"], 100 * ticks / hz / seconds
     }' "$WORK/wrk"
 }
 median3() { sort -n -k"$1" | sed -n 2p; }
 
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
 echo "retrace: $("$RETRACE" --version)"
 echo
 echo "## streamed tokens/s, --latency-model off, 256-token streamed completions (median of 3 x ${SECONDS_PER_RUN}s)"
-echo "| concurrency | requests/s | streamed tokens/s (client) | generated tokens/s (server) | p50 ms | p99 ms |"
-echo "|---|---|---|---|---|---|"
+echo "| concurrency | requests/s | streamed tokens/s (client) | generated tokens/s (server) | p50 ms | p99 ms | server CPU % |"
+echo "|---|---|---|---|---|---|---|"
 start_server --latency-model off
 for c in 1 16 64; do
   { run "$c" 256 true; run "$c" 256 true; run "$c" 256 true; } | median3 2 |
-    awk -v c="$c" '{printf "| %d | %s | %s | %s | %s | %s |\n", c, $1, $2, $3, $4, $5}'
+    awk -v c="$c" '{printf "| %d | %s | %s | %s | %s | %s | %s |\n", c, $1, $2, $3, $4, $5, $6}'
 done
 stop_server
 
