@@ -103,6 +103,28 @@ std::optional<std::int32_t> parse_token_id_string(std::string_view text) {
   return static_cast<std::int32_t>(id);
 }
 
+// "bytes:\xe5\x85" as the bytes it names; nullopt when `text` is not exactly that form.
+std::optional<std::string> parse_bytes_label(std::string_view text) {
+  constexpr std::string_view prefix = "bytes:";
+  if (text.size() <= prefix.size() || text.substr(0, prefix.size()) != prefix) return std::nullopt;
+  text.remove_prefix(prefix.size());
+  if (text.size() % 4 != 0) return std::nullopt;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string bytes;
+  for (std::size_t at = 0; at < text.size(); at += 4) {
+    const int high = hex(text[at + 2]);
+    const int low = hex(text[at + 3]);
+    if (text[at] != '\\' || text[at + 1] != 'x' || high < 0 || low < 0) return std::nullopt;
+    bytes.push_back(static_cast<char>(high * 16 + low));
+  }
+  return bytes;
+}
+
 // A `bytes` array ([105,115,...]) as bytes; nullopt when absent or not all 0..255.
 std::optional<std::string> bytes_array(const json::object& object) {
   const json::array* array = array_field(object, "bytes");
@@ -349,11 +371,16 @@ struct ResponseDecoder::Impl {
     return token;
   }
 
-  // A token spelled as text: "token_id:N" gives an id and unknown bytes.
+  // A token spelled as text: "token_id:N" gives an id and unknown bytes; "bytes:\xNN..." (the
+  // OpenAI/tiktoken spelling of a piece of a UTF-8 character) gives those bytes.
   BytesFrom set_token_text(Token& token, std::string_view text) {
     if (const auto id = parse_token_id_string(text)) {
       token.id = *id;
       return BytesFrom::unknown;
+    }
+    if (auto bytes = parse_bytes_label(text)) {
+      token.bytes = std::move(*bytes);
+      return BytesFrom::bytes_array;
     }
     token.bytes.assign(text);
     return BytesFrom::token_text;
@@ -445,6 +472,8 @@ struct ResponseDecoder::Impl {
             Alternative& alternative = token.top.emplace_back();
             if (const auto id = parse_token_id_string(key)) {
               alternative.id = *id;
+            } else if (auto bytes = parse_bytes_label(key)) {
+              alternative.bytes = std::move(*bytes);
             } else {
               alternative.bytes.assign(key);
             }

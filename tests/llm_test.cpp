@@ -518,6 +518,24 @@ TEST_CASE("vLLM non-stream completions decode legacy logprobs, token_id strings 
   CHECK(choice_text(ids.choices[0]) == " Paris is");
 }
 
+TEST_CASE("Legacy logprobs spell pieces of a character as bytes labels and decode to those bytes") {
+  ResponseDecoder decoder(Dialect::openai_completions);
+  decoder.on_event(R"({"choices":[{"index":0,"text":"😊","logprobs":{"tokens":["bytes:\\xf0\\x9f\\x98","bytes:\\x8a"],)"
+                   R"("token_logprobs":[-0.5,-0.25],"top_logprobs":[{"bytes:\\xf0\\x9f\\x98":-0.5},{"bytes:\\x8a":-0.25}],)"
+                   R"("text_offset":[0,1]}}]})",
+                   1);
+  decoder.on_event("[DONE]", 2);
+  Exchange exchange;
+  decoder.finish(exchange);
+  REQUIRE(exchange.choices.size() == 1);
+  REQUIRE(exchange.choices[0].tokens.size() == 2);
+  CHECK(exchange.choices[0].tokens[0].bytes == "\xF0\x9F\x98");
+  CHECK(exchange.choices[0].tokens[1].bytes == "\x8A");
+  CHECK(exchange.choices[0].tokens[1].top.at(0).bytes == "\x8A");
+  CHECK(exchange.choices[0].kind == TokenKind::logprob_tokens);
+  CHECK(exchange.decode_note.empty());
+}
+
 // ---------------------------------------------------------------------------------------------
 // TGI and OpenAI
 

@@ -1,0 +1,107 @@
+// Throughput of the llm/ hot path: SSE framing and response decoding, as the recorder and the
+// replayer run it for every streamed event. Synthetic streams shaped like real servers' output.
+//
+//   build/<dir>/bench/llm_bench [exchanges]   (default 400 exchanges of 512 events each)
+//
+// Prints, per stream shape: MB/s and events/s through SseParser alone, and tokens/s through
+// SseParser + ResponseDecoder, fed in 1500-byte network-sized chunks.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "llm/llm.hpp"
+
+using namespace retrace;
+using namespace retrace::llm;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string text_delta_stream(std::size_t events) {
+  std::string stream;
+  for (std::size_t i = 0; i < events; ++i) {
+    stream += R"(data: {"id":"cmpl-1","object":"text_completion","created":1764400000,"model":"m","choices":[{"index":0,"text":" word)";
+    stream += std::to_string(i % 1000);
+    stream += R"(","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null})";
+    stream += "\n\n";
+  }
+  stream += "data: [DONE]\n\n";
+  return stream;
+}
+
+std::string token_id_stream(std::size_t events) {
+  std::string stream;
+  for (std::size_t i = 0; i < events; ++i) {
+    const std::string id = std::to_string(1000 + i % 30000);
+    stream += R"(data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1764400000,"model":"m","choices":[{"index":0,"delta":{"content":" word"},"logprobs":{"content":[{"token":"token_id:)";
+    stream += id + R"(","logprob":-0.25,"bytes":[116,111,107,101,110],"top_logprobs":[{"token":"token_id:)" + id +
+              R"(","logprob":-0.25,"bytes":[116]},{"token":"token_id:7","logprob":-1.5,"bytes":[116]}]}]},"finish_reason":null,"token_ids":[)" +
+              id + "]}]}\r\n\r\n";
+  }
+  stream += "data: [DONE]\r\n\r\n";
+  return stream;
+}
+
+// `stream` is one exchange's response; it is decoded `repeats` times, a fresh decoder each, as
+// the recorder does per exchange.
+void run(const char* name, const std::string& stream, Dialect dialect, std::size_t repeats) {
+  constexpr std::size_t kChunk = 1500;
+  std::size_t events = 0;
+  auto start = Clock::now();
+  for (std::size_t r = 0; r < repeats; ++r) {
+    SseParser parser;
+    for (std::size_t at = 0; at < stream.size(); at += kChunk) {
+      parser.feed(std::string_view(stream).substr(at, kChunk), [&](const SseEvent&) { ++events; });
+    }
+  }
+  const double parse_seconds = seconds_since(start);
+
+  start = Clock::now();
+  std::size_t tokens = 0;
+  for (std::size_t r = 0; r < repeats; ++r) {
+    SseParser parser;
+    ResponseDecoder decoder(dialect);
+    for (std::size_t at = 0; at < stream.size(); at += kChunk) {
+      parser.feed(std::string_view(stream).substr(at, kChunk),
+                  [&](const SseEvent& event) { decoder.on_event(event.data, static_cast<std::int64_t>(at)); });
+    }
+    Exchange exchange;
+    decoder.finish(exchange);
+    for (const Choice& choice : exchange.choices) tokens += choice.tokens.size();
+  }
+  const double decode_seconds = seconds_since(start);
+  const double megabytes = static_cast<double>(stream.size()) * repeats / 1e6;
+  std::printf("%-12s %7.1f MB  sse %5.0f MB/s %9.0f events/s   sse+decode %9.0f tokens/s %5.0f MB/s\n", name,
+              megabytes, megabytes / parse_seconds, events / parse_seconds, tokens / decode_seconds,
+              megabytes / decode_seconds);
+}
+
+// One huge event in small chunks: the parser must stay linear (each byte scanned once).
+void run_large_event(std::size_t megabytes) {
+  const std::string stream = "data: " + std::string(megabytes << 20, 'x') + "\n\n";
+  const auto start = Clock::now();
+  SseParser parser;
+  std::size_t size = 0;
+  for (std::size_t at = 0; at < stream.size(); at += 1024) {
+    parser.feed(std::string_view(stream).substr(at, 1024), [&](const SseEvent& event) { size = event.data.size(); });
+  }
+  const double seconds = seconds_since(start);
+  std::printf("one %zu MB event in 1 KiB feeds: %.3f s (%.0f MB/s), data %zu bytes\n", megabytes, seconds,
+              stream.size() / 1e6 / seconds, size);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::size_t repeats = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 400;
+  constexpr std::size_t kEventsPerExchange = 512;
+  run("text deltas", text_delta_stream(kEventsPerExchange), Dialect::openai_completions, repeats);
+  run("token ids", token_id_stream(kEventsPerExchange), Dialect::openai_chat, repeats);
+  run_large_event(64);
+}
