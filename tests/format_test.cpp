@@ -1,0 +1,534 @@
+// Tests of format/: the trace writer and reader, the JSON view, request keys and import.
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "format/import.hpp"
+#include "format/json.hpp"
+#include "format/trace.hpp"
+#include "trace.capnp.h"
+
+using namespace retrace;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A scratch directory removed when the test ends.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path = fs::temp_directory_path() /
+           ("retrace-format-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+  fs::path operator/(const std::string& name) const { return path / name; }
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void write_file(const fs::path& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+TraceHeader full_header() {
+  TraceHeader header;
+  header.tool_version = "9.8.7";
+  header.created_unix_ns = 1'700'000'000'123'456'789;
+  header.source = Source::replayed;
+  header.target = "http://127.0.0.1:8000";
+  header.settings = R"({"concurrency":8,"rate":null})";
+  header.host = "testhost";
+  header.labels = {{"run", "night"}, {"repeat", "3"}};
+  header.server_info = R"({"models":["x"]})";
+  return header;
+}
+
+// Every field set to something other than its default.
+Exchange full_exchange(std::uint64_t id) {
+  Exchange exchange;
+  exchange.id = id;
+  exchange.source_id = id + 1000;
+  exchange.session_id = "session-" + std::to_string(id % 3);
+  exchange.start_unix_ns = 1'700'000'000'000'000'000 + static_cast<std::int64_t>(id);
+  exchange.intended_send_ns = 10 * static_cast<std::int64_t>(id);
+  exchange.actual_send_ns = 10 * static_cast<std::int64_t>(id) + 3;
+  exchange.first_byte_ns = 5000;
+  exchange.end_ns = 90000;
+  exchange.request.method = "POST";
+  exchange.request.target = "/v1/chat/completions?x=1";
+  exchange.request.headers = {{"content-type", "application/json"}, {"x-trace", "a\tb"}};
+  exchange.request.body = R"({"model":"m","messages":[{"role":"user","content":"hi )" +
+                          std::to_string(id) + R"("}],"stream":true})";
+  exchange.key = request_key(exchange.request.method, exchange.request.target, exchange.request.body);
+  exchange.response.status = 200;
+  exchange.response.headers = {{"content-type", "text/event-stream"}};
+  exchange.response.body = std::string("\x00\xff\xfe binary", 10);
+  exchange.response.streamed = true;
+  exchange.response.events = {{100, "data: {\"a\":1}\n\n"}, {200, std::string("\xc3\x28", 2)}};
+  Choice choice;
+  choice.index = 1;
+  choice.kind = TokenKind::token_ids;
+  choice.finish_reason = "length";
+  for (int t = 0; t < 4; ++t) {
+    Token token;
+    token.id = 100 + t;
+    token.bytes = t == 3 ? std::string("\xe2\x82", 2) : "tok" + std::to_string(t);
+    token.has_logprob = t != 2;
+    token.logprob = token.has_logprob ? -0.25f * static_cast<float>(t) - 0.125f : 0.0f;
+    token.offset_ns = 1000 * t;
+    if (t != 1) token.top = {{7, "a", -0.5f}, {-1, "b\n", -1.75f}, {9, std::string("\xff", 1), -3.0f}};
+    choice.tokens.push_back(token);
+  }
+  exchange.choices = {choice, Choice{0, TokenKind::text_deltas, {}, "stop"}};
+  exchange.usage = {12, 4, 16};
+  exchange.error = {static_cast<ErrorKind>(id % 8), "error message " + std::to_string(id)};
+  exchange.labels = {{"concurrency", "8"}, {"repeat", "2"}};
+  if (id % 2 == 0) exchange.expected = "billing";
+  exchange.dialect = "openai-chat";
+  exchange.decode_note = id % 2 ? "partial" : "";
+  return exchange;
+}
+
+Exchange small_exchange(std::uint64_t id) {
+  Exchange exchange;
+  exchange.id = id;
+  exchange.request.method = "POST";
+  exchange.request.target = "/v1/completions";
+  exchange.request.body = R"({"prompt":"question )" + std::to_string(id) + R"(","max_tokens":4})";
+  exchange.key = request_key(exchange.request.method, exchange.request.target, exchange.request.body);
+  exchange.response.status = 200;
+  Choice choice;
+  choice.kind = TokenKind::text_deltas;
+  choice.tokens = {Token{-1, "ok", false, 0, 10, {}}, Token{-1, std::to_string(id), false, 0, 20, {}}};
+  exchange.choices.push_back(choice);
+  return exchange;
+}
+
+void write_trace(const fs::path& path, const std::vector<Exchange>& exchanges,
+                 WriterOptions options = {}) {
+  TraceWriter writer(path, full_header(), options);
+  for (const auto& exchange : exchanges) writer.write(exchange);
+  writer.close();
+}
+
+// A zstd frame holding `messages` (already in stream framing), as a stock tool would write it.
+std::string zstd_frame(const std::string& raw) {
+  std::string out(ZSTD_compressBound(raw.size()), '\0');
+  std::size_t size = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), 3);
+  REQUIRE(!ZSTD_isError(size));
+  out.resize(size);
+  return out;
+}
+
+std::string framed(capnp::MessageBuilder& builder) {
+  auto words = capnp::messageToFlatArray(builder);
+  auto bytes = words.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+}  // namespace
+
+TEST_CASE("a trace round-trips every field of the header and of each exchange") {
+  TempDir dir;
+  std::vector<Exchange> exchanges;
+  for (std::uint64_t id = 0; id < 9; ++id) exchanges.push_back(full_exchange(id));
+  write_trace(dir / "t.rtrace", exchanges, WriterOptions{.flush_every = 4});
+
+  LoadedTrace loaded = load_trace(dir / "t.rtrace");
+  TraceHeader expected_header = full_header();
+  CHECK(loaded.header == expected_header);
+  CHECK_FALSE(loaded.recovery.torn);
+  REQUIRE(loaded.exchanges.size() == exchanges.size());
+  for (std::size_t i = 0; i < exchanges.size(); ++i) CHECK(loaded.exchanges[i] == exchanges[i]);
+}
+
+TEST_CASE("the reader reuses one Exchange and clears what a later record lacks") {
+  TempDir dir;
+  Exchange bare;
+  bare.id = 2;
+  write_trace(dir / "t.rtrace", {full_exchange(1), bare});
+  TraceReader reader(dir / "t.rtrace");
+  Exchange out;
+  REQUIRE(reader.next(out));
+  CHECK(out == full_exchange(1));
+  REQUIRE(reader.next(out));
+  CHECK(out == bare);
+  CHECK_FALSE(reader.next(out));
+}
+
+TEST_CASE("the JSON view round-trips every field, with base64 for bytes that are not UTF-8") {
+  for (std::uint64_t id = 0; id < 4; ++id) {
+    Exchange exchange = full_exchange(id);
+    std::string line = exchange_line(exchange);
+    auto parsed = boost::json::parse(line).as_object();
+    Exchange back;
+    exchange_from_json(parsed.at("exchange").as_object(), back);
+    CHECK(back == exchange);
+  }
+  TraceHeader header = full_header();
+  auto parsed = boost::json::parse(header_line(header)).as_object();
+  CHECK(header_from_json(parsed.at("header").as_object()) == header);
+  CHECK(bytes_to_json(std::string("\xff\x00", 2)).is_object());
+  CHECK(bytes_to_json("héllo").is_string());
+  CHECK(base64_decode(base64_encode(std::string("\x01\x02\x03\xfa\xfb", 5))) ==
+        std::string("\x01\x02\x03\xfa\xfb", 5));
+}
+
+TEST_CASE("a trace cut at every byte of its last frame reads back every complete record") {
+  TempDir dir;
+  std::vector<Exchange> exchanges;
+  for (std::uint64_t id = 0; id < 7; ++id) exchanges.push_back(small_exchange(id));
+  // Same content with and without the index: the bytes before the index are identical.
+  write_trace(dir / "indexed.rtrace", exchanges, WriterOptions{.flush_every = 2});
+  write_trace(dir / "plain.rtrace", exchanges, WriterOptions{.flush_every = 2, .write_index = false});
+  std::string whole = read_file(dir / "indexed.rtrace");
+  std::uint64_t frames_end = fs::file_size(dir / "plain.rtrace");
+  REQUIRE(whole.substr(0, frames_end) == read_file(dir / "plain.rtrace"));
+
+  TraceReader indexed(dir / "indexed.rtrace");
+  Exchange scratch;
+  while (indexed.next(scratch)) {
+  }
+  REQUIRE(indexed.has_index());
+  REQUIRE(indexed.index().frames.size() == 5);  // header, 2, 2, 2, 1
+  std::uint64_t last_frame = indexed.index().frames.back().offset;
+
+  for (std::uint64_t cut = last_frame; cut < whole.size(); ++cut) {
+    INFO("cut at " << cut);
+    write_file(dir / "cut.rtrace", std::string_view(whole).substr(0, cut));
+    LoadedTrace loaded = load_trace(dir / "cut.rtrace");
+    if (cut == last_frame) {
+      // A cut exactly between frames leaves a shorter, whole trace.
+      REQUIRE(loaded.exchanges.size() == 6);
+      CHECK_FALSE(loaded.recovery.torn);
+    } else if (cut < frames_end) {
+      REQUIRE(loaded.exchanges.size() == 6);
+      CHECK(loaded.recovery.torn);
+      CHECK(loaded.recovery.dropped_from_offset == last_frame);
+      CHECK(loaded.recovery.dropped_bytes == cut - last_frame);
+    } else {
+      REQUIRE(loaded.exchanges.size() == 7);
+      CHECK(loaded.recovery.torn == (cut != frames_end));  // a cut index is a torn tail too
+    }
+    for (std::size_t i = 0; i < loaded.exchanges.size(); ++i)
+      REQUIRE(loaded.exchanges[i] == exchanges[i]);
+  }
+}
+
+TEST_CASE("random byte corruption gives an error or recovered records, never a crash") {
+  TempDir dir;
+  std::vector<Exchange> exchanges;
+  for (std::uint64_t id = 0; id < 12; ++id) exchanges.push_back(full_exchange(id));
+  write_trace(dir / "t.rtrace", exchanges, WriterOptions{.flush_every = 3});
+  const std::string whole = read_file(dir / "t.rtrace");
+  int errors = 0, recovered = 0;
+  for (unsigned seed = 1; seed <= 300; ++seed) {
+    std::mt19937 random(seed);
+    std::string bytes = whole;
+    int flips = 1 + static_cast<int>(random() % 8);
+    for (int k = 0; k < flips; ++k)
+      bytes[random() % bytes.size()] = static_cast<char>(random() & 0xff);
+    write_file(dir / "bad.rtrace", bytes);
+    try {
+      LoadedTrace loaded = load_trace(dir / "bad.rtrace");
+      REQUIRE(loaded.exchanges.size() <= exchanges.size());
+      ++recovered;
+    } catch (const TraceError& e) {
+      CHECK(std::string(e.what()).find("bad.rtrace") != std::string::npos);
+      ++errors;
+    }
+  }
+  CHECK(errors + recovered == 300);
+}
+
+TEST_CASE("garbage Cap'n Proto messages inside valid zstd frames are rejected, not crashed on") {
+  TempDir dir;
+  capnp::MallocMessageBuilder header_message;
+  header_message.initRoot<wire::Record>().initHeader().setFormatMajor(1);
+  std::string header_frame = zstd_frame(framed(header_message));
+  for (unsigned seed = 1; seed <= 300; ++seed) {
+    std::mt19937 random(seed);
+    std::string raw = framed([&]() -> capnp::MallocMessageBuilder& {
+      static capnp::MallocMessageBuilder good;
+      static bool built = false;
+      if (!built) {
+        auto exchange = good.initRoot<wire::Record>().initExchange();
+        exchange.initChoices(2)[0].initTokens(3)[1].setBytes(kj::heapArray<kj::byte>(5));
+        exchange.initLabels(1)[0].setKey("k");
+        built = true;
+      }
+      return good;
+    }());
+    // Keep the segment table, scribble over the message words.
+    for (std::size_t i = 8; i < raw.size(); ++i)
+      if (random() % 4 == 0) raw[i] = static_cast<char>(random() & 0xff);
+    if (seed % 5 == 0) raw[random() % 8] = static_cast<char>(random() & 0xff);
+    write_file(dir / "g.rtrace", header_frame + zstd_frame(raw));
+    try {
+      LoadedTrace loaded = load_trace(dir / "g.rtrace");
+      CHECK(loaded.exchanges.size() <= 1);
+    } catch (const TraceError&) {
+    }
+  }
+}
+
+TEST_CASE("a trace of a newer major version is refused with both versions named") {
+  TempDir dir;
+  capnp::MallocMessageBuilder message;
+  auto header = message.initRoot<wire::Record>().initHeader();
+  header.setFormatMajor(kFormatMajor + 1);
+  header.setFormatMinor(4);
+  write_file(dir / "new.rtrace", zstd_frame(framed(message)));
+  try {
+    TraceReader reader(dir / "new.rtrace");
+    FAIL("a newer major version was accepted");
+  } catch (const TraceError& e) {
+    std::string what = e.what();
+    CHECK(what.find(std::to_string(kFormatMajor + 1) + ".4") != std::string::npos);
+    CHECK(what.find(std::to_string(kFormatMajor) + "." + std::to_string(kFormatMinor)) !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("a file that is not a trace is described, with what to try") {
+  TempDir dir;
+  write_file(dir / "data.jsonl", "{\"prompt\": \"hi\"}\n");
+  try {
+    TraceReader reader(dir / "data.jsonl");
+    FAIL("a JSONL file was accepted");
+  } catch (const TraceError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("JSON") && Catch::Contains("retrace import"));
+  }
+  write_file(dir / "empty.rtrace", "");
+  CHECK_THROWS_WITH(TraceReader(dir / "empty.rtrace"), Catch::Contains("empty"));
+  CHECK_THROWS_WITH(TraceReader(dir / "missing.rtrace"), Catch::Contains("missing.rtrace"));
+}
+
+TEST_CASE("100,000 exchanges read back with memory bounded by one frame, not the file") {
+  TempDir dir;
+  {
+    TraceWriter writer(dir / "big.rtrace", full_header());
+    for (std::uint64_t id = 0; id < 100'000; ++id) writer.write(small_exchange(id));
+    writer.close();
+    CHECK(writer.exchanges_written() == 100'000);
+    CHECK(writer.bytes_written() == fs::file_size(dir / "big.rtrace"));
+  }
+  TraceReader reader(dir / "big.rtrace");
+  Exchange exchange;
+  std::uint64_t count = 0;
+  bool in_order = true;
+  while (reader.next(exchange)) {
+    in_order = in_order && exchange.id == count && exchange.choices.size() == 1 &&
+               exchange.choices[0].tokens[1].bytes == std::to_string(count);
+    ++count;
+  }
+  CHECK(in_order);
+  CHECK(count == 100'000);
+  CHECK_FALSE(reader.recovery().torn);
+  INFO("peak buffers " << reader.peak_buffer_bytes() << " for " << reader.decompressed_bytes()
+                       << " decompressed bytes");
+  CHECK(reader.peak_buffer_bytes() * 8 < reader.decompressed_bytes());
+}
+
+TEST_CASE("the index lists every frame and the key of every exchange") {
+  TempDir dir;
+  std::vector<Exchange> exchanges;
+  for (std::uint64_t id = 0; id < 10; ++id) exchanges.push_back(full_exchange(id));
+  write_trace(dir / "t.rtrace", exchanges, WriterOptions{.flush_every = 4});
+  std::string bytes = read_file(dir / "t.rtrace");
+  TraceReader reader(dir / "t.rtrace");
+  Exchange exchange;
+  while (reader.next(exchange)) {
+  }
+  REQUIRE(reader.has_index());
+  const TraceIndex& index = reader.index();
+  REQUIRE(index.frames.size() == 4);  // header, 4, 4, 2
+  std::vector<std::uint32_t> records;
+  std::uint64_t next_record = 0;
+  for (const auto& frame : index.frames) {
+    REQUIRE(frame.offset + 4 <= bytes.size());
+    std::uint32_t magic;
+    std::memcpy(&magic, bytes.data() + frame.offset, 4);
+    CHECK(magic == 0xFD2FB528);
+    CHECK(frame.first_record == next_record);
+    next_record += frame.records;
+    records.push_back(frame.records);
+  }
+  CHECK(records == std::vector<std::uint32_t>{1, 4, 4, 2});
+  REQUIRE(index.keys.size() == exchanges.size());
+  for (std::size_t i = 0; i < exchanges.size(); ++i) {
+    CHECK(index.keys[i].exchange_id == exchanges[i].id);
+    CHECK(index.keys[i].key == exchanges[i].key);
+    CHECK(index.keys[i].frame == 1 + i / 4);
+  }
+}
+
+TEST_CASE("a trace file gets mode 0600, even when it replaces a wider file") {
+  TempDir dir;
+  write_file(dir / "t.rtrace", "old");
+  ::chmod((dir / "t.rtrace").c_str(), 0644);
+  write_trace(dir / "t.rtrace", {small_exchange(1)});
+  struct stat status {};
+  REQUIRE(::stat((dir / "t.rtrace").c_str(), &status) == 0);
+  CHECK((status.st_mode & 0777) == 0600);
+  write_trace(dir / "new.rtrace", {});
+  REQUIRE(::stat((dir / "new.rtrace").c_str(), &status) == 0);
+  CHECK((status.st_mode & 0777) == 0600);
+}
+
+TEST_CASE("an unwritable destination fails in the constructor, naming the file") {
+  CHECK_THROWS_WITH(TraceWriter("/nonexistent-dir/t.rtrace", full_header()),
+                    Catch::Contains("/nonexistent-dir/t.rtrace"));
+  if (fs::exists("/dev/full")) {
+    CHECK_THROWS_WITH(TraceWriter("/dev/full", full_header()),
+                      Catch::Contains("/dev/full") && Catch::Contains("offset 0") &&
+                          Catch::Contains("space"));
+  }
+}
+
+TEST_CASE("request keys ignore JSON key order and whitespace but see method, path and body") {
+  RequestKey key = request_key("POST", "/v1/chat/completions",
+                               R"({"model":"m","messages":[{"role":"user","content":"hi"}],"n":1})");
+  CHECK(key == request_key("POST", "/v1/chat/completions",
+                           "{ \"n\" : 1,\n \"messages\": [ {\"content\":\"hi\", \"role\":\"user\"} ],"
+                           " \"model\": \"m\" }"));
+  CHECK(key != request_key("GET", "/v1/chat/completions",
+                           R"({"model":"m","messages":[{"role":"user","content":"hi"}],"n":1})"));
+  CHECK(key != request_key("POST", "/v1/completions",
+                           R"({"model":"m","messages":[{"role":"user","content":"hi"}],"n":1})"));
+  CHECK(key != request_key("POST", "/v1/chat/completions",
+                           R"({"model":"m","messages":[{"role":"user","content":"hi!"}],"n":1})"));
+  // Array order is meaning, not formatting.
+  CHECK(request_key("POST", "/", "[1,2]") != request_key("POST", "/", "[2,1]"));
+  // Not JSON: hashed as bytes.
+  CHECK(request_key("POST", "/", "a b") != request_key("POST", "/", "a  b"));
+  CHECK(key.hex().size() == 32);
+  CHECK(key.hex().find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(RequestKey{0x0123456789abcdefull, 0xfedcba9876543210ull}.hex() ==
+        "0123456789abcdeffedcba9876543210");
+}
+
+TEST_CASE("enum names parse back and unknown names are refused") {
+  for (auto kind : {TokenKind::none, TokenKind::text_deltas, TokenKind::logprob_tokens,
+                    TokenKind::token_ids})
+    CHECK(token_kind_from_string(to_string(kind)) == kind);
+  for (int k = 0; k < 8; ++k) {
+    auto kind = static_cast<ErrorKind>(k);
+    CHECK(error_kind_from_string(to_string(kind)) == kind);
+  }
+  for (auto source : {Source::recorded, Source::replayed, Source::imported})
+    CHECK(source_from_string(to_string(source)) == source);
+  CHECK_FALSE(error_kind_from_string("nope"));
+  CHECK_FALSE(token_kind_from_string(""));
+}
+
+TEST_CASE("import builds chat and completions requests with ids, expected answers and keys") {
+  TempDir dir;
+  write_file(dir / "in.jsonl",
+             "{\"id\": \"q1\", \"prompt\": \"What is 2+2?\", \"expected\": \"4\"}\n"
+             "\n"
+             "{\"id\": 7, \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+             "\"temperature\": 0.5, \"max_tokens\": 8}\n"
+             "{\"request\": {\"model\": \"x\", \"prompt\": \"p\"}}\n");
+  ImportOptions options;
+  options.model = "m1";
+  options.max_tokens = 32;
+  CHECK(import_dataset(dir / "in.jsonl", dir / "out.rtrace", options) == 3);
+  CHECK_FALSE(fs::exists(dir / "out.rtrace.tmp"));
+  LoadedTrace loaded = load_trace(dir / "out.rtrace");
+  CHECK(loaded.header.source == Source::imported);
+  CHECK(loaded.header.target == (dir / "in.jsonl").string());
+  CHECK_THAT(loaded.header.settings, Catch::Contains("\"max_tokens\":32"));
+  REQUIRE(loaded.exchanges.size() == 3);
+  const Exchange& first = loaded.exchanges[0];
+  CHECK(first.id == 1);
+  CHECK(first.request.method == "POST");
+  CHECK(first.request.target == "/v1/chat/completions");
+  auto body = boost::json::parse(first.request.body).as_object();
+  CHECK(body.at("model") == "m1");
+  CHECK(body.at("temperature") == 0);
+  CHECK(body.at("max_tokens") == 32);
+  CHECK(body.at("messages").as_array()[0].as_object().at("content") == "What is 2+2?");
+  CHECK(first.expected == std::optional<std::string>("4"));
+  REQUIRE(first.label("id"));
+  CHECK(*first.label("id") == "q1");
+  CHECK(first.key == request_key(first.request.method, first.request.target, first.request.body));
+
+  auto second = boost::json::parse(loaded.exchanges[1].request.body).as_object();
+  CHECK(second.at("temperature") == 0.5);
+  CHECK(second.at("max_tokens") == 8);
+  CHECK(*loaded.exchanges[1].label("id") == "7");
+  CHECK_FALSE(loaded.exchanges[1].expected);
+
+  CHECK(loaded.exchanges[2].request.target == "/v1/completions");
+  CHECK(boost::json::parse(loaded.exchanges[2].request.body).as_object().at("model") == "x");
+
+  write_file(dir / "batch.jsonl",
+             "{\"custom_id\": \"r-1\", \"method\": \"POST\", \"url\": \"/v1/chat/completions\", "
+             "\"body\": {\"model\": \"gpt\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}}\n");
+  options.from = "openai-batch";
+  CHECK(import_dataset(dir / "batch.jsonl", dir / "batch.rtrace", options) == 1);
+  LoadedTrace batch = load_trace(dir / "batch.rtrace");
+  REQUIRE(batch.exchanges.size() == 1);
+  CHECK(*batch.exchanges[0].label("id") == "r-1");
+  CHECK(boost::json::parse(batch.exchanges[0].request.body).as_object().at("model") == "gpt");
+}
+
+TEST_CASE("a bad import line is named by its line number and leaves no output file") {
+  TempDir dir;
+  const std::string good = "{\"prompt\": \"a\"}\n";
+  struct Case {
+    std::string third_line;
+    std::string says;
+  };
+  for (const auto& [third_line, says] : std::vector<Case>{
+           {"{\"prompt\": \"a\"\n", "not valid JSON"},
+           {"[1, 2]\n", "expected a JSON object"},
+           {"{\"id\": 3}\n", "\"prompt\", \"messages\" or \"request\""},
+           {"{\"prompt\": 5}\n", "\"prompt\" must be a string"},
+           {"{\"messages\": []}\n", "\"messages\" must be a non-empty array"},
+           {"{\"custom_id\": \"x\", \"body\": {}}\n", "--from openai-batch"}}) {
+    INFO(third_line);
+    fs::path in = dir / "bad.jsonl";
+    write_file(in, good + good + third_line + good);
+    try {
+      import_dataset(in, dir / "out.rtrace", ImportOptions{});
+      FAIL("the bad line was accepted");
+    } catch (const TraceError& e) {
+      CHECK_THAT(e.what(), Catch::StartsWith(in.string() + ":3: ") && Catch::Contains(says));
+    }
+    CHECK_FALSE(fs::exists(dir / "out.rtrace"));
+    CHECK_FALSE(fs::exists(dir / "out.rtrace.tmp"));
+  }
+}
+
+TEST_CASE("the request summary shows the last user message or the prompt, cut") {
+  Request chat{"POST", "/v1/chat/completions", {},
+               R"({"messages":[{"role":"system","content":"s"},{"role":"user","content":"first"},)"
+               R"({"role":"assistant","content":"a"},{"role":"user","content":"second"}]})"};
+  CHECK(request_summary(chat) == "second");
+  Request completion{"POST", "/v1/completions", {}, R"({"prompt":"abcdefghij"})"};
+  CHECK(request_summary(completion, 4) == "abcd…");
+  Request raw{"POST", "/x", {}, "not json"};
+  CHECK(request_summary(raw) == "not json");
+}
