@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   retrace::cli::add_replay(app, registry);
   retrace::cli::add_stats(app, registry);
   retrace::cli::add_serve(app, registry);
+  retrace::cli::add_diff(app, registry);
 
   try {
     app.parse(argc, argv);

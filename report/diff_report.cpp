@@ -1,0 +1,499 @@
+// Diff renderers. The terminal summary leads with counts, then each divergence as a two-line
+// context view with the divergent tokens aligned in one column.
+#include "report/diff_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+#include <boost/json.hpp>
+
+namespace retrace::report {
+
+using diff::Classification;
+using diff::Divergence;
+using diff::PairResult;
+using diff::Result;
+using diff::RunComparison;
+using diff::TokenView;
+using diff::Verdict;
+
+namespace {
+
+std::size_t utf8_sequence_length(std::string_view bytes, std::size_t at) {
+  unsigned char lead = static_cast<unsigned char>(bytes[at]);
+  std::size_t length = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 && lead < 0xE0 ? 2 : 0;
+  if (length == 0 || at + length > bytes.size()) return 0;
+  for (std::size_t i = 1; i < length; ++i)
+    if ((static_cast<unsigned char>(bytes[at + i]) & 0xC0) != 0x80) return 0;
+  return length;
+}
+
+// Display width, counting code points (good enough for aligning two lines of mostly Latin text).
+std::size_t display_width(std::string_view text) {
+  std::size_t width = 0;
+  for (unsigned char c : text)
+    if ((c & 0xC0) != 0x80) ++width;
+  return width;
+}
+
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+std::string percent(std::size_t part, std::size_t whole) {
+  if (whole == 0) return "-";
+  return fixed(100.0 * double(part) / double(whole), 2) + "%";
+}
+
+std::string token_label(const std::optional<TokenView>& token) {
+  if (!token) return "(end)";
+  std::string label = "\"" + printable(token->bytes) + "\"";
+  if (token->id >= 0) label += " #" + std::to_string(token->id);
+  if (token->logprob) label += " lp " + fixed(*token->logprob, 3);
+  return label;
+}
+
+std::string alternatives(const TokenView& token, std::size_t limit) {
+  std::string text;
+  for (std::size_t i = 0; i < token.top.size() && i < limit; ++i) {
+    if (i) text += ", ";
+    text += "\"" + printable(token.top[i].bytes) + "\" " + fixed(token.top[i].logprob, 3);
+  }
+  return text;
+}
+
+std::string joined(const std::vector<TokenView>& tokens) {
+  std::string text;
+  for (const auto& token : tokens) text += printable(token.bytes);
+  return text;
+}
+
+std::string margin_text(const Divergence& divergence) {
+  if (!divergence.margin) return "no logprobs recorded";
+  return std::string(divergence.margin_is_lower_bound ? ">= " : "") + fixed(*divergence.margin, 4) + " nats";
+}
+
+std::string run_label(std::size_t run, const Result& result) {
+  return run == 0 ? "baseline" : result.runs[run - 1].name;
+}
+
+struct Styles {
+  bool on = false;
+  std::string bold() const { return on ? "\x1b[1m" : ""; }
+  std::string red() const { return on ? "\x1b[31m" : ""; }
+  std::string green() const { return on ? "\x1b[32m" : ""; }
+  std::string yellow() const { return on ? "\x1b[33m" : ""; }
+  std::string dim() const { return on ? "\x1b[2m" : ""; }
+  std::string reset() const { return on ? "\x1b[0m" : ""; }
+};
+
+// The marked divergent token: coloured on a terminal, bracketed otherwise.
+std::string marked(const std::optional<TokenView>& token, const std::string& colour, const Styles& styles) {
+  std::string text = token ? printable(token->bytes) : "(end)";
+  if (styles.on) return colour + "\x1b[7m" + text + styles.reset();
+  return "[[" + text + "]]";
+}
+
+void context_lines(const Divergence& divergence, const Styles& styles, const std::string& indent,
+                   std::ostream& out) {
+  std::string before_a = joined(divergence.baseline_before), before_b = joined(divergence.candidate_before);
+  std::size_t width_a = display_width(before_a), width_b = display_width(before_b);
+  std::size_t width = std::max(width_a, width_b);
+  out << indent << "baseline   " << std::string(width - width_a, ' ') << before_a
+      << marked(divergence.baseline_token, styles.red(), styles) << joined(divergence.baseline_after) << "\n";
+  out << indent << "candidate  " << std::string(width - width_b, ' ') << before_b
+      << marked(divergence.candidate_token, styles.green(), styles) << joined(divergence.candidate_after) << "\n";
+}
+
+std::string exchange_ids(const PairResult& pair) {
+  auto id = [](const std::optional<std::uint64_t>& value) { return value ? std::to_string(*value) : std::string("-"); };
+  return id(pair.baseline_id) + " / " + id(pair.candidate_id);
+}
+
+std::string classification_name(Classification classification) {
+  switch (classification) {
+    case Classification::near_tie: return "near-tie";
+    case Classification::real_change: return "real change";
+    case Classification::unknown: return "unknown (no logprobs)";
+  }
+  return "?";
+}
+
+// Log2 buckets: 0, 1, 2-3, 4-7, ...
+std::vector<std::pair<std::string, std::size_t>> position_buckets(const std::vector<std::size_t>& positions) {
+  std::vector<std::size_t> counts;
+  for (std::size_t position : positions) {
+    std::size_t bucket = 0;
+    for (std::size_t p = position; p > 0; p >>= 1) ++bucket;
+    if (counts.size() <= bucket) counts.resize(bucket + 1, 0);
+    ++counts[bucket];
+  }
+  std::vector<std::pair<std::string, std::size_t>> buckets;
+  for (std::size_t bucket = 0; bucket < counts.size(); ++bucket) {
+    std::string label = bucket == 0   ? "0"
+                        : bucket == 1 ? "1"
+                                      : std::to_string(1ull << (bucket - 1)) + "-" + std::to_string((1ull << bucket) - 1);
+    buckets.emplace_back(label, counts[bucket]);
+  }
+  return buckets;
+}
+
+std::string_view fail_on_name(diff::FailOn fail_on) {
+  switch (fail_on) {
+    case diff::FailOn::any: return "any";
+    case diff::FailOn::real: return "real";
+    case diff::FailOn::none: return "none";
+  }
+  return "?";
+}
+
+std::string expected_text(const std::optional<std::size_t>& matching, const std::optional<std::size_t>& with) {
+  if (!matching || !with) return "-";
+  return std::to_string(*matching) + "/" + std::to_string(*with);
+}
+
+}  // namespace
+
+std::string printable(std::string_view bytes) {
+  std::string out;
+  char hex[8];
+  for (std::size_t i = 0; i < bytes.size();) {
+    unsigned char c = static_cast<unsigned char>(bytes[i]);
+    if (c == '\n') out += "\\n", ++i;
+    else if (c == '\t') out += "\\t", ++i;
+    else if (c == '\r') out += "\\r", ++i;
+    else if (c == '\\') out += "\\\\", ++i;
+    else if (c < 0x20 || c == 0x7F) std::snprintf(hex, sizeof hex, "\\x%02X", c), out += hex, ++i;
+    else if (c < 0x80) out += char(c), ++i;
+    else if (std::size_t length = utf8_sequence_length(bytes, i)) out.append(bytes.substr(i, length)), i += length;
+    else std::snprintf(hex, sizeof hex, "\\x%02X", c), out += hex, ++i;
+  }
+  return out;
+}
+
+int diff_exit_code(const Result& result, const DiffRenderOptions& options) {
+  return diff::failing_outputs(result, options.fail_on) > options.max_divergent ? 1 : 0;
+}
+
+void render_diff_terminal(const Result& result, const DiffRenderOptions& options, std::ostream& out) {
+  Styles styles{options.color};
+  out << styles.bold() << "baseline " << result.baseline_name << styles.reset() << "  ("
+      << result.baseline_exchanges << " exchanges";
+  if (result.baseline_matches_expected)
+    out << "; " << *result.baseline_matches_expected << " of " << *result.baseline_with_expected << " match expected";
+  out << ")\n";
+  for (const auto& warning : result.warnings) out << styles.yellow() << "warning: " << warning << styles.reset() << "\n";
+
+  for (const auto& run : result.runs) {
+    std::size_t differ = run.divergent + run.errors + run.missing_in_candidate + run.missing_in_baseline;
+    std::size_t total = run.aligned + run.missing_in_candidate + run.missing_in_baseline;
+    out << "\n" << styles.bold() << run.name << styles.reset() << "\n";
+    out << "  " << (differ ? styles.red() : styles.green()) << differ << " of " << total
+        << " differ from baseline" << styles.reset();
+    if (run.matches_expected) out << "; " << *run.matches_expected << " of " << *run.with_expected << " match expected";
+    out << "\n";
+    out << "  identical " << run.identical << ", divergent " << run.divergent << " (near-tie " << run.near_ties
+        << ", real change " << run.real_changes << ", unknown " << run.unknown_changes << "), errors " << run.errors
+        << ", missing " << run.missing_in_candidate << " in candidate / " << run.missing_in_baseline
+        << " in baseline\n";
+    out << styles.dim() << "  aligned by " << diff::to_string(run.alignment) << " (" << run.aligned << " pairs)"
+        << styles.reset() << "\n";
+  }
+
+  // The divergences themselves, then errors and missing exchanges, up to --show.
+  std::size_t shown = 0, total_divergent = 0, total_other = 0;
+  for (const auto& run : result.runs)
+    for (const auto& pair : run.pairs) (pair.verdict == Verdict::divergent ? total_divergent : total_other) += 1;
+  if (total_divergent) out << "\n" << styles.bold() << "divergences" << styles.reset() << "\n";
+  for (const auto& run : result.runs) {
+    for (const auto& pair : run.pairs) {
+      if (pair.verdict != Verdict::divergent) continue;
+      if (shown >= options.show) break;
+      ++shown;
+      for (const auto& divergence : pair.divergences) {
+        out << "\n" << shown << ". " << run.name << "  exchange " << exchange_ids(pair) << "  key "
+            << pair.key.hex().substr(0, 12) << "  choice " << divergence.choice << "\n";
+        out << "   token " << divergence.baseline_index << " / " << divergence.candidate_index << ", byte "
+            << divergence.byte_offset << ", compared " << diff::to_string(divergence.basis);
+        if (!divergence.basis_note.empty()) out << " (" << divergence.basis_note << ")";
+        out << "\n";
+        context_lines(divergence, styles, "   ", out);
+        out << "   " << token_label(divergence.baseline_token) << " vs " << token_label(divergence.candidate_token)
+            << "; margin " << margin_text(divergence) << " -> "
+            << (divergence.classification == Classification::real_change ? styles.red() : styles.yellow())
+            << classification_name(divergence.classification) << styles.reset() << "\n";
+        if (divergence.baseline_token && !divergence.baseline_token->top.empty())
+          out << "   baseline top: " << alternatives(*divergence.baseline_token, 5) << "\n";
+        if (divergence.candidate_token && !divergence.candidate_token->top.empty())
+          out << "   candidate top: " << alternatives(*divergence.candidate_token, 5) << "\n";
+        std::string unit = divergence.basis == diff::Basis::token_ids ? " tokens" : " bytes";
+        out << "   rest: common suffix " << divergence.common_suffix << unit << ", edit distance "
+            << (divergence.edit_distance_capped ? ">" : "") << divergence.edit_distance << unit << "; lengths "
+            << divergence.baseline_tokens << " / " << divergence.candidate_tokens << " tokens; finish "
+            << (divergence.baseline_finish.empty() ? "-" : divergence.baseline_finish) << " / "
+            << (divergence.candidate_finish.empty() ? "-" : divergence.candidate_finish) << "\n";
+      }
+    }
+  }
+  if (total_divergent > shown) out << "\n... " << total_divergent - shown << " more (--show N, or --json)\n";
+
+  std::size_t other_shown = 0;
+  for (const auto& run : result.runs)
+    for (const auto& pair : run.pairs) {
+      if (pair.verdict == Verdict::divergent) continue;
+      if (other_shown == 0) out << "\n" << styles.bold() << "errors and missing" << styles.reset() << "\n";
+      if (other_shown++ >= options.show) continue;
+      out << "  " << run.name << "  exchange " << exchange_ids(pair) << "  ";
+      if (pair.verdict == Verdict::error) out << "error: " << pair.error << "\n";
+      else out << (pair.baseline_id ? "missing in the candidate\n" : "missing in the baseline\n");
+    }
+  if (other_shown > options.show) out << "  ... " << other_shown - options.show << " more (--show N, or --json)\n";
+
+  if (result.runs.size() > 1 || !result.first_divergence_positions.empty()) {
+    out << "\n" << styles.bold() << "across runs" << styles.reset() << "\n  requests by distinct completions:";
+    for (const auto& [unique, count] : result.unique_completions_histogram) out << "  " << unique << ": " << count;
+    out << "\n";
+    if (!result.first_divergence_positions.empty()) {
+      out << "  first divergence at token:";
+      for (const auto& [label, count] : position_buckets(result.first_divergence_positions))
+        out << "  " << label << ": " << count;
+      out << "\n";
+    }
+    for (std::size_t i = 0; i < result.requests.size() && i < options.show; ++i) {
+      const auto& request = result.requests[i];
+      out << "  baseline exchange " << request.baseline_id << ": " << request.groups.size() << " completions:";
+      for (const auto& group : request.groups) {
+        out << " {";
+        for (std::size_t m = 0; m < group.size(); ++m) out << (m ? ", " : "") << run_label(group[m], result);
+        out << "}";
+      }
+      out << "\n";
+    }
+    if (result.baseline_exchanges <= 120) {
+      out << "  runs x requests ('.' identical, D divergent, E error, M missing):\n";
+      for (const auto& run : result.runs) out << "    " << run.matrix << "  " << run.name << "\n";
+    }
+  }
+
+  std::size_t failing = diff::failing_outputs(result, options.fail_on);
+  int code = diff_exit_code(result, options);
+  out << "\n" << (code ? styles.red() : styles.green()) << (code ? "DIFFER" : "OK") << styles.reset() << ": "
+      << failing << " output" << (failing == 1 ? "" : "s") << " count against --fail-on " << fail_on_name(options.fail_on);
+  if (options.max_divergent) out << " (tolerating " << options.max_divergent << ")";
+  out << "\n";
+}
+
+namespace {
+
+boost::json::value token_json(const std::optional<TokenView>& token) {
+  if (!token) return nullptr;
+  boost::json::object object;
+  object["id"] = token->id;
+  object["text"] = token->bytes;  // Boost.JSON escapes; invalid UTF-8 is kept as is, see bytes_hex
+  bool valid = true;
+  for (std::size_t i = 0; i < token->bytes.size();) {
+    unsigned char c = static_cast<unsigned char>(token->bytes[i]);
+    if (c < 0x80) { ++i; continue; }
+    std::size_t length = utf8_sequence_length(token->bytes, i);
+    if (!length) { valid = false; break; }
+    i += length;
+  }
+  if (!valid) {
+    std::string hex;
+    char byte[3];
+    for (unsigned char c : token->bytes) std::snprintf(byte, sizeof byte, "%02x", c), hex += byte;
+    object["text"] = printable(token->bytes);
+    object["bytes_hex"] = hex;
+  }
+  if (token->logprob) object["logprob"] = *token->logprob;
+  if (!token->top.empty()) {
+    boost::json::array top;
+    for (const auto& alternative : token->top) {
+      boost::json::object entry;
+      entry["id"] = alternative.id;
+      entry["text"] = printable(alternative.bytes);
+      entry["logprob"] = alternative.logprob;
+      top.push_back(std::move(entry));
+    }
+    object["top"] = std::move(top);
+  }
+  return object;
+}
+
+boost::json::array tokens_json(const std::vector<TokenView>& tokens) {
+  boost::json::array array;
+  for (const auto& token : tokens) array.push_back(token_json(token));
+  return array;
+}
+
+template <typename T>
+boost::json::value optional_json(const std::optional<T>& value) {
+  if (!value) return nullptr;
+  return boost::json::value_from(*value);
+}
+
+boost::json::object divergence_json(const Divergence& divergence) {
+  boost::json::object object;
+  object["choice"] = divergence.choice;
+  object["basis"] = diff::to_string(divergence.basis);
+  if (!divergence.basis_note.empty()) object["basis_note"] = divergence.basis_note;
+  object["baseline_index"] = divergence.baseline_index;
+  object["candidate_index"] = divergence.candidate_index;
+  object["byte_offset"] = divergence.byte_offset;
+  object["baseline_token"] = token_json(divergence.baseline_token);
+  object["candidate_token"] = token_json(divergence.candidate_token);
+  object["baseline_before"] = tokens_json(divergence.baseline_before);
+  object["baseline_after"] = tokens_json(divergence.baseline_after);
+  object["candidate_before"] = tokens_json(divergence.candidate_before);
+  object["candidate_after"] = tokens_json(divergence.candidate_after);
+  object["margin"] = optional_json(divergence.margin);
+  object["margin_is_lower_bound"] = divergence.margin_is_lower_bound;
+  object["classification"] = diff::to_string(divergence.classification);
+  object["common_suffix"] = divergence.common_suffix;
+  object["edit_distance"] = divergence.edit_distance;
+  object["edit_distance_capped"] = divergence.edit_distance_capped;
+  object["units"] = divergence.basis == diff::Basis::token_ids ? "tokens" : "bytes";
+  object["baseline_tokens"] = divergence.baseline_tokens;
+  object["candidate_tokens"] = divergence.candidate_tokens;
+  object["baseline_bytes"] = divergence.baseline_bytes;
+  object["candidate_bytes"] = divergence.candidate_bytes;
+  object["baseline_finish"] = divergence.baseline_finish;
+  object["candidate_finish"] = divergence.candidate_finish;
+  return object;
+}
+
+}  // namespace
+
+void render_diff_json(const Result& result, const DiffRenderOptions& options, std::ostream& out) {
+  boost::json::object root;
+  root["baseline"] = result.baseline_name;
+  root["baseline_exchanges"] = result.baseline_exchanges;
+  root["baseline_matches_expected"] = optional_json(result.baseline_matches_expected);
+  root["baseline_with_expected"] = optional_json(result.baseline_with_expected);
+  boost::json::object settings;
+  settings["fail_on"] = fail_on_name(options.fail_on);
+  settings["max_divergent"] = options.max_divergent;
+  settings["near_tie"] = options.near_tie;
+  settings["expect"] = options.expect;
+  root["settings"] = std::move(settings);
+  boost::json::array runs;
+  for (const auto& run : result.runs) {
+    boost::json::object object;
+    object["name"] = run.name;
+    object["alignment"] = diff::to_string(run.alignment);
+    object["exchanges"] = run.exchanges;
+    object["aligned"] = run.aligned;
+    object["identical"] = run.identical;
+    object["divergent"] = run.divergent;
+    object["near_ties"] = run.near_ties;
+    object["real_changes"] = run.real_changes;
+    object["unknown_changes"] = run.unknown_changes;
+    object["errors"] = run.errors;
+    object["missing_in_candidate"] = run.missing_in_candidate;
+    object["missing_in_baseline"] = run.missing_in_baseline;
+    object["matches_expected"] = optional_json(run.matches_expected);
+    object["with_expected"] = optional_json(run.with_expected);
+    object["matrix"] = run.matrix;
+    boost::json::array pairs;
+    for (const auto& pair : run.pairs) {
+      boost::json::object entry;
+      entry["verdict"] = diff::to_string(pair.verdict);
+      entry["baseline_id"] = optional_json(pair.baseline_id);
+      entry["candidate_id"] = optional_json(pair.candidate_id);
+      entry["baseline_position"] = optional_json(pair.baseline_position);
+      entry["candidate_position"] = optional_json(pair.candidate_position);
+      entry["key"] = pair.key.hex();
+      if (!pair.error.empty()) entry["error"] = pair.error;
+      if (pair.baseline_matches_expected) entry["baseline_matches_expected"] = *pair.baseline_matches_expected;
+      if (pair.candidate_matches_expected) entry["candidate_matches_expected"] = *pair.candidate_matches_expected;
+      boost::json::array divergences;
+      for (const auto& divergence : pair.divergences) divergences.push_back(divergence_json(divergence));
+      entry["divergences"] = std::move(divergences);
+      pairs.push_back(std::move(entry));
+    }
+    object["pairs"] = std::move(pairs);
+    runs.push_back(std::move(object));
+  }
+  root["runs"] = std::move(runs);
+
+  boost::json::object across;
+  boost::json::object histogram;
+  for (const auto& [unique, count] : result.unique_completions_histogram) histogram[std::to_string(unique)] = count;
+  across["requests_by_distinct_completions"] = std::move(histogram);
+  boost::json::array requests;
+  for (const auto& request : result.requests) {
+    boost::json::object entry;
+    entry["baseline_id"] = request.baseline_id;
+    entry["baseline_position"] = request.baseline_position;
+    boost::json::array groups;
+    for (const auto& group : request.groups) {
+      boost::json::array members;
+      for (std::size_t run : group) members.push_back(boost::json::value(run_label(run, result)));
+      groups.push_back(std::move(members));
+    }
+    entry["groups"] = std::move(groups);
+    requests.push_back(std::move(entry));
+  }
+  across["requests"] = std::move(requests);
+  boost::json::object buckets;
+  for (const auto& [label, count] : position_buckets(result.first_divergence_positions)) buckets[label] = count;
+  across["first_divergence_buckets"] = std::move(buckets);
+  boost::json::array positions;
+  for (std::size_t position : result.first_divergence_positions) positions.push_back(position);
+  across["first_divergence_positions"] = std::move(positions);
+  root["across_runs"] = std::move(across);
+  boost::json::array warnings;
+  for (const auto& warning : result.warnings) warnings.push_back(boost::json::value(warning));
+  root["warnings"] = std::move(warnings);
+  root["failing"] = diff::failing_outputs(result, options.fail_on);
+  root["exit_code"] = diff_exit_code(result, options);
+  out << boost::json::serialize(root) << "\n";
+}
+
+void render_diff_markdown(const Result& result, const DiffRenderOptions& options, std::ostream& out) {
+  int code = diff_exit_code(result, options);
+  out << "### retrace diff: " << (code ? "outputs differ" : "no differences") << "\n\n";
+  out << "Baseline `" << result.baseline_name << "` (" << result.baseline_exchanges << " exchanges)";
+  if (result.baseline_matches_expected)
+    out << ", " << *result.baseline_matches_expected << " of " << *result.baseline_with_expected << " match expected";
+  out << ".\n\n";
+  out << "| run | differ | identical | divergent | near-tie | real | unknown | errors | missing | expected |\n";
+  out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& run : result.runs) {
+    std::size_t differ = run.divergent + run.errors + run.missing_in_candidate + run.missing_in_baseline;
+    std::size_t total = run.aligned + run.missing_in_candidate + run.missing_in_baseline;
+    out << "| `" << run.name << "` | " << differ << " of " << total << " (" << percent(differ, total) << ") | "
+        << run.identical << " | " << run.divergent << " | " << run.near_ties << " | " << run.real_changes << " | "
+        << run.unknown_changes << " | " << run.errors << " | " << run.missing_in_candidate + run.missing_in_baseline
+        << " | " << expected_text(run.matches_expected, run.with_expected) << " |\n";
+  }
+  std::size_t shown = 0;
+  for (const auto& run : result.runs)
+    for (const auto& pair : run.pairs) {
+      if (pair.verdict != Verdict::divergent || shown >= options.show) continue;
+      ++shown;
+      for (const auto& divergence : pair.divergences) {
+        out << "\n<details><summary>" << run.name << ": exchange " << exchange_ids(pair) << ", choice "
+            << divergence.choice << ", token " << divergence.baseline_index << " / " << divergence.candidate_index
+            << " — " << classification_name(divergence.classification) << " (margin " << margin_text(divergence)
+            << ")</summary>\n\n```\n";
+        context_lines(divergence, Styles{false}, "", out);
+        out << "```\n\ncompared " << diff::to_string(divergence.basis);
+        if (!divergence.basis_note.empty()) out << " (" << divergence.basis_note << ")";
+        out << "; byte " << divergence.byte_offset << "; edit distance " << (divergence.edit_distance_capped ? ">" : "")
+            << divergence.edit_distance << "; lengths " << divergence.baseline_tokens << " / "
+            << divergence.candidate_tokens << "; finish " << divergence.baseline_finish << " / "
+            << divergence.candidate_finish << "\n\n</details>\n";
+      }
+    }
+  std::size_t total_divergent = 0;
+  for (const auto& run : result.runs) total_divergent += run.divergent;
+  if (total_divergent > shown) out << "\n" << total_divergent - shown << " more divergences not shown.\n";
+  for (const auto& warning : result.warnings) out << "\n> warning: " << warning << "\n";
+}
+
+}  // namespace retrace::report

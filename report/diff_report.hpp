@@ -1,0 +1,33 @@
+// Rendering of diff results: a terminal summary, JSON with everything, Markdown for pull requests.
+#pragma once
+
+#include <cstddef>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "diff/diff.hpp"
+
+namespace retrace::report {
+
+struct DiffRenderOptions {
+  bool color = false;          // ANSI colour (the caller decides: a TTY and no NO_COLOR)
+  std::size_t show = 10;       // divergences listed in full (terminal, Markdown); JSON lists all
+  diff::FailOn fail_on = diff::FailOn::any;
+  std::size_t max_divergent = 0;  // failures tolerated before the exit code says "differ"
+  double near_tie = diff::kDefaultNearTieMargin;
+  bool expect = false;
+};
+
+// The exit code the options' policy gives: 0 within policy, 1 otherwise.
+int diff_exit_code(const diff::Result& result, const DiffRenderOptions& options);
+
+void render_diff_terminal(const diff::Result& result, const DiffRenderOptions& options, std::ostream& out);
+void render_diff_json(const diff::Result& result, const DiffRenderOptions& options, std::ostream& out);
+void render_diff_markdown(const diff::Result& result, const DiffRenderOptions& options, std::ostream& out);
+
+// Token bytes made printable on one line: control characters as \n, \t, \xNN; invalid UTF-8
+// bytes as \xNN; valid UTF-8 kept.
+std::string printable(std::string_view bytes);
+
+}  // namespace retrace::report
