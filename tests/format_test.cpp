@@ -176,7 +176,7 @@ TEST_CASE("the reader reuses one Exchange and clears what a later record lacks")
   CHECK_FALSE(reader.next(out));
 }
 
-TEST_CASE("the JSON view round-trips every field, with base64 for bytes that are not UTF-8") {
+TEST_CASE("the JSON view round-trips every field and uses base64 for bytes that are not UTF-8") {
   for (std::uint64_t id = 0; id < 4; ++id) {
     Exchange exchange = full_exchange(id);
     std::string line = exchange_line(exchange);
@@ -235,7 +235,7 @@ TEST_CASE("a trace cut at every byte of its last frame reads back every complete
   }
 }
 
-TEST_CASE("random byte corruption gives an error or recovered records, never a crash") {
+TEST_CASE("random byte corruption gives an error or recovered records and never a crash") {
   TempDir dir;
   std::vector<Exchange> exchanges;
   for (std::uint64_t id = 0; id < 12; ++id) exchanges.push_back(full_exchange(id));
@@ -261,7 +261,7 @@ TEST_CASE("random byte corruption gives an error or recovered records, never a c
   CHECK(errors + recovered == 300);
 }
 
-TEST_CASE("garbage Cap'n Proto messages inside valid zstd frames are rejected, not crashed on") {
+TEST_CASE("garbage Cap'n Proto messages inside valid zstd frames are rejected without a crash") {
   TempDir dir;
   capnp::MallocMessageBuilder header_message;
   header_message.initRoot<wire::Record>().initHeader().setFormatMajor(1);
@@ -310,7 +310,7 @@ TEST_CASE("a trace of a newer major version is refused with both versions named"
   }
 }
 
-TEST_CASE("a file that is not a trace is described, with what to try") {
+TEST_CASE("a file that is not a trace is described with what to try") {
   TempDir dir;
   write_file(dir / "data.jsonl", "{\"prompt\": \"hi\"}\n");
   try {
@@ -324,7 +324,7 @@ TEST_CASE("a file that is not a trace is described, with what to try") {
   CHECK_THROWS_WITH(TraceReader(dir / "missing.rtrace"), Catch::Contains("missing.rtrace"));
 }
 
-TEST_CASE("100,000 exchanges read back with memory bounded by one frame, not the file") {
+TEST_CASE("a trace of 100000 exchanges reads back with memory bounded by a frame and not by the file") {
   TempDir dir;
   {
     TraceWriter writer(dir / "big.rtrace", full_header());
@@ -383,7 +383,7 @@ TEST_CASE("the index lists every frame and the key of every exchange") {
   }
 }
 
-TEST_CASE("a trace file gets mode 0600, even when it replaces a wider file") {
+TEST_CASE("a trace file gets mode 0600 even when it replaces a wider file") {
   TempDir dir;
   write_file(dir / "t.rtrace", "old");
   ::chmod((dir / "t.rtrace").c_str(), 0644);
@@ -396,7 +396,7 @@ TEST_CASE("a trace file gets mode 0600, even when it replaces a wider file") {
   CHECK((status.st_mode & 0777) == 0600);
 }
 
-TEST_CASE("an unwritable destination fails in the constructor, naming the file") {
+TEST_CASE("an unwritable destination fails in the constructor and names the file") {
   CHECK_THROWS_WITH(TraceWriter("/nonexistent-dir/t.rtrace", full_header()),
                     Catch::Contains("/nonexistent-dir/t.rtrace"));
   if (fs::exists("/dev/full")) {
@@ -406,7 +406,7 @@ TEST_CASE("an unwritable destination fails in the constructor, naming the file")
   }
 }
 
-TEST_CASE("request keys ignore JSON key order and whitespace but see method, path and body") {
+TEST_CASE("request keys ignore JSON key order and whitespace but see the method and path and body") {
   RequestKey key = request_key("POST", "/v1/chat/completions",
                                R"({"model":"m","messages":[{"role":"user","content":"hi"}],"n":1})");
   CHECK(key == request_key("POST", "/v1/chat/completions",
@@ -442,7 +442,7 @@ TEST_CASE("enum names parse back and unknown names are refused") {
   CHECK_FALSE(token_kind_from_string(""));
 }
 
-TEST_CASE("import builds chat and completions requests with ids, expected answers and keys") {
+TEST_CASE("import builds chat and completions requests with ids and expected answers and keys") {
   TempDir dir;
   write_file(dir / "in.jsonl",
              "{\"id\": \"q1\", \"prompt\": \"What is 2+2?\", \"expected\": \"4\"}\n"
@@ -522,7 +522,7 @@ TEST_CASE("a bad import line is named by its line number and leaves no output fi
   }
 }
 
-TEST_CASE("the request summary shows the last user message or the prompt, cut") {
+TEST_CASE("the request summary shows the last user message or the prompt cut to length") {
   Request chat{"POST", "/v1/chat/completions", {},
                R"({"messages":[{"role":"system","content":"s"},{"role":"user","content":"first"},)"
                R"({"role":"assistant","content":"a"},{"role":"user","content":"second"}]})"};
