@@ -33,7 +33,7 @@ run() {
   before=$(served_tokens)
   ticks_before=$(server_ticks)
   SERVE_MAX_TOKENS=$max_tokens SERVE_STREAM=$stream \
-    wrk -t1 -c"$connections" -d"${SECONDS_PER_RUN}s" --timeout 30s -s "$HERE/serve.lua" "$URL" >"$WORK/wrk"
+    wrk -t"$(( connections < 2 ? 1 : 2 ))" -c"$connections" -d"${SECONDS_PER_RUN}s" --timeout 30s -s "$HERE/serve.lua" "$URL" >"$WORK/wrk"
   after=$(served_tokens)
   ticks_after=$(server_ticks)
   awk -v tokens="$max_tokens" -v served=$((after - before)) -v ticks=$((ticks_after - ticks_before)) -v hz="$(getconf CLK_TCK)" '/^RESULT/ {
