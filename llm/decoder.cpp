@@ -735,6 +735,9 @@ struct ResponseDecoder::Impl {
   void read(const json::value& value, std::int64_t offset_ns, bool streamed) {
     if (const json::array* array = value.if_array()) {
       // llama.cpp answers several prompts with an array of results; TGI's hub-style / too.
+      if (dialect == Dialect::unknown && !array->empty() && array->front().is_object()) {
+        sniff(array->front().get_object(), streamed);
+      }
       std::uint32_t index = 0;
       for (const json::value& element : *array) {
         if (const json::object* object = element.if_object()) {

@@ -1,5 +1,7 @@
 // Which wire dialect a request speaks, and the request fields that make each server return
 // token ids (replay --token-ids).
+#include <initializer_list>
+
 #include <boost/json.hpp>
 
 #include "llm/llm.hpp"
@@ -25,17 +27,21 @@ bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-// Keys only llama.cpp's native API takes; its /completions alias (no /v1) shares the OpenAI path.
-bool has_llamacpp_native_keys(std::string_view body) {
+// Whether `body` is a JSON object with any of `keys` at its top level.
+bool has_any_key(std::string_view body, std::initializer_list<const char*> keys) {
   json::error_code ec;
   const json::value value = json::parse(body, ec);
   if (ec || !value.is_object()) return false;
   const json::object& object = value.get_object();
-  for (const char* key : {"n_predict", "n_probs", "return_tokens", "cache_prompt", "id_slot",
-                          "n_keep", "tokens_cached"}) {
+  for (const char* key : keys) {
     if (object.contains(key)) return true;
   }
   return false;
+}
+
+// Keys only llama.cpp's native API takes; its /completions alias (no /v1) shares the OpenAI path.
+bool has_llamacpp_native_keys(std::string_view body) {
+  return has_any_key(body, {"n_predict", "n_probs", "return_tokens", "cache_prompt", "id_slot", "n_keep"});
 }
 
 }  // namespace
@@ -56,7 +62,17 @@ Dialect detect_dialect(std::string_view target, std::string_view request_body) {
     return Dialect::openai_completions;
   }
   if (ends_with(path, "/completion")) return Dialect::llamacpp_completion;
-  if (ends_with(path, "/generate") || ends_with(path, "/generate_stream")) return Dialect::tgi_generate;
+  if (ends_with(path, "/generate_stream")) return Dialect::tgi_generate;
+  if (ends_with(path, "/generate")) {
+    // SGLang's native /generate ({"text"|"input_ids", "sampling_params"}) streams cumulative
+    // text in another shape; it is not TGI's.
+    return has_any_key(request_body, {"sampling_params", "input_ids", "text"}) &&
+                   !has_any_key(request_body, {"inputs"})
+               ? Dialect::unknown
+               : Dialect::tgi_generate;
+  }
+  // TGI also serves generation on "/" (stream chosen by the body).
+  if ((path == "/" || path.empty()) && has_any_key(request_body, {"inputs"})) return Dialect::tgi_generate;
   return Dialect::unknown;
 }
 

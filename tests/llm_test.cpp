@@ -248,6 +248,10 @@ TEST_CASE("Dialect detection reads the path, ignoring query, prefix and trailing
   CHECK(detect_dialect("/completions", "{\"prompt\":\"x\",\"max_tokens\":8}") == Dialect::openai_completions);
   CHECK(detect_dialect("/generate", "{}") == Dialect::tgi_generate);
   CHECK(detect_dialect("/generate_stream", "{}") == Dialect::tgi_generate);
+  CHECK(detect_dialect("/generate", R"({"inputs":"x","parameters":{}})") == Dialect::tgi_generate);
+  CHECK(detect_dialect("/generate", R"({"text":"x","sampling_params":{}})") == Dialect::unknown);  // SGLang
+  CHECK(detect_dialect("/", R"({"inputs":"x"})") == Dialect::tgi_generate);
+  CHECK(detect_dialect("/", "{}") == Dialect::unknown);
   CHECK(detect_dialect("/v1/models", "") == Dialect::unknown);
   CHECK(detect_dialect("/health", "") == Dialect::unknown);
   CHECK(detect_dialect("", "") == Dialect::unknown);
