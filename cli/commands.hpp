@@ -35,6 +35,7 @@ void add_import(CLI::App& root, Registry& registry);
 void add_export(CLI::App& root, Registry& registry);
 void add_inspect(CLI::App& root, Registry& registry);
 void add_cat(CLI::App& root, Registry& registry);
+void add_record(CLI::App& root, Registry& registry);
 void add_replay(CLI::App& root, Registry& registry);
 void add_stats(CLI::App& root, Registry& registry);
 void add_serve(CLI::App& root, Registry& registry);

@@ -1,0 +1,152 @@
+// `retrace record`: the recording reverse proxy (record/record.hpp).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "net/url.hpp"
+#include "record/record.hpp"
+
+namespace retrace::cli {
+
+namespace {
+
+struct RecordArgs {
+  std::string upstream;
+  std::string out;
+  std::string listen = "127.0.0.1:8080";
+  std::string session_header;
+  std::vector<std::string> redact_headers;
+  bool keep_secrets = false;
+  std::vector<std::string> include_paths;
+  std::vector<std::string> exclude_paths;
+  std::size_t max_body = 32u << 20;
+  std::int64_t flush_ms = 1000;
+  std::size_t flush_every = 64;
+  std::string ca_file;
+  bool insecure = false;
+  double upstream_timeout_s = 60;
+  double duration_s = 0;
+  std::uint64_t max_exchanges = 0;
+  double drain_timeout_s = 5;
+  unsigned threads = 0;
+  bool no_server_info = false;
+};
+
+int run_record(const RecordArgs& args) {
+  record::RecordOptions options;
+  options.upstream = net::parse_url(args.upstream);
+  options.out = args.out;
+  options.listen = net::parse_listen(args.listen);
+  options.session_header = args.session_header;
+  options.redact_headers = args.redact_headers;
+  options.keep_secrets = args.keep_secrets;
+  options.include_paths = args.include_paths;
+  options.exclude_paths = args.exclude_paths;
+  options.max_body = args.max_body;
+  options.writer.flush_ms = args.flush_ms;
+  options.writer.flush_every = args.flush_every;
+  options.tls.ca_file = args.ca_file;
+  options.tls.insecure = args.insecure;
+  auto ms = [](double seconds) { return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000)); };
+  options.upstream_timeout = ms(args.upstream_timeout_s);
+  options.duration = ms(args.duration_s);
+  options.max_exchanges = args.max_exchanges;
+  options.drain_timeout = ms(args.drain_timeout_s);
+  options.threads = args.threads;
+  options.fetch_server_info = !args.no_server_info;
+  options.live_status = ::isatty(STDERR_FILENO) != 0;
+
+  if (args.keep_secrets)
+    std::cerr << "retrace record: warning: --keep-secrets: Authorization, API keys and cookies "
+                 "will be written to "
+              << args.out << " in clear text\n";
+  if (args.insecure && options.upstream.tls())
+    std::cerr << "retrace record: warning: --insecure: the upstream's certificate is not checked\n";
+
+  auto summary = record::run_recorder(
+      options,
+      [](const std::string& url) {
+        std::cout << "listening on " << url << std::endl;
+      },
+      std::cerr);
+
+  std::uint64_t errors = 0;
+  std::string by_kind;
+  for (std::size_t kind = 1; kind < summary.errors_by_kind.size(); ++kind) {
+    if (summary.errors_by_kind[kind] == 0) continue;
+    errors += summary.errors_by_kind[kind];
+    by_kind += (by_kind.empty() ? "" : ", ") + std::to_string(summary.errors_by_kind[kind]) + " " +
+               std::string(to_string(static_cast<ErrorKind>(kind)));
+  }
+  std::cerr << "retrace record: " << (summary.stop_reason.empty() ? "stopped" : summary.stop_reason)
+            << "; recorded " << summary.exchanges << " exchange(s) of " << summary.forwarded
+            << " forwarded, " << summary.tokens << " tokens, " << errors << " error(s)"
+            << (by_kind.empty() ? "" : " (" + by_kind + ")") << " to " << args.out << " ("
+            << summary.trace_bytes << " bytes)\n";
+  if (!summary.write_error.empty()) {
+    std::cerr << "retrace record: ERROR: the trace could not be written to the end: "
+              << summary.write_error << "\nretrace record: " << summary.lost
+              << " exchange(s) were lost; everything before them was flushed and is readable "
+                 "(free space or choose another --out)\n";
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_record(CLI::App& root, Registry& registry) {
+  auto args = std::make_shared<RecordArgs>();
+  auto* command = root.add_subcommand(
+      "record", "Record traffic: a reverse proxy between your clients and an inference server");
+  command->add_option("--upstream", args->upstream, "The server to forward to (http:// or https://)")
+      ->required();
+  command->add_option("--out,-o", args->out, "Trace file to write (.rtrace)")->required();
+  command->add_option("--listen", args->listen, "HOST:PORT to listen on; port 0 picks a free one")
+      ->capture_default_str();
+  command->add_option("--session-header", args->session_header,
+                      "Request header whose value names a session (e.g. a conversation id)");
+  command->add_option("--redact-header", args->redact_headers,
+                      "Also redact this header (repeatable; Authorization, Proxy-Authorization, "
+                      "X-Api-Key, Api-Key, Cookie, Set-Cookie always are)");
+  command->add_flag("--keep-secrets", args->keep_secrets,
+                    "Record secret headers verbatim (NOT recommended)");
+  command->add_option("--include-path", args->include_paths,
+                      "Record only paths matching this glob (repeatable, e.g. '/v1/*')");
+  command->add_option("--exclude-path", args->exclude_paths,
+                      "Do not record paths matching this glob (repeatable); still forwarded");
+  command->add_option("--max-body", args->max_body, "Largest request body in bytes (413 above)")
+      ->capture_default_str();
+  command->add_option("--flush-ms", args->flush_ms, "Flush the trace at least this often (ms)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3'600'000}));
+  command->add_option("--flush-every", args->flush_every, "Flush the trace every N exchanges")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}));
+  command->add_option("--ca-file", args->ca_file, "PEM CA bundle to verify an https upstream with")
+      ->check(CLI::ExistingFile);
+  command->add_flag("--insecure", args->insecure, "Do not verify the https upstream's certificate");
+  command->add_option("--upstream-timeout", args->upstream_timeout_s,
+                      "Seconds to wait for the upstream to connect or send more bytes (504 / cut)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command->add_option("--duration", args->duration_s, "Stop by itself after this many seconds");
+  command->add_option("--max-exchanges", args->max_exchanges,
+                      "Stop by itself after recording this many exchanges");
+  command->add_option("--drain-timeout", args->drain_timeout_s,
+                      "On SIGINT/SIGTERM, seconds to let in-flight exchanges finish")
+      ->capture_default_str();
+  command->add_option("--threads", args->threads, "Proxy threads (0: one per core)")
+      ->capture_default_str();
+  command->add_flag("--no-server-info", args->no_server_info,
+                    "Do not ask the upstream for /v1/models at start");
+  command->footer(
+      "Example: retrace record --upstream http://127.0.0.1:8000 --out prod.rtrace --listen :8080\n"
+      "Prints 'listening on http://HOST:PORT' once ready; SIGINT/SIGTERM stop it cleanly (exit 0).");
+  registry.add(command, [args] { return run_record(*args); });
+}
+
+}  // namespace retrace::cli

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""A misbehaving upstream for the record fault tests (test-only tool, loopback only).
+
+The path, or a `fault=` query parameter (so that the path can stay /v1/chat/completions and the
+recorder decodes the stream as chat), picks the misbehaviour:
+  /reset       SSE headers, two chat chunks, then a TCP reset (no terminating chunk)
+  /stall       reads the request and never answers
+  /stall-mid   SSE headers and one chunk, then silence
+  /status/N    answers status N with a JSON error body
+  /slow        one chat chunk every 50 ms for up to 30 s; logs when the proxy hangs up
+  anything else: 200 with a small JSON body (Content-Length)
+Prints "listening on http://127.0.0.1:PORT"; logs events to stderr.
+"""
+import json
+import socket
+import socketserver
+import struct
+import sys
+import time
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def event(text: str) -> bytes:
+    body = {"id": "x", "object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+    return ("data: " + json.dumps(body) + "\n\n").encode()
+
+
+SSE_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\n\r\n")
+
+
+class Handler(socketserver.BaseRequestHandler):
+    def read_request(self):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            more = self.request.recv(65536)
+            if not more:
+                return None
+            data += more
+        head, _, rest = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        length = 0
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value.strip())
+        while len(rest) < length:
+            more = self.request.recv(65536)
+            if not more:
+                return None
+            rest += more
+        return lines[0].split(" ")[1]
+
+    def handle(self):
+        sock = self.request
+        while True:
+            path = self.read_request()
+            if path is None:
+                return
+            log(f"request {path}")
+            if "fault=" in path:
+                path = "/" + path.split("fault=", 1)[1].split("&")[0]
+            if path.endswith("/reset"):
+                sock.sendall(SSE_HEAD + chunk(event("Hel")) + chunk(event("lo")))
+                time.sleep(0.2)
+                # SO_LINGER 0: close() sends RST instead of FIN.
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.close()
+                return
+            if path.endswith("/stall"):
+                time.sleep(30)
+                return
+            if path.endswith("/stall-mid"):
+                sock.sendall(SSE_HEAD + chunk(event("Hel")))
+                time.sleep(30)
+                return
+            if "/status/" in path:
+                status = int(path.rsplit("/", 1)[1])
+                body = json.dumps({"error": {"message": f"upstream says {status}",
+                                             "type": "test"}}).encode()
+                sock.sendall(b"HTTP/1.1 %d Test\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (status, len(body), body))
+                continue
+            if path.endswith("/slow"):
+                sock.sendall(SSE_HEAD)
+                sent = 0
+                try:
+                    deadline = time.time() + 30
+                    while time.time() < deadline:
+                        sock.sendall(chunk(event("tok%d " % sent)))
+                        sent += 1
+                        time.sleep(0.05)
+                except OSError as e:
+                    log(f"proxy closed the upstream connection after {sent} events ({e.__class__.__name__})")
+                return
+            body = b'{"ok":true}'
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+
+def log(text):
+    print("upstream: " + text, file=sys.stderr, flush=True)
+
+
+class Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+if __name__ == "__main__":
+    with Server(("127.0.0.1", 0), Handler) as server:
+        print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
+        server.serve_forever()
