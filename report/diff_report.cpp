@@ -134,6 +134,7 @@ std::vector<std::pair<std::string, std::size_t>> position_buckets(const std::vec
   }
   std::vector<std::pair<std::string, std::size_t>> buckets;
   for (std::size_t bucket = 0; bucket < counts.size(); ++bucket) {
+    if (counts[bucket] == 0) continue;
     std::string label = bucket == 0   ? "0"
                         : bucket == 1 ? "1"
                                       : std::to_string(1ull << (bucket - 1)) + "-" + std::to_string((1ull << bucket) - 1);
