@@ -10,7 +10,7 @@ start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0
 python3 - "$WORK/input.txt" <<'EOF'
 import json, sys
 records = ['(header = (formatMajor = 1, formatMinor = 0, toolVersion = "test", source = imported, target = "capnp"))']
-ident = 0
+ident = 0  # turn-major: turn = id / 3, which the checks below rely on
 for turn in range(3):
     for session in range(3):
         messages = []
@@ -36,7 +36,7 @@ check_eq "$(ex "$WORK/sessions.rtrace" | wc -l)" 9 "exchanges in the hand-made t
 # --- order: every turn is sent after the previous turn of its session ended.
 "$RETRACE" replay "$WORK/sessions.rtrace" --target "$SIM_URL" --out "$WORK/ordered.rtrace" -c 3 \
   --sessions >/dev/null
-ex "$WORK/ordered.rtrace" | jq -r '[.session_id, .labels.turn, .actual_send_ns, .end_ns, .error.kind] | @tsv' \
+ex "$WORK/ordered.rtrace" | jq -r '[.session_id, (.source_id / 3 | floor), .actual_send_ns, .end_ns, .error.kind] | @tsv' \
   | sort -k1,1 -k2,2n >"$WORK/ordered.tsv"
 check_eq "$(wc -l <"$WORK/ordered.tsv")" 9 "exchanges replayed"
 awk -F'\t' '
@@ -53,10 +53,10 @@ ex "$WORK/live.rtrace" >"$WORK/live.jsonl"
 for session in s0 s1 s2; do
   for turn in 1 2; do
     sent=$(jq -r --arg s $session --arg t $turn \
-      'select(.session_id == $s and .labels.turn == $t) | .request.body | fromjson | [.messages[] | select(.role == "assistant") | .content] | join("|")' \
+      'select(.session_id == $s and (.source_id / 3 | floor) == ($t | tonumber)) | .request.body | fromjson | [.messages[] | select(.role == "assistant") | .content] | join("|")' \
       "$WORK/live.jsonl")
     answered=$(jq -r --arg s $session --arg t $turn \
-      'select(.session_id == $s and (.labels.turn | tonumber) < ($t | tonumber)) | [(.labels.turn | tonumber), ([.choices[0].tokens[].bytes] | join(""))] | @tsv' \
+      'select(.session_id == $s and (.source_id / 3 | floor) < ($t | tonumber)) | [(.source_id / 3 | floor), ([.choices[0].tokens[].bytes] | join(""))] | @tsv' \
       "$WORK/live.jsonl" | sort -n | cut -f2- | paste -sd'|')
     [[ -n "$answered" ]] || fail "$session: no answers before turn $turn"
     check_eq "$sent" "$answered" "$session turn $turn assistant messages"
