@@ -270,11 +270,13 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     body.data = chunk_.data();  // chunk_ must outlive the read and the write that follows
     body.size = chunk_.size();
     upstream_->expires_after(options_.upstream_timeout);
+    // read_some, not read: read fills the whole buffer before it returns, which would hold back
+    // a stream of small events. read_some returns what one socket read brought.
     upstream_->visit([&](auto& stream) {
-      http::async_read(stream, upstream_->buffer(), parser,
-                       [self = shared_from_this()](error_code ec, std::size_t) {
-                         self->on_read_body(ec);
-                       });
+      http::async_read_some(stream, upstream_->buffer(), parser,
+                            [self = shared_from_this()](error_code ec, std::size_t) {
+                              self->on_read_body(ec);
+                            });
     });
   }
 
@@ -288,6 +290,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
       capture_.chunks.push_back({ns_between(sent_at_, Clock::now()), capture_.body.size()});
     }
     if (cut_) return finish_cut();
+    // Only framing arrived (a chunk header): nothing to pass on yet.
+    if (received == 0 && !ec && !parser.is_done()) return do_read_body();
     if (ec) {
       upstream_error_ = ec;
       if (received == 0) return abort_stream();

@@ -273,6 +273,7 @@ RecordSummary run_recorder(const RecordOptions& options,
   // ---- shutdown sequence, on the control thread ----
   bool shutting_down = false;
   bool cut_sent = false;
+  bool stopped = false;  // once set, no handler re-arms: control.run() returns when all are done
   std::string stop_reason;
   Clock::time_point drain_deadline{};
   Clock::time_point cut_deadline{};
@@ -282,6 +283,7 @@ RecordSummary run_recorder(const RecordOptions& options,
   asio::signal_set signals(control, SIGINT, SIGTERM);
 
   auto stop_workers = [&] {
+    stopped = true;
     for (auto& worker : workers) asio::post(worker->io(), [w = worker.get()] { w->finish(); });
     status_timer.cancel();
     duration_timer.cancel();
@@ -294,6 +296,7 @@ RecordSummary run_recorder(const RecordOptions& options,
     for (auto& worker : workers) asio::post(worker->io(), [w = worker.get()] { w->cut_sessions(); });
   };
   std::function<void()> poll_drain = [&] {
+    if (stopped) return;
     auto now = Clock::now();
     if (shared.in_flight == 0 || (cut_sent && now >= cut_deadline)) return stop_workers();
     if (!cut_sent && now >= drain_deadline) {
@@ -333,7 +336,7 @@ RecordSummary run_recorder(const RecordOptions& options,
       cut_everything();
     }
     begin_shutdown(number == SIGINT ? "interrupted" : "terminated");
-    wait_signal();
+    if (!stopped) wait_signal();
   };
   wait_signal();
 
@@ -369,6 +372,7 @@ RecordSummary run_recorder(const RecordOptions& options,
   auto last_tokens = std::uint64_t{0};
   auto last_time = Clock::now();
   show_status = [&] {
+    if (stopped) return;
     auto now = Clock::now();
     double seconds = std::chrono::duration<double>(now - last_time).count();
     std::uint64_t tokens = sink.tokens;
