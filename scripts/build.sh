@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 flavour=${1:-release}
 case "$flavour" in
   release) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
-  asan)    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRETRACE_SANITIZE=ON -DRETRACE_BENCH=OFF) ;;
+  asan)    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRETRACE_SANITIZE=ON) ;;
   *) echo "usage: scripts/build.sh [release|asan]" >&2; exit 2 ;;
 esac
 cmake -S . -B "build/$flavour" "${flags[@]}" >/dev/null
