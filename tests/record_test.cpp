@@ -1,0 +1,157 @@
+#include <catch2/catch.hpp>
+
+#include <boost/json.hpp>
+
+#include "llm/llm.hpp"
+#include "record/record.hpp"
+
+using namespace retrace;
+using namespace retrace::record;
+
+namespace {
+
+std::string chat_event(const std::string& text) {
+  return "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+         "\"delta\":{\"content\":\"" +
+         text + "\"},\"finish_reason\":null}]}\n\n";
+}
+
+// A captured streamed chat exchange whose body arrived in the given pieces.
+CapturedExchange captured_stream(const std::vector<std::string>& pieces) {
+  CapturedExchange captured;
+  captured.exchange.request.method = "POST";
+  captured.exchange.request.target = "/v1/chat/completions";
+  captured.exchange.request.body = R"({"model":"m","stream":true,"messages":[]})";
+  captured.exchange.request.headers = {{"Authorization", "Bearer sk-secret"},
+                                       {"Content-Type", "application/json"}};
+  captured.exchange.response.status = 200;
+  captured.exchange.response.headers = {{"Content-Type", "text/event-stream"},
+                                        {"Set-Cookie", "s=1"}};
+  captured.event_stream = true;
+  std::int64_t offset = 1000;
+  for (const auto& piece : pieces) {
+    captured.body += piece;
+    captured.chunks.push_back({offset, captured.body.size()});
+    offset += 1000;
+  }
+  return captured;
+}
+
+std::string joined_events(const Exchange& exchange) {
+  std::string body;
+  for (const auto& event : exchange.response.events) body += event.data;
+  return body;
+}
+
+}  // namespace
+
+TEST_CASE("secret headers are redacted by default, whatever their case", "[record][redact]") {
+  Redactor redactor(false, {"X-Custom-Secret"});
+  CHECK(redactor.redacts("authorization"));
+  CHECK(redactor.redacts("COOKIE"));
+  CHECK(redactor.redacts("Set-Cookie"));
+  CHECK(redactor.redacts("x-api-key"));
+  CHECK(redactor.redacts("Api-Key"));
+  CHECK(redactor.redacts("Proxy-Authorization"));
+  CHECK(redactor.redacts("x-custom-secret"));
+  CHECK_FALSE(redactor.redacts("Content-Type"));
+  std::vector<HttpHeader> headers = {{"Authorization", "Bearer sk-1"}, {"Accept", "*/*"}};
+  redactor.apply(headers);
+  CHECK(headers[0].value == kRedactedMarker);
+  CHECK(headers[1].value == "*/*");
+}
+
+TEST_CASE("--keep-secrets records every header verbatim", "[record][redact]") {
+  Redactor redactor(true, {"X-Custom-Secret"});
+  std::vector<HttpHeader> headers = {{"Authorization", "Bearer sk-1"}};
+  redactor.apply(headers);
+  CHECK(headers[0].value == "Bearer sk-1");
+}
+
+TEST_CASE("path globs select what is recorded; the query is ignored", "[record][filter]") {
+  CHECK(path_selected("/v1/chat/completions", {}, {}));
+  CHECK(path_selected("/v1/chat/completions?x=1", {"/v1/*"}, {}));
+  CHECK_FALSE(path_selected("/health", {"/v1/*"}, {}));
+  CHECK_FALSE(path_selected("/v1/models", {"/v1/*"}, {"/v1/models"}));
+  CHECK_FALSE(path_selected("/metrics", {}, {"/metrics", "/health"}));
+  CHECK(path_selected("/v1/completions", {}, {"/metrics"}));
+}
+
+TEST_CASE("a stream split anywhere is stored as whole SSE events that add up to the body",
+          "[record][finish]") {
+  std::string body = chat_event("Hel") + chat_event("lo") + "data: [DONE]\n\n";
+  // Pieces cut through the middle of events and lines, as TCP may deliver them.
+  std::size_t second_cut = chat_event("Hel").size() + 5;  // inside the second event
+  std::vector<std::string> pieces = {body.substr(0, 7), body.substr(7, second_cut - 7),
+                                     body.substr(second_cut)};
+  Exchange out;
+  finish_exchange(captured_stream(pieces), Redactor(false, {}), 42, out);
+  CHECK(out.id == 42);
+  CHECK(out.response.streamed);
+  CHECK(joined_events(out) == body);
+  REQUIRE(out.response.events.size() == 3);
+  CHECK(out.response.events[0].data == chat_event("Hel"));
+  // An event is stamped with the arrival of the piece that completed it.
+  CHECK(out.response.events[0].offset_ns == 2000);
+  CHECK(out.response.events[2].offset_ns == 3000);
+  REQUIRE(out.choices.size() == 1);
+  CHECK(llm::choice_text(out.choices[0]) == "Hello");
+  CHECK(out.dialect == "openai_chat");
+  CHECK(out.key == request_key(out.request.method, out.request.target, out.request.body));
+}
+
+TEST_CASE("a stream cut mid-event keeps the partial bytes and the tokens before the cut",
+          "[record][finish]") {
+  std::string body = chat_event("Hel") + chat_event("lo").substr(0, 20);
+  auto captured = captured_stream({body});
+  captured.exchange.error = {ErrorKind::reset, "upstream reset"};
+  captured.exchange.decode_note = "response ended early";
+  Exchange out;
+  finish_exchange(std::move(captured), Redactor(false, {}), 0, out);
+  CHECK(joined_events(out) == body);
+  REQUIRE(out.response.events.size() == 2);
+  REQUIRE(out.choices.size() == 1);
+  CHECK(llm::choice_text(out.choices[0]) == "Hel");
+  CHECK(out.error.kind == ErrorKind::reset);
+  CHECK_THAT(out.decode_note, Catch::StartsWith("response ended early"));
+}
+
+TEST_CASE("finished exchanges carry redacted request and response headers", "[record][finish]") {
+  Exchange out;
+  finish_exchange(captured_stream({"data: [DONE]\n\n"}), Redactor(false, {}), 0, out);
+  CHECK(out.request.headers[0].value == kRedactedMarker);
+  CHECK(out.request.headers[1].value == "application/json");
+  CHECK(out.response.headers[1].value == kRedactedMarker);
+}
+
+TEST_CASE("a non-streamed body is stored whole and decoded", "[record][finish]") {
+  CapturedExchange captured;
+  captured.exchange.request.method = "POST";
+  captured.exchange.request.target = "/v1/completions";
+  captured.exchange.request.body = R"({"model":"m","prompt":"x"})";
+  captured.exchange.response.status = 200;
+  captured.body = R"({"id":"c","object":"text_completion","choices":[{"index":0,"text":"Hi there","finish_reason":"stop"}]})";
+  captured.chunks.push_back({500, captured.body.size()});
+  Exchange out;
+  finish_exchange(std::move(captured), Redactor(false, {}), 0, out);
+  CHECK_FALSE(out.response.streamed);
+  CHECK(out.response.events.empty());
+  CHECK(out.response.body.find("Hi there") != std::string::npos);
+  REQUIRE(out.choices.size() == 1);
+  CHECK(llm::choice_text(out.choices[0]) == "Hi there");
+  CHECK(out.choices[0].finish_reason == "stop");
+}
+
+TEST_CASE("the settings JSON names the upstream and what is redacted", "[record][settings]") {
+  RecordOptions options;
+  options.upstream = net::parse_url("http://127.0.0.1:9000");
+  options.redact_headers = {"X-Team-Token"};
+  auto settings = boost::json::parse(settings_json(options)).as_object();
+  CHECK(settings.at("upstream").as_string() == "http://127.0.0.1:9000");
+  auto& redacted = settings.at("redacted_headers").as_array();
+  CHECK(redacted.size() == default_redacted_headers().size() + 1);
+  options.keep_secrets = true;
+  auto kept = boost::json::parse(settings_json(options)).as_object();
+  CHECK(kept.at("redacted_headers").as_array().empty());
+  CHECK(kept.at("keep_secrets").as_bool());
+}
