@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
   retrace::cli::add_export(app, registry);
   retrace::cli::add_inspect(app, registry);
   retrace::cli::add_cat(app, registry);
+  retrace::cli::add_sweep(app, registry);
+  retrace::cli::add_bisect(app, registry);
+  retrace::cli::add_demo(app, registry);
   retrace::cli::add_record(app, registry);
   retrace::cli::add_replay(app, registry);
   retrace::cli::add_stats(app, registry);

@@ -113,8 +113,14 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
   const std::vector<int> levels = options.quick ? std::vector<int>{1, 8} : std::vector<int>{1, 16, 32};
   const int repeats = options.quick ? 2 : 3;
   const std::string range = options.quick ? "1..8" : "1..32";
-  ReplayArgs replay_args;
-  replay_args.timeout_s = 30;
+  // The recorder pass sends the gold requests unchanged (so their request keys still find the
+  // gold answers); sweeps and bisect stream and ask for logprobs, which give every divergence its
+  // near-tie margin.
+  ReplayArgs record_args;
+  record_args.timeout_s = 30;
+  ReplayArgs replay_args = record_args;
+  replay_args.token_ids = "logprobs";
+  replay_args.set = {"stream=true"};
 
   out << "retrace demo — everything here runs against `retrace serve`, the BUILT-IN SIMULATOR\n"
          "(a small deterministic stand-in for a model, with a batching latency model), not a real\n"
@@ -150,7 +156,7 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
     std::string recorder_url = recorder.wait_listening(30'000);
     stage.say("recorder (pid " + std::to_string(recorder.pid()) + ") listening on " + recorder_url);
     LoadedTrace gold = load_trace(gold_trace);
-    replay_at(gold, replay_args, recorder_url, 1, {{"run", "through-recorder"}},
+    replay_at(gold, record_args, recorder_url, 1, {{"run", "through-recorder"}},
               dir / "gold-client-side.rtrace", options.stop);
     int status = recorder.stop(10'000);
     if (status != 0)
@@ -230,7 +236,7 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
       << "  retrace record --upstream http://YOUR-SERVER:8000 --out my.rtrace --listen 127.0.0.1:9000\n"
       << "      # point your client at http://127.0.0.1:9000, or: retrace import questions.jsonl --out my.rtrace\n"
       << "  retrace sweep my.rtrace --target http://YOUR-SERVER:8000 --concurrency " << "1,16,32"
-      << " --repeat 3 --token-ids vllm --out my-sweep\n"
+      << " --repeat 3 --token-ids logprobs --set stream=true --out my-sweep\n"
       << "  retrace bisect --over concurrency --range 1..64 --trace my.rtrace --target http://YOUR-SERVER:8000\n"
       << "  retrace diff " << (dir / "open-ended-sweep" / "c1-r1.rtrace").string() << " "
       << (dir / "open-ended-sweep" / ("c" + std::to_string(levels.back()) + "-r1.rtrace")).string() << "\n\n"

@@ -57,6 +57,26 @@ json::array strings_to_json(const std::vector<std::string>& items) {
 
 }  // namespace
 
+double parse_duration_seconds(std::string_view text) {
+  std::string_view number = trim(text);
+  double scale = 1;
+  auto strip = [&](std::string_view unit, double factor) {
+    if (number.size() > unit.size() && number.substr(number.size() - unit.size()) == unit) {
+      number.remove_suffix(unit.size());
+      scale = factor;
+      return true;
+    }
+    return false;
+  };
+  strip("ms", 0.001) || strip("s", 1) || strip("m", 60);
+  double value = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec != std::errc{} || end != number.data() + number.size() || value <= 0)
+    throw std::invalid_argument("'" + std::string(text) +
+                                "' is not a duration; e.g. 30s, 500ms, 2m or a number of seconds");
+  return value * scale;
+}
+
 bool is_secret_header(std::string_view name) {
   std::string n = lower(name);
   return n == "authorization" || n == "proxy-authorization" || n == "cookie" ||

@@ -130,7 +130,12 @@ std::string show_token(const std::optional<diff::TokenView>& maybe_token) {
   if (!maybe_token) return "(end of output)";
   const auto& token = *maybe_token;
   std::string out = "\"";
-  for (unsigned char c : token.bytes) {
+  // A text delta can be a whole non-streamed answer: show its start only.
+  constexpr std::size_t kShown = 40;
+  std::string_view shown(token.bytes);
+  bool cut = shown.size() > kShown;
+  if (cut) shown = shown.substr(0, kShown);
+  for (unsigned char c : shown) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
@@ -146,7 +151,7 @@ std::string show_token(const std::optional<diff::TokenView>& maybe_token) {
       out += static_cast<char>(c);
     }
   }
-  out += '"';
+  out += cut ? "\"…" : "\"";
   if (token.id >= 0) out += " (id " + std::to_string(token.id) + ")";
   if (token.logprob) out += " lp " + fixed(*token.logprob, 3);
   return out;

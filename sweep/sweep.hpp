@@ -52,6 +52,9 @@ struct ReplayArgs {
 replay::Options to_replay_options(const ReplayArgs& args, const std::string& target,
                                   int concurrency, const std::vector<Label>& run_labels);
 
+// "30s", "500ms", "2m" or a bare number of seconds; throws std::invalid_argument.
+double parse_duration_seconds(std::string_view text);
+
 // Header names whose values are secrets: never written to plan.json.
 bool is_secret_header(std::string_view name);
 

@@ -159,6 +159,15 @@ TEST_CASE("Replay flags become replay options, and bad ones are named") {
   CHECK_THROWS_WITH(to_replay_options(args, "http://h:1", 1, {}), Catch::Contains("not set"));
 }
 
+TEST_CASE("Durations take a unit or mean seconds") {
+  CHECK(parse_duration_seconds("30s") == 30);
+  CHECK(parse_duration_seconds("500ms") == Approx(0.5));
+  CHECK(parse_duration_seconds("2m") == 120);
+  CHECK(parse_duration_seconds("1.5") == 1.5);
+  CHECK_THROWS_WITH(parse_duration_seconds("soon"), Catch::Contains("'soon'"));
+  CHECK_THROWS(parse_duration_seconds("0s"));
+}
+
 TEST_CASE("Spread is (max - min) / mean in percent") {
   auto spread = spread_of({90, 100, 110});
   CHECK(spread.mean == Approx(100));

@@ -1,0 +1,189 @@
+// `retrace bisect`: the first point along an ordered axis (concurrency, recorded runs, or values a
+// command deploys) whose outputs differ from the baseline, in as few probes as a binary search needs.
+#include <cctype>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/sweep_flags.hpp"
+#include "sweep/sweep.hpp"
+
+namespace retrace::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BisectArgs {
+  std::string over;
+  std::vector<std::string> items;  // runs: BASE RUN1...; values: v1,v2,...
+  std::string range;
+  std::string trace;
+  std::string target;
+  std::string run;
+  int concurrency = 1;
+  std::string out;
+  double near_tie = diff::kDefaultNearTieMargin;
+  sweep::ReplayArgs replay;
+  std::shared_ptr<std::size_t> limit = std::make_shared<std::size_t>(0);
+};
+
+fs::path make_out_dir(const std::string& given) {
+  if (!given.empty()) {
+    fs::create_directories(given);
+    return given;
+  }
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char name[64];
+  std::strftime(name, sizeof name, "retrace-bisect-%Y%m%d-%H%M%S", &local);
+  fs::path dir = fs::current_path() / name;
+  for (int suffix = 2; fs::exists(dir); ++suffix)
+    dir = fs::current_path() / (std::string(name) + "-" + std::to_string(suffix));
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A value as a file name: anything but [A-Za-z0-9._-] becomes '_'.
+std::string file_safe(std::string_view value) {
+  std::string out;
+  for (char c : value)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
+  return out.substr(0, 60);
+}
+
+std::string substitute(std::string command, const std::string& value) {
+  for (std::size_t at = command.find("{}"); at != std::string::npos;
+       at = command.find("{}", at + value.size()))
+    command.replace(at, 2, value);
+  return command;
+}
+
+int run_bisect_command(CLI::App& command, BisectArgs& args) {
+  sweep::BisectAxis axis;
+  axis.diff.near_tie = args.near_tie;
+  apply_limit(command, args.replay, *args.limit);
+  std::atomic<bool> stop{false};
+
+  auto need_replay = [&](const char* mode) {
+    if (args.trace.empty() || args.target.empty())
+      throw std::invalid_argument(std::string("--over ") + mode + " needs --trace T and --target URL");
+    sweep::to_replay_options(args.replay, args.target, 1, {});  // validate before any traffic
+  };
+
+  std::optional<LoadedTrace> trace;
+  fs::path dir;
+  std::vector<int> levels;
+  std::vector<std::string> values;
+  if (args.over == "concurrency") {
+    if (args.range.empty()) throw std::invalid_argument("--over concurrency needs --range FROM..TO");
+    need_replay("concurrency");
+    levels = sweep::parse_range(args.range);
+    trace = load_trace(args.trace);
+    dir = make_out_dir(args.out);
+    axis.name = "concurrency";
+    for (int level : levels) axis.point_labels.push_back("concurrency " + std::to_string(level));
+    axis.run_for = [&](std::size_t index) {
+      int level = levels[index];
+      return sweep::replay_at(*trace, args.replay, args.target, level,
+                              {{"run", "bisect-c" + std::to_string(level)},
+                               {"concurrency", std::to_string(level)}},
+                              dir / ("c" + std::to_string(level) + ".rtrace"), &stop);
+    };
+  } else if (args.over == "runs") {
+    if (args.items.size() < 2)
+      throw std::invalid_argument("--over runs needs BASE and at least one more run, in order");
+    for (const auto& path : args.items)
+      if (!fs::exists(path)) throw std::invalid_argument("run " + path + " does not exist");
+    axis.name = "runs";
+    for (const auto& path : args.items) axis.point_labels.push_back(path);
+    axis.run_for = [&](std::size_t index) { return fs::path(args.items[index]); };
+  } else if (args.over == "values") {
+    for (const auto& item : args.items) {
+      std::string_view rest = item;
+      while (!rest.empty()) {
+        auto comma = rest.find(',');
+        auto value = rest.substr(0, comma);
+        if (!value.empty()) values.emplace_back(value);
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
+      }
+    }
+    if (values.size() < 2)
+      throw std::invalid_argument("--over values needs at least two values: v1,v2,...");
+    if (args.run.empty())
+      throw std::invalid_argument("--over values needs --run 'CMD {}' (run before each probe, {} "
+                                  "replaced by the value)");
+    need_replay("values");
+    trace = load_trace(args.trace);
+    dir = make_out_dir(args.out);
+    axis.name = "values";
+    for (const auto& value : values) axis.point_labels.push_back("value " + value);
+    axis.run_for = [&](std::size_t index) {
+      const std::string& value = values[index];
+      std::string shell_command = substitute(args.run, value);
+      std::cout << "  $ " << shell_command << "\n" << std::flush;
+      auto result = sweep::run_shell(shell_command);
+      if (result.exit_code != 0)
+        throw std::runtime_error("--run command failed for value " + value + " (exit " +
+                                 std::to_string(result.exit_code) + "): " + shell_command +
+                                 "\n--- its output:\n" + result.output + "--- end of output");
+      return sweep::replay_at(*trace, args.replay, args.target, args.concurrency,
+                              {{"run", "bisect-" + file_safe(value)}, {"value", value}},
+                              dir / ("v" + std::to_string(index) + "-" + file_safe(value) + ".rtrace"),
+                              &stop);
+    };
+  } else {
+    throw std::invalid_argument("--over must be concurrency, runs or values");
+  }
+
+  sweep::BisectResult result;
+  {
+    sweep::StopOnSignals signals(stop);
+    result = sweep::run_bisect(axis, std::cout);
+  }
+  if (!dir.empty()) std::cout << "runs are in " << dir.string() << "\n";
+  return result.boundary ? kExitDiffer : kExitOk;
+}
+
+}  // namespace
+
+void add_bisect(CLI::App& root, Registry& registry) {
+  auto args = std::make_shared<BisectArgs>();
+  CLI::App* command = root.add_subcommand(
+      "bisect",
+      "Find the first point along an ordered axis whose outputs differ from the baseline (the "
+      "first point), by binary search: it assumes that once outputs differ they keep differing, "
+      "says so, and checks the boundary's neighbours. --over concurrency replays --trace at each "
+      "probed level of --range; --over runs compares recorded runs BASE RUN1 RUN2... in order; "
+      "--over values runs --run 'CMD {}' with each probed value (e.g. a script that deploys a "
+      "version) before replaying, and stops when CMD fails. Exit 0 when no point differs, 1 when "
+      "a boundary is found, 2 on error.");
+  command->footer(
+      "Examples:\n"
+      "  retrace bisect --over concurrency --range 1..64 --trace gold.rtrace --target http://127.0.0.1:8000\n"
+      "  retrace bisect --over runs monday.rtrace tuesday.rtrace wednesday.rtrace\n"
+      "  retrace bisect --over values v1,v2,v3,v4 --run './deploy.sh {}' --trace gold.rtrace "
+      "--target http://127.0.0.1:8000");
+  command->add_option("--over", args->over, "The axis: concurrency, runs or values")->required();
+  command->add_option("ITEMS", args->items, "--over runs: BASE RUN1 RUN2...; --over values: v1,v2,...");
+  command->add_option("--range", args->range, "--over concurrency: FROM..TO, e.g. 1..64");
+  command->add_option("--trace", args->trace, "The trace to replay at each probe");
+  command->add_option("--target", args->target, "Base URL of the server");
+  command->add_option("--run", args->run, "--over values: shell command run before each probe; {} is the value");
+  command->add_option("--concurrency,-c", args->concurrency, "--over values: replay concurrency")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command->add_option("--out,-o", args->out,
+                      "Directory for the probe runs (default: a new retrace-bisect-* directory)");
+  command->add_option("--near-tie", args->near_tie,
+                      "Logprob margin under which a divergence counts as a near-tie flip")
+      ->capture_default_str();
+  add_replay_flags(*command, args->replay, args->limit);
+  registry.add(command, [command, args] { return run_bisect_command(*command, *args); });
+}
+
+}  // namespace retrace::cli

@@ -1,0 +1,160 @@
+// `retrace sweep`: the concurrency × repeat experiment in one command, resumable.
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/sweep_flags.hpp"
+#include "sweep/sweep.hpp"
+
+namespace retrace::cli {
+
+namespace {
+
+struct SweepArgs {
+  std::string trace;
+  std::string target;
+  std::string levels = "1,16,32";
+  int repeats = 3;
+  std::string out;
+  std::string order = "grouped";
+  std::string resume;
+  std::string answers_from;
+  std::string match = "exact";
+  double near_tie = diff::kDefaultNearTieMargin;
+  bool json = false;
+  sweep::ReplayArgs replay;
+  std::shared_ptr<std::size_t> limit = std::make_shared<std::size_t>(0);
+};
+
+namespace fs = std::filesystem;
+
+// On --resume only secret headers may be given again (plan.json keeps no secret values).
+void merge_headers(sweep::Plan& plan, const std::vector<std::string>& given) {
+  for (const auto& header : given) {
+    std::string name = header.substr(0, header.find(':'));
+    bool replaced = false;
+    for (auto& stored : plan.replay.headers)
+      if (stored.substr(0, stored.find(':')) == name) {
+        stored = header;
+        replaced = true;
+      }
+    if (!replaced) plan.replay.headers.push_back(header);
+  }
+}
+
+int run_sweep_command(CLI::App& command, SweepArgs& args) {
+  sweep::Plan plan;
+  fs::path dir;
+  if (!args.resume.empty()) {
+    for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--repeat", "--order",
+                      "--answers-from", "--match", "--near-tie", "--set", "--unset", "--token-ids",
+                      "--api-key-env", "--timeout", "--label", "--limit", "--warmup", "--filter"})
+      if (command.count(flag) > 0)
+        throw std::invalid_argument(std::string("--resume continues a sweep with its saved settings; ") +
+                                    flag + " cannot change them (start a new sweep with --out instead)");
+    dir = args.resume;
+    plan = sweep::load_plan(dir);
+    merge_headers(plan, args.replay.headers);
+  } else {
+    if (args.trace.empty() || args.target.empty() || args.out.empty())
+      throw std::invalid_argument(
+          "sweep needs TRACE, --target URL and --out DIR (or --resume DIR); e.g. retrace sweep "
+          "gold.rtrace --target http://127.0.0.1:8000 --concurrency 1,16,32 --repeat 3 --out sweep1");
+    if (!fs::exists(args.trace))
+      throw std::invalid_argument("TRACE " + args.trace + " does not exist");
+    dir = args.out;
+    if (fs::exists(dir / "plan.json"))
+      throw std::invalid_argument(dir.string() + " already holds a sweep (plan.json); continue it "
+                                  "with `retrace sweep --resume " + dir.string() +
+                                  "` or choose another --out");
+    auto order = sweep::order_from_string(args.order);
+    if (!order) throw std::invalid_argument("--order: expected grouped or interleaved");
+    apply_limit(command, args.replay, *args.limit);
+    plan.trace = fs::absolute(args.trace).string();
+    plan.target = args.target;
+    plan.levels = sweep::parse_levels(args.levels);
+    plan.repeats = args.repeats;
+    plan.order = *order;
+    plan.replay = args.replay;
+    if (!args.answers_from.empty()) plan.answers_from = fs::absolute(args.answers_from).string();
+    plan.match = args.match;
+    plan.near_tie = args.near_tie;
+    plan.runs = sweep::plan_runs(plan.levels, plan.repeats, plan.order);
+    // Validate every setting before creating anything.
+    sweep::to_replay_options(plan.replay, plan.target, 1, {});
+    sweep::diff_options(plan, false);
+    fs::create_directories(dir);
+    sweep::save_plan(plan, dir);
+  }
+
+  std::atomic<bool> stop{false};
+  std::optional<sweep::Summary> summary;
+  {
+    sweep::StopOnSignals signals(stop);
+    summary = sweep::run_sweep(plan, dir, sweep::SweepIo{&std::cerr, &stop});
+  }
+  if (!summary) {
+    auto left = sweep::pending_runs(plan).size();
+    std::cerr << "sweep: interrupted with " << left << " of " << plan.runs.size()
+              << " runs left; continue with: retrace sweep --resume " << dir.string() << "\n";
+    return kExitError;
+  }
+  if (args.json)
+    std::cout << sweep::summary_to_json(*summary);
+  else
+    std::cout << sweep::summary_to_markdown(*summary);
+  std::cout << std::flush;
+  std::cerr << "sweep: wrote " << (dir / "summary.json").string() << " and "
+            << (dir / "summary.md").string() << "\n";
+  if (summary->errors > 0) {
+    std::cerr << "sweep: " << summary->errors << " request(s) failed; results are incomplete\n";
+    return kExitError;
+  }
+  return summary->any_differs() ? kExitDiffer : kExitOk;
+}
+
+}  // namespace
+
+void add_sweep(CLI::App& root, Registry& registry) {
+  auto args = std::make_shared<SweepArgs>();
+  CLI::App* command = root.add_subcommand(
+      "sweep",
+      "Replay a trace at several concurrency levels, several times each, and report per level: "
+      "outputs matching the expected answers, outputs differing from the baseline (the first "
+      "level's first repeat) with their first divergent tokens, unique completions across repeats, "
+      "throughput with its spread, and TTFT/e2e percentiles. Each run is its own trace in --out; "
+      "plan.json records progress so an interrupted sweep continues with --resume. Exit 0 when no "
+      "output differs from the baseline, 1 when some do, 2 on error.");
+  command->footer(
+      "Example: retrace sweep gold.rtrace --target http://127.0.0.1:8000 --concurrency 1,16,32 "
+      "--repeat 3 --out sweep1");
+  command->add_option("TRACE", args->trace, "The trace to replay");
+  command->add_option("--target", args->target, "Base URL of the server, e.g. http://127.0.0.1:8000");
+  command->add_option("--concurrency,-c", args->levels, "Concurrency levels, comma-separated")
+      ->capture_default_str();
+  command->add_option("--repeat", args->repeats, "Runs per level")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command->add_option("--out,-o", args->out, "Directory for the runs, plan.json and the summary");
+  command->add_option("--order", args->order,
+                      "grouped (a level's repeats together) or interleaved (levels in turn, to "
+                      "expose drift)")
+      ->capture_default_str();
+  command->add_option("--resume", args->resume, "Continue the interrupted sweep in DIR")
+      ->type_name("DIR");
+  command->add_option("--answers-from", args->answers_from,
+                      "A trace whose expected answers apply (matched by request key), when TRACE "
+                      "carries none (e.g. a recording of an imported gold set)");
+  command->add_option("--match", args->match,
+                      "How outputs match expected answers: exact, normalized, contains, regex:RE, "
+                      "json:FIELD")
+      ->capture_default_str();
+  command->add_option("--near-tie", args->near_tie,
+                      "Logprob margin under which a divergence counts as a near-tie flip")
+      ->capture_default_str();
+  command->add_flag("--json", args->json, "Print summary.json instead of the Markdown table");
+  add_replay_flags(*command, args->replay, args->limit);
+  registry.add(command, [command, args] { return run_sweep_command(*command, *args); });
+}
+
+}  // namespace retrace::cli
