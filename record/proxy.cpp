@@ -296,7 +296,9 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
       upstream_error_ = ec;
       if (received == 0) return abort_stream();
     }
-    body.data = chunk_.data();
+    // No data must be nullptr, not an empty buffer: the chunked serializer would write an empty
+    // buffer as a zero-size chunk, which is the terminating chunk, and then terminate again.
+    body.data = received > 0 ? chunk_.data() : nullptr;
     body.size = received;
     // After an upstream error the body is not complete: `more` stays true, so the serializer
     // never writes the terminating chunk and the client sees the stream end as it did here.
