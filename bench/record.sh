@@ -36,16 +36,18 @@ wait_port() {
   echo "nothing listens on port $1" >&2
   return 1
 }
-listen_url() {  # NAME CMD... : start, wait for "listening on", print the URL
+start_listening() {  # NAME CMD... : start in the background (in this shell, so cleanup sees it)
   local name=$1; shift
   "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
   PIDS+=("$!")
+}
+url_of() {  # NAME : wait for "listening on http://..." and print the URL
   local i
   for i in $(seq 1 300); do
-    grep -m1 -oE 'http://[0-9.:]+' "$WORK/$name.out" 2>/dev/null && return 0
+    grep -m1 -oE 'http://[0-9.:]+' "$WORK/$1.out" 2>/dev/null && return 0
     sleep 0.1
   done
-  cat "$WORK/$name.err" >&2
+  cat "$WORK/$1.err" >&2
   return 1
 }
 
@@ -55,11 +57,13 @@ for i in $(seq 1 "$REQUESTS"); do
 done >"$WORK/workload.jsonl"
 "$RETRACE" import "$WORK/workload.jsonl" --out "$WORK/workload.rtrace" --endpoint completions >/dev/null
 
-SERVE_URL=$(listen_url serve "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off)
+start_listening serve "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
+SERVE_URL=$(url_of serve)
 SERVE_PORT=${SERVE_URL##*:}
 
-RECORD_URL=$(listen_url record "$RETRACE" record --upstream "$SERVE_URL" --out "$WORK/recorded.rtrace" \
-  --listen 127.0.0.1:0 --no-server-info)
+start_listening record "$RETRACE" record --upstream "$SERVE_URL" --out "$WORK/recorded.rtrace" \
+  --listen 127.0.0.1:0 --no-server-info
+RECORD_URL=$(url_of record)
 
 NGINX_PORT=$(free_port)
 mkdir -p "$WORK/nginx/tmp"
