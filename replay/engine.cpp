@@ -236,7 +236,14 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
   exchange.source_id = source.id;
   exchange.session_id = source.session_id;
   exchange.expected = source.expected;
-  exchange.labels = shared_.exchange_labels;
+  // The input's own labels (a dataset's `id`, ...) stay; the run's labels win on a clash.
+  exchange.labels = source.labels;
+  for (const auto& label : shared_.exchange_labels) {
+    auto same = std::find_if(exchange.labels.begin(), exchange.labels.end(),
+                             [&](const Label& l) { return l.key == label.key; });
+    if (same != exchange.labels.end()) same->value = label.value;
+    else exchange.labels.push_back(label);
+  }
   exchange.intended_send_ns = intended_ns;
   exchange.request.method = prepared.method;
   exchange.request.target = prepared.target;

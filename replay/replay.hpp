@@ -13,6 +13,8 @@
 //   the input exchange; diff aligns runs by source_id, so a replay of a replay still aligns with
 //   the original through source ids (the second replay's source ids are the first replay's ids,
 //   whose source ids are the original's; diff follows whichever it is given).
+// - Result exchanges keep the input's labels (a dataset's `id`, ...) and its `expected`; the
+//   run's labels (run, concurrency or rate, repeat, --label) replace same-named ones.
 // - --repeat K writes K traces, RUN.r1.rtrace ... RUN.rK.rtrace (repeat_path()), each a complete
 //   run labelled repeat=k, so N-way diff and stats work on them unchanged. K = 1 writes RUN as is.
 // - --warmup N sends the first N selected requests (cycling) before the measured run, closed loop
