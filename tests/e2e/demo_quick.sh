@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `retrace demo --quick` runs end to end in the suite: simulator, recorder, two sweeps, a bisect;
+# its output is checked and every child process is gone afterwards.
+. "$(dirname "$0")/lib.sh"
+
+status=0
+(cd "$WORK" && "$RETRACE" demo --quick --dir "$WORK/demo" >"$WORK/demo.out" 2>"$WORK/demo.err") || status=$?
+[[ $status == 0 ]] || { tail -40 "$WORK/demo.err" >&2; cat "$WORK/demo.out" >&2; fail "demo exit $status"; }
+out="$WORK/demo.out"
+check_contains "$out" "BUILT-IN SIMULATOR" "the demo says it runs against the simulator"
+check_contains "$out" "Recorded 20 exchanges" "the gold questions were recorded"
+# Gold sweep table: the same k of 20 match on every level row (what summary.json says of every
+# run), and 0 of 20 differ from the baseline.
+gold_rows=$(sed -n '/## 1\./,/## 2\./p' "$out" | grep -E '^\| [0-9]+ \|')
+[[ $(echo "$gold_rows" | wc -l) == 2 ]] || fail "gold table rows: $gold_rows"
+k=$(node -e "const s=JSON.parse(require('fs').readFileSync(process.argv[1],'utf8')); const m=[...new Set(s.runs.map(r=>r.matches_expected))]; console.log(m.length==1?m[0]:'mixed')" "$WORK/demo/gold-sweep/summary.json")
+[[ "$k" =~ ^[0-9]+$ ]] && (( k > 0 && k < 20 )) || fail "gold matches per run: $k (the answer file is right on 15 of 20)"
+while read -r row; do
+  [[ "$row" == *"| $k of 20 |"* ]] || fail "gold row without $k of 20 matching: $row"
+  [[ "$row" == *"| 0 of 20 |"* ]] || fail "gold row with outputs differing from the baseline: $row"
+done <<<"$gold_rows"
+check_contains "$out" "## 2. Open-ended prompts" "the batch-variance part ran"
+sed -n '/## 2\./,/## 3\./p' "$out" | grep -qE 'token [0-9]+.*margin' || fail "no divergence with a margin listed"
+check_contains "$out" "boundary: concurrency" "the bisect found the boundary"
+check_contains "$out" "retrace sweep my.rtrace --target http://YOUR-SERVER" "the real-server commands"
+check_contains "$out" "Everything this demo wrote is in $WORK/demo" "the directory is named"
+for f in gold-recorded.rtrace gold-sweep/summary.json open-ended-sweep/summary.md; do
+  [[ -f "$WORK/demo/$f" ]] || fail "demo did not write $f"
+done
+# No server or recorder outlives the demo.
+pids=$(grep -oE '\(pid [0-9]+\)' "$WORK/demo.err" | grep -oE '[0-9]+')
+[[ $(echo "$pids" | wc -w) == 3 ]] || fail "expected three child pids in the log, got: $pids"
+for pid in $pids; do
+  if kill -0 "$pid" 2>/dev/null && grep -q retrace "/proc/$pid/cmdline" 2>/dev/null; then
+    fail "child $pid outlived the demo"
+  fi
+done
+echo "ok"
