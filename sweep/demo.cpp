@@ -125,6 +125,8 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
   out << "retrace demo — everything here runs against `retrace serve`, the BUILT-IN SIMULATOR\n"
          "(a small deterministic stand-in for a model, with a batching latency model), not a real\n"
          "model server. The commands at the end point the same experiment at a real one.\n"
+         "To keep the demo short the simulator runs a cheaper latency model than its default\n"
+         "(--decode-step-ms 1 --decode-ms-per-sequence 0.02 --prefill-ms-per-token 0.005).\n"
          "Writing everything to "
       << dir.string() << "\n\n"
       << std::flush;
