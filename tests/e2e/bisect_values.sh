@@ -14,7 +14,7 @@ seed=\${1#v}
 "$RETRACE" serve --listen 127.0.0.1:$port --latency-model off --weights-seed "\$seed" \
   >"$WORK/server.out" 2>"$WORK/server.err" &
 echo \$! >"$WORK/server.pid"
-for _ in \$(seq 1 100); do grep -q listening "$WORK/server.out" 2>/dev/null && exit 0; sleep 0.05; done
+for _ in \$(seq 1 600); do grep -q listening "$WORK/server.out" 2>/dev/null && exit 0; sleep 0.05; done
 echo "server did not start" >&2; exit 1
 SCRIPT
 chmod +x "$WORK/deploy.sh"
