@@ -143,7 +143,7 @@ TEST_CASE("Under random coalescing the reported index is the delta holding token
   }
 }
 
-TEST_CASE("The same text chunked differently is identical, even with UTF-8 split across chunks") {
+TEST_CASE("The same text chunked differently is identical - even with UTF-8 split across chunks") {
   std::mt19937 rng(3);
   for (int trial = 0; trial < 300; ++trial) {
     auto tokens = random_tokens(rng, rng() % 50);
@@ -179,7 +179,7 @@ TEST_CASE("Several byte tokens merged into one event compare equal to the tokens
   CHECK(divergence->candidate_index == 0);
 }
 
-TEST_CASE("Token ids on both sides are compared as ids, and the index is the same on both") {
+TEST_CASE("Token ids on both sides are compared as ids - and the index is the same on both") {
   std::mt19937 rng(4);
   for (int trial = 0; trial < 200; ++trial) {
     std::vector<std::int32_t> ids(1 + rng() % 80);
@@ -210,7 +210,7 @@ TEST_CASE("Ids on one side only fall back to bytes and say so") {
   CHECK(divergence->candidate_index == 1);
 }
 
-TEST_CASE("Empty outputs: both empty is identical, one empty diverges at index 0") {
+TEST_CASE("Empty outputs: both empty is identical - one empty diverges at index 0") {
   CHECK_FALSE(first_divergence(text_choice({}), text_choice({}), Options{}));
   CHECK_FALSE(first_divergence(text_choice({""}), text_choice({}), Options{}));
   auto divergence = first_divergence(text_choice({}), text_choice({"hi"}), Options{});
@@ -221,7 +221,7 @@ TEST_CASE("Empty outputs: both empty is identical, one empty diverges at index 0
   CHECK(divergence->candidate_token->bytes == "hi");
 }
 
-TEST_CASE("A prefix diverges where the shorter side ends, with that side's token absent") {
+TEST_CASE("A prefix diverges where the shorter side ends - with that side's token absent") {
   auto divergence = first_divergence(text_choice({"a", "b"}, "length"), text_choice({"ab", "c"}, "stop"), Options{});
   REQUIRE(divergence);
   CHECK(divergence->baseline_index == 2);
@@ -323,7 +323,7 @@ TEST_CASE("Myers distance agrees with a plain dynamic programme on random small 
   }
 }
 
-TEST_CASE("Matchers: exact, normalized, contains, regex extraction and JSON fields") {
+TEST_CASE("Matchers: exact - normalized - contains - regex extraction and JSON fields") {
   Options options;
   CHECK(matches_expected("Paris", "Paris", options));
   CHECK_FALSE(matches_expected("Paris.", "Paris", options));
@@ -350,7 +350,7 @@ TEST_CASE("Matchers: exact, normalized, contains, regex extraction and JSON fiel
   CHECK_FALSE(parse_matcher("fuzzy"));
 }
 
-TEST_CASE("The engine sorts pairs into identical, divergent, error and missing") {
+TEST_CASE("The engine sorts pairs into identical - divergent - error and missing") {
   std::vector<Exchange> baseline, candidate;
   for (std::uint64_t i = 0; i < 6; ++i)
     baseline.push_back(exchange_with(i, 100 + i, {text_choice({"hello", " world"})}));
@@ -384,7 +384,7 @@ TEST_CASE("The engine sorts pairs into identical, divergent, error and missing")
   CHECK(failing_outputs(result, FailOn::none) == 0);
 }
 
-TEST_CASE("Replays align by source id, and a replay aligns to its source trace by id") {
+TEST_CASE("Replays align by source id - and a replay aligns to its source trace by id") {
   std::vector<Exchange> source, replay_a, replay_b;
   for (std::uint64_t i = 0; i < 4; ++i) source.push_back(exchange_with(i, 7, {text_choice({"x" + std::to_string(i)})}));
   // Replays in another order, same request key everywhere: only ids can pair them.
@@ -420,7 +420,7 @@ TEST_CASE("Repeated requests align by occurrence number") {
   CHECK(result.runs[0].matrix == "..D");
 }
 
-TEST_CASE("Several choices are compared by index, and an absent choice compares as empty") {
+TEST_CASE("Several choices are compared by index - and an absent choice compares as empty") {
   Choice second = text_choice({"two"});
   second.index = 1;
   std::vector<Exchange> baseline{exchange_with(0, 1, {text_choice({"one"}), second})};
@@ -511,7 +511,7 @@ TEST_CASE("Expected answers come from the baseline and are counted per run") {
   CHECK(result.runs[0].pairs[0].baseline_matches_expected == true);
 }
 
-TEST_CASE("Under --fail-on real, near-tie divergences do not count") {
+TEST_CASE("Under --fail-on real - near-tie divergences do not count") {
   auto near = [](std::int32_t chosen) {
     Choice choice = id_choice({chosen});
     choice.tokens[0].has_logprob = true;

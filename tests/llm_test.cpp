@@ -237,7 +237,7 @@ TEST_CASE("SSE parser assembles a megabyte event fed one byte at a time") {
 // ---------------------------------------------------------------------------------------------
 // Dialects
 
-TEST_CASE("Dialect detection reads the path, ignoring query, prefix and trailing slash") {
+TEST_CASE("Dialect detection reads the path - ignoring query - prefix and trailing slash") {
   CHECK(detect_dialect("/v1/completions", "{}") == Dialect::openai_completions);
   CHECK(detect_dialect("/v1/chat/completions", "{}") == Dialect::openai_chat);
   CHECK(detect_dialect("/chat/completions", "{}") == Dialect::openai_chat);
@@ -294,7 +294,7 @@ TEST_CASE("llama.cpp native stream decodes to the ids and text of the non-stream
   CHECK(stream.decode_note.empty());
 }
 
-TEST_CASE("llama.cpp native stream without [DONE] is finished by its stop event") {
+TEST_CASE("llama.cpp native stream without a DONE marker is finished by its stop event") {
   const std::string sse = read_data("llamacpp/completion-native-stream.sse");
   REQUIRE(sse.find("[DONE]") == std::string::npos);
   ResponseDecoder decoder(Dialect::llamacpp_completion);
@@ -419,7 +419,7 @@ TEST_CASE("llama.cpp chat stream takes usage from the final chunk with no choice
   CHECK(nonstream.usage.total_tokens == 50);
 }
 
-TEST_CASE("llama.cpp probabilities spelled as prob and top_probs, or the old probs, become logprobs") {
+TEST_CASE("llama.cpp probabilities spelled as prob and top_probs - or the old probs - become logprobs") {
   ResponseDecoder decoder(Dialect::llamacpp_completion);
   decoder.on_event(R"({"content":" a","tokens":[264],"stop":false,"completion_probabilities":[)"
                    R"({"id":264,"token":" a","bytes":[32,97],"prob":0.5,)"
@@ -498,7 +498,7 @@ TEST_CASE("vLLM completions with n=2 interleave choices by index") {
   CHECK(stream.usage.completion_tokens == 4);
 }
 
-TEST_CASE("vLLM non-stream completions decode legacy logprobs, token_id strings and token_ids") {
+TEST_CASE("vLLM non-stream completions decode legacy logprobs - token_id strings and token_ids") {
   const Exchange legacy = decode_body(read_data("vllm/completions-nonstream-logprobs.json"), Dialect::openai_completions);
   REQUIRE(legacy.choices.size() == 1);
   CHECK(legacy.choices[0].kind == TokenKind::logprob_tokens);
@@ -543,7 +543,7 @@ TEST_CASE("Legacy logprobs spell pieces of a character as bytes labels and decod
 // ---------------------------------------------------------------------------------------------
 // TGI and OpenAI
 
-TEST_CASE("TGI stream gives ids per event, drops special tokens' text and ends at its last event") {
+TEST_CASE("TGI stream gives ids per event - drops special tokens' text and ends at its last event") {
   const Exchange stream = decode_stream(read_data("tgi/generate-stream.sse"), Dialect::tgi_generate);
   REQUIRE(stream.choices.size() == 1);  // TGI's "index" counts tokens, not choices
   const Choice& choice = stream.choices[0];
@@ -598,7 +598,7 @@ TEST_CASE("OpenAI chat logprobs keep byte tokens of a split character as their b
   CHECK(body.choices[0].finish_reason == "stop");
 }
 
-TEST_CASE("Chat reasoning, refusals and tool call arguments count as generated text") {
+TEST_CASE("Chat reasoning - refusals and tool call arguments count as generated text") {
   ResponseDecoder decoder(Dialect::openai_chat);
   decoder.on_event(R"({"choices":[{"index":0,"delta":{"reasoning_content":"think"}}]})", 1);
   decoder.on_event(R"({"choices":[{"index":0,"delta":{"content":"Sure."}}]})", 2);

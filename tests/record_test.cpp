@@ -45,7 +45,7 @@ std::string joined_events(const Exchange& exchange) {
 
 }  // namespace
 
-TEST_CASE("secret headers are redacted by default, whatever their case", "[record][redact]") {
+TEST_CASE("secret headers are redacted by default - whatever their case", "[record][redact]") {
   Redactor redactor(false, {"X-Custom-Secret"});
   CHECK(redactor.redacts("authorization"));
   CHECK(redactor.redacts("COOKIE"));
@@ -61,14 +61,14 @@ TEST_CASE("secret headers are redacted by default, whatever their case", "[recor
   CHECK(headers[1].value == "*/*");
 }
 
-TEST_CASE("--keep-secrets records every header verbatim", "[record][redact]") {
+TEST_CASE("with --keep-secrets every header is recorded verbatim", "[record][redact]") {
   Redactor redactor(true, {"X-Custom-Secret"});
   std::vector<HttpHeader> headers = {{"Authorization", "Bearer sk-1"}};
   redactor.apply(headers);
   CHECK(headers[0].value == "Bearer sk-1");
 }
 
-TEST_CASE("path globs select what is recorded; the query is ignored", "[record][filter]") {
+TEST_CASE("path globs select what is recorded and the query is ignored", "[record][filter]") {
   CHECK(path_selected("/v1/chat/completions", {}, {}));
   CHECK(path_selected("/v1/chat/completions?x=1", {"/v1/*"}, {}));
   CHECK_FALSE(path_selected("/health", {"/v1/*"}, {}));

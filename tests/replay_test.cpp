@@ -46,7 +46,7 @@ ExchangeMetrics streamed(std::int64_t intended_ms, std::int64_t actual_ms,
 
 }  // namespace
 
-TEST_CASE("durations parse with ns, us, ms, s and m units, bare numbers being milliseconds") {
+TEST_CASE("durations parse with ns - us - ms - s and m units - bare numbers being milliseconds") {
   CHECK(parse_duration("200ms") == std::chrono::milliseconds(200));
   CHECK(parse_duration("1.5s") == std::chrono::milliseconds(1500));
   CHECK(parse_duration("250us") == std::chrono::microseconds(250));
@@ -58,7 +58,7 @@ TEST_CASE("durations parse with ns, us, ms, s and m units, bare numbers being mi
   CHECK_THROWS_AS(parse_duration(""), std::invalid_argument);
 }
 
-TEST_CASE("an SLO names ttft, tpot and e2e limits and rejects anything else") {
+TEST_CASE("an SLO names ttft - tpot and e2e limits and rejects anything else") {
   auto slo = parse_slo("ttft:200ms,tpot:50ms");
   REQUIRE(slo.ttft);
   CHECK(*slo.ttft == std::chrono::milliseconds(200));
@@ -111,7 +111,7 @@ TEST_CASE("sharding by session keeps each session whole in one shard") {
   }
 }
 
-TEST_CASE("filters select by path glob, label and session; limit applies after them") {
+TEST_CASE("filters select by path glob - label and session and limit applies after them") {
   std::vector<Exchange> exchanges{exchange_at(0, "/v1/completions"),
                                   exchange_at(1, "/v1/chat/completions?x=1"),
                                   exchange_at(2, "/v1/chat/completions", "alpha"),
@@ -131,7 +131,7 @@ TEST_CASE("filters select by path glob, label and session; limit applies after t
   CHECK_THROWS_AS(validate_filter("label:tier"), std::invalid_argument);
 }
 
-TEST_CASE("--set writes JSON values at dotted paths, creating objects on the way") {
+TEST_CASE("set writes JSON values at dotted paths - creating objects on the way") {
   auto body = R"({"model":"m","temperature":0.7,"messages":[{"role":"user","content":"hi"}]})";
   auto out = json::parse(apply_body_overrides(
       body,
@@ -149,7 +149,7 @@ TEST_CASE("--set writes JSON values at dotted paths, creating objects on the way
   CHECK(out.at("model").as_string() == "m");
 }
 
-TEST_CASE("--unset removes a path and ignores one that is absent") {
+TEST_CASE("unset removes a path and ignores one that is absent") {
   auto body = R"({"model":"m","logprobs":true,"stream_options":{"include_usage":true,"x":1}})";
   auto out = json::parse(apply_body_overrides(
       body, {}, {"logprobs", "stream_options.include_usage", "not.there", "seed"}));
@@ -226,7 +226,7 @@ TEST_CASE("poisson arrivals with a fixed seed are reproducible and have the rate
   CHECK(count_variance / count_mean == Approx(1.0).epsilon(0.3));
 }
 
-TEST_CASE("gamma arrivals keep the mean rate; burstiness below 1 makes gaps more variable") {
+TEST_CASE("gamma arrivals keep the mean rate and burstiness below 1 makes gaps more variable") {
   Schedule schedule;
   schedule.kind = ScheduleKind::rate;
   schedule.rate = 10;
@@ -269,7 +269,7 @@ TEST_CASE("percentiles use the nearest rank") {
   CHECK(percentiles(none).count == 0);
 }
 
-TEST_CASE("stats of synthetic exchanges: TTFT, ITL, TPOT, e2e, throughput and errors") {
+TEST_CASE("stats of synthetic exchanges: TTFT - ITL - TPOT - e2e - throughput and errors") {
   std::vector<ExchangeMetrics> metrics;
   // Sent at 0 ms; tokens at 10, 20, 40 ms; ends at 40 ms.
   metrics.push_back(streamed(0, 0, {10, 20, 40}, 40));
@@ -304,7 +304,7 @@ TEST_CASE("stats of synthetic exchanges: TTFT, ITL, TPOT, e2e, throughput and er
   CHECK_FALSE(stats.goodput_per_s);
 }
 
-TEST_CASE("goodput counts completed requests meeting every SLO, from the intended send in open loop") {
+TEST_CASE("goodput counts completed requests meeting every SLO - from the intended send in open loop") {
   std::vector<ExchangeMetrics> metrics;
   metrics.push_back(streamed(0, 0, {10, 20, 30}, 30));       // ttft 10, tpot 10
   metrics.push_back(streamed(0, 100, {10, 20, 30}, 30));     // slipped 100 ms

@@ -29,7 +29,7 @@ SamplingParams greedy(int max_tokens) {
 
 }  // namespace
 
-TEST_CASE("the tokenizer round-trips English text, arbitrary bytes and UTF-8") {
+TEST_CASE("the tokenizer round-trips English text - arbitrary bytes and UTF-8") {
   Tokenizer tokenizer;
   for (std::string text : {std::string("The quick brown fox jumps over the lazy dog. It's 42!\n\nNew paragraph."),
                            std::string("Classify the intent: I'd like a refund for order #1234, please."),
@@ -86,7 +86,7 @@ TEST_CASE("sampling is reproducible with a seed and varies across seeds") {
   CHECK(differing > 0);
 }
 
-TEST_CASE("a different reduction split flips some near-tied greedy choices, the same split none") {
+TEST_CASE("a different reduction split flips some near-tied greedy choices - the same split none") {
   Model model;
   CHECK(Model::split_count_for_batch(1) == Model::kFixedSplitCount);
   CHECK(Model::split_count_for_batch(32) != Model::kFixedSplitCount);
@@ -104,7 +104,7 @@ TEST_CASE("a different reduction split flips some near-tied greedy choices, the 
   CHECK(differ_same_split == 0);
 }
 
-TEST_CASE("where batched outputs part, the two top logprobs were nearly tied") {
+TEST_CASE("where batched outputs part - the two top logprobs were nearly tied") {
   Model model;
   int checked = 0;
   for (int i = 0; i < 32 && checked < 3; ++i) {
@@ -127,7 +127,7 @@ TEST_CASE("where batched outputs part, the two top logprobs were nearly tied") {
   CHECK(checked > 0);
 }
 
-TEST_CASE("max_tokens ends with length, a stop string ends with stop and is cut") {
+TEST_CASE("max_tokens ends with length - a stop string ends with stop and is cut") {
   Model model;
   SamplingParams no_eos = greedy(5);
   no_eos.ignore_eos = true;
@@ -158,7 +158,7 @@ TEST_CASE("max_tokens ends with length, a stop string ends with stop and is cut"
   CHECK(released == stopped.text());
 }
 
-TEST_CASE("known answers load from JSONL and are generated verbatim, then stop") {
+TEST_CASE("known answers load from JSONL and are generated verbatim - then stop") {
   AnswerBook book = AnswerBook::load(RETRACE_TEST_DATA "/sim-answers.jsonl");
   CHECK(book.size() == 3);
   REQUIRE(book.find_prompt("What is the capital of France?") != nullptr);

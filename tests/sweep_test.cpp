@@ -65,7 +65,7 @@ TEST_CASE("The baseline is the first level's first repeat in either order") {
   }
 }
 
-TEST_CASE("Grouped order runs a level's repeats together; interleaved cycles through levels") {
+TEST_CASE("Grouped order runs a level's repeats together and interleaved cycles through levels") {
   auto grouped = plan_runs({1, 16}, 2, Order::grouped);
   CHECK(grouped[1].name == "c1-r2");
   CHECK(grouped[2].name == "c16-r1");
@@ -84,7 +84,7 @@ TEST_CASE("Concurrency levels parse as distinct positive integers") {
   CHECK_THROWS(plan_runs({1}, 0, Order::grouped));
 }
 
-TEST_CASE("A plan survives a round trip through plan.json, without secret header values") {
+TEST_CASE("A plan survives a round trip through plan.json - without secret header values") {
   auto plan = sample_plan();
   plan.runs[0].done = true;
   plan.runs[1].done = true;
@@ -135,7 +135,7 @@ TEST_CASE("A damaged plan is refused with the file and the field named") {
   CHECK_THROWS_WITH(load_plan("/nonexistent-retrace-dir"), Catch::Contains("sweep directory"));
 }
 
-TEST_CASE("Replay flags become replay options, and bad ones are named") {
+TEST_CASE("Replay flags become replay options - and bad ones are named") {
   ReplayArgs args;
   args.set = {"temperature=0", "max_tokens=16"};
   args.headers = {"X-A: b c"};
@@ -224,7 +224,7 @@ TEST_CASE("A level counts each differing request once and near-ties only when al
   CHECK(collect_divergences(16, result).size() == 5);
 }
 
-TEST_CASE("Unique completions count only the level's repeats, not the baseline alone") {
+TEST_CASE("Unique completions count only the level's repeats - not the baseline alone") {
   diff::Result result;
   result.baseline_exchanges = 3;
   // diff lists only requests with more than one completion; the third request is unlisted.
@@ -276,7 +276,7 @@ TEST_CASE("The summary renders as JSON and Markdown with every level and diverge
   CHECK_FALSE(summary.any_differs());
 }
 
-TEST_CASE("Expected answers reach a run through the source id, or the request key") {
+TEST_CASE("Expected answers reach a run through the source id - or the request key") {
   LoadedTrace input;
   input.exchanges.resize(2);
   input.exchanges[0].id = 10;
@@ -318,7 +318,7 @@ TEST_CASE("The probe budget is ceil(log2(points)) + 2") {
   CHECK(probe_budget(5) == 5);
 }
 
-TEST_CASE("Bisect finds every boundary within the probe budget, the baseline's run included") {
+TEST_CASE("Bisect finds every boundary within the probe budget - the baseline's run included") {
   for (std::size_t points : {2, 3, 5, 8, 17, 64}) {
     for (std::size_t first = 1; first <= points; ++first) {
       FakeAxis axis{first, {}};
@@ -383,7 +383,7 @@ TEST_CASE("A shell command's output and exit status are collected") {
   CHECK(failed.output == "broken\n");
 }
 
-TEST_CASE("A child that never listens is reported with its stderr, and stopped") {
+TEST_CASE("A child that never listens is reported with its stderr - and stopped") {
   auto dir = scratch_dir("child");
   Child child({"/bin/sh", "-c", "echo oops >&2; exit 4"}, dir / "child.err");
   CHECK_THROWS_WITH(child.wait_listening(5000), Catch::Contains("oops"));

@@ -29,7 +29,7 @@ check_eq "$(grep -c '^{"exchange":{' "$WORK/export.jsonl")" 20 "exported exchang
 check_contains "$WORK/export.jsonl" '"labels":{"id":"gold-01"}' "export labels"
 check_contains "$WORK/export.jsonl" '"expected":"billing"' "export expected"
 check_contains "$WORK/export.jsonl" '"target":"/v1/chat/completions"' "export target"
-check_eq "$(grep -c '\\"max_tokens\\":8' "$WORK/export.jsonl")" 20 "request bodies keep max_tokens"
+check_eq "$(grep -c '\\"max_tokens\\":16' "$WORK/export.jsonl")" 20 "request bodies keep max_tokens"
 check_eq "$(stat -c %s "$WORK/export.err")" 0 "export of a whole trace warns about nothing"
 
 # cat: a human view
