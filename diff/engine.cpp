@@ -45,20 +45,6 @@ struct Summary {
   std::optional<bool> matches_expected;
 };
 
-std::string_view error_kind_name(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::none: return "none";
-    case ErrorKind::connect: return "connect";
-    case ErrorKind::tls: return "tls";
-    case ErrorKind::timeout: return "timeout";
-    case ErrorKind::reset: return "reset";
-    case ErrorKind::http_status: return "http_status";
-    case ErrorKind::protocol: return "protocol";
-    case ErrorKind::cut: return "cut";
-  }
-  return "unknown";
-}
-
 struct KeyHash {
   std::size_t operator()(const RequestKey& key) const { return key.hi ^ (key.lo * 0x9E3779B97F4A7C15ull); }
 };
@@ -88,7 +74,7 @@ class Summarizer {
     out.failed = exchange.error.kind != ErrorKind::none;
     out.error.clear();
     if (out.failed) {
-      out.error = std::string(error_kind_name(exchange.error.kind));
+      out.error = std::string(to_string(exchange.error.kind));
       if (!exchange.error.message.empty()) out.error += ": " + exchange.error.message;
     }
     out.choices.resize(exchange.choices.size());
