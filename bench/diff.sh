@@ -15,7 +15,8 @@ ls -l "$DIR"/*.rtrace
 measure() {  # label, command...: wall seconds and peak RSS (KiB) from GNU time
   local label=$1; shift
   /usr/bin/time -f "%e %M" -o "$DIR/time" "$@" >/dev/null 2>"$DIR/err" || [[ $? == 1 ]]
-  read -r seconds rss <"$DIR/time"
+  # GNU time puts "Command exited with non-zero status 1" first when diff reports differences.
+  read -r seconds rss < <(tail -n 1 "$DIR/time")
   printf '%-40s %8s s  %8s KiB peak RSS\n' "$label" "$seconds" "$rss"
   echo "$seconds"  >"$DIR/last"
 }
