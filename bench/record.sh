@@ -17,6 +17,7 @@ ROUNDS=${4:-2}
 CONCURRENCY=32
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/retrace-bench-record.XXXXXX")
 OUT_DIR=${OUT_DIR:-$WORK}
+mkdir -p "$OUT_DIR"
 PIDS=()
 cleanup() {
   local pid
