@@ -202,16 +202,7 @@ int run(const ReplayArgs& args) {
       std::cout.flush();
     }
   }
-  if (args.json) {
-    if (json_reports.size() == 1) {
-      std::cout << json_reports.front() << "\n";
-    } else {
-      std::cout << "[";
-      for (std::size_t i = 0; i < json_reports.size(); ++i)
-        std::cout << (i ? "," : "") << json_reports[i];
-      std::cout << "]\n";
-    }
-  }
+  if (args.json) std::cout << report::join_json_reports(json_reports);
   return interrupted ? 130 : kExitOk;
 }
 

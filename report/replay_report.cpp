@@ -109,4 +109,14 @@ std::string render_stats_json(const replay::Stats& stats, const StatsContext& co
   return boost::json::serialize(out);
 }
 
+std::string join_json_reports(const std::vector<std::string>& reports) {
+  if (reports.size() == 1) return reports.front() + "\n";
+  std::string out = "[";
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    if (i) out += ",";
+    out += reports[i];
+  }
+  return out + "]\n";
+}
+
 }  // namespace retrace::report

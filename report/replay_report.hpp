@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "replay/replay.hpp"
@@ -19,5 +20,8 @@ std::string render_stats_text(const replay::Stats& stats, const StatsContext& co
 // One JSON object; latencies in milliseconds under "ttft_ms", "itl_ms", ... with p50/p90/p99/
 // max/mean/count. Fields that do not apply (goodput without --slo) are absent.
 std::string render_stats_json(const replay::Stats& stats, const StatsContext& context = {});
+
+// One JSON report as an object, several as an array (one per trace or repeat), newline-ended.
+std::string join_json_reports(const std::vector<std::string>& reports);
 
 }  // namespace retrace::report
