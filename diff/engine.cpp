@@ -204,6 +204,21 @@ std::vector<Divergence> compare_choices(const Exchange& baseline, const Exchange
   return divergences;
 }
 
+// An aligned pair's identity: ids, positions, key and both sides' gold matches.
+PairResult aligned_pair(Verdict verdict, const Summary& baseline, std::size_t baseline_position,
+                        const Summary& candidate, std::size_t candidate_position) {
+  PairResult pair;
+  pair.verdict = verdict;
+  pair.baseline_id = baseline.id;
+  pair.candidate_id = candidate.id;
+  pair.baseline_position = baseline_position;
+  pair.candidate_position = candidate_position;
+  pair.key = baseline.key;
+  pair.baseline_matches_expected = baseline.matches_expected;
+  pair.candidate_matches_expected = candidate.matches_expected;
+  return pair;
+}
+
 }  // namespace
 
 Result compare(ExchangeSource& baseline, const std::vector<ExchangeSource*>& candidates,
@@ -310,17 +325,9 @@ Result compare(ExchangeSource& baseline, const std::vector<ExchangeSource*>& can
       ++run.aligned;
       const Summary& b = base[j];
       if (b.failed || summary.failed) {
-        PairResult pair;
-        pair.verdict = Verdict::error;
-        pair.baseline_id = b.id;
-        pair.candidate_id = summary.id;
-        pair.baseline_position = j;
-        pair.candidate_position = position;
-        pair.key = b.key;
+        PairResult pair = aligned_pair(Verdict::error, b, j, summary, position);
         if (b.failed) pair.error = "baseline: " + b.error;
         if (summary.failed) pair.error += (pair.error.empty() ? "" : "; ") + std::string("candidate: ") + summary.error;
-        pair.baseline_matches_expected = b.matches_expected;
-        pair.candidate_matches_expected = summary.matches_expected;
         run.pairs.push_back(std::move(pair));
         run.matrix[j] = 'E';
         ++run.errors;
@@ -334,15 +341,7 @@ Result compare(ExchangeSource& baseline, const std::vector<ExchangeSource*>& can
       }
       run.matrix[j] = 'D';
       ++run.divergent;
-      PairResult pair;
-      pair.verdict = Verdict::divergent;
-      pair.baseline_id = b.id;
-      pair.candidate_id = summary.id;
-      pair.baseline_position = j;
-      pair.candidate_position = position;
-      pair.key = b.key;
-      pair.baseline_matches_expected = b.matches_expected;
-      pair.candidate_matches_expected = summary.matches_expected;
+      PairResult pair = aligned_pair(Verdict::divergent, b, j, summary, position);
       Pending entry{r, j, position, run.pairs.size(), std::nullopt, false};
       std::size_t size = estimated_bytes(exchange);
       if (kept_bytes + size <= options.memory_budget) {
