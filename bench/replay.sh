@@ -5,6 +5,10 @@
 #       or the server is the limit (CPU seconds each spent during the run, from /proc)
 #   (c) the client's own added TTFT: replay -c 1 vs a raw-socket python client, same request
 # Each figure is the median of 3 runs. Usage: bench/replay.sh [path/to/retrace]
+# Environment: SECTIONS="a b c" (which parts to run), DURATION (seconds per wrk run in (a)),
+# THREADS (client threads), PIN=1 (pin the server to CPU 0 and the client to CPU 1 with taskset,
+# so that the one that saturates its core is the limit; (b) then uses one client thread unless
+# THREADS says otherwise), STREAM_LIMIT (requests per run in (b), default 1500).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RETRACE=${1:-$ROOT/build/release/retrace}
@@ -12,8 +16,14 @@ WORK=$(mktemp -d /tmp/retrace-bench-replay.XXXXXX)
 SERVER_PID=""
 cleanup() { [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
-THREADS=${THREADS:-2}
+PIN=${PIN:-0}
+if [[ "$PIN" == 1 ]]; then THREADS=${THREADS:-1}; else THREADS=${THREADS:-2}; fi
 DURATION=${DURATION:-8}
+SECTIONS=${SECTIONS:-a b c}
+STREAM_LIMIT=${STREAM_LIMIT:-1500}
+SERVER_PIN=(); CLIENT_PIN=()
+if [[ "$PIN" == 1 ]]; then SERVER_PIN=(taskset -c 0); CLIENT_PIN=(taskset -c 1); fi
+section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 cpu_seconds() {  # utime + stime of a process, in seconds
@@ -21,7 +31,7 @@ cpu_seconds() {  # utime + stime of a process, in seconds
 }
 
 start_server() {
-  "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off "$@" >"$WORK/serve.out" 2>"$WORK/serve.err" &
+  "${SERVER_PIN[@]}" "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off "$@" >"$WORK/serve.out" 2>"$WORK/serve.err" &
   SERVER_PID=$!
   for _ in $(seq 1 100); do
     URL=$(grep -m1 -oE 'http://[0-9.:]+' "$WORK/serve.out" 2>/dev/null || true)
@@ -34,8 +44,10 @@ stop_server() { kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERV
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
 echo "retrace: $RETRACE"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); pinned: $PIN; client threads: $THREADS"
 
 # --- (a) short non-streaming requests
+if section a; then
 BODY='{"model":"retrace-sim","prompt":"Say hi.","max_tokens":4,"temperature":0}'
 python3 - "$WORK/short.jsonl" "$BODY" <<'EOF'
 import json, sys
@@ -71,8 +83,10 @@ replay_median=$(printf '%s\n' "${replay_rates[@]}" | median)
 echo "  median: wrk $wrk_median req/s, replay $replay_median req/s," \
      "ratio $(awk -v a="$replay_median" -v b="$wrk_median" 'BEGIN {printf "%.2f", a / b}')"
 stop_server
+fi
 
 # --- (b) streaming, 256 tokens per response
+if section b; then
 python3 - "$WORK/stream.jsonl" <<'EOF'
 import json, sys
 body = {"model": "retrace-sim", "prompt": "Tell a long story.", "max_tokens": 256,
@@ -84,28 +98,41 @@ EOF
 "$RETRACE" import "$WORK/stream.jsonl" --endpoint completions --out "$WORK/stream.rtrace" >/dev/null
 start_server
 echo
-echo "(b) streaming, 256 tokens per response, 64 connections"
-event_rates=(); client_cpu=(); server_cpu=()
+echo "(b) streaming, 256 tokens per response, 64 connections, $STREAM_LIMIT requests per run"
+event_rates=(); client_cpu=(); server_cpu=(); client_us=(); server_us=(); server_pct=(); client_pct=()
 for run in 1 2 3; do
   server_before=$(cpu_seconds "$SERVER_PID")
-  /usr/bin/time -f '%U %S' -o "$WORK/time.txt" \
+  /usr/bin/time -f '%U %S' -o "$WORK/time.txt" "${CLIENT_PIN[@]}" \
     "$RETRACE" replay "$WORK/stream.rtrace" --target "$URL" --out "$WORK/b.rtrace" -c 64 \
-    --threads "$THREADS" --limit 1500 --json >"$WORK/b.json"
+    --threads "$THREADS" --limit "$STREAM_LIMIT" --json >"$WORK/b.json"
   server_after=$(cpu_seconds "$SERVER_PID")
   duration=$(jq -r .duration_s "$WORK/b.json")
   events=$("$RETRACE" export "$WORK/b.rtrace" | jq -r 'select(.exchange) | .exchange.response.events | length' | awk '{n += $1} END {print n}')
   rate=$(awk -v e="$events" -v d="$duration" 'BEGIN {printf "%d", e / d}')
   client=$(awk '{print $1 + $2}' "$WORK/time.txt")
   server=$(awk -v a="$server_before" -v b="$server_after" 'BEGIN {print b - a}')
+  # CPU per event is robust to other load on the machine; CPU% (of one core, over the run's
+  # duration) says who is saturated. The client's includes its start-up and trace rewrite.
+  c_us=$(awk -v c="$client" -v e="$events" 'BEGIN {printf "%.2f", c * 1e6 / e}')
+  s_us=$(awk -v c="$server" -v e="$events" 'BEGIN {printf "%.2f", c * 1e6 / e}')
+  s_pct=$(awk -v c="$server" -v d="$duration" 'BEGIN {printf "%.0f", 100 * c / d}')
+  c_pct=$(awk -v c="$client" -v d="$duration" 'BEGIN {printf "%.0f", 100 * c / d}')
   event_rates+=("$rate"); client_cpu+=("$client"); server_cpu+=("$server")
+  client_us+=("$c_us"); server_us+=("$s_us"); server_pct+=("$s_pct"); client_pct+=("$c_pct")
   echo "  run $run: $events events in ${duration}s = $rate events/s;" \
-       "CPU: client ${client}s, server ${server}s; errors $(jq -c .errors "$WORK/b.json")"
+       "CPU: client ${client}s (${c_us} us/event, ${c_pct}%), server ${server}s (${s_us} us/event," \
+       "${s_pct}%); errors $(jq -c .errors "$WORK/b.json")"
 done
 echo "  median: $(printf '%s\n' "${event_rates[@]}" | median) events/s;" \
-     "client CPU $(printf '%s\n' "${client_cpu[@]}" | median)s vs server CPU $(printf '%s\n' "${server_cpu[@]}" | median)s per run"
+     "client CPU $(printf '%s\n' "${client_cpu[@]}" | median)s vs server CPU $(printf '%s\n' "${server_cpu[@]}" | median)s per run;" \
+     "client $(printf '%s\n' "${client_us[@]}" | median) us/event ($(printf '%s\n' "${client_pct[@]}" | median)% of a core)," \
+     "server $(printf '%s\n' "${server_us[@]}" | median) us/event ($(printf '%s\n' "${server_pct[@]}" | median)% of a core)"
+echo "  load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 stop_server
+fi
 
 # --- (c) added TTFT: one request at a time, replay vs a raw socket client
+if section c; then
 start_server
 echo
 echo "(c) TTFT at concurrency 1 (ms, p50 of 200 requests; median of 3 runs)"
@@ -158,3 +185,4 @@ rep_median=$(printf '%s\n' "${rep[@]}" | median)
 echo "  median: raw socket $raw_median ms, replay $rep_median ms, added" \
      "$(awk -v a="$rep_median" -v b="$raw_median" 'BEGIN {printf "%.3f", a - b}') ms"
 stop_server
+fi
