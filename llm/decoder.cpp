@@ -22,6 +22,7 @@
 #include <memory>
 
 #include <boost/json.hpp>
+#include <boost/json/basic_parser_impl.hpp>
 
 #include "llm/llm.hpp"
 
@@ -191,6 +192,279 @@ std::optional<float> logprob_of(const json::object& object) {
 // Where a token's bytes came from, to decide how far to trust them against the text delta.
 enum class BytesFrom : std::uint8_t { bytes_array, token_text, unknown };
 
+// ------------------------------------------------------------------------------------------------
+// Fast path for the common streamed OpenAI event: a text delta and maybe a finish reason, e.g.
+//   {"id":..,"object":"text_completion",..,"choices":[{"index":0,"text":" the","logprobs":null,
+//    "finish_reason":null}]}
+// A SAX pass (no DOM, no allocation once warm) picks out exactly what read_openai() would use.
+// Anything it does not model with certainty (logprobs, token ids, usage, errors, tool calls,
+// reasoning, duplicate keys, odd index values, ...) makes it give up, and the event goes through
+// the general DOM path instead, so the decoded result is the same either way (a test compares the
+// two paths event by event).
+
+struct SimpleMessage {
+  bool is_object = false;  // "delta"/"message" present as an object
+  bool has_content = false;
+  std::string content;
+};
+
+struct SimpleChoice {
+  std::int64_t index = 0;
+  bool has_text = false;
+  std::string text;
+  bool has_finish_reason = false;
+  std::string finish_reason;
+  SimpleMessage delta, message;
+  std::uint32_t seen = 0;  // bit per key already seen, to give up on duplicates
+};
+
+class SimpleEventHandler {
+ public:
+  static constexpr std::size_t max_object_size = std::size_t(-1);
+  static constexpr std::size_t max_array_size = std::size_t(-1);
+  static constexpr std::size_t max_key_size = std::size_t(-1);
+  static constexpr std::size_t max_string_size = std::size_t(-1);
+
+  // Choices of the last successful parse, in order: [0, choice_count()).
+  const SimpleChoice& choice(std::size_t i) const { return choices_[i]; }
+  std::size_t choice_count() const { return used_; }
+  // The root was an object with a "choices" array (else read_openai() has a note to make).
+  bool saw_choices_array() const { return saw_choices_array_; }
+
+  void reset() {
+    depth_ = 0;
+    skip_ = 0;
+    used_ = 0;
+    saw_choices_array_ = false;
+    root_seen_ = 0;
+    key_ = Key::other;
+    key_buffer_.clear();
+    string_buffer_.clear();
+  }
+
+  bool on_document_begin(json::error_code&) { return true; }
+  bool on_document_end(json::error_code&) { return true; }
+
+  bool on_object_begin(json::error_code& ec) {
+    if (skip_ > 0) return ++skip_, true;
+    switch (top()) {
+      case Level::document: return push(Level::root, ec);
+      case Level::choices: {
+        if (used_ == choices_.size()) choices_.emplace_back();
+        SimpleChoice& added = choices_[used_++];
+        added.index = 0;
+        added.has_text = added.has_finish_reason = false;
+        added.delta = added.message = {};  // keeps no capacity; messages are rare on this path
+        added.seen = 0;
+        return push(Level::choice, ec);
+      }
+      case Level::choice:
+        if (key_ == Key::delta || key_ == Key::message) {
+          delta_open_ = key_ == Key::delta;
+          message().is_object = true;
+          return push(Level::message, ec);
+        }
+        if (key_ == Key::other) return ++skip_, true;
+        return give_up(ec);
+      case Level::root:
+      case Level::message:
+        if (key_ == Key::other) return ++skip_, true;
+        return give_up(ec);
+    }
+    return give_up(ec);
+  }
+  bool on_object_end(std::size_t, json::error_code&) { return end_container(); }
+
+  bool on_array_begin(json::error_code& ec) {
+    if (skip_ > 0) return ++skip_, true;
+    switch (top()) {
+      case Level::root:
+        if (key_ == Key::choices) return push(Level::choices, ec);
+        if (key_ == Key::other) return ++skip_, true;
+        return give_up(ec);
+      case Level::choices: return ++skip_, true;  // not an object: read_openai() skips it
+      case Level::choice:
+      case Level::message:
+        if (key_ == Key::other) return ++skip_, true;
+        return give_up(ec);
+      case Level::document: return give_up(ec);
+    }
+    return give_up(ec);
+  }
+  bool on_array_end(std::size_t, json::error_code&) { return end_container(); }
+
+  bool on_key_part(json::string_view part, std::size_t, json::error_code&) {
+    if (skip_ == 0) key_buffer_.append(part.data(), part.size());
+    return true;
+  }
+  bool on_key(json::string_view part, std::size_t, json::error_code& ec) {
+    if (skip_ > 0) return true;
+    std::string_view name(part.data(), part.size());
+    if (!key_buffer_.empty()) {
+      key_buffer_.append(name);
+      name = key_buffer_;
+    }
+    key_ = classify(top(), name);
+    key_buffer_.clear();
+    if (key_ == Key::other) return true;
+    std::uint32_t& seen = top() == Level::root ? root_seen_
+                          : top() == Level::choice ? current().seen
+                                                   : message_seen_;
+    if (seen & bit(key_)) return give_up(ec);  // which duplicate wins is the DOM's business
+    seen |= bit(key_);
+    return true;
+  }
+
+  bool on_string_part(json::string_view part, std::size_t, json::error_code&) {
+    if (skip_ == 0) string_buffer_.append(part.data(), part.size());
+    return true;
+  }
+  bool on_string(json::string_view part, std::size_t, json::error_code& ec) {
+    if (skip_ > 0) return true;
+    if (top() == Level::document) return give_up(ec);
+    std::string_view value(part.data(), part.size());
+    if (!string_buffer_.empty()) {
+      string_buffer_.append(value);
+      value = string_buffer_;
+    }
+    bool ok = true;
+    switch (key_) {
+      case Key::object: ok = top() != Level::root || value != "error"; break;
+      case Key::text:
+        current().has_text = true;
+        current().text.assign(value);
+        break;
+      case Key::finish_reason:
+        current().has_finish_reason = true;
+        current().finish_reason.assign(value);
+        break;
+      case Key::content:
+        message().has_content = true;
+        message().content.assign(value);
+        break;
+      case Key::other:
+      case Key::usage:
+      case Key::logprobs:
+      case Key::token_ids:
+      case Key::delta:
+      case Key::message:
+        break;  // a string where read_openai() wants an object or array: it ignores it too
+      default: ok = false;  // index, error, reasoning, refusal, tool_calls
+    }
+    string_buffer_.clear();
+    return ok || give_up(ec);
+  }
+
+  bool on_number_part(json::string_view, json::error_code&) { return true; }
+  bool on_int64(std::int64_t value, json::string_view, json::error_code& ec) {
+    if (skip_ > 0 || key_ != Key::index) return scalar(ec);
+    if (value < 0 || static_cast<std::uint64_t>(value) >= kMaxChoices) return give_up(ec);
+    current().index = value;
+    return true;
+  }
+  bool on_uint64(std::uint64_t, json::string_view, json::error_code& ec) { return scalar(ec); }
+  bool on_double(double, json::string_view, json::error_code& ec) { return scalar(ec); }
+  bool on_bool(bool, json::error_code& ec) { return scalar(ec); }
+  bool on_null(json::error_code& ec) {
+    // null is "absent" for every key read_openai() looks at ("index": null is index 0).
+    if (skip_ == 0 && top() == Level::document) return give_up(ec);
+    return true;
+  }
+  bool on_comment_part(json::string_view, json::error_code&) { return true; }
+  bool on_comment(json::string_view, json::error_code&) { return true; }
+
+ private:
+  enum class Level : std::uint8_t { document, root, choices, choice, message };
+  enum class Key : std::uint8_t {
+    other, choices, usage, error, object,                                     // root
+    index, text, delta, message, logprobs, token_ids, finish_reason,          // choice
+    content, reasoning, reasoning_content, refusal, tool_calls,               // message
+  };
+  static constexpr std::uint32_t bit(Key key) { return 1u << static_cast<unsigned>(key); }
+
+  static Key classify(Level level, std::string_view name) {
+    switch (level) {
+      case Level::root:
+        if (name == "choices") return Key::choices;
+        if (name == "usage") return Key::usage;
+        if (name == "error") return Key::error;
+        if (name == "object") return Key::object;
+        return Key::other;
+      case Level::choice:
+        if (name == "index") return Key::index;
+        if (name == "text") return Key::text;
+        if (name == "delta") return Key::delta;
+        if (name == "message") return Key::message;
+        if (name == "logprobs") return Key::logprobs;
+        if (name == "token_ids") return Key::token_ids;
+        if (name == "finish_reason") return Key::finish_reason;
+        return Key::other;
+      case Level::message:
+        if (name == "content") return Key::content;
+        if (name == "reasoning") return Key::reasoning;
+        if (name == "reasoning_content") return Key::reasoning_content;
+        if (name == "refusal") return Key::refusal;
+        if (name == "tool_calls") return Key::tool_calls;
+        return Key::other;
+      case Level::document:
+      case Level::choices: break;
+    }
+    return Key::other;
+  }
+
+  // A number or bool: harmless for keys read_openai() ignores or reads as a string (it takes
+  // a non-string as absent), decisive for the others.
+  bool scalar(json::error_code& ec) {
+    if (skip_ > 0) return true;
+    switch (top()) {
+      case Level::document: return give_up(ec);
+      case Level::choices: return true;
+      case Level::root: return key_ != Key::error || give_up(ec);
+      case Level::choice: return (key_ != Key::index) || give_up(ec);
+      case Level::message: return true;
+    }
+    return true;
+  }
+
+  bool push(Level level, json::error_code& ec) {
+    if (depth_ + 1 >= kMaxLevels) return give_up(ec);
+    levels_[++depth_] = level;
+    if (level == Level::message) message_seen_ = 0;
+    if (level == Level::choices) saw_choices_array_ = true;
+    key_ = Key::other;
+    return true;
+  }
+  bool end_container() {
+    if (skip_ > 0) return --skip_, true;
+    --depth_;
+    // In an enclosing object a key comes next; in an enclosing array values have no key.
+    key_ = Key::other;
+    return true;
+  }
+  Level top() const { return levels_[depth_]; }
+  SimpleChoice& current() { return choices_[used_ - 1]; }
+  SimpleMessage& message() { return delta_open_ ? current().delta : current().message; }
+
+  bool give_up(json::error_code& ec) {
+    ec = json::make_error_code(json::error::exception);
+    return false;
+  }
+
+  static constexpr int kMaxLevels = 8;
+  Level levels_[kMaxLevels] = {Level::document};
+  int depth_ = 0;
+  int skip_ = 0;  // depth inside a value nobody reads
+  Key key_ = Key::other;
+  bool delta_open_ = false;  // the open message level is "delta" (else "message")
+  bool saw_choices_array_ = false;
+  std::uint32_t root_seen_ = 0;
+  std::uint32_t message_seen_ = 0;
+  std::vector<SimpleChoice> choices_;
+  std::size_t used_ = 0;
+  std::string key_buffer_;
+  std::string string_buffer_;
+};
+
 }  // namespace
 
 struct ResponseDecoder::Impl {
@@ -210,6 +484,8 @@ struct ResponseDecoder::Impl {
   std::unique_ptr<unsigned char[]> scratch{new unsigned char[kScratchBytes]};
   json::monotonic_resource arena{scratch.get(), kScratchBytes};
   json::parser parser{json::storage_ptr(), make_options()};
+  bool fast_path = true;
+  json::basic_parser<SimpleEventHandler> simple_parser{make_options()};
 
   // Per-event scratch, reused.
   std::vector<BytesFrom> bytes_from;
@@ -222,7 +498,7 @@ struct ResponseDecoder::Impl {
     return options;
   }
 
-  explicit Impl(Dialect d) : dialect(d) {}
+  Impl(Dialect d, bool allow_fast_path) : dialect(d), fast_path(allow_fast_path) {}
 
   void note(std::string message) {
     if (notes.size() < kMaxNotes) {
@@ -232,6 +508,33 @@ struct ResponseDecoder::Impl {
     }
   }
   std::string where() const { return "event " + std::to_string(events_seen - 1); }
+
+  // A streamed event of the simple shape (see SimpleEventHandler), decoded without a DOM; false
+  // when it is not one, having changed nothing.
+  bool read_simple_event(std::string_view data, std::int64_t offset_ns) {
+    if (!fast_path || (dialect != Dialect::openai_completions && dialect != Dialect::openai_chat)) return false;
+    simple_parser.reset();
+    SimpleEventHandler& simple = simple_parser.handler();
+    simple.reset();
+    json::error_code ec;
+    const std::size_t used = simple_parser.write_some(false, data.data(), data.size(), ec);
+    if (ec || used != data.size() || !simple.saw_choices_array()) return false;
+    for (std::size_t i = 0; i < simple.choice_count(); ++i) {
+      const SimpleChoice& parsed = simple.choice(i);
+      Choice& choice = choice_with_index(static_cast<std::uint32_t>(parsed.index));
+      std::optional<std::string_view> text;
+      if (parsed.has_text) text = parsed.text;
+      // As read_openai() for a stream: "delta" first, else "message".
+      const SimpleMessage* message = parsed.delta.is_object     ? &parsed.delta
+                                     : parsed.message.is_object ? &parsed.message
+                                                                : nullptr;
+      if (message) text = message->has_content ? std::optional<std::string_view>(message->content) : std::nullopt;
+      bytes_from.clear();
+      if (text && !text->empty()) add_token(choice, offset_ns, BytesFrom::token_text).bytes.assign(*text);
+      if (parsed.has_finish_reason) choice.finish_reason.assign(parsed.finish_reason);
+    }
+    return true;
+  }
 
   // Parses `text` into the arena; nullopt (and a note naming `what`) when it is not JSON.
   std::optional<json::value> parse(std::string_view text, const std::string& what) {
@@ -780,7 +1083,9 @@ struct ResponseDecoder::Impl {
   }
 };
 
-ResponseDecoder::ResponseDecoder(Dialect dialect) : impl_(std::make_unique<Impl>(dialect)) {}
+ResponseDecoder::ResponseDecoder(Dialect dialect) : impl_(std::make_unique<Impl>(dialect, true)) {}
+ResponseDecoder::ResponseDecoder(Dialect dialect, bool fast_path)
+    : impl_(std::make_unique<Impl>(dialect, fast_path)) {}
 ResponseDecoder::~ResponseDecoder() = default;
 ResponseDecoder::ResponseDecoder(ResponseDecoder&&) noexcept = default;
 ResponseDecoder& ResponseDecoder::operator=(ResponseDecoder&&) noexcept = default;
@@ -800,6 +1105,7 @@ void ResponseDecoder::on_event(std::string_view data, std::int64_t offset_ns) {
     // llama.cpp's "stop": true and TGI's last event end the stream; anything after is extra.
     if (impl.events_after_end++ == 0) impl.note(impl.where() + ": data after the end of the stream");
   }
+  if (impl.read_simple_event(data, offset_ns)) return;
   const auto value = impl.parse(data, impl.where());
   if (!value) return;
   impl.read(*value, offset_ns, true);

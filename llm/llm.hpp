@@ -77,6 +77,10 @@ Dialect detect_dialect(std::string_view target, std::string_view request_body);
 class ResponseDecoder {
  public:
   explicit ResponseDecoder(Dialect dialect);
+  // fast_path false sends every event through the general (DOM) parse; the result is the same
+  // (tests compare the two), only slower. The default decodes the common simple event shape (a
+  // text delta, a finish reason) with a SAX pass and falls back to the general parse otherwise.
+  ResponseDecoder(Dialect dialect, bool fast_path);
   ~ResponseDecoder();
   ResponseDecoder(ResponseDecoder&&) noexcept;
   ResponseDecoder& operator=(ResponseDecoder&&) noexcept;
