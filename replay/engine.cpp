@@ -100,6 +100,12 @@ class WriteQueue {
   bool closed_ = false;
 };
 
+// The exchange's deadline timer and the connection it would close (null between attempts).
+struct Watchdog {
+  net::UpstreamConnection* connection = nullptr;
+  bool timed_out = false;
+};
+
 struct Shared;
 
 class Worker {
@@ -283,6 +289,19 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - send_time).count();
   };
 
+  // One deadline for the whole exchange, connecting included, kept by one timer per exchange
+  // that closes the connection when it fires. (Beast's tcp_stream timeout would re-arm and
+  // cancel a timer on every read of the token stream: a timer-queue insert, a cancel and a
+  // handler run per read.) Connecting keeps its own timeout.
+  auto deadline = send_time + timeout;
+  auto watchdog = std::make_shared<Watchdog>();
+  asio::steady_timer watchdog_timer(io_, deadline);
+  watchdog_timer.async_wait([watchdog](error_code wait_ec) {
+    if (wait_ec || !watchdog->connection) return;
+    watchdog->timed_out = true;
+    watchdog->connection->close();
+  });
+
   // A connection reused from the pool may have been closed by the server while idle; such a
   // failure before any response byte is retried once on a fresh connection.
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -317,8 +336,15 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
       active_.erase(connection.get());
       break;
     }
-    // One deadline for the whole exchange, connecting included.
-    connection->expires_after(timeout - (Clock::now() - send_time));
+    connection->expires_never();
+    if (Clock::now() >= deadline) {
+      ec = beast::error::timeout;
+      phase = net::Phase::write_request;
+      active_.erase(connection.get());
+      connection->close();
+      break;
+    }
+    watchdog->connection = connection.get();
 
     phase = net::Phase::write_request;
     std::tie(ec, std::ignore) = co_await connection->visit(
@@ -326,15 +352,19 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
     http::response_parser<http::buffer_body> parser;
     parser.body_limit(boost::none);
     parser.header_limit(64 * 1024);
+    // Parse every chunk already buffered into the body buffer in one read: not eager, Beast
+    // returns after each chunk, and a token stream is one chunk per token.
+    parser.eager(true);
     if (!ec) {
       phase = net::Phase::read_header;
       std::tie(ec, std::ignore) = co_await connection->visit([&](auto& stream) {
         return http::async_read_header(stream, connection->buffer(), parser, kTuple);
       });
     }
-    if (ec && reused && attempt == 0 && !stopping_ &&
+    if (ec && reused && attempt == 0 && !stopping_ && !watchdog->timed_out &&
         (phase == net::Phase::write_request || ec == http::error::end_of_stream ||
          ec == asio::error::connection_reset || ec == asio::error::eof)) {
+      watchdog->connection = nullptr;
       active_.erase(connection.get());
       connection->close();
       continue;  // stale keep-alive connection
@@ -380,6 +410,9 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
         exchange.end_ns = offset();
       }
     }
+    watchdog->connection = nullptr;
+    // The watchdog closed the socket: report it as the timeout it is, not as an abort.
+    if (ec && watchdog->timed_out) ec = beast::error::timeout;
     active_.erase(connection.get());
     if (complete && parser.keep_alive() && !stopping_) {
       ++connection->responses;
@@ -389,6 +422,7 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
     }
     break;
   }
+  watchdog_timer.cancel();
   give_buffer(std::move(buffer));
 
   if (exchange.response.streamed) {
