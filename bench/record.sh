@@ -59,11 +59,13 @@ done >"$WORK/workload.jsonl"
 "$RETRACE" import "$WORK/workload.jsonl" --out "$WORK/workload.rtrace" --endpoint completions >/dev/null
 
 start_listening serve "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
+SERVE_PID=$!
 SERVE_URL=$(url_of serve)
 SERVE_PORT=${SERVE_URL##*:}
 
 start_listening record "$RETRACE" record --upstream "$SERVE_URL" --out "$WORK/recorded.rtrace" \
   --listen 127.0.0.1:0 --no-server-info
+RECORD_PID=$!
 RECORD_URL=$(url_of record)
 
 NGINX_PORT=$(free_port)
@@ -94,19 +96,23 @@ http {
 }
 EOF
 nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" >"$WORK/nginx.out" 2>"$WORK/nginx.err" &
-PIDS+=("$!")
+NGINX_PID=$!
+PIDS+=("$NGINX_PID")
 wait_port "$NGINX_PORT"
 
 SETUPS=(direct record nginx)
 declare -A URLS=([direct]=$SERVE_URL [record]=$RECORD_URL [nginx]=http://127.0.0.1:$NGINX_PORT)
+declare -A PROXY_PIDS=([direct]="" [record]=$RECORD_PID [nginx]=$NGINX_PID)
 if command -v mitmdump >/dev/null; then
   MITM_PORT=$(free_port)
   mitmdump --mode "reverse:$SERVE_URL" --listen-host 127.0.0.1 --listen-port "$MITM_PORT" \
     -w "$WORK/mitm.flows" -q >"$WORK/mitm.out" 2>"$WORK/mitm.err" &
-  PIDS+=("$!")
+  MITM_PID=$!
+  PIDS+=("$MITM_PID")
   wait_port "$MITM_PORT"
   SETUPS+=(mitmdump)
   URLS[mitmdump]=http://127.0.0.1:$MITM_PORT
+  PROXY_PIDS[mitmdump]=$MITM_PID
 else
   echo "mitmdump not installed (apt-get install mitmproxy): skipping it" >&2
 fi
@@ -116,10 +122,26 @@ for setup in "${SETUPS[@]}"; do
   "$RETRACE" replay "$WORK/workload.rtrace" --target "${URLS[$setup]}" -c "$CONCURRENCY" --limit 64 \
     --out "$WORK/warm-$setup.rtrace" --json >/dev/null 2>&1 || true
 done
+# CPU seconds (user + system) of a process and its children, e.g. nginx's workers: how much the
+# proxy itself costs per token, a figure that holds up on a loaded machine where wall-clock
+# throughput does not.
+cpu_seconds() {
+  local pid total=0 hz
+  hz=$(getconf CLK_TCK)
+  [[ -z "$1" ]] && { echo 0; return; }
+  for pid in $1 $(pgrep -P "$1" || true); do
+    total=$(awk -v t="$total" -v hz="$hz" '{print t + ($14 + $15) / hz}' "/proc/$pid/stat" 2>/dev/null || echo "$total")
+  done
+  echo "$total"
+}
 for round in $(seq 1 "$ROUNDS"); do
   for setup in "${SETUPS[@]}"; do
+    proxy_before=$(cpu_seconds "${PROXY_PIDS[$setup]}")
+    server_before=$(cpu_seconds "$SERVE_PID")
     "$RETRACE" replay "$WORK/workload.rtrace" --target "${URLS[$setup]}" -c "$CONCURRENCY" \
       --out "$WORK/run-$setup-$round.rtrace" --json >"$OUT_DIR/report-$setup-$round.json" 2>/dev/null
+    echo "$(cpu_seconds "${PROXY_PIDS[$setup]}") $proxy_before $(cpu_seconds "$SERVE_PID") $server_before" \
+      >"$OUT_DIR/cpu-$setup-$round.txt"
   done
 done
 
@@ -138,11 +160,20 @@ for setup in setups:
         "p99": statistics.median(run["ttft_ms"]["p99"] for run in runs),
         "errors": sum(run["exchanges"] - run["completed"] for run in runs),
     }
+    proxy_us, server_us = [], []
+    for r, run in enumerate(runs, start=1):
+        after, before, server_after, server_before = map(float, open(f"{out_dir}/cpu-{setup}-{r}.txt").read().split())
+        tokens = run["output_tokens"]
+        proxy_us.append((after - before) * 1e6 / tokens)
+        server_us.append((server_after - server_before) * 1e6 / tokens)
+    rows[setup]["proxy_us"] = statistics.median(proxy_us)
+    rows[setup]["server_us"] = statistics.median(server_us)
 direct = rows["direct"]
-print("| setup | tokens/s | × direct | TTFT p50 ms | added p50 ms | TTFT p99 ms | added p99 ms | errors |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
+print("| setup | tokens/s | × direct | TTFT p50 ms | added p50 ms | TTFT p99 ms | added p99 ms | proxy CPU µs/token | server CPU µs/token | errors |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for setup in setups:
     r = rows[setup]
     print(f"| {setup} | {r['tps']:.0f} | {r['tps'] / direct['tps']:.2f} | {r['p50']:.3f} | "
-          f"{r['p50'] - direct['p50']:+.3f} | {r['p99']:.3f} | {r['p99'] - direct['p99']:+.3f} | {r['errors']} |")
+          f"{r['p50'] - direct['p50']:+.3f} | {r['p99']:.3f} | {r['p99'] - direct['p99']:+.3f} | "
+          f"{r['proxy_us']:.2f} | {r['server_us']:.2f} | {r['errors']} |")
 EOF

@@ -11,8 +11,11 @@
 
 #include <array>
 #include <cctype>
+#include <cstdio>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json/serialize.hpp>
@@ -31,6 +34,9 @@ namespace {
 
 constexpr auto kClientIdleTimeout = std::chrono::seconds(300);
 constexpr std::size_t kResponseHeaderLimit = 256u << 10;
+// Relayed bytes the client has not taken yet beyond which the upstream is no longer read.
+constexpr std::size_t kMaxPendingBytes = 1u << 20;
+constexpr std::size_t kUpstreamReadBytes = 64u << 10;
 
 std::int64_t ns_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
@@ -247,29 +253,47 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     client_keep_alive_ = client_keep_alive_ && response.keep_alive() &&
                          !response_parser_->need_eof() && !shared_.draining;
     if (!client_keep_alive_ && response.keep_alive()) response.keep_alive(false);
-    serializer_.emplace(response);
-    client_.expires_after(options_.upstream_timeout);
-    http::async_write_header(client_, *serializer_,
-                             [self = shared_from_this()](error_code ec, std::size_t) {
-                               self->on_write_client(ec);
-                             });
+    start_relay();
   }
 
   // ---- body relay ----------------------------------------------------------------------------
+  //
+  // The upstream read and the client write run at the same time: while one write is on its way to
+  // the client the next upstream read is already waiting, and whatever arrives meanwhile goes out
+  // in the next single write (coalesced, never held back). The header is relayed as received
+  // (hop-by-hop headers included, so a chunked response stays chunked), each read's body bytes
+  // framed as one chunk when the response is chunked. One watchdog timer per response enforces
+  // --upstream-timeout on both sides, instead of a timer armed and cancelled around every read
+  // and write.
+
+  void start_relay() {
+    auto& parser = *response_parser_;
+    auto& response = parser.get();
+    frame_chunked_ = response.chunked();
+    body_expected_ = !parser.is_done();
+    upstream_done_ = !body_expected_;
+    // Beast sizes each socket read by the buffer's free capacity (at least 512 bytes): without
+    // room reserved, a burst of events would be read 512 bytes at a time.
+    upstream_->buffer().reserve(kUpstreamReadBytes);
+    out_pending_.clear();
+    out_pending_ += beast::buffers_to_string(
+        http::fields::writer(response.base(), response.version(), response.result_int()).get());
+    upstream_->expires_never();
+    client_.expires_never();
+    relay_active_ = true;
+    ++relay_generation_;
+    arm_watchdog(options_.upstream_timeout);
+    if (body_expected_) do_read_body();
+    flush_client();
+  }
 
   void do_read_body() {
     auto& parser = *response_parser_;
     auto& body = parser.get().body();
-    if (parser.is_done()) {
-      // Nothing left to read: one last write lets the serializer close a chunked body.
-      body.data = nullptr;
-      body.size = 0;
-      body.more = false;
-      return do_write_client();
-    }
-    body.data = chunk_.data();  // chunk_ must outlive the read and the write that follows
-    body.size = chunk_.size();
-    upstream_->expires_after(options_.upstream_timeout);
+    body.data = read_buf_.data();  // read_buf_ outlives the read; its bytes are copied out after
+    body.size = read_buf_.size();
+    reading_ = true;
+    read_since_ = Clock::now();
     // read_some, not read: read fills the whole buffer before it returns, which would hold back
     // a stream of small events. read_some returns what one socket read brought.
     upstream_->visit([&](auto& stream) {
@@ -281,46 +305,135 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   }
 
   void on_read_body(error_code ec) {
+    reading_ = false;
     if (ec == http::error::need_buffer) ec = {};
+    if (!ec) parse_buffered();
     auto& parser = *response_parser_;
-    auto& body = parser.get().body();
-    std::size_t received = chunk_.size() - body.size;
-    if (received > 0 && recording_) {
-      capture_.body.append(chunk_.data(), received);
-      capture_.chunks.push_back({ns_between(sent_at_, Clock::now()), capture_.body.size()});
+    std::size_t received = read_buf_.size() - parser.get().body().size;
+    if (received > 0) {
+      if (recording_) {
+        capture_.body.append(read_buf_.data(), received);
+        capture_.chunks.push_back({ns_between(sent_at_, Clock::now()), capture_.body.size()});
+      }
+      if (!client_failed_) queue_body(std::string_view(read_buf_.data(), received));
     }
-    if (cut_) return finish_cut();
-    // Only framing arrived (a chunk header): nothing to pass on yet.
-    if (received == 0 && !ec && !parser.is_done()) return do_read_body();
+    if (upstream_stalled_) ec = beast::error::timeout;  // the watchdog closed it
+    if (cut_ || client_failed_) return settle();
     if (ec) {
       upstream_error_ = ec;
-      if (received == 0) return abort_stream();
-    }
-    // No data must be nullptr, not an empty buffer: the chunked serializer would write an empty
-    // buffer as a zero-size chunk, which is the terminating chunk, and then terminate again.
-    body.data = received > 0 ? chunk_.data() : nullptr;
-    body.size = received;
-    // After an upstream error the body is not complete: `more` stays true, so the serializer
-    // never writes the terminating chunk and the client sees the stream end as it did here.
-    body.more = !parser.is_done();
-    do_write_client();
+    } else if (parser.is_done()) {
+      upstream_done_ = true;
+      if (frame_chunked_) out_pending_ += "0\r\n\r\n";
+    } else if (out_pending_.size() < kMaxPendingBytes) {
+      do_read_body();
+    }  // else: the client is behind; on_write_client resumes reading once it catches up
+    flush_client();
+    settle();
   }
 
-  void do_write_client() {
-    client_.expires_after(options_.upstream_timeout);
-    http::async_write(client_, *serializer_,
+  // read_some returns after one chunk even when the socket read brought several (a parser set
+  // to eager would instead keep reading the socket until the body buffer filled, holding events
+  // back). Parse what is already buffered here, so that events the upstream sent together go to
+  // the client in one write.
+  void parse_buffered() {
+    auto& parser = *response_parser_;
+    auto& buffered = upstream_->buffer();
+    while (!parser.is_done() && buffered.size() > 0 && parser.get().body().size > 0) {
+      error_code ec;
+      auto used = parser.put(buffered.data(), ec);
+      buffered.consume(used);
+      if (ec == http::error::need_buffer) break;  // read_buf_ full: the next read continues
+      if (ec) break;  // need_more (a partial chunk), or a framing error the next read reports
+      if (used == 0) break;
+    }
+  }
+
+  void queue_body(std::string_view bytes) {
+    if (frame_chunked_) {
+      char size_line[24];
+      int n = std::snprintf(size_line, sizeof size_line, "%zx\r\n", bytes.size());
+      out_pending_.append(size_line, static_cast<std::size_t>(n));
+      out_pending_ += bytes;
+      out_pending_ += "\r\n";
+    } else {
+      out_pending_ += bytes;
+    }
+  }
+
+  void flush_client() {
+    if (writing_ || out_pending_.empty() || client_failed_ || cut_) return;
+    out_writing_.clear();
+    std::swap(out_pending_, out_writing_);
+    writing_ = true;
+    write_since_ = Clock::now();
+    asio::async_write(client_.socket(), asio::buffer(out_writing_),
                       [self = shared_from_this()](error_code ec, std::size_t) {
                         self->on_write_client(ec);
                       });
   }
 
   void on_write_client(error_code ec) {
-    if (ec == http::error::need_buffer) ec = {};
+    writing_ = false;
+    if (ec && !cut_) {
+      client_failed_ = true;
+      client_error_ = client_stalled_ ? error_code(beast::error::timeout) : ec;
+      if (reading_) upstream_->close();  // cancels the upstream request
+      return settle();
+    }
+    bool reading_paused = !reading_ && body_expected_ && !upstream_done_ && !upstream_error_;
+    if (reading_paused && !cut_) do_read_body();
+    flush_client();
+    settle();
+  }
+
+  // Ends the response once neither a read nor a write is outstanding, and only then.
+  void settle() {
+    if (reading_ || writing_ || !relay_active_) return;
+    if (!cut_ && !client_failed_ && !out_pending_.empty()) return flush_client();
+    if (!cut_ && !client_failed_ && !upstream_error_ && !upstream_done_) return;  // cannot happen
+    relay_active_ = false;
+    ++relay_generation_;
+    watchdog_.cancel();
     if (cut_) return finish_cut();
-    if (ec) return client_gone(ec);
+    if (client_failed_) return client_gone(client_error_);
     if (upstream_error_) return abort_stream();
-    if (serializer_->is_done()) return finish_response();
-    do_read_body();
+    finish_response();
+  }
+
+  void arm_watchdog(std::chrono::steady_clock::duration after) {
+    watchdog_.expires_after(after);
+    watchdog_.async_wait([self = shared_from_this(), generation = relay_generation_](error_code ec) {
+      if (!ec && generation == self->relay_generation_) self->on_watchdog();
+    });
+  }
+
+  // An operation that made no progress for --upstream-timeout is given up: a stalled upstream
+  // read ends the stream as a timeout, a stalled client write as a client gone.
+  void on_watchdog() {
+    auto now = Clock::now();
+    auto timeout = std::chrono::duration_cast<Clock::duration>(options_.upstream_timeout);
+    auto next = Clock::time_point::max();
+    if (reading_) {
+      if (now - read_since_ >= timeout) {
+        upstream_stalled_ = true;
+        upstream_->close();
+      } else {
+        next = std::min(next, read_since_ + timeout);
+      }
+    }
+    if (writing_) {
+      if (now - write_since_ >= timeout) {
+        client_stalled_ = true;
+        // Abortive close (RST): a graceful one would leave the kernel trickling the unread
+        // send buffer to a client that does not read.
+        error_code ignored;
+        client_.socket().set_option(tcp::socket::linger(true, 0), ignored);
+        client_.close();
+      } else {
+        next = std::min(next, write_since_ + timeout);
+      }
+    }
+    if (next != Clock::time_point::max()) arm_watchdog(next - now);
   }
 
   // ---- endings -------------------------------------------------------------------------------
@@ -344,9 +457,11 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
 
   // The client closed (or stopped reading) mid-response: cancel the upstream request.
   void client_gone(error_code ec) {
-    capture_.exchange.error = {ErrorKind::cut,
-                               "client closed the connection before the response ended (" +
-                                   ec.message() + "); upstream request cancelled"};
+    auto what = client_stalled_
+                    ? "client stopped reading for --upstream-timeout (" +
+                          std::to_string(options_.upstream_timeout.count()) + " ms)"
+                    : "client closed the connection before the response ended (" + ec.message() + ")";
+    capture_.exchange.error = {ErrorKind::cut, what + "; upstream request cancelled"};
     capture_.exchange.decode_note = "response cut: the client went away";
     complete(true);
   }
@@ -416,9 +531,11 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
       if (limit != 0 && index + 1 == limit) shared_.on_limit();
     }
     capture_ = CapturedExchange{};
-    serializer_.reset();
     response_parser_.reset();
     upstream_error_ = {};
+    client_error_ = {};
+    client_failed_ = upstream_stalled_ = client_stalled_ = false;
+    upstream_done_ = body_expected_ = false;
     sent_ = false;
     in_flight_ = false;
     --shared_.in_flight;
@@ -443,8 +560,14 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   http::response<http::string_body> proxy_response_;  // must outlive its write
   std::unique_ptr<net::UpstreamConnection> upstream_;
   std::optional<http::response_parser<http::buffer_body>> response_parser_;
-  std::optional<http::response_serializer<http::buffer_body>> serializer_;
-  std::array<char, 16384> chunk_{};
+  std::array<char, 65536> read_buf_{};
+  std::string out_pending_;  // relayed bytes not yet handed to a client write
+  std::string out_writing_;  // the client write in flight (must outlive it)
+  asio::steady_timer watchdog_{client_.get_executor()};
+  std::uint64_t relay_generation_ = 0;  // a watchdog firing for an earlier response is ignored
+  Clock::time_point read_since_{};
+  Clock::time_point write_since_{};
+  error_code client_error_;
   CapturedExchange capture_;
   Clock::time_point received_at_{};
   Clock::time_point sent_at_{};
@@ -458,6 +581,15 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   bool head_request_ = false;
   bool client_keep_alive_ = false;
   bool upstream_keep_alive_ = false;
+  bool relay_active_ = false;
+  bool reading_ = false;
+  bool writing_ = false;
+  bool frame_chunked_ = false;
+  bool body_expected_ = false;
+  bool upstream_done_ = false;
+  bool client_failed_ = false;
+  bool upstream_stalled_ = false;
+  bool client_stalled_ = false;
 };
 
 Worker::Worker(ProxyShared& shared) : shared_(shared) { work_.emplace(io_.get_executor()); }

@@ -8,6 +8,10 @@ recorder decodes the stream as chat), picks the misbehaviour:
   /stall-mid   SSE headers and one chunk, then silence
   /status/N    answers status N with a JSON error body
   /slow        one chat chunk every 50 ms for up to 30 s; logs when the proxy hangs up
+  /big?n=N&framing=chunked|length|eof
+               N bytes of a repeating pattern (`pattern(N)`), chunked in pieces of uneven sizes,
+               with a Content-Length, or delimited by closing the connection; logs when the
+               client side went away before the end
   anything else: 200 with a small JSON body (Content-Length)
 Prints "listening on http://127.0.0.1:PORT"; logs events to stderr.
 """
@@ -97,9 +101,48 @@ class Handler(socketserver.BaseRequestHandler):
                 except OSError as e:
                     log(f"proxy closed the upstream connection after {sent} events ({e.__class__.__name__})")
                 return
+            if path.startswith("/big"):
+                if not send_big(sock, path.partition("?")[2]):
+                    return
+                continue
             body = b'{"ok":true}'
             sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                          b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+
+def pattern(size: int) -> bytes:
+    unit = bytes(range(33, 127))  # printable, and no multiple of any piece size below
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def send_big(sock, query: str) -> bool:
+    """Answers /big; returns whether the connection may be kept alive."""
+    params = dict(part.split("=", 1) for part in query.split("&") if "=" in part)
+    body = pattern(int(params.get("n", "1000000")))
+    framing = params.get("framing", "chunked")
+    try:
+        if framing == "length":
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                         b"Content-Length: %d\r\n\r\n" % len(body))
+            sock.sendall(body)
+            return True
+        if framing == "eof":
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                         b"Connection: close\r\n\r\n" + body)
+            return False
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n")
+        sizes = [1, 700, 70000, 13, 4096, 250000]
+        pos, i = 0, 0
+        while pos < len(body):
+            piece = body[pos:pos + sizes[i % len(sizes)]]
+            sock.sendall(chunk(piece))
+            pos, i = pos + len(piece), i + 1
+        sock.sendall(b"0\r\n\r\n")
+        return True
+    except OSError as e:
+        log(f"big response cut: {e.__class__.__name__}")
+        return False
 
 
 def log(text):
