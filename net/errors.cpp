@@ -51,7 +51,7 @@ std::string describe(const boost::system::error_code& ec, Phase phase, std::stri
   else if (ec == http::error::partial_message)
     text = "upstream closed the connection in the middle of the response";
   else if (ec == beast::error::timeout)
-    text = "upstream did not answer in time (see --upstream-timeout)";
+    text = "upstream did not answer within the timeout (record: --upstream-timeout; replay: --timeout)";
   return text + " (" + std::string(to_string(phase)) + ", upstream " + std::string(upstream) + ")";
 }
 
