@@ -2,6 +2,7 @@
 // timers, status line), and runs the shutdown sequence:
 //   stop accepting ─► close idle client connections ─► wait for in-flight exchanges (up to the
 //   drain deadline) ─► cut the rest (recorded as cut) ─► stop workers ─► flush and close the trace.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <array>
@@ -44,7 +45,10 @@ class TraceSink {
 
   void start(std::function<void()> on_failure) {
     on_failure_ = std::move(on_failure);
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+      ::pthread_setname_np(::pthread_self(), "rt-trace");  // for top -H and perf
+      run();
+    });
   }
 
   void submit(CapturedExchange&& captured) {
@@ -392,7 +396,11 @@ RecordSummary run_recorder(const RecordOptions& options,
   if (options.live_status) show_status();
 
   std::vector<std::thread> threads;
-  for (auto& worker : workers) threads.emplace_back([w = worker.get()] { w->run(); });
+  for (auto& worker : workers)
+    threads.emplace_back([w = worker.get()] {
+      ::pthread_setname_np(::pthread_self(), "rt-proxy");
+      w->run();
+    });
 
   auto local = acceptor.local_endpoint();
   std::string host = local.address().is_v6() ? "[" + local.address().to_string() + "]"
