@@ -32,7 +32,7 @@ start_listening() {
   _PIDS+=("$pid")
   local i url=""
   for i in $(seq 1 300); do
-    url=$(grep -m1 -oE 'listening on http://[^ ]+' "$out" 2>/dev/null | sed 's/^listening on //') || true
+    url=$(grep -m1 -oE 'listening on https?://[^ ]+' "$out" 2>/dev/null | sed 's/^listening on //') || true
     [[ -n "$url" ]] && break
     kill -0 "$pid" 2>/dev/null || { cat "$err" >&2; fail "$name exited before listening"; }
     sleep 0.1
