@@ -78,10 +78,10 @@ class WriteQueue {
   }
   // Blocks until something is queued or close(); false when closed and drained.
   bool pop_all(std::vector<Exchange>& out) {
+    out.clear();  // freeing a batch of token streams takes a while: not while workers wait to push
     std::unique_lock lock(mutex_);
     ready_.wait(lock, [&] { return !queue_.empty() || closed_; });
     if (queue_.empty()) return false;
-    out.clear();
     out.swap(queue_);
     return true;
   }
