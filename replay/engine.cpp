@@ -757,7 +757,12 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   // Fails here, before any traffic, when the destination is not writable.
   auto partial_path = out;
   partial_path += ".partial";
-  auto writer = std::make_unique<TraceWriter>(partial_path, header, options.writer);
+  // With a /metrics to scrape after the run, OUT.partial is re-streamed into OUT at the end (see
+  // below) and compressed there at the configured level; during the run, where the writer thread
+  // shares the CPU with the workers, the fastest level will do (zstd is most of its cost).
+  WriterOptions partial_options = options.writer;
+  if (metrics_before.status == 200) partial_options.zstd_level = std::min(partial_options.zstd_level, 1);
+  auto writer = std::make_unique<TraceWriter>(partial_path, header, partial_options);
 
   unsigned thread_count = options.threads ? options.threads : std::thread::hardware_concurrency();
   thread_count = std::max(1u, thread_count);
