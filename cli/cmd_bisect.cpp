@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "cli/sweep_flags.hpp"
+#include "cli/replay_flags.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::cli {
@@ -27,7 +27,6 @@ struct BisectArgs {
   std::string out;
   double near_tie = diff::kDefaultNearTieMargin;
   sweep::ReplayArgs replay;
-  std::shared_ptr<std::size_t> limit = std::make_shared<std::size_t>(0);
 };
 
 fs::path make_out_dir(const std::string& given) {
@@ -62,10 +61,9 @@ std::string substitute(std::string command, const std::string& value) {
   return command;
 }
 
-int run_bisect_command(CLI::App& command, BisectArgs& args) {
+int run_bisect_command(BisectArgs& args) {
   sweep::BisectAxis axis;
   axis.diff.near_tie = args.near_tie;
-  apply_limit(command, args.replay, *args.limit);
   std::atomic<bool> stop{false};
 
   auto need_replay = [&](const char* mode) {
@@ -182,8 +180,8 @@ void add_bisect(CLI::App& root, Registry& registry) {
   command->add_option("--near-tie", args->near_tie,
                       "Logprob margin under which a divergence counts as a near-tie flip")
       ->capture_default_str();
-  add_replay_flags(*command, args->replay, args->limit);
-  registry.add(command, [command, args] { return run_bisect_command(*command, *args); });
+  add_request_flags(*command, args->replay);
+  registry.add(command, [args] { return run_bisect_command(*args); });
 }
 
 }  // namespace retrace::cli

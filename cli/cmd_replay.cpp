@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/replay_flags.hpp"
 #include "format/trace.hpp"
 #include "replay/replay.hpp"
 #include "report/replay_report.hpp"
@@ -33,19 +34,11 @@ struct ReplayArgs {
   bool sessions = false;
   std::string session_mode = "recorded";
   int repeat = 1;
-  std::size_t warmup = 0;
-  std::optional<std::size_t> limit;
-  std::vector<std::string> filters, set, unset, headers, labels;
-  std::string api_key_env;
-  std::string token_ids = "off";
-  std::string timeout = "120s";
+  replay::RequestFlags request;  // shared with sweep and bisect
   std::string slo;
   std::string shard;
   bool json = false;
-  unsigned threads = 0;
   std::string run_name;
-  std::string ca_file;
-  bool insecure = false;
 };
 
 // SIGINT/SIGTERM are blocked in every thread and taken by one waiting thread, which turns them
@@ -119,39 +112,11 @@ replay::Options make_options(const ReplayArgs& args) {
     throw std::invalid_argument("--session-mode must be recorded or live");
   options.live_sessions = args.session_mode == "live";
   options.sessions = args.sessions || options.live_sessions;
-  options.warmup = args.warmup;
-  options.limit = args.limit;
-  for (const auto& filter : args.filters) replay::validate_filter(filter);
-  options.filters = args.filters;
-  for (const auto& assignment : args.set)
-    options.set.push_back(replay::split_assignment(assignment, "--set"));
-  options.unset = args.unset;
-  for (const auto& header : args.headers) options.headers.push_back(replay::parse_header(header));
-  if (!args.api_key_env.empty()) {
-    const char* key = std::getenv(args.api_key_env.c_str());
-    if (!key || !*key)
-      throw std::invalid_argument("--api-key-env " + args.api_key_env +
-                                  ": that environment variable is not set or empty");
-    options.api_key = key;
-    options.api_key_env = args.api_key_env;
-  }
-  auto token_ids = llm::token_id_mode_from_string(args.token_ids);
-  if (!token_ids) throw std::invalid_argument("--token-ids must be vllm, llamacpp, logprobs or off");
-  options.token_ids = *token_ids;
-  options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-      replay::parse_duration(args.timeout));
-  if (options.timeout.count() <= 0) throw std::invalid_argument("--timeout must be above 0");
-  for (const auto& label : args.labels) {
-    auto [key, value] = replay::split_assignment(label, "--label");
-    options.labels.push_back({key, value});
-  }
+  replay::apply_request_flags(args.request, options);
   if (!args.slo.empty()) options.slo = replay::parse_slo(args.slo);
   if (!args.shard.empty())
     std::tie(options.shard_index, options.shard_count) = replay::parse_shard(args.shard);
-  options.threads = args.threads;
   options.run_name = args.run_name;
-  options.ca_file = args.ca_file;
-  options.insecure = args.insecure;
   return options;
 }
 
@@ -240,25 +205,11 @@ void add_replay(CLI::App& root, Registry& registry) {
                       "recorded, or live: chat turns carry this run's earlier answers")
       ->capture_default_str();
   command->add_option("--repeat", args->repeat, "Run K times into K traces")->capture_default_str();
-  command->add_option("--warmup", args->warmup, "Send N requests first, neither counted nor written");
-  command->add_option("--limit", args->limit, "Replay at most N exchanges");
-  command->add_option("--filter", args->filters, "path:GLOB, label:KEY=GLOB or session:GLOB (repeatable)");
-  command->add_option("--set", args->set, "PATH=VALUE on the JSON body, e.g. temperature=0 (repeatable)");
-  command->add_option("--unset", args->unset, "Remove PATH from the JSON body (repeatable)");
-  command->add_option("--header,-H", args->headers, "'Name: value' added to every request (repeatable)");
-  command->add_option("--api-key-env", args->api_key_env,
-                      "Send 'Authorization: Bearer $VAR'; never written to the trace");
-  command->add_option("--token-ids", args->token_ids,
-                      "Ask for token ids: vllm, llamacpp, logprobs or off")->capture_default_str();
-  command->add_option("--timeout", args->timeout, "Per request, e.g. 30s")->capture_default_str();
-  command->add_option("--label", args->labels, "KEY=VALUE on the run and every exchange (repeatable)");
+  add_request_flags(*command, args->request);
   command->add_option("--run-name", args->run_name, "Label 'run' (default: the output's name)");
   command->add_option("--slo", args->slo, "Goodput objective, e.g. ttft:200ms,tpot:50ms,e2e:2s");
   command->add_option("--shard", args->shard, "I/N: only every N-th exchange (session) from I");
   command->add_flag("--json", args->json, "Print the report as JSON");
-  command->add_option("--threads", args->threads, "Worker threads (default: one per core)");
-  command->add_option("--ca-file", args->ca_file, "PEM CA bundle for https targets");
-  command->add_flag("--insecure", args->insecure, "Do not verify https certificates");
   registry.add(command, [args] { return run(*args); });
 }
 

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "cli/sweep_flags.hpp"
+#include "cli/replay_flags.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::cli {
@@ -23,7 +23,6 @@ struct SweepArgs {
   double near_tie = diff::kDefaultNearTieMargin;
   bool json = false;
   sweep::ReplayArgs replay;
-  std::shared_ptr<std::size_t> limit = std::make_shared<std::size_t>(0);
 };
 
 namespace fs = std::filesystem;
@@ -69,7 +68,6 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
                                   "` or choose another --out");
     auto order = sweep::order_from_string(args.order);
     if (!order) throw std::invalid_argument("--order: expected grouped or interleaved");
-    apply_limit(command, args.replay, *args.limit);
     plan.trace = fs::absolute(args.trace).string();
     plan.target = args.target;
     plan.levels = sweep::parse_levels(args.levels);
@@ -153,7 +151,7 @@ void add_sweep(CLI::App& root, Registry& registry) {
                       "Logprob margin under which a divergence counts as a near-tie flip")
       ->capture_default_str();
   command->add_flag("--json", args->json, "Print summary.json instead of the Markdown table");
-  add_replay_flags(*command, args->replay, args->limit);
+  add_request_flags(*command, args->replay);
   registry.add(command, [command, args] { return run_sweep_command(*command, *args); });
 }
 

@@ -117,7 +117,7 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
   // gold answers); sweeps and bisect stream and ask for logprobs, which give every divergence its
   // near-tie margin.
   ReplayArgs record_args;
-  record_args.timeout_s = 30;
+  record_args.timeout = "30s";
   ReplayArgs replay_args = record_args;
   replay_args.token_ids = "logprobs";
   replay_args.set = {"stream=true"};

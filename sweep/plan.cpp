@@ -57,26 +57,6 @@ json::array strings_to_json(const std::vector<std::string>& items) {
 
 }  // namespace
 
-double parse_duration_seconds(std::string_view text) {
-  std::string_view number = trim(text);
-  double scale = 1;
-  auto strip = [&](std::string_view unit, double factor) {
-    if (number.size() > unit.size() && number.substr(number.size() - unit.size()) == unit) {
-      number.remove_suffix(unit.size());
-      scale = factor;
-      return true;
-    }
-    return false;
-  };
-  strip("ms", 0.001) || strip("s", 1) || strip("m", 60);
-  double value = 0;
-  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (ec != std::errc{} || end != number.data() + number.size() || value <= 0)
-    throw std::invalid_argument("'" + std::string(text) +
-                                "' is not a duration; e.g. 30s, 500ms, 2m or a number of seconds");
-  return value * scale;
-}
-
 bool is_secret_header(std::string_view name) {
   std::string n = lower(name);
   return n == "authorization" || n == "proxy-authorization" || n == "cookie" ||
@@ -86,55 +66,19 @@ bool is_secret_header(std::string_view name) {
 
 replay::Options to_replay_options(const ReplayArgs& args, const std::string& target,
                                   int concurrency, const std::vector<Label>& run_labels) {
+  for (const auto& header : args.headers) {
+    auto colon = header.find(':');
+    if (colon != std::string::npos && trim(std::string_view(header).substr(colon + 1)) == kRedacted)
+      throw std::invalid_argument("header " + header.substr(0, colon) +
+                                  " is a secret not kept in plan.json: pass --header '" +
+                                  header.substr(0, colon) + ": VALUE' again with --resume");
+  }
   replay::Options options;
   options.target = target;
   options.schedule.kind = replay::ScheduleKind::concurrency;
   options.schedule.concurrency = concurrency;
-  options.limit = args.limit;
-  options.warmup = args.warmup;
-  options.filters = args.filters;
-  for (const auto& item : args.set) {
-    auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw std::invalid_argument("--set '" + item + "': expected PATH=VALUE, e.g. --set temperature=0");
-    options.set.emplace_back(item.substr(0, eq), item.substr(eq + 1));
-  }
-  options.unset = args.unset;
-  for (const auto& item : args.headers) {
-    auto colon = item.find(':');
-    if (colon == std::string::npos || colon == 0)
-      throw std::invalid_argument("--header '" + item + "': expected 'Name: value'");
-    std::string value(trim(std::string_view(item).substr(colon + 1)));
-    if (value == kRedacted)
-      throw std::invalid_argument("header " + item.substr(0, colon) +
-                                  " is a secret not kept in plan.json: pass --header '" +
-                                  item.substr(0, colon) + ": VALUE' again with --resume");
-    options.headers.push_back({item.substr(0, colon), value});
-  }
-  auto mode = llm::token_id_mode_from_string(args.token_ids);
-  if (!mode)
-    throw std::invalid_argument("--token-ids '" + args.token_ids +
-                                "': expected vllm, llamacpp, logprobs or off");
-  options.token_ids = *mode;
-  if (!args.api_key_env.empty()) {
-    const char* key = std::getenv(args.api_key_env.c_str());
-    if (!key || !*key)
-      throw std::invalid_argument("--api-key-env " + args.api_key_env +
-                                  ": the variable is not set (export it, or drop the flag)");
-    options.api_key = key;
-  }
-  if (args.timeout_s <= 0) throw std::invalid_argument("--timeout must be positive");
-  options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(args.timeout_s * 1000));
-  for (const auto& item : args.labels) {
-    auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw std::invalid_argument("--label '" + item + "': expected KEY=VALUE");
-    options.labels.push_back({item.substr(0, eq), item.substr(eq + 1)});
-  }
+  replay::apply_request_flags(args, options);
   options.labels.insert(options.labels.end(), run_labels.begin(), run_labels.end());
-  options.ca_file = args.ca_file;
-  options.insecure = args.insecure;
-  options.threads = args.threads;
   return options;
 }
 
@@ -200,7 +144,7 @@ std::string plan_to_json(const Plan& plan) {
   replay["headers"] = std::move(headers);
   replay["token_ids"] = plan.replay.token_ids;
   replay["api_key_env"] = plan.replay.api_key_env;
-  replay["timeout_s"] = plan.replay.timeout_s;
+  replay["timeout"] = plan.replay.timeout;
   replay["labels"] = strings_to_json(plan.replay.labels);
   if (plan.replay.limit) replay["limit"] = *plan.replay.limit;
   replay["warmup"] = plan.replay.warmup;
@@ -326,7 +270,13 @@ Plan plan_from_json(std::string_view text, const std::string& where) {
   plan.replay.headers = replay.strings("headers");
   plan.replay.token_ids = replay.str("token_ids");
   plan.replay.api_key_env = replay.str("api_key_env");
-  plan.replay.timeout_s = replay.number("timeout_s");
+  if (replay.object.contains("timeout")) {
+    plan.replay.timeout = replay.str("timeout");
+  } else {  // plans written before the flags were shared with replay kept seconds
+    std::ostringstream seconds;
+    seconds << replay.number("timeout_s") << "s";
+    plan.replay.timeout = seconds.str();
+  }
   plan.replay.labels = replay.strings("labels");
   if (replay.object.contains("limit"))
     plan.replay.limit = static_cast<std::size_t>(replay.integer("limit"));

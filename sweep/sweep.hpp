@@ -24,36 +24,20 @@
 
 #include "diff/diff.hpp"
 #include "format/trace.hpp"
+#include "replay/flags.hpp"
 #include "replay/replay.hpp"
 
 namespace retrace::sweep {
 
 // ---------------------------------------------------------------------------------------------
-// Replay settings as the user typed them. Kept in this form (not as replay::Options) so a plan
-// can store and restore them; secrets are never stored (see plan_to_json).
-
-struct ReplayArgs {
-  std::vector<std::string> set;      // "json.path=value"
-  std::vector<std::string> unset;    // "json.path"
-  std::vector<std::string> headers;  // "Name: value"
-  std::string token_ids = "off";
-  std::string api_key_env;           // the variable's name, never its value
-  double timeout_s = 120;
-  std::vector<std::string> labels;   // "key=value"
-  std::optional<std::size_t> limit;
-  std::size_t warmup = 0;
-  std::vector<std::string> filters;
-  std::string ca_file;
-  bool insecure = false;
-  unsigned threads = 0;
-};
+// Replay settings as the user typed them: the flags `retrace replay` shares (replay/flags.hpp).
+// Kept in this form (not as replay::Options) so a plan can store and restore them; secrets are
+// never stored (see plan_to_json).
+using ReplayArgs = replay::RequestFlags;
 
 // replay::Options for one run. Throws std::invalid_argument naming the bad flag value.
 replay::Options to_replay_options(const ReplayArgs& args, const std::string& target,
                                   int concurrency, const std::vector<Label>& run_labels);
-
-// "30s", "500ms", "2m" or a bare number of seconds; throws std::invalid_argument.
-double parse_duration_seconds(std::string_view text);
 
 // Header names whose values are secrets: never written to plan.json.
 bool is_secret_header(std::string_view name);

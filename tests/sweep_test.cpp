@@ -140,7 +140,7 @@ TEST_CASE("Replay flags become replay options - and bad ones are named") {
   args.set = {"temperature=0", "max_tokens=16"};
   args.headers = {"X-A: b c"};
   args.labels = {"env=ci"};
-  args.timeout_s = 2.5;
+  args.timeout = "2.5s";
   auto options = to_replay_options(args, "http://h:1", 16, {{"run", "c16-r1"}});
   CHECK(options.schedule.concurrency == 16);
   CHECK(options.set[1].first == "max_tokens");
@@ -157,15 +157,36 @@ TEST_CASE("Replay flags become replay options - and bad ones are named") {
   args.token_ids = "off";
   args.api_key_env = "RETRACE_TEST_SURELY_UNSET_VARIABLE";
   CHECK_THROWS_WITH(to_replay_options(args, "http://h:1", 1, {}), Catch::Contains("not set"));
+  args.api_key_env.clear();
+  args.filters = {"colour:red"};
+  CHECK_THROWS(to_replay_options(args, "http://h:1", 1, {}));
+  args.filters.clear();
+  args.headers = {"Authorization: <redacted: pass --header again on --resume>"};
+  CHECK_THROWS_WITH(to_replay_options(args, "http://h:1", 1, {}), Catch::Contains("--resume"));
 }
 
-TEST_CASE("Durations take a unit or mean seconds") {
-  CHECK(parse_duration_seconds("30s") == 30);
-  CHECK(parse_duration_seconds("500ms") == Approx(0.5));
-  CHECK(parse_duration_seconds("2m") == 120);
-  CHECK(parse_duration_seconds("1.5") == 1.5);
-  CHECK_THROWS_WITH(parse_duration_seconds("soon"), Catch::Contains("'soon'"));
-  CHECK_THROWS(parse_duration_seconds("0s"));
+TEST_CASE("A plan written with timeout_s still resumes - as the same timeout") {
+  Plan plan;
+  plan.trace = "t.rtrace";
+  plan.target = "http://h:1";
+  plan.levels = {1};
+  plan.repeats = 1;
+  plan.replay.timeout = "45s";
+  plan.runs.push_back({"c1-r1", 1, 1, "c1-r1.rtrace", true, false});
+  auto text = plan_to_json(plan);
+  REQUIRE(text.find("\"timeout\":\"45s\"") != std::string::npos);
+  text.replace(text.find("\"timeout\":\"45s\""), 15, "\"timeout_s\":45");
+  auto restored = plan_from_json(text, "p");
+  CHECK(to_replay_options(restored.replay, "http://h:1", 1, {}).timeout.count() == 45000);
+}
+
+TEST_CASE("A timeout needs a unit") {
+  CHECK(replay::parse_timeout("30s").count() == 30000);
+  CHECK(replay::parse_timeout("500ms").count() == 500);
+  CHECK(replay::parse_timeout("2m").count() == 120000);
+  CHECK_THROWS_WITH(replay::parse_timeout("30"), Catch::Contains("give a unit, e.g. 30s or 30ms"));
+  CHECK_THROWS_WITH(replay::parse_timeout("soon"), Catch::Contains("'soon'"));
+  CHECK_THROWS(replay::parse_timeout("0s"));
 }
 
 TEST_CASE("Spread is (max - min) / mean in percent") {

@@ -1,0 +1,33 @@
+// The request flags `replay`, `sweep` and `bisect` share (replay/flags.hpp): one set of names,
+// help texts and defaults for all three.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "replay/flags.hpp"
+
+namespace retrace::cli {
+
+inline void add_request_flags(CLI::App& command, replay::RequestFlags& flags) {
+  command.add_option("--set", flags.set, "PATH=VALUE on the JSON body, e.g. temperature=0 (repeatable)")
+      ->type_name("PATH=VALUE");
+  command.add_option("--unset", flags.unset, "Remove PATH from the JSON body (repeatable)")
+      ->type_name("PATH");
+  command.add_option("--header,-H", flags.headers, "'Name: value' added to every request (repeatable)");
+  command.add_option("--api-key-env", flags.api_key_env,
+                     "Send 'Authorization: Bearer $VAR'; never written to the trace");
+  command.add_option("--token-ids", flags.token_ids, "Ask for token ids: vllm, llamacpp, logprobs or off")
+      ->capture_default_str();
+  command.add_option("--timeout", flags.timeout, "Per request, with a unit: 30s, 500ms, 2m")
+      ->capture_default_str();
+  command.add_option("--label", flags.labels, "KEY=VALUE on the run and every exchange (repeatable)");
+  command.add_option("--warmup", flags.warmup, "Send N requests first, neither counted nor written");
+  command.add_option("--limit", flags.limit, "Replay at most N exchanges");
+  command.add_option("--filter", flags.filters,
+                     "path:GLOB, label:KEY=GLOB or session:GLOB (repeatable)");
+  command.add_option("--threads", flags.threads, "Worker threads (default: one per core)");
+  command.add_option("--ca-file", flags.ca_file, "PEM CA bundle for https targets");
+  command.add_flag("--insecure", flags.insecure, "Do not verify https certificates");
+}
+
+}  // namespace retrace::cli

@@ -1,0 +1,42 @@
+// The request flags `replay`, `sweep` and `bisect` share, as the user typed them: one definition,
+// one validation, one conversion into replay::Options. Sweep keeps them in this form in its
+// plan.json (a resumed sweep re-validates them, and secrets stay out of the file).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "replay/replay.hpp"
+
+namespace retrace::replay {
+
+struct RequestFlags {
+  std::vector<std::string> set;      // --set PATH=VALUE
+  std::vector<std::string> unset;    // --unset PATH
+  std::vector<std::string> headers;  // --header 'Name: value'
+  std::string token_ids = "off";     // --token-ids vllm|llamacpp|logprobs|off
+  std::string api_key_env;           // --api-key-env VAR: the variable's name, never its value
+  std::string timeout = "120s";      // --timeout, with a unit
+  std::vector<std::string> labels;   // --label KEY=VALUE
+  std::optional<std::size_t> limit;  // --limit N
+  std::size_t warmup = 0;            // --warmup N
+  std::vector<std::string> filters;  // --filter path:GLOB | label:K=GLOB | session:GLOB
+  std::string ca_file;               // --ca-file PEM
+  bool insecure = false;             // --insecure
+  unsigned threads = 0;              // --threads (0: one per core)
+};
+
+// Validates the flags and sets the fields of `options` they name (the schedule, run name and
+// everything else are left alone). Reads the --api-key-env variable. Throws std::invalid_argument
+// naming the flag and what to write instead.
+void apply_request_flags(const RequestFlags& flags, Options& options);
+
+// --timeout: a duration with a unit ("30s", "500ms", "2m"). A bare number is refused: seconds or
+// milliseconds would be a guess.
+std::chrono::milliseconds parse_timeout(std::string_view text);
+
+}  // namespace retrace::replay
