@@ -5,7 +5,7 @@
 #   |  through `mitmdump -w` (reverse mode, recording)
 # The client is `retrace replay -c 32` over a trace of streamed completions made here.
 #
-# Usage: bench/record.sh [RETRACE_BINARY] [REQUESTS] [MAX_TOKENS] [ROUNDS]
+# Usage: [CONCURRENCY=32] bench/record.sh [RETRACE_BINARY] [REQUESTS] [MAX_TOKENS] [ROUNDS]
 # Prints one table row per setup (markdown) and keeps the raw JSON reports in $OUT_DIR.
 set -euo pipefail
 
@@ -14,7 +14,7 @@ RETRACE=${1:-$ROOT/build/record/retrace}
 REQUESTS=${2:-320}
 MAX_TOKENS=${3:-128}
 ROUNDS=${4:-2}
-CONCURRENCY=32
+CONCURRENCY=${CONCURRENCY:-32}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/retrace-bench-record.XXXXXX")
 OUT_DIR=${OUT_DIR:-$WORK}
 mkdir -p "$OUT_DIR"
