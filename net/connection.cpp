@@ -58,7 +58,9 @@ UpstreamConnection::UpstreamConnection(asio::any_io_executor executor, Url url,
       pool_key_(net::pool_key(url_)),
       tls_(std::move(tls)),
       resolver_(executor),
-      stream_(make_stream(executor, url_, tls_)) {}
+      stream_(make_stream(executor, url_, tls_)) {
+  buffer_.reserve(kReadRoomBytes);
+}
 
 beast::tcp_stream& UpstreamConnection::tcp_layer() {
   return visit([](auto& stream) -> beast::tcp_stream& { return beast::get_lowest_layer(stream); });

@@ -79,8 +79,12 @@ class UpstreamConnection {
 
   const Url& url() const { return url_; }
   const std::string& pool_key() const { return pool_key_; }
-  // Bytes read past the end of the last message stay here for the next one.
+  // Bytes read past the end of the last message stay here for the next one. It keeps
+  // kReadRoomBytes of capacity: Beast sizes each socket read by the buffer's free capacity (at
+  // least 512 bytes), so an unreserved buffer would read a burst of streamed events 512 bytes at
+  // a time.
   beast::flat_buffer& buffer() { return buffer_; }
+  static constexpr std::size_t kReadRoomBytes = 64u << 10;
   // How many responses this connection has carried; a reused one may have been closed by the
   // upstream while idle, which a caller should retry once on a fresh connection.
   std::uint64_t responses = 0;

@@ -36,7 +36,6 @@ constexpr auto kClientIdleTimeout = std::chrono::seconds(300);
 constexpr std::size_t kResponseHeaderLimit = 256u << 10;
 // Relayed bytes the client has not taken yet beyond which the upstream is no longer read.
 constexpr std::size_t kMaxPendingBytes = 1u << 20;
-constexpr std::size_t kUpstreamReadBytes = 64u << 10;
 
 std::int64_t ns_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
@@ -270,11 +269,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     auto& parser = *response_parser_;
     auto& response = parser.get();
     frame_chunked_ = response.chunked();
-    body_expected_ = !parser.is_done();
-    upstream_done_ = !body_expected_;
-    // Beast sizes each socket read by the buffer's free capacity (at least 512 bytes): without
-    // room reserved, a burst of events would be read 512 bytes at a time.
-    upstream_->buffer().reserve(kUpstreamReadBytes);
+    upstream_done_ = parser.is_done();  // no body: HEAD, 204, 304
     out_pending_.clear();
     out_pending_ += beast::buffers_to_string(
         http::fields::writer(response.base(), response.version(), response.result_int()).get());
@@ -283,7 +278,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     relay_active_ = true;
     ++relay_generation_;
     arm_watchdog(options_.upstream_timeout);
-    if (body_expected_) do_read_body();
+    if (!upstream_done_) do_read_body();
     flush_client();
   }
 
@@ -376,11 +371,11 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     writing_ = false;
     if (ec && !cut_) {
       client_failed_ = true;
-      client_error_ = client_stalled_ ? error_code(beast::error::timeout) : ec;
+      client_error_ = ec;
       if (reading_) upstream_->close();  // cancels the upstream request
       return settle();
     }
-    bool reading_paused = !reading_ && body_expected_ && !upstream_done_ && !upstream_error_;
+    bool reading_paused = !reading_ && !upstream_done_ && !upstream_error_;
     if (reading_paused && !cut_) do_read_body();
     flush_client();
     settle();
@@ -535,7 +530,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     upstream_error_ = {};
     client_error_ = {};
     client_failed_ = upstream_stalled_ = client_stalled_ = false;
-    upstream_done_ = body_expected_ = false;
+    upstream_done_ = false;
     sent_ = false;
     in_flight_ = false;
     --shared_.in_flight;
@@ -560,7 +555,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   http::response<http::string_body> proxy_response_;  // must outlive its write
   std::unique_ptr<net::UpstreamConnection> upstream_;
   std::optional<http::response_parser<http::buffer_body>> response_parser_;
-  std::array<char, 65536> read_buf_{};
+  std::array<char, net::UpstreamConnection::kReadRoomBytes> read_buf_{};
   std::string out_pending_;  // relayed bytes not yet handed to a client write
   std::string out_writing_;  // the client write in flight (must outlive it)
   asio::steady_timer watchdog_{client_.get_executor()};
@@ -585,7 +580,6 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   bool reading_ = false;
   bool writing_ = false;
   bool frame_chunked_ = false;
-  bool body_expected_ = false;
   bool upstream_done_ = false;
   bool client_failed_ = false;
   bool upstream_stalled_ = false;

@@ -337,9 +337,6 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
       break;
     }
     connection->expires_never();
-    // Beast reads at most max(512, free capacity) bytes per recv into this buffer: left at its
-    // initial 512 bytes, a token stream costs a syscall per one or two events.
-    connection->buffer().reserve(kReadBufferBytes);
     if (Clock::now() >= deadline) {
       ec = beast::error::timeout;
       phase = net::Phase::write_request;

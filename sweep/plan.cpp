@@ -66,18 +66,16 @@ bool is_secret_header(std::string_view name) {
 
 replay::Options to_replay_options(const ReplayArgs& args, const std::string& target,
                                   int concurrency, const std::vector<Label>& run_labels) {
-  for (const auto& header : args.headers) {
-    auto colon = header.find(':');
-    if (colon != std::string::npos && trim(std::string_view(header).substr(colon + 1)) == kRedacted)
-      throw std::invalid_argument("header " + header.substr(0, colon) +
-                                  " is a secret not kept in plan.json: pass --header '" +
-                                  header.substr(0, colon) + ": VALUE' again with --resume");
-  }
   replay::Options options;
   options.target = target;
   options.schedule.kind = replay::ScheduleKind::concurrency;
   options.schedule.concurrency = concurrency;
   replay::apply_request_flags(args, options);
+  for (const auto& header : options.headers)
+    if (header.value == kRedacted)
+      throw std::invalid_argument("header " + header.name +
+                                  " is a secret not kept in plan.json: pass --header '" +
+                                  header.name + ": VALUE' again with --resume");
   options.labels.insert(options.labels.end(), run_labels.begin(), run_labels.end());
   return options;
 }
