@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Configures and builds one flavour of retrace: `release` (default) or `asan` (ASan + UBSan).
 # Usage: scripts/build.sh [release|asan]   -> binary at build/<flavour>/retrace
+#
+# Uses Ninja and ccache when they are installed (scripts/deps.sh installs both). The compiler cache
+# lives outside the checkout (ccache's own default, or $CCACHE_DIR) and is keyed on paths relative
+# to the checkout, so a fresh clone or a second worktree on the same machine reuses it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
@@ -9,5 +13,12 @@ case "$flavour" in
   asan)    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRETRACE_SANITIZE=ON) ;;
   *) echo "usage: scripts/build.sh [release|asan]" >&2; exit 2 ;;
 esac
+if [[ ! -f "build/$flavour/CMakeCache.txt" ]] && command -v ninja >/dev/null; then
+  flags+=(-G Ninja)
+fi
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+  flags+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 cmake -S . -B "build/$flavour" "${flags[@]}" >/dev/null
 cmake --build "build/$flavour" -j"$(nproc)"

@@ -7,6 +7,7 @@ packages=(cmake g++ pkg-config make
           libboost1.81-dev libboost-json1.81-dev
           capnproto libcapnp-dev
           libzstd-dev zstd libcli11-dev libxxhash-dev catch2 libssl-dev
+          ccache ninja-build
           nodejs npm curl jq python3 openssl)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk nginx-light mitmproxy hyperfine)
