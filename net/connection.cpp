@@ -81,6 +81,18 @@ void UpstreamConnection::close() {
 
 bool UpstreamConnection::is_open() { return tcp_layer().socket().is_open(); }
 
+bool UpstreamConnection::idle_clean() {
+  if (!is_open() || buffer_.size() != 0) return false;
+  // Over TLS the socket may hold records that are not response bytes (session tickets), so only
+  // the plain socket is asked.
+  if (std::holds_alternative<beast::tcp_stream>(stream_)) {
+    error_code ec;
+    auto waiting = tcp_layer().socket().available(ec);
+    if (ec || waiting != 0) return false;
+  }
+  return true;
+}
+
 void UpstreamConnection::async_connect(std::chrono::steady_clock::duration timeout,
                                        ConnectHandler handler) {
   connect_handler_ = std::move(handler);
@@ -133,14 +145,14 @@ std::unique_ptr<UpstreamConnection> ConnectionPool::take(const Url& url) {
   while (!queue.empty()) {
     auto connection = std::move(queue.back());
     queue.pop_back();
-    if (connection->is_open() && now - connection->idle_since < max_idle_age_) return connection;
+    if (connection->idle_clean() && now - connection->idle_since < max_idle_age_) return connection;
     connection->close();
   }
   return nullptr;
 }
 
 void ConnectionPool::put(std::unique_ptr<UpstreamConnection> connection) {
-  if (!connection || !connection->is_open()) return;
+  if (!connection || !connection->idle_clean()) return;
   auto& queue = idle_[connection->pool_key()];
   connection->idle_since = std::chrono::steady_clock::now();
   connection->expires_never();

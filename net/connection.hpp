@@ -76,6 +76,10 @@ class UpstreamConnection {
   // an upstream request when its client went away. The connection is not reusable afterwards.
   void close();
   bool is_open();
+  // Open, and nothing received past the last message: no bytes buffered, and (plain TCP) none
+  // waiting in the socket. A connection with stray bytes (a body after a HEAD response, a late
+  // interim response) would hand them to the next request as its response, so it is not reused.
+  bool idle_clean();
 
   const Url& url() const { return url_; }
   const std::string& pool_key() const { return pool_key_; }

@@ -111,6 +111,30 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     request_parser_->header_limit(static_cast<std::uint32_t>(options_.max_header));
     request_parser_->body_limit(options_.max_body);
     client_.expires_after(kClientIdleTimeout);
+    http::async_read_header(client_, client_buffer_, *request_parser_,
+                            [self = shared_from_this()](error_code ec, std::size_t) {
+                              self->on_read_request_header(ec);
+                            });
+  }
+
+  // A client that sent `Expect: 100-continue` (curl does for bodies over 1 MB) waits for an interim
+  // 100 before its body. The proxy reads the whole request before it goes upstream, so it answers
+  // the expectation itself, as nginx does, and the upstream never sees it (see begin_exchange).
+  void on_read_request_header(error_code ec) {
+    if (ec) return on_read_request(ec);
+    if (request_parser_->is_done()) return on_read_request(ec);
+    if (beast::iequals(request_parser_->get()[http::field::expect], "100-continue")) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      return asio::async_write(client_.socket(), asio::buffer(kContinue.data(), kContinue.size()),
+                               [self = shared_from_this()](error_code ec, std::size_t) {
+                                 if (ec) return self->close_client();
+                                 self->do_read_request_body();
+                               });
+    }
+    do_read_request_body();
+  }
+
+  void do_read_request_body() {
     http::async_read(client_, client_buffer_, *request_parser_,
                      [self = shared_from_this()](error_code ec, std::size_t) {
                        self->on_read_request(ec);
@@ -162,7 +186,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     upstream_request_.target(options_.upstream.join(request.target()));
     upstream_request_.version(11);
     for (const auto& field : request)
-      if (!hop_by_hop(field.name())) upstream_request_.insert(field.name_string(), field.value());
+      if (!hop_by_hop(field.name()) && field.name() != http::field::expect)
+        upstream_request_.insert(field.name_string(), field.value());
     upstream_request_.set(http::field::host, options_.upstream.host_header());
     upstream_request_.keep_alive(true);
     upstream_request_.body() = std::move(request.body());
@@ -219,6 +244,10 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void on_write_upstream(error_code ec) {
     if (ec && !retry_on_fresh_connection(ec)) return fail_before_response(ec, net::Phase::write_request);
     if (ec) return;
+    do_read_header();
+  }
+
+  void do_read_header() {
     response_parser_.emplace();
     response_parser_->header_limit(kResponseHeaderLimit);
     response_parser_->body_limit(boost::none);
@@ -236,6 +265,14 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     if (ec && !cut_ && !response_parser_->got_some() && retry_on_fresh_connection(ec)) return;
     if (ec || cut_) return fail_before_response(ec, net::Phase::read_header);
     auto& response = response_parser_->get();
+    // An interim response (100 Continue, 103 Early Hints) precedes the real one on the same
+    // connection: relaying it as the answer would leave the real response unread, to be handed to
+    // the next client of this pooled connection. 101 would switch protocols, which a relay of
+    // HTTP messages cannot follow (Upgrade is hop-by-hop and never forwarded, so it is an error).
+    auto status = response.result_int();
+    if (status >= 100 && status < 200 && status != 101) return do_read_header();
+    if (status == 101)
+      return fail_before_response(http::error::bad_status, net::Phase::read_header);
     auto& exchange = capture_.exchange;
     exchange.first_byte_ns = ns_between(sent_at_, Clock::now());
     exchange.response.status = static_cast<std::uint16_t>(response.result_int());
@@ -435,7 +472,10 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
 
   void finish_response() {
     upstream_->responses++;
-    bool reusable = upstream_keep_alive_ && response_parser_->is_done() && !cut_;
+    // A HEAD response has no body, but an upstream that sends one anyway (as `retrace serve` once
+    // did) would leave it on the connection for the next request: HEAD connections are not reused.
+    bool reusable = upstream_keep_alive_ && response_parser_->is_done() && !cut_ &&
+                    !head_request_ && upstream_->idle_clean();
     if (reusable) worker_.pool().put(std::move(upstream_));
     complete(!client_keep_alive_);
   }

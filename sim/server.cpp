@@ -457,6 +457,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool writing_active_ = false;
   bool response_done_ = false;  // the last byte of the current response is in outbox_/writing_
   bool keep_alive_ = true;
+  bool head_ = false;  // the current request is HEAD: its response has a header and no body
   bool closed_ = false;
 };
 
@@ -1084,6 +1085,7 @@ void Session::do_read() {
   if (server_.draining()) return close();
   parser_.emplace();
   parser_->body_limit(server_.max_body());
+  head_ = false;
   reading_ = true;
   http::async_read_header(socket_, read_buffer_, *parser_,
                           [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
@@ -1139,6 +1141,7 @@ void Session::on_read(beast::error_code ec) {
   }
   http::request<http::string_body> request = parser_->release();
   keep_alive_ = request.keep_alive();
+  head_ = request.method() == http::verb::head;
   response_done_ = false;
   server_.handle(*this, shared_from_this(), request);
 }
@@ -1155,7 +1158,9 @@ void Session::respond(unsigned status, std::string_view content_type, std::strin
   outbox_ += "\r\nserver: retrace-sim\r\n";
   if (!keep_alive_ || server_.draining()) outbox_ += "connection: close\r\n";
   outbox_ += "\r\n";
-  outbox_ += body;
+  // A response to HEAD carries the length a GET would get, and no body (RFC 9110 9.3.2): bytes
+  // after the header would be read as the next response by a client that reuses the connection.
+  if (!head_) outbox_ += body;
   response_done_ = true;
   start_write();
 }

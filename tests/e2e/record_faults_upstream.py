@@ -12,7 +12,9 @@ recorder decodes the stream as chat), picks the misbehaviour:
                N bytes of a repeating pattern (`pattern(N)`), chunked in pieces of uneven sizes,
                with a Content-Length, or delimited by closing the connection; logs when the
                client side went away before the end
-  anything else: 200 with a small JSON body (Content-Length)
+  /interim     a 100 Continue and a 103 Early Hints before the real response (below)
+  HEAD on any path: 405 with a body, which a response to HEAD must not have
+  anything else: 200 with a small JSON body naming the path (Content-Length)
 Prints "listening on http://127.0.0.1:PORT"; logs events to stderr.
 """
 import json
@@ -57,15 +59,25 @@ class Handler(socketserver.BaseRequestHandler):
             if not more:
                 return None
             rest += more
-        return lines[0].split(" ")[1]
+        method, target = lines[0].split(" ")[:2]
+        return method, target
 
     def handle(self):
         sock = self.request
         while True:
-            path = self.read_request()
-            if path is None:
+            request = self.read_request()
+            if request is None:
                 return
-            log(f"request {path}")
+            method, path = request
+            log(f"request {method} {path}")
+            if method == "HEAD":
+                body = b'{"error":"HEAD is not allowed"}'
+                sock.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                continue
+            if path.endswith("/interim"):
+                sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n"
+                             b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n")
             if "fault=" in path:
                 path = "/" + path.split("fault=", 1)[1].split("&")[0]
             if path.endswith("/reset"):
@@ -105,7 +117,7 @@ class Handler(socketserver.BaseRequestHandler):
                 if not send_big(sock, path.partition("?")[2]):
                     return
                 continue
-            body = b'{"ok":true}'
+            body = json.dumps({"ok": True, "path": path}).encode()
             sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                          b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
 
