@@ -456,6 +456,7 @@ struct TraceWriter::Impl {
   std::uint64_t frame_offset = 0;
   std::uint64_t frame_first_record = 0;
   std::uint32_t frame_records = 0;
+  std::uint64_t frame_bytes = 0;  // decompressed
   std::chrono::steady_clock::time_point frame_started;
   // For the index.
   std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>> frames;
@@ -508,31 +509,40 @@ struct TraceWriter::Impl {
     if (compressed.size() >= (1u << 20)) write_out();
   }
 
+  // Builds one record and appends it to the open frame (opening one), unless its framed size
+  // passes max_frame_bytes: then nothing is written and it returns false. A frame that the record
+  // would take past max_frame_bytes is closed first.
   template <class Fill>
-  void append_record(Fill&& fill) {
+  bool append_record(Fill&& fill) {
+    capnp::MallocMessageBuilder builder(
+        kj::arrayPtr(reinterpret_cast<capnp::word*>(scratch.data()), scratch.size()));
+    fill(builder.initRoot<wire::Record>());
+    auto segments = builder.getSegmentsForOutput();
+    // Stream framing: u32 (segment count - 1), u32 size of each segment, padded to 8 bytes.
+    segment_table.assign((segments.size() + 2) & ~std::size_t{1}, 0);
+    segment_table[0] = static_cast<std::uint32_t>(segments.size() - 1);
+    std::uint64_t bytes = segment_table.size() * 4;
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+      segment_table[i + 1] = static_cast<std::uint32_t>(segments[i].size());
+      bytes += segments[i].size() * sizeof(capnp::word);
+    }
+    if (bytes > options.max_frame_bytes) return false;
+    if (frame_open && frame_bytes + bytes > options.max_frame_bytes) end_frame();
     if (!frame_open) {
       frame_open = true;
       frame_offset = file_offset + compressed.size();
       frame_first_record = records;
       frame_records = 0;
+      frame_bytes = 0;
       frame_started = std::chrono::steady_clock::now();
     }
-    {
-      capnp::MallocMessageBuilder builder(
-          kj::arrayPtr(reinterpret_cast<capnp::word*>(scratch.data()), scratch.size()));
-      fill(builder.initRoot<wire::Record>());
-      auto segments = builder.getSegmentsForOutput();
-      // Stream framing: u32 (segment count - 1), u32 size of each segment, padded to 8 bytes.
-      segment_table.assign((segments.size() + 2) & ~std::size_t{1}, 0);
-      segment_table[0] = static_cast<std::uint32_t>(segments.size() - 1);
-      for (std::size_t i = 0; i < segments.size(); ++i)
-        segment_table[i + 1] = static_cast<std::uint32_t>(segments[i].size());
-      compress(segment_table.data(), segment_table.size() * 4, ZSTD_e_continue);
-      for (auto segment : segments)
-        compress(segment.begin(), segment.size() * sizeof(capnp::word), ZSTD_e_continue);
-    }
+    compress(segment_table.data(), segment_table.size() * 4, ZSTD_e_continue);
+    for (auto segment : segments)
+      compress(segment.begin(), segment.size() * sizeof(capnp::word), ZSTD_e_continue);
+    frame_bytes += bytes;
     ++records;
     ++frame_records;
+    return true;
   }
 
   void end_frame() {
@@ -597,8 +607,11 @@ TraceWriter::TraceWriter(const std::filesystem::path& path, const TraceHeader& h
   TraceHeader stamped = header;
   stamped.format_major = kFormatMajor;
   stamped.format_minor = kFormatMinor;
-  impl_->append_record(
-      [&](wire::Record::Builder record) { fill_header(record.initHeader(), stamped); });
+  if (!impl_->append_record(
+          [&](wire::Record::Builder record) { fill_header(record.initHeader(), stamped); }))
+    throw TraceError("cannot write trace " + path.string() +
+                     ": its header is larger than a trace message may be (" +
+                     std::to_string(impl_->options.max_frame_bytes) + " bytes)");
   impl_->end_frame();
 }
 
@@ -613,8 +626,27 @@ TraceWriter::~TraceWriter() {
 void TraceWriter::write(const Exchange& exchange) {
   Impl& impl = *impl_;
   if (impl.closed) throw TraceError("trace " + impl.path.string() + " is already closed");
-  impl.append_record(
-      [&](wire::Record::Builder record) { fill_exchange(record.initExchange(), exchange); });
+  auto fill = [](const Exchange& from) {
+    return [&from](wire::Record::Builder record) { fill_exchange(record.initExchange(), from); };
+  };
+  if (!impl.append_record(fill(exchange))) {
+    Exchange slim = exchange;
+    std::uint64_t dropped = slim.request.body.size() + slim.response.body.size();
+    for (const auto& event : slim.response.events) dropped += event.data.size();
+    slim.request.body.clear();
+    slim.response.body.clear();
+    slim.response.events.clear();
+    if (!slim.decode_note.empty()) slim.decode_note += "; ";
+    slim.decode_note += "request and response bodies (" + std::to_string(dropped) +
+                        " bytes) not kept: the exchange would pass the " +
+                        std::to_string(impl.options.max_frame_bytes) +
+                        " bytes a trace message may hold";
+    if (!impl.append_record(fill(slim)))
+      throw TraceError("cannot write exchange " + std::to_string(exchange.id) + " to trace " +
+                       impl.path.string() + ": even without its bodies it passes the " +
+                       std::to_string(impl.options.max_frame_bytes) +
+                       " bytes a trace message may hold");
+  }
   ++impl.exchanges;
   if (impl.options.write_index)
     impl.keys.emplace_back(exchange.id, exchange.key, static_cast<std::uint32_t>(impl.frames.size()));

@@ -165,9 +165,16 @@ RequestKey request_key(std::string_view method, std::string_view target, std::st
 // ---------------------------------------------------------------------------------------------
 // Writing
 
+// The most decompressed bytes one zstd frame holds, and so the largest record: what the reader
+// accepts by default (ReaderOptions::traversal_limit_words). The writer closes a frame before a
+// record would take it past this, whatever flush_every and flush_ms say, so that every frame it
+// writes can be read back.
+inline constexpr std::uint64_t kMaxFrameBytes = 512ull << 20;
+
 struct WriterOptions {
   std::size_t flush_every = 64;     // close a zstd frame after this many exchanges...
   std::int64_t flush_ms = 1000;     // ...or when the oldest unflushed exchange is this old
+  std::uint64_t max_frame_bytes = kMaxFrameBytes;  // ...or before it would pass this size
   int zstd_level = 3;
   bool write_index = true;          // the skippable index frame at close()
 };
@@ -183,6 +190,9 @@ class TraceWriter {
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
+  // An exchange whose record alone would pass max_frame_bytes is written without its request and
+  // response bodies and raw events (tokens, timing and status kept), with a decode_note saying
+  // so; one that is still too large throws TraceError and leaves the file as it was.
   void write(const Exchange& exchange);
   void flush();  // close the current frame and fsync-free write it out
   // Closes the current frame if its oldest exchange is flush_ms old. write() checks this itself;
@@ -201,7 +211,7 @@ class TraceWriter {
 // Reading
 
 struct ReaderOptions {
-  std::uint64_t traversal_limit_words = 64ull << 20;  // per message; 512 MiB
+  std::uint64_t traversal_limit_words = kMaxFrameBytes / 8;  // per message and per frame
   int nesting_limit = 64;
 };
 

@@ -350,6 +350,55 @@ TEST_CASE("a trace of 100000 exchanges reads back with memory bounded by a frame
   CHECK(reader.peak_buffer_bytes() * 8 < reader.decompressed_bytes());
 }
 
+TEST_CASE("frames never pass what the reader accepts whatever the flush settings say") {
+  // The writer's default bound is the reader's default limit.
+  CHECK(WriterOptions{}.max_frame_bytes == ReaderOptions{}.traversal_limit_words * 8);
+  TempDir dir;
+  constexpr std::uint64_t kLimit = 4u << 20;
+  std::vector<Exchange> exchanges;
+  exchanges.push_back(small_exchange(0));
+  for (std::uint64_t id = 1; id <= 12; ++id) {
+    auto exchange = small_exchange(id);
+    exchange.request.body = std::string(1u << 20, static_cast<char>('a' + id));
+    exchanges.push_back(std::move(exchange));
+  }
+  exchanges.push_back(small_exchange(13));
+  // Nothing would close a frame but the size bound: 12 MiB of bodies in frames of at most 4 MiB.
+  write_trace(dir / "t.rtrace", exchanges,
+              WriterOptions{.flush_every = 1'000'000, .flush_ms = -1, .max_frame_bytes = kLimit});
+  TraceReader reader(dir / "t.rtrace", ReaderOptions{.traversal_limit_words = kLimit / 8});
+  Exchange exchange;
+  std::size_t count = 0;
+  while (reader.next(exchange)) {
+    REQUIRE(count < exchanges.size());
+    CHECK(exchange == exchanges[count]);
+    ++count;
+  }
+  CHECK(count == exchanges.size());
+  CHECK_FALSE(reader.recovery().torn);
+  REQUIRE(reader.has_index());
+  CHECK(reader.index().frames.size() > 3);
+}
+
+TEST_CASE("an exchange too large for one frame is kept without its bodies and says so") {
+  TempDir dir;
+  constexpr std::uint64_t kLimit = 1u << 20;
+  auto huge = small_exchange(1);
+  huge.request.body = std::string(kLimit, 'q');
+  huge.response.body = std::string(kLimit, 'r');
+  write_trace(dir / "t.rtrace", {small_exchange(0), huge, small_exchange(2)},
+              WriterOptions{.max_frame_bytes = kLimit});
+  auto trace = load_trace(dir / "t.rtrace", ReaderOptions{.traversal_limit_words = kLimit / 8});
+  REQUIRE(trace.exchanges.size() == 3);
+  CHECK(trace.exchanges[0] == small_exchange(0));
+  CHECK(trace.exchanges[2] == small_exchange(2));
+  const auto& kept = trace.exchanges[1];
+  CHECK(kept.request.body.empty());
+  CHECK(kept.response.body.empty());
+  CHECK(kept.choices == huge.choices);
+  CHECK(kept.decode_note.find("bodies (2097152 bytes) not kept") != std::string::npos);
+}
+
 TEST_CASE("the index lists every frame and the key of every exchange") {
   TempDir dir;
   std::vector<Exchange> exchanges;
