@@ -104,7 +104,10 @@ replay::Options make_options(const ReplayArgs& args) {
     if (args.timing != "recorded")
       throw std::invalid_argument("--timing takes 'recorded' (the trace's own send times)");
     options.schedule.kind = replay::ScheduleKind::recorded;
-    if (!(args.speed > 0)) throw std::invalid_argument("--speed must be above 0");
+    // Recorded offsets divided by the speed must stay within int64 nanoseconds: a speed of
+    // 1e-300 would overflow them.
+    if (!(args.speed >= 1e-6 && args.speed <= 1e6))
+      throw std::invalid_argument("--speed must be between 0.000001 and 1000000 (2 = twice as fast)");
     options.schedule.speed = args.speed;
   }
   options.seed = args.seed;

@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 
@@ -40,6 +42,65 @@ std::optional<std::string> scalar_text(const json::value& value) {
   return std::nullopt;
 }
 
+// A request target goes on the wire as part of the request line: a space, CR, LF or any other
+// control byte in it would end the line early or start a header of the sender's choosing.
+bool is_wire_safe_target(std::string_view target) {
+  if (target.empty() || target[0] != '/') return false;
+  for (unsigned char c : target)
+    if (c <= 0x20 || c >= 0x7f) return false;
+  return true;
+}
+
+// An HTTP method is a token (RFC 9110 5.6.2); retrace sends the usual upper-case ones.
+bool is_method(std::string_view method) {
+  if (method.empty() || method.size() > 16) return false;
+  for (char c : method)
+    if (c < 'A' || c > 'Z') return false;
+  return true;
+}
+
+// Boost.JSON reads a number too large for a double (1e400) as infinity, which JSON cannot write
+// back (it would come out as "Infinity"): such a number is refused where it stands.
+void refuse_non_finite(const json::value& value, const std::string& where) {
+  switch (value.kind()) {
+    case json::kind::double_:
+      if (!std::isfinite(value.get_double()))
+        throw TraceError(where + " is a number out of range (too large for a double)");
+      return;
+    case json::kind::array: {
+      std::size_t index = 0;
+      for (const auto& item : value.get_array())
+        refuse_non_finite(item, where + "[" + std::to_string(index++) + "]");
+      return;
+    }
+    case json::kind::object:
+      for (const auto& field : value.get_object())
+        refuse_non_finite(field.value(), where + "." + std::string(field.key()));
+      return;
+    default:
+      return;
+  }
+}
+
+// The fields every body gets: what a server would refuse, refused here with the field named.
+void check_body_fields(const json::object& body) {
+  if (const auto* model = body.if_contains("model"); model && !model->is_string())
+    throw TraceError("\"model\" must be a string, not " + kind_name(*model));
+  if (const auto* temperature = body.if_contains("temperature")) {
+    bool ok = temperature->is_number() && temperature->to_number<double>() >= 0;
+    if (!ok)
+      throw TraceError("\"temperature\" must be a number of at least 0, not " +
+                       json::serialize(*temperature));
+  }
+  if (const auto* max_tokens = body.if_contains("max_tokens"); max_tokens && !max_tokens->is_null()) {
+    bool ok = (max_tokens->is_int64() && max_tokens->get_int64() > 0) ||
+              (max_tokens->is_uint64() && max_tokens->get_uint64() <= INT64_MAX);
+    if (!ok)
+      throw TraceError("\"max_tokens\" must be a whole number above 0, not " +
+                       json::serialize(*max_tokens));
+  }
+}
+
 class LineImporter {
  public:
   explicit LineImporter(const ImportOptions& options) : options_(options) {}
@@ -50,6 +111,7 @@ class LineImporter {
       build_batch(line, exchange);
     else
       build_jsonl(line, exchange);
+    check_request(exchange);
     exchange.request.headers = {HttpHeader{"content-type", "application/json"}};
     exchange.key = request_key(exchange.request.method, exchange.request.target,
                                exchange.request.body);
@@ -57,6 +119,14 @@ class LineImporter {
 
  private:
   [[noreturn]] static void bad(const std::string& what) { throw TraceError(what); }
+
+  static void check_request(const Exchange& exchange) {
+    if (!is_method(exchange.request.method))
+      bad("\"method\" must be an HTTP method such as \"POST\", not \"" +
+          exchange.request.method + "\"");
+    if (!is_wire_safe_target(exchange.request.target))
+      bad("\"url\" must be a path without spaces or control characters (CR, LF, ...)");
+  }
 
   void fill_defaults(json::object& body, const json::object& line) {
     auto take = [&](std::string_view name, json::value fallback) {
@@ -68,6 +138,7 @@ class LineImporter {
     take("model", json::string(options_.model));
     take("temperature", 0);
     take("max_tokens", options_.max_tokens);
+    check_body_fields(body);
   }
 
   void build_jsonl(const json::object& line, Exchange& exchange) {
@@ -163,6 +234,10 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
     throw TraceError("unknown endpoint \"" + options.endpoint + "\"; use chat or completions");
   std::ifstream input(in, std::ios::binary);
   if (!input) throw TraceError("cannot open " + in.string() + ": " + std::strerror(errno));
+  std::error_code same_error;
+  if (std::filesystem::equivalent(in, out, same_error))
+    throw TraceError("refusing to write the trace over its own input " + in.string() +
+                     "; give --out another name");
 
   TraceHeader header;
   header.tool_version = options.tool_version;
@@ -179,6 +254,11 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
 
   std::filesystem::path temporary = out;
   temporary += ".tmp";
+  std::error_code exists_error;
+  if (std::filesystem::exists(temporary, exists_error))
+    throw TraceError(temporary.string() +
+                     " already exists: another import to the same output may be running, or one "
+                     "was interrupted; remove it and try again");
   std::uint64_t written = 0;
   try {
     TraceWriter writer(temporary, header, options.writer);
@@ -199,6 +279,11 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
       json::value value = parser.release();
       if (!value.is_object())
         throw TraceError(where + "expected a JSON object, got " + kind_name(value));
+      try {
+        refuse_non_finite(value, "the line");
+      } catch (const TraceError& e) {
+        throw TraceError(where + e.what());
+      }
       exchange = Exchange{};
       exchange.id = written + 1;
       exchange.response.status = 0;

@@ -388,6 +388,10 @@ std::string substitute_session_answers(std::string_view body,
   return changed ? json::serialize(root) : std::string(body);
 }
 
+namespace {
+constexpr double kMaxScheduleSeconds = 100.0 * 365 * 24 * 3600;
+}  // namespace
+
 std::vector<std::int64_t> arrival_offsets_ns(std::size_t count, const Schedule& schedule,
                                              std::uint64_t seed) {
   if (!(schedule.rate > 0)) throw std::invalid_argument("--rate must be above 0");
@@ -397,6 +401,12 @@ std::vector<std::int64_t> arrival_offsets_ns(std::size_t count, const Schedule& 
   double mean_gap_s = 1.0 / schedule.rate;
   double at_s = 0;
   for (std::size_t i = 0; i < count; ++i) {
+    // An offset past what int64 nanoseconds hold (292 years) would overflow; no real schedule
+    // is that long, so a rate that low is a mistake worth naming.
+    if (!(at_s < kMaxScheduleSeconds))
+      throw std::invalid_argument("--rate " + std::to_string(schedule.rate) +
+                                  " would schedule request " + std::to_string(i + 1) +
+                                  " more than 100 years after the start; give a higher rate");
     offsets.push_back(static_cast<std::int64_t>(std::llround(at_s * 1e9)));
     switch (schedule.arrival) {
       case Arrival::constant: at_s += mean_gap_s; break;

@@ -556,7 +556,13 @@ TEST_CASE("a bad import line is named by its line number and leaves no output fi
            {"{\"id\": 3}\n", "\"prompt\", \"messages\" or \"request\""},
            {"{\"prompt\": 5}\n", "\"prompt\" must be a string"},
            {"{\"messages\": []}\n", "\"messages\" must be a non-empty array"},
-           {"{\"custom_id\": \"x\", \"body\": {}}\n", "--from openai-batch"}}) {
+           {"{\"custom_id\": \"x\", \"body\": {}}\n", "--from openai-batch"},
+           {"{\"prompt\": \"a\", \"max_tokens\": \"abc\"}\n", "\"max_tokens\" must be a whole number above 0"},
+           {"{\"prompt\": \"a\", \"max_tokens\": -1}\n", "\"max_tokens\" must be a whole number above 0"},
+           {"{\"prompt\": \"a\", \"max_tokens\": 1e30}\n", "\"max_tokens\" must be a whole number above 0"},
+           {"{\"prompt\": \"a\", \"temperature\": \"hot\"}\n", "\"temperature\" must be a number"},
+           {"{\"prompt\": \"a\", \"model\": 5}\n", "\"model\" must be a string"},
+           {"{\"request\": {\"prompt\": \"a\", \"top_p\": 1e400}}\n", "the line.request.top_p is a number out of range"}}) {
     INFO(third_line);
     fs::path in = dir / "bad.jsonl";
     write_file(in, good + good + third_line + good);
@@ -569,6 +575,40 @@ TEST_CASE("a bad import line is named by its line number and leaves no output fi
     CHECK_FALSE(fs::exists(dir / "out.rtrace"));
     CHECK_FALSE(fs::exists(dir / "out.rtrace.tmp"));
   }
+}
+
+TEST_CASE("an OpenAI Batch line cannot put a second line or header on the wire") {
+  TempDir dir;
+  for (const auto& [line, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"custom_id": "a", "url": "/v1/chat/completions\r\nHost: evil", "body": {"messages": [{"role": "user", "content": "x"}]}})",
+            "\"url\" must be a path without spaces or control characters"},
+           {R"({"custom_id": "a", "url": "/v1/x y", "body": {}})",
+            "\"url\" must be a path without spaces or control characters"},
+           {R"({"custom_id": "a", "method": "POST /evil HTTP/1.1\r\nX: y", "url": "/v1/completions", "body": {}})",
+            "\"method\" must be an HTTP method"}}) {
+    INFO(line);
+    write_file(dir / "batch.jsonl", line + "\n");
+    ImportOptions options;
+    options.from = "openai-batch";
+    CHECK_THROWS_WITH(import_dataset(dir / "batch.jsonl", dir / "out.rtrace", options),
+                      Catch::StartsWith((dir / "batch.jsonl").string() + ":1: ") &&
+                          Catch::Contains(says));
+    CHECK_FALSE(fs::exists(dir / "out.rtrace"));
+  }
+}
+
+TEST_CASE("import refuses to write over its input or over a temporary file it did not make") {
+  TempDir dir;
+  const std::string dataset = "{\"prompt\": \"a\"}\n";
+  write_file(dir / "in.jsonl", dataset);
+  CHECK_THROWS_WITH(import_dataset(dir / "in.jsonl", dir / "in.jsonl", ImportOptions{}),
+                    Catch::Contains("over its own input"));
+  CHECK(read_file(dir / "in.jsonl") == dataset);
+  write_file(dir / "out.rtrace.tmp", "someone else's");
+  CHECK_THROWS_WITH(import_dataset(dir / "in.jsonl", dir / "out.rtrace", ImportOptions{}),
+                    Catch::Contains("out.rtrace.tmp already exists"));
+  CHECK(read_file(dir / "out.rtrace.tmp") == "someone else's");
+  CHECK_FALSE(fs::exists(dir / "out.rtrace"));
 }
 
 TEST_CASE("the request summary shows the last user message or the prompt cut to length") {

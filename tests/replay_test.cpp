@@ -193,6 +193,20 @@ TEST_CASE("constant arrivals are evenly spaced at 1/rate") {
   CHECK(offsets == std::vector<std::int64_t>{0, 250'000'000, 500'000'000, 750'000'000, 1'000'000'000});
 }
 
+TEST_CASE("a rate so low that offsets would overflow is refused instead of wrapping") {
+  Schedule schedule;
+  schedule.kind = ScheduleKind::rate;
+  schedule.arrival = Arrival::constant;
+  for (double rate : {1e-300, 1e-10}) {
+    schedule.rate = rate;
+    CHECK_THROWS_WITH(arrival_offsets_ns(3, schedule, 7),
+                      Catch::Contains("more than 100 years after the start"));
+  }
+  schedule.rate = 1e-6;  // one request every 11.6 days still fits
+  auto offsets = arrival_offsets_ns(3, schedule, 7);
+  CHECK(offsets == std::vector<std::int64_t>{0, 1'000'000'000'000'000, 2'000'000'000'000'000});
+}
+
 TEST_CASE("poisson arrivals with a fixed seed are reproducible and have the rate's statistics") {
   Schedule schedule;
   schedule.kind = ScheduleKind::rate;
