@@ -56,9 +56,13 @@ check_eq "$(status --data-binary "$(head -c 2000 /dev/zero | tr '\0' b)" "$P/ok"
 check_eq "$(status "$P/ok")" 200 "the proxy is still up"
 
 # SIGTERM with a stream in flight: drained for 0.3 s, then recorded as cut; exit 0.
+slow_requests() { grep -c "request GET /slow" "$WORK/faulty.err" || true; }
+before=$(slow_requests)
 curl -sN --max-time 20 "$P/slow" >"$WORK/slow2.out" 2>/dev/null &
 slow_pid=$!
-sleep 0.5
+# Wait until the upstream has the request (it logs it), so the stream is in flight at SIGTERM.
+for _ in $(seq 1 100); do (( $(slow_requests) > before )) && break; sleep 0.05; done
+(( $(slow_requests) > before )) || fail "the second /slow request never reached the upstream"
 stop "$proxy_PID" || fail "record did not exit 0 after SIGTERM with a stream in flight"
 wait "$slow_pid" || true
 

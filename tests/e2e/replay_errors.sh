@@ -44,6 +44,8 @@ def serve(conn):
         if mode == "reset":
             return reset(conn)
         if mode == "stall":
+            # Says which request it holds, so a test can wait for that instead of sleeping.
+            print("stalling " + head.split(b"\r\n")[0].decode("latin-1"), file=sys.stderr, flush=True)
             time.sleep(30)
             return conn.close()
         if mode == "cut":
@@ -92,12 +94,15 @@ check_eq "$(kinds "$WORK/stall.rtrace")" "timeout=4" "error kinds, stalled serve
   --timeout 2s >"$WORK/int.txt" 2>"$WORK/int.err" &
 replay_pid=$!
 _PIDS+=("$replay_pid")
-# The run starts after probing /v1/models and /metrics (each bounded by --timeout here).
-for _ in $(seq 1 200); do
-  [[ -f "$WORK/int.rtrace.partial" ]] && break
+# The run starts after probing /v1/models and /metrics (each bounded by --timeout here); wait
+# until the stall server holds the run's 4 requests (it says so for each), then interrupt.
+held() { grep -c "^stalling POST" "$WORK/STALL.err" 2>/dev/null || true; }
+before=$(held)
+for _ in $(seq 1 300); do
+  (( $(held) >= before + 4 )) && break
   sleep 0.1
 done
-sleep 0.5  # the 4 requests are on the wire now; the stall server holds them
+(( $(held) >= before + 4 )) || fail "the 4 requests never reached the stall server"
 kill -INT "$replay_pid"
 status=0
 wait "$replay_pid" || status=$?
