@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "format/private_file.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::sweep {
@@ -311,33 +312,7 @@ Plan plan_from_json(std::string_view text, const std::string& where) {
 }
 
 void save_plan(const Plan& plan, const std::filesystem::path& dir) {
-  auto final_path = dir / "plan.json";
-  auto tmp_path = dir / "plan.json.tmp";
-  std::string text = plan_to_json(plan);
-  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::runtime_error("cannot write " + tmp_path.string() + ": " + std::strerror(errno));
-  std::size_t written = 0;
-  while (written < text.size()) {
-    ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int saved = errno;
-      ::close(fd);
-      throw std::runtime_error("cannot write " + tmp_path.string() + ": " + std::strerror(saved));
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  // fsync before rename: after a crash plan.json is either the old or the new version, whole.
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    throw std::runtime_error("cannot write " + tmp_path.string() + ": " + std::strerror(errno));
-  if (::rename(tmp_path.c_str(), final_path.c_str()) != 0)
-    throw std::runtime_error("cannot replace " + final_path.string() + ": " + std::strerror(errno));
-  int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+  write_private_file(dir / "plan.json", plan_to_json(plan));
 }
 
 Plan load_plan(const std::filesystem::path& dir) {

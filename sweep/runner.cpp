@@ -9,23 +9,12 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "format/private_file.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::sweep {
 
 namespace {
-
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  auto tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  std::filesystem::rename(tmp, path);
-}
 
 std::vector<Label> run_labels(const PlannedRun& run) {
   return {{"run", run.name},
@@ -113,8 +102,8 @@ std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, c
     }
   }
   auto summary = summarize_sweep(plan, dir);
-  write_text(dir / "summary.json", summary_to_json(summary));
-  write_text(dir / "summary.md", summary_to_markdown(summary));
+  write_private_file(dir / "summary.json", summary_to_json(summary));
+  write_private_file(dir / "summary.md", summary_to_markdown(summary));
   return summary;
 }
 

@@ -18,6 +18,10 @@ for f in plan.json summary.json summary.md c1-r1.rtrace c1-r2.rtrace c4-r1.rtrac
   [[ -f "$WORK/plain/$f" ]] || fail "sweep did not write $f"
 done
 check_contains "$WORK/plain.out" "| concurrency |" "the table is printed on stdout"
+# Plans, summaries and traces hold prompts and outputs: none is readable by others.
+for f in plan.json summary.json summary.md c1-r1.rtrace; do
+  check_eq "$(stat -c %a "$WORK/plain/$f")" 600 "mode of $f"
+done
 check_eq "$(json "$WORK/plain/summary.json" 's.levels.map(l=>l.concurrency).join(",")')" "1,4" "levels"
 check_eq "$(json "$WORK/plain/summary.json" 's.levels.map(l=>l.differing_requests).join(",")')" "0,0" "nothing differs"
 check_eq "$(json "$WORK/plain/summary.json" 's.levels.map(l=>l.requests).join(",")')" "20,20" "N"
