@@ -1,9 +1,25 @@
-// decode_exchange: decodes a stored response (its raw events or body) from scratch.
+// SSE bytes into a decoder: the loop shared by everyone who decodes a stream as it arrives, and
+// decode_exchange, which decodes a stored response from scratch.
 #include <algorithm>
 
 #include "llm/llm.hpp"
 
 namespace retrace::llm {
+
+std::size_t feed_sse(SseParser& parser, std::string_view bytes, std::int64_t offset_ns, ResponseDecoder* decoder,
+                     std::vector<Event>* events) {
+  std::size_t completed = 0;
+  parser.feed(bytes, [&](const SseEvent& event) {
+    ++completed;
+    if (events) events->push_back(Event{offset_ns, std::string(event.raw)});
+    if (decoder) decoder->on_event(event.data, offset_ns);
+  });
+  return completed;
+}
+
+void keep_partial_event(SseParser& parser, std::int64_t offset_ns, std::vector<Event>& events) {
+  if (parser.has_partial()) events.push_back(Event{offset_ns, parser.take_partial()});
+}
 
 namespace {
 
@@ -47,24 +63,17 @@ void decode_exchange(Exchange& exchange) {
   ResponseDecoder decoder(dialect);
   std::string partial;
   std::size_t events = 0;
-  auto decode_sse = [&](auto&& for_each_chunk) {
+  const std::int64_t body_offset =
+      exchange.end_ns >= 0 ? exchange.end_ns : std::max<std::int64_t>(exchange.first_byte_ns, 0);
+  if (response.streamed || looks_like_sse(response.body)) {
     SseParser parser;
-    for_each_chunk([&](std::string_view bytes, std::int64_t offset_ns) {
-      parser.feed(bytes, [&](const SseEvent& event) {
-        ++events;
-        decoder.on_event(event.data, offset_ns);
-      });
-    });
+    if (response.streamed) {
+      for (const Event& event : response.events) {
+        events += feed_sse(parser, event.data, event.offset_ns, &decoder, nullptr);
+      }
+    }
+    if (!response.body.empty()) events += feed_sse(parser, response.body, body_offset, &decoder, nullptr);
     partial = parser.take_partial();
-  };
-  const std::int64_t body_offset = exchange.end_ns >= 0 ? exchange.end_ns : std::max<std::int64_t>(exchange.first_byte_ns, 0);
-  if (response.streamed) {
-    decode_sse([&](auto&& feed) {
-      for (const Event& event : response.events) feed(event.data, event.offset_ns);
-      if (!response.body.empty()) feed(response.body, body_offset);
-    });
-  } else if (looks_like_sse(response.body)) {
-    decode_sse([&](auto&& feed) { feed(response.body, body_offset); });
   } else {
     decoder.on_body(response.body, body_offset);
   }
