@@ -132,6 +132,8 @@ std::string choice_text(const Choice& choice);
 enum class TokenIdMode : std::uint8_t { off, vllm, llamacpp, logprobs };
 // "off" (or "none"), "vllm", "llamacpp" (or "llama.cpp"), "logprobs"; nullopt otherwise.
 std::optional<TokenIdMode> token_id_mode_from_string(std::string_view);
+// The mode's name as token_id_mode_from_string reads it ("off", "vllm", "llamacpp", "logprobs").
+std::string_view to_string(TokenIdMode);
 // Rewrites a JSON request body for `dialect`; returns it unchanged when not a JSON object, the
 // dialect is unknown or mode is off. New fields are appended before the closing brace, leaving
 // the client's bytes as they were; only when an existing value must change is the body

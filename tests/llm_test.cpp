@@ -752,6 +752,13 @@ TEST_CASE("Token id modes parse by name") {
   CHECK_FALSE(token_id_mode_from_string("ids").has_value());
 }
 
+TEST_CASE("Every token id mode's name parses back to that mode") {
+  for (const TokenIdMode mode : {TokenIdMode::off, TokenIdMode::vllm, TokenIdMode::llamacpp, TokenIdMode::logprobs}) {
+    CHECK(token_id_mode_from_string(to_string(mode)) == mode);
+  }
+  CHECK(to_string(TokenIdMode::llamacpp) == "llamacpp");
+}
+
 TEST_CASE("Adding token id fields appends them and keeps the client's bytes") {
   const std::string body = R"({"model":"m","prompt":"hi","temperature":0.70,"max_tokens":5})";
   const std::string vllm = add_token_id_fields(body, Dialect::openai_completions, TokenIdMode::vllm);
