@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "format/trace.hpp"
 
@@ -99,6 +100,17 @@ class ResponseDecoder {
   std::unique_ptr<Impl> impl_;
 };
 
+// The one loop from SSE bytes to a decoder, for the recorder, the replayer and decode_exchange:
+// frames `bytes` (arrived at `offset_ns`) with `parser`; each event it completes is kept raw in
+// `events` and its data passed to `decoder`, either left out when null. Every event reaches the
+// decoder, keep-alives and empty ones too, so that the decoder's "event N" notes count as
+// `events` does. Returns how many events `bytes` completed.
+std::size_t feed_sse(SseParser& parser, std::string_view bytes, std::int64_t offset_ns, ResponseDecoder* decoder,
+                     std::vector<Event>* events);
+// A stream cut mid-event: keeps the unterminated tail raw as a last event at `offset_ns`, so that
+// the events still add up to the body byte for byte. Does nothing when there is no tail.
+void keep_partial_event(SseParser& parser, std::int64_t offset_ns, std::vector<Event>& events);
+
 // Convenience: decode a stored response (events or body) of `exchange` from scratch, filling its
 // choices/usage/dialect/decode_note. Used by import and tests.
 void decode_exchange(Exchange& exchange);
@@ -120,6 +132,8 @@ std::string choice_text(const Choice& choice);
 enum class TokenIdMode : std::uint8_t { off, vllm, llamacpp, logprobs };
 // "off" (or "none"), "vllm", "llamacpp" (or "llama.cpp"), "logprobs"; nullopt otherwise.
 std::optional<TokenIdMode> token_id_mode_from_string(std::string_view);
+// The mode's name as token_id_mode_from_string reads it ("off", "vllm", "llamacpp", "logprobs").
+std::string_view to_string(TokenIdMode);
 // Rewrites a JSON request body for `dialect`; returns it unchanged when not a JSON object, the
 // dialect is unknown or mode is off. New fields are appended before the closing brace, leaving
 // the client's bytes as they were; only when an existing value must change is the body

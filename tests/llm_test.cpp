@@ -703,6 +703,44 @@ TEST_CASE("decode_exchange notes a cut stream and an error status") {
   CHECK(plain.choices[0].tokens[0].offset_ns == 4242);
 }
 
+TEST_CASE("feed_sse keeps every byte of a cut stream and decodes each event as it completes") {
+  const std::string sse = read_data("llamacpp/v1-completions-stream-logprobs.sse");
+  const std::string tail = "data: {\"choices\":[{\"ind";
+  const std::string input = sse + tail;
+  ResponseDecoder decoder(Dialect::openai_completions);
+  SseParser parser;
+  std::vector<Event> events;
+  std::size_t completed = 0;
+  for (std::size_t at = 0; at < input.size(); at += 97) {
+    completed += feed_sse(parser, std::string_view(input).substr(at, 97), static_cast<std::int64_t>(at), &decoder, &events);
+  }
+  CHECK(completed == events.size());
+  keep_partial_event(parser, 7, events);
+  REQUIRE(events.size() == completed + 1);
+  CHECK(events.back() == Event{7, tail});
+  std::string all;
+  for (const Event& event : events) all += event.data;
+  CHECK(all == input);
+
+  Exchange exchange;
+  decoder.finish(exchange);
+  const Exchange direct = decode_stream(sse, Dialect::openai_completions);
+  REQUIRE(exchange.choices.size() == 1);
+  CHECK(ids_of(exchange.choices[0]) == ids_of(direct.choices[0]));
+  CHECK(choice_text(exchange.choices[0]) == choice_text(direct.choices[0]));
+}
+
+TEST_CASE("feed_sse passes keep-alive events to the decoder so its notes count every stored event") {
+  ResponseDecoder decoder(Dialect::openai_chat);
+  SseParser parser;
+  std::vector<Event> events;
+  feed_sse(parser, "data: [DONE]\n\n: ping\n\ndata: {\"choices\":[]}\n\n", 1, &decoder, &events);
+  REQUIRE(events.size() == 3);
+  Exchange exchange;
+  decoder.finish(exchange);
+  CHECK(exchange.decode_note.find("event 2: data after the end of the stream") != std::string::npos);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Request side
 
@@ -712,6 +750,13 @@ TEST_CASE("Token id modes parse by name") {
   CHECK(token_id_mode_from_string("logprobs") == TokenIdMode::logprobs);
   CHECK(token_id_mode_from_string("off") == TokenIdMode::off);
   CHECK_FALSE(token_id_mode_from_string("ids").has_value());
+}
+
+TEST_CASE("Every token id mode's name parses back to that mode") {
+  for (const TokenIdMode mode : {TokenIdMode::off, TokenIdMode::vllm, TokenIdMode::llamacpp, TokenIdMode::logprobs}) {
+    CHECK(token_id_mode_from_string(to_string(mode)) == mode);
+  }
+  CHECK(to_string(TokenIdMode::llamacpp) == "llamacpp");
 }
 
 TEST_CASE("Adding token id fields appends them and keeps the client's bytes") {

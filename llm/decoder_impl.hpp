@@ -1,0 +1,139 @@
+// Internal to llm/: the state of a ResponseDecoder and the steps that fill it, shared by the files
+// that implement them:
+//   decoder.cpp        the public ResponseDecoder, choices, notes, and dispatch by dialect
+//   fast_event.cpp     the SAX fast path for the common streamed OpenAI event
+//   tokens.cpp         one event's tokens: from logprobs and id arrays, and the bytes of each
+//   decode_openai.cpp  OpenAI completions and chat
+//   decode_native.cpp  llama.cpp's native /completion and TGI
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/array.hpp>
+#include <boost/json/monotonic_resource.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/parse_options.hpp>
+#include <boost/json/parser.hpp>
+#include <boost/json/value.hpp>
+
+#include "llm/fast_event.hpp"
+#include "llm/json_fields.hpp"
+#include "llm/llm.hpp"
+
+namespace retrace::llm {
+
+namespace json = boost::json;
+
+constexpr std::size_t kMaxChoices = 4096;  // a larger "index" is corrupt data, not a choice
+constexpr std::size_t kMaxNotes = 8;
+constexpr std::size_t kScratchBytes = 16 * 1024;
+
+// Where a token's bytes came from, to decide how far to trust them against the text delta.
+enum class BytesFrom : std::uint8_t { bytes_array, token_text, unknown };
+
+// A token id from JSON; -1 (no id) when it is not an integer in 0..INT32_MAX.
+std::int32_t token_id_of(const json::value& value);
+// Doubles from the wire clamped into float range (an out-of-range cast is undefined behaviour).
+float to_float(double value);
+// "logprob", or the log of "prob" (llama.cpp's probability spellings).
+std::optional<float> logprob_of(const json::object& object);
+
+struct ResponseDecoder::Impl {
+  Dialect dialect;
+  bool sniffed = false;  // dialect was unknown and got guessed from the response
+  bool finished = false;
+  std::size_t events_seen = 0;
+  std::size_t events_after_end = 0;
+  std::vector<Choice> choices;
+  Usage usage;
+  std::vector<std::string> notes;
+  std::size_t notes_dropped = 0;
+  bool noted_split_unknown = false;
+  bool noted_text_mismatch = false;
+
+  // Parsing: one parser and one arena reused for every event (they are many and small).
+  std::unique_ptr<unsigned char[]> scratch{new unsigned char[kScratchBytes]};
+  json::monotonic_resource arena{scratch.get(), kScratchBytes};
+  json::parser parser{json::storage_ptr(), make_options()};
+  bool fast_path = true;
+  FastEventParser fast_parser{make_options()};
+
+  // Per-event scratch, reused.
+  std::vector<BytesFrom> bytes_from;
+  std::string joined_text;
+
+  static json::parse_options make_options() {
+    json::parse_options options;
+    options.allow_invalid_utf8 = true;  // token bytes are recorded as given, not judged
+    options.max_depth = 64;
+    return options;
+  }
+
+  Impl(Dialect d, bool allow_fast_path) : dialect(d), fast_path(allow_fast_path) {}
+
+  // decoder.cpp: notes, choices, parsing and dispatch.
+  void note(std::string message);
+  std::string where() const { return "event " + std::to_string(events_seen - 1); }
+  // Parses `text` into the arena; nullopt (and a note naming `what`) when it is not JSON.
+  std::optional<json::value> parse(std::string_view text, const std::string& what);
+  // The choice named by the object's "index" (0 when absent), or nullptr (noted) when invalid.
+  Choice* choice_at(const json::object& object);
+  Choice& choice_with_index(std::uint32_t index) {
+    for (Choice& existing : choices) {
+      if (existing.index == index) return existing;
+    }
+    Choice& added = choices.emplace_back();
+    added.index = index;
+    return added;
+  }
+  bool read_error(const json::object& object);
+  void sniff(const json::object& root, bool streamed);
+  void read(const json::value& value, std::int64_t offset_ns, bool streamed);
+  void read_object(const json::object& root, std::int64_t offset_ns, bool streamed);
+
+  // fast_event.cpp: a streamed event of the simple shape, decoded without a DOM; false when it
+  // is not one, having changed nothing.
+  bool read_simple_event(std::string_view data, std::int64_t offset_ns);
+
+  // tokens.cpp. The tokens appended from `first` on belong to one event (or body) whose text is
+  // `delta` (nullopt: the server sent none to compare with).
+  Token& add_token(Choice& choice, std::int64_t offset_ns, BytesFrom from) {
+    Token& token = choice.tokens.emplace_back();
+    token.offset_ns = offset_ns;
+    bytes_from.push_back(from);
+    return token;
+  }
+  // One event's (or body's) worth of tokens for one choice: logprobs first, then id arrays,
+  // then the text itself as one delta token.
+  void read_tokens(Choice& choice, std::optional<std::string_view> text, const json::value* logprobs,
+                   const json::array* ids, std::int64_t offset_ns);
+  void read_content_logprobs(Choice& choice, const json::array& entries, std::int64_t offset_ns);
+  void read_legacy_logprobs(Choice& choice, const json::object& logprobs, std::int64_t offset_ns);
+  void apply_id_array(Choice& choice, std::size_t first, const json::array& ids, std::int64_t offset_ns);
+  void settle_bytes(Choice& choice, std::size_t first, std::optional<std::string_view> delta,
+                    const json::array* text_offsets);
+  bool split_by_offsets(Choice& choice, std::size_t first, std::size_t count, std::string_view delta,
+                        const json::array* text_offsets);
+  static BytesFrom set_token_text(Token& token, std::string_view text);
+  static void sort_best_first(std::vector<Alternative>& top);
+
+  // decode_openai.cpp
+  void read_openai(const json::object& root, std::int64_t offset_ns, bool streamed);
+  void read_usage(const json::object& object);
+  std::optional<std::string_view> chat_text(const json::object& message);
+
+  // decode_native.cpp
+  void read_llamacpp(const json::object& root, std::int64_t offset_ns);
+  void read_tgi_stream(const json::object& root, std::int64_t offset_ns);
+  void read_tgi_body(const json::object& root, std::uint32_t index, std::int64_t offset_ns);
+  Token& read_tgi_token(Choice& choice, const json::object& token_object, std::int64_t offset_ns);
+  void read_tgi_alternatives(Token& token, const json::array& top);
+  void read_tgi_details(Choice& choice, const json::object& details);
+};
+
+}  // namespace retrace::llm

@@ -1,0 +1,300 @@
+// The fast path's SAX handler (see fast_event.hpp), and the decoder's use of it.
+#include "llm/fast_event.hpp"
+
+#include <boost/json/basic_parser_impl.hpp>
+
+#include "llm/decoder_impl.hpp"
+
+namespace retrace::llm {
+
+namespace {
+
+class SimpleEventHandler {
+ public:
+  static constexpr std::size_t max_object_size = std::size_t(-1);
+  static constexpr std::size_t max_array_size = std::size_t(-1);
+  static constexpr std::size_t max_key_size = std::size_t(-1);
+  static constexpr std::size_t max_string_size = std::size_t(-1);
+
+  // Choices of the last successful parse, in order.
+  std::span<const SimpleChoice> choices() const { return {choices_.data(), used_}; }
+  // The root was an object with a "choices" array (else read_openai() has a note to make).
+  bool saw_choices_array() const { return saw_choices_array_; }
+
+  void reset() {
+    depth_ = 0;
+    skip_ = 0;
+    used_ = 0;
+    saw_choices_array_ = false;
+    root_seen_ = 0;
+    key_ = Key::other;
+    key_buffer_.clear();
+    string_buffer_.clear();
+  }
+
+  bool on_document_begin(json::error_code&) { return true; }
+  bool on_document_end(json::error_code&) { return true; }
+
+  bool on_object_begin(json::error_code& ec) {
+    if (skip_ > 0) return ++skip_, true;
+    switch (top()) {
+      case Level::document: return push(Level::root, ec);
+      case Level::choices: {
+        if (used_ == choices_.size()) choices_.emplace_back();
+        SimpleChoice& added = choices_[used_++];
+        added.index = 0;
+        added.has_text = added.has_finish_reason = false;
+        added.delta = added.message = {};  // keeps no capacity; messages are rare on this path
+        added.seen = 0;
+        return push(Level::choice, ec);
+      }
+      case Level::choice:
+        if (key_ == Key::delta || key_ == Key::message) {
+          delta_open_ = key_ == Key::delta;
+          message().is_object = true;
+          return push(Level::message, ec);
+        }
+        if (key_ == Key::other) return ++skip_, true;
+        return give_up(ec);
+      case Level::root:
+      case Level::message:
+        if (key_ == Key::other) return ++skip_, true;
+        return give_up(ec);
+    }
+    return give_up(ec);
+  }
+  bool on_object_end(std::size_t, json::error_code&) { return end_container(); }
+
+  bool on_array_begin(json::error_code& ec) {
+    if (skip_ > 0) return ++skip_, true;
+    switch (top()) {
+      case Level::root:
+        if (key_ == Key::choices) return push(Level::choices, ec);
+        if (key_ == Key::other) return ++skip_, true;
+        return give_up(ec);
+      case Level::choices: return ++skip_, true;  // not an object: read_openai() skips it
+      case Level::choice:
+      case Level::message:
+        if (key_ == Key::other) return ++skip_, true;
+        return give_up(ec);
+      case Level::document: return give_up(ec);
+    }
+    return give_up(ec);
+  }
+  bool on_array_end(std::size_t, json::error_code&) { return end_container(); }
+
+  bool on_key_part(json::string_view part, std::size_t, json::error_code&) {
+    if (skip_ == 0) key_buffer_.append(part.data(), part.size());
+    return true;
+  }
+  bool on_key(json::string_view part, std::size_t, json::error_code& ec) {
+    if (skip_ > 0) return true;
+    std::string_view name(part.data(), part.size());
+    if (!key_buffer_.empty()) {
+      key_buffer_.append(name);
+      name = key_buffer_;
+    }
+    key_ = classify(top(), name);
+    key_buffer_.clear();
+    if (key_ == Key::other) return true;
+    std::uint32_t& seen = top() == Level::root ? root_seen_
+                          : top() == Level::choice ? current().seen
+                                                   : message_seen_;
+    if (seen & bit(key_)) return give_up(ec);  // which duplicate wins is the DOM's business
+    seen |= bit(key_);
+    return true;
+  }
+
+  bool on_string_part(json::string_view part, std::size_t, json::error_code&) {
+    if (skip_ == 0) string_buffer_.append(part.data(), part.size());
+    return true;
+  }
+  bool on_string(json::string_view part, std::size_t, json::error_code& ec) {
+    if (skip_ > 0) return true;
+    if (top() == Level::document) return give_up(ec);
+    std::string_view value(part.data(), part.size());
+    if (!string_buffer_.empty()) {
+      string_buffer_.append(value);
+      value = string_buffer_;
+    }
+    bool ok = true;
+    switch (key_) {
+      case Key::object: ok = top() != Level::root || value != "error"; break;
+      case Key::text:
+        current().has_text = true;
+        current().text.assign(value);
+        break;
+      case Key::finish_reason:
+        current().has_finish_reason = true;
+        current().finish_reason.assign(value);
+        break;
+      case Key::content:
+        message().has_content = true;
+        message().content.assign(value);
+        break;
+      case Key::other:
+      case Key::usage:
+      case Key::logprobs:
+      case Key::token_ids:
+      case Key::delta:
+      case Key::message:
+        break;  // a string where read_openai() wants an object or array: it ignores it too
+      default: ok = false;  // index, error, reasoning, refusal, tool_calls
+    }
+    string_buffer_.clear();
+    return ok || give_up(ec);
+  }
+
+  bool on_number_part(json::string_view, json::error_code&) { return true; }
+  bool on_int64(std::int64_t value, json::string_view, json::error_code& ec) {
+    if (skip_ > 0 || key_ != Key::index) return scalar(ec);
+    if (value < 0 || static_cast<std::uint64_t>(value) >= kMaxChoices) return give_up(ec);
+    current().index = value;
+    return true;
+  }
+  bool on_uint64(std::uint64_t, json::string_view, json::error_code& ec) { return scalar(ec); }
+  bool on_double(double, json::string_view, json::error_code& ec) { return scalar(ec); }
+  bool on_bool(bool, json::error_code& ec) { return scalar(ec); }
+  bool on_null(json::error_code& ec) {
+    // null is "absent" for every key read_openai() looks at ("index": null is index 0).
+    if (skip_ == 0 && top() == Level::document) return give_up(ec);
+    return true;
+  }
+  bool on_comment_part(json::string_view, json::error_code&) { return true; }
+  bool on_comment(json::string_view, json::error_code&) { return true; }
+
+ private:
+  enum class Level : std::uint8_t { document, root, choices, choice, message };
+  enum class Key : std::uint8_t {
+    other, choices, usage, error, object,                                     // root
+    index, text, delta, message, logprobs, token_ids, finish_reason,          // choice
+    content, reasoning, reasoning_content, refusal, tool_calls,               // message
+  };
+  static constexpr std::uint32_t bit(Key key) { return 1u << static_cast<unsigned>(key); }
+
+  static Key classify(Level level, std::string_view name) {
+    switch (level) {
+      case Level::root:
+        if (name == "choices") return Key::choices;
+        if (name == "usage") return Key::usage;
+        if (name == "error") return Key::error;
+        if (name == "object") return Key::object;
+        return Key::other;
+      case Level::choice:
+        if (name == "index") return Key::index;
+        if (name == "text") return Key::text;
+        if (name == "delta") return Key::delta;
+        if (name == "message") return Key::message;
+        if (name == "logprobs") return Key::logprobs;
+        if (name == "token_ids") return Key::token_ids;
+        if (name == "finish_reason") return Key::finish_reason;
+        return Key::other;
+      case Level::message:
+        if (name == "content") return Key::content;
+        if (name == "reasoning") return Key::reasoning;
+        if (name == "reasoning_content") return Key::reasoning_content;
+        if (name == "refusal") return Key::refusal;
+        if (name == "tool_calls") return Key::tool_calls;
+        return Key::other;
+      case Level::document:
+      case Level::choices: break;
+    }
+    return Key::other;
+  }
+
+  // A number or bool: harmless for keys read_openai() ignores or reads as a string (it takes
+  // a non-string as absent), decisive for the others.
+  bool scalar(json::error_code& ec) {
+    if (skip_ > 0) return true;
+    switch (top()) {
+      case Level::document: return give_up(ec);
+      case Level::choices: return true;
+      case Level::root: return key_ != Key::error || give_up(ec);
+      case Level::choice: return (key_ != Key::index) || give_up(ec);
+      case Level::message: return true;
+    }
+    return true;
+  }
+
+  bool push(Level level, json::error_code& ec) {
+    if (depth_ + 1 >= kMaxLevels) return give_up(ec);
+    levels_[++depth_] = level;
+    if (level == Level::message) message_seen_ = 0;
+    if (level == Level::choices) saw_choices_array_ = true;
+    key_ = Key::other;
+    return true;
+  }
+  bool end_container() {
+    if (skip_ > 0) return --skip_, true;
+    --depth_;
+    // In an enclosing object a key comes next; in an enclosing array values have no key.
+    key_ = Key::other;
+    return true;
+  }
+  Level top() const { return levels_[depth_]; }
+  SimpleChoice& current() { return choices_[used_ - 1]; }
+  SimpleMessage& message() { return delta_open_ ? current().delta : current().message; }
+
+  bool give_up(json::error_code& ec) {
+    ec = json::make_error_code(json::error::exception);
+    return false;
+  }
+
+  static constexpr int kMaxLevels = 8;
+  Level levels_[kMaxLevels] = {Level::document};
+  int depth_ = 0;
+  int skip_ = 0;  // depth inside a value nobody reads
+  Key key_ = Key::other;
+  bool delta_open_ = false;  // the open message level is "delta" (else "message")
+  bool saw_choices_array_ = false;
+  std::uint32_t root_seen_ = 0;
+  std::uint32_t message_seen_ = 0;
+  std::vector<SimpleChoice> choices_;
+  std::size_t used_ = 0;
+  std::string key_buffer_;
+  std::string string_buffer_;
+};
+
+}  // namespace
+
+struct FastEventParser::Parser {
+  explicit Parser(const json::parse_options& options) : sax(options) {}
+  json::basic_parser<SimpleEventHandler> sax;
+};
+
+FastEventParser::FastEventParser(const json::parse_options& options)
+    : parser_(std::make_unique<Parser>(options)) {}
+FastEventParser::~FastEventParser() = default;
+
+std::optional<std::span<const SimpleChoice>> FastEventParser::parse(std::string_view data) {
+  json::basic_parser<SimpleEventHandler>& sax = parser_->sax;
+  sax.reset();
+  SimpleEventHandler& simple = sax.handler();
+  simple.reset();
+  json::error_code ec;
+  const std::size_t used = sax.write_some(false, data.data(), data.size(), ec);
+  if (ec || used != data.size() || !simple.saw_choices_array()) return std::nullopt;
+  return simple.choices();
+}
+
+bool ResponseDecoder::Impl::read_simple_event(std::string_view data, std::int64_t offset_ns) {
+  if (!fast_path || (dialect != Dialect::openai_completions && dialect != Dialect::openai_chat)) return false;
+  const auto parsed_choices = fast_parser.parse(data);
+  if (!parsed_choices) return false;
+  for (const SimpleChoice& parsed : *parsed_choices) {
+    Choice& choice = choice_with_index(static_cast<std::uint32_t>(parsed.index));
+    std::optional<std::string_view> text;
+    if (parsed.has_text) text = parsed.text;
+    // As read_openai() for a stream: "delta" first, else "message".
+    const SimpleMessage* message = parsed.delta.is_object     ? &parsed.delta
+                                           : parsed.message.is_object ? &parsed.message
+                                                                      : nullptr;
+    if (message) text = message->has_content ? std::optional<std::string_view>(message->content) : std::nullopt;
+    bytes_from.clear();
+    if (text && !text->empty()) add_token(choice, offset_ns, BytesFrom::token_text).bytes.assign(*text);
+    if (parsed.has_finish_reason) choice.finish_reason.assign(parsed.finish_reason);
+  }
+  return true;
+}
+
+}  // namespace retrace::llm

@@ -1,0 +1,58 @@
+// Internal to llm/: the decoder's fast path for the common streamed OpenAI event, a text delta and
+// maybe a finish reason, e.g.
+//   {"id":..,"object":"text_completion",..,"choices":[{"index":0,"text":" the","logprobs":null,
+//    "finish_reason":null}]}
+// A SAX pass (no DOM, no allocation once warm) picks out exactly what read_openai() would use.
+// Anything it does not model with certainty (logprobs, token ids, usage, errors, tool calls,
+// reasoning, duplicate keys, odd index values, ...) makes it give up, and the event goes through
+// the general DOM path instead, so the decoded result is the same either way (a test compares the
+// two paths event by event).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <boost/json/parse_options.hpp>
+
+namespace retrace::llm {
+
+struct SimpleMessage {
+  bool is_object = false;  // "delta"/"message" present as an object
+  bool has_content = false;
+  std::string content;
+};
+
+struct SimpleChoice {
+  std::int64_t index = 0;
+  bool has_text = false;
+  std::string text;
+  bool has_finish_reason = false;
+  std::string finish_reason;
+  SimpleMessage delta, message;
+  std::uint32_t seen = 0;  // bit per key already seen, to give up on duplicates
+};
+
+// One per decoder, reused for every event (Boost.JSON's basic_parser is instantiated only in
+// fast_event.cpp).
+class FastEventParser {
+ public:
+  explicit FastEventParser(const boost::json::parse_options& options);
+  ~FastEventParser();
+  FastEventParser(const FastEventParser&) = delete;
+  FastEventParser& operator=(const FastEventParser&) = delete;
+
+  // The choices of `data` in order when it is an event of the simple shape: an object with a
+  // "choices" array. nullopt when it is not, and the general path must read it. The span lives
+  // until the next parse().
+  std::optional<std::span<const SimpleChoice>> parse(std::string_view data);
+
+ private:
+  struct Parser;
+  std::unique_ptr<Parser> parser_;
+};
+
+}  // namespace retrace::llm
