@@ -1,7 +1,7 @@
 # Helpers for the tests against a real engine, llama.cpp's llama-server (scripts/llama-server.sh).
 # Source it first thing:  . "$(dirname "$0")/lib.sh"
-# Everything tests/e2e/lib.sh provides, plus start_llama. Every llama-server started here is
-# stopped at exit, and its log is printed when the test fails.
+# Everything tests/e2e/lib.sh provides, plus start_llama, check_replay_identical and json. Every
+# llama-server started here is stopped at exit; its log is printed when the test fails.
 . "$(dirname "${BASH_SOURCE[0]}")/../e2e/lib.sh"
 export RETRACE_ROOT="$ROOT"
 LLAMA="$ROOT/scripts/llama-server.sh"
@@ -29,6 +29,16 @@ start_llama() {
   url=$("$LLAMA" start --pidfile "$WORK/$name.pid" --log "$WORK/$name.log" "$@") \
     || fail "could not start llama-server $name"
   printf -v "${name}_URL" '%s' "$url"
+}
+
+# check_replay_identical TRACE URL: replays TRACE against URL at concurrency 1 and fails unless
+# `retrace diff` finds every output identical to the recorded one.
+check_replay_identical() {
+  "$RETRACE" replay "$1" --target "$2" -c 1 --out "$WORK/replay.rtrace" \
+    >"$WORK/replay.out" 2>"$WORK/replay.err" || { cat "$WORK/replay.err" >&2; fail "replay of $1"; }
+  local status=0
+  "$RETRACE" diff "$1" "$WORK/replay.rtrace" >"$WORK/diff.out" 2>&1 || status=$?
+  [[ $status == 0 ]] || { cat "$WORK/diff.out" >&2; fail "the replay differs from the recording (diff exit $status)"; }
 }
 
 # json FILE EXPRESSION: evaluates a JavaScript expression over the JSON in FILE (as `s`).

@@ -40,9 +40,5 @@ for e, wanted in zip(exchanges, (48, 24)):
     assert all(len(t["top"]) == 2 for t in tokens), f"{where}: a token without its 2 top logprobs"
 PY
 
-"$RETRACE" replay "$WORK/run.rtrace" --target "$LLAMA_URL" -c 1 --out "$WORK/replay.rtrace" \
-  >"$WORK/replay.out" 2>"$WORK/replay.err" || { cat "$WORK/replay.err" >&2; fail "replay"; }
-status=0
-"$RETRACE" diff "$WORK/run.rtrace" "$WORK/replay.rtrace" >"$WORK/diff.out" 2>&1 || status=$?
-[[ $status == 0 ]] || { cat "$WORK/diff.out" >&2; fail "the replay differs from the recording (diff exit $status)"; }
+check_replay_identical "$WORK/run.rtrace" "$LLAMA_URL"
 echo "PASS real.native_completion"

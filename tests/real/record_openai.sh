@@ -42,9 +42,5 @@ assert [e["response"]["streamed"] for e in exchanges] == [True, False, True, Fal
 PY
 
 # Replayed at concurrency 1, the recording's outputs come back token for token.
-"$RETRACE" replay "$WORK/run.rtrace" --target "$LLAMA_URL" -c 1 --out "$WORK/replay.rtrace" \
-  >"$WORK/replay.out" 2>"$WORK/replay.err" || { cat "$WORK/replay.err" >&2; fail "replay"; }
-status=0
-"$RETRACE" diff "$WORK/run.rtrace" "$WORK/replay.rtrace" >"$WORK/diff.out" 2>&1 || status=$?
-[[ $status == 0 ]] || { cat "$WORK/diff.out" >&2; fail "the replay differs from the recording (diff exit $status)"; }
+check_replay_identical "$WORK/run.rtrace" "$LLAMA_URL"
 echo "PASS real.record_openai"
