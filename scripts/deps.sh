@@ -8,7 +8,8 @@ packages=(cmake g++ pkg-config make
           capnproto libcapnp-dev
           libzstd-dev zstd libcli11-dev libxxhash-dev catch2 libssl-dev
           ccache ninja-build
-          nodejs npm curl jq python3 openssl)
+          nodejs npm curl jq python3 openssl
+          git python3-numpy)  # git and numpy: scripts/llama-server.sh (llama.cpp sources, the tiny model)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk nginx-light mitmproxy hyperfine)
 fi

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite, from a clean checkout: installs what is missing, builds, runs every unit
-# and end-to-end test, then builds again under AddressSanitizer + UBSan and runs everything again.
+# and end-to-end test, then builds again under AddressSanitizer + UBSan and runs everything again,
+# and last the tests against a real engine (tests/real, label `real`, release build only), which
+# build llama.cpp's llama-server once per machine (scripts/llama-server.sh, ~15 minutes on 2 cores).
 # Usage: scripts/test.sh [ctest args...]    (e.g. -R format to run a subset)
+# RETRACE_SKIP_REAL=1 skips the real-engine tests in a local loop; refused when CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ "${RETRACE_SKIP_REAL:-}" == 1 && "${CI:-}" == true ]]; then
+  echo "scripts/test.sh: RETRACE_SKIP_REAL=1 is refused in CI (CI=true): the real-engine tests always run there" >&2
+  exit 2
+fi
 scripts/deps.sh
 # The official `openai` client, used by the compatibility tests (pinned in tests/npm).
 (cd tests/npm && npm ci --silent --no-audit --no-fund >/dev/null)
@@ -13,6 +20,20 @@ for flavour in release asan; do
   echo "== build: $flavour"
   scripts/build.sh "$flavour"
   echo "== test: $flavour"
-  (cd "build/$flavour" && ctest --output-on-failure -j"$(nproc)" "$@") || status=1
+  (cd "build/$flavour" && ctest --output-on-failure -j"$(nproc)" -LE real "$@") || status=1
 done
+
+if [[ "${RETRACE_SKIP_REAL:-}" == 1 ]]; then
+  echo "== test: real engine skipped (RETRACE_SKIP_REAL=1)"
+  exit $status
+fi
+# Build llama-server first (once per machine) only when a real-engine test is selected.
+if (cd build/release && ctest -N -L real "$@" | grep -q '^  Test'); then
+  echo "== build: llama-server (cached after the first time)"
+  started=$SECONDS
+  scripts/llama-server.sh build >/dev/null && scripts/llama-server.sh model >/dev/null
+  echo "   ready in $((SECONDS - started)) s"
+  echo "== test: real engine (release)"
+  (cd build/release && ctest --output-on-failure -j"$(nproc)" -L real "$@") || status=1
+fi
 exit $status
