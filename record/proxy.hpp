@@ -53,7 +53,7 @@ struct ProxyShared {
   std::function<void()> on_limit;
 
   std::atomic<bool> draining{false};
-  InFlight in_flight;
+  InFlight in_flight{};
   std::atomic<std::uint64_t> forwarded{0};
   std::atomic<std::uint64_t> captured{0};
 };
