@@ -145,7 +145,9 @@ void add_record(CLI::App& root, Registry& registry) {
                     "Do not ask the upstream for /v1/models at start");
   command->footer(
       "Example: retrace record --upstream http://127.0.0.1:8000 --out prod.rtrace --listen :8080\n"
-      "Prints 'listening on http://HOST:PORT' once ready; SIGINT/SIGTERM stop it cleanly (exit 0).");
+      "Prints 'listening on http://HOST:PORT' once ready; SIGINT/SIGTERM stop it cleanly (exit 0).\n"
+      "Ctrl-C again during the drain cuts the exchanges in flight now (recorded as cut); once more\n"
+      "quits at once.");
   registry.add(command, [args] { return run_record(*args); });
 }
 

@@ -10,6 +10,7 @@
 #include "record/proxy.hpp"
 
 #include <array>
+#include <cassert>
 #include <cctype>
 #include <cstdio>
 
@@ -422,7 +423,10 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void settle() {
     if (reading_ || writing_ || !relay_active_) return;
     if (!cut_ && !client_failed_ && !out_pending_.empty()) return flush_client();
-    if (!cut_ && !client_failed_ && !upstream_error_ && !upstream_done_) return;  // cannot happen
+    // No read outstanding means an end was reached: on_read_body pauses reading only with bytes
+    // pending, and those went to flush_client above. Release builds wait rather than end early.
+    assert(cut_ || client_failed_ || upstream_error_ || upstream_done_);
+    if (!cut_ && !client_failed_ && !upstream_error_ && !upstream_done_) return;
     relay_active_ = false;
     ++relay_generation_;
     watchdog_.cancel();

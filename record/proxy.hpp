@@ -17,6 +17,31 @@
 
 namespace retrace::record {
 
+// Exchanges begun and not yet complete, counted by the workers (++ in begin_exchange, -- in
+// complete). The control thread waits for zero while draining: after when_zero(), the worker
+// whose exchange was the last in flight calls the callback, so the wait is an event, not a poll.
+class InFlight {
+ public:
+  void operator++() { count_.fetch_add(1); }
+  void operator--() {
+    // Sequentially consistent with when_zero(): either this load sees watching_ set, or the load
+    // in the caller of when_zero() sees this decrement; a zero is never missed by both.
+    if (count_.fetch_sub(1) == 1 && watching_.load()) on_zero_();
+  }
+  std::int64_t load() const { return count_.load(); }
+  // Once: from now on each decrement to zero calls `on_zero` on the decrementing thread. The
+  // count may be zero already: load() after this call to know.
+  void when_zero(std::function<void()> on_zero) {
+    on_zero_ = std::move(on_zero);
+    watching_.store(true);
+  }
+
+ private:
+  std::atomic<std::int64_t> count_{0};
+  std::atomic<bool> watching_{false};
+  std::function<void()> on_zero_;  // written once, before watching_ is set
+};
+
 // Shared by all workers for the whole run; owned by run_recorder.
 struct ProxyShared {
   const RecordOptions& options;
@@ -28,7 +53,7 @@ struct ProxyShared {
   std::function<void()> on_limit;
 
   std::atomic<bool> draining{false};
-  std::atomic<std::int64_t> in_flight{0};
+  InFlight in_flight{};
   std::atomic<std::uint64_t> forwarded{0};
   std::atomic<std::uint64_t> captured{0};
 };

@@ -3,8 +3,9 @@
 // writes one Exchange per request to a trace.
 //
 // Threads: N proxy workers, each an io_context of its own with its own upstream pool (no locks on
-// the relay path); one control thread (acceptor, signals, timers, status line); one trace thread
-// that owns the TraceWriter. Workers hand captured exchanges to the trace thread through a queue;
+// the relay path); one control thread (acceptor, timers, status line, the shutdown sequence) told
+// of SIGINT/SIGTERM by a signal watcher thread (net/stop_signals.hpp); one trace thread that owns
+// the TraceWriter. Workers hand captured exchanges to the trace thread through a queue;
 // SSE splitting, token decoding and redaction happen there, off the relay path.
 #pragma once
 

@@ -1,25 +1,32 @@
-// run_recorder: wires the trace thread, the proxy workers and the control loop (acceptor, signals,
-// timers, status line), and runs the shutdown sequence:
+// run_recorder wires the trace thread (trace_sink.hpp), the proxy workers (proxy.hpp) and the
+// control thread, which is the Controller below: it accepts connections onto the workers, draws
+// the status line, takes the stop requests (SIGINT/SIGTERM, --duration, --max-exchanges, a trace
+// write failure) and runs the shutdown sequence:
 //   stop accepting ─► close idle client connections ─► wait for in-flight exchanges (up to the
 //   drain deadline) ─► cut the rest (recorded as cut) ─► stop workers ─► flush and close the trace.
+// Every wait in it is for an event: the worker whose exchange was the last in flight posts
+// on_drained, each worker thread posts on_worker_finished as it ends. Timers are deadlines (drain,
+// cut, give up on a stuck worker), never polls.
+//
+// Signals: the first stops the run (drain); one during the drain cuts the exchanges in flight at
+// once; after that, when only stopping and flushing are left, the next one ends the process.
 #include <pthread.h>
 #include <unistd.h>
 
 #include <array>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
+#include <csignal>
 #include <ostream>
 #include <thread>
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
+#include "net/stop_signals.hpp"
 #include "record/proxy.hpp"
+#include "record/trace_sink.hpp"
 #include "version.hpp"
 
 namespace retrace::record {
@@ -32,140 +39,6 @@ using net::tcp;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// The trace thread. Exchanges arrive from any worker through submit(); only this thread touches the
-// TraceWriter. A write failure (a full disk) stops the run: later exchanges are counted as lost.
-class TraceSink {
- public:
-  TraceSink(const std::filesystem::path& path, const TraceHeader& header, WriterOptions options,
-            Redactor redactor)
-      : writer_(path, header, options), options_(options), redactor_(std::move(redactor)) {}
-
-  ~TraceSink() { close(); }
-
-  void start(std::function<void()> on_failure) {
-    on_failure_ = std::move(on_failure);
-    thread_ = std::thread([this] {
-      ::pthread_setname_np(::pthread_self(), "rt-trace");  // for top -H and perf
-      run();
-    });
-  }
-
-  void submit(CapturedExchange&& captured) {
-    {
-      std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(captured));
-    }
-    wake_.notify_one();
-  }
-
-  // Drains the queue, closes the trace. Idempotent.
-  void close() {
-    {
-      std::lock_guard lock(mutex_);
-      closing_ = true;
-    }
-    wake_.notify_one();
-    if (thread_.joinable()) thread_.join();
-    if (!writer_closed_) {
-      writer_closed_ = true;
-      try {
-        writer_.close();
-      } catch (const std::exception& e) {
-        if (error_.empty()) error_ = e.what();
-      }
-    }
-  }
-
-  std::atomic<std::uint64_t> written{0};
-  std::atomic<std::uint64_t> tokens{0};
-  std::atomic<std::uint64_t> lost{0};
-  std::array<std::atomic<std::uint64_t>, 8> errors_by_kind{};
-  std::uint64_t bytes() const { return writer_.bytes_written(); }
-  const std::string& error() const { return error_; }  // after close()
-
- private:
-  void run() {
-    std::deque<CapturedExchange> batch;
-    Exchange exchange;
-    std::uint64_t next_id = 0;
-    bool unflushed = false;
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      auto ready = [&] { return closing_ || !queue_.empty(); };
-      if (!ready()) {
-        if (unflushed) {
-          // Idle with exchanges in an open frame: close it after flush_ms, as the writer would have
-          // on its next write.
-          if (!wake_.wait_for(lock, std::chrono::milliseconds(std::max<std::int64_t>(options_.flush_ms, 1)), ready)) {
-            lock.unlock();
-            flush();
-            unflushed = false;
-            lock.lock();
-            continue;
-          }
-        } else {
-          wake_.wait(lock, ready);
-        }
-      }
-      if (queue_.empty() && closing_) break;
-      batch.swap(queue_);
-      lock.unlock();
-      for (auto& captured : batch) {
-        if (failed_) {
-          ++lost;
-          continue;
-        }
-        finish_exchange(std::move(captured), redactor_, next_id++, exchange);
-        try {
-          writer_.write(exchange);
-          ++written;
-          unflushed = true;
-        } catch (const std::exception& e) {
-          fail(e.what());
-          ++lost;
-          continue;
-        }
-        ++errors_by_kind[static_cast<std::size_t>(exchange.error.kind) % errors_by_kind.size()];
-        std::uint64_t count = 0;
-        for (const auto& choice : exchange.choices) count += choice.tokens.size();
-        tokens += count;
-      }
-      batch.clear();
-      lock.lock();
-    }
-    lock.unlock();
-    if (unflushed) flush();
-  }
-
-  void flush() {
-    if (failed_) return;
-    try {
-      writer_.flush();
-    } catch (const std::exception& e) {
-      fail(e.what());
-    }
-  }
-
-  void fail(const std::string& message) {
-    failed_ = true;
-    error_ = message;
-    if (on_failure_) on_failure_();
-  }
-
-  TraceWriter writer_;
-  WriterOptions options_;
-  Redactor redactor_;
-  std::function<void()> on_failure_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<CapturedExchange> queue_;  // guarded by mutex_
-  bool closing_ = false;                // guarded by mutex_
-  bool failed_ = false;                 // trace thread only (then read after join)
-  bool writer_closed_ = false;
-  std::string error_;
-  std::thread thread_;
-};
 
 std::string host_name() {
   std::array<char, 256> name{};
@@ -224,6 +97,255 @@ std::string fetch_server_info(const RecordOptions& options,
   return boost::json::serialize(info);
 }
 
+// Binds --listen before the trace is created, so a taken port leaves no empty trace behind.
+tcp::acceptor open_listener(asio::io_context& io, const net::ListenAddress& listen) {
+  error_code ec;
+  auto address = asio::ip::make_address(listen.host, ec);
+  if (ec)
+    throw std::runtime_error("--listen host '" + listen.host +
+                             "' is not an IP address: use e.g. 127.0.0.1:8080");
+  tcp::endpoint endpoint(address, listen.port);
+  tcp::acceptor acceptor(io);
+  acceptor.open(endpoint.protocol());
+  acceptor.set_option(asio::socket_base::reuse_address(true));
+  acceptor.bind(endpoint, ec);
+  if (ec)
+    throw std::runtime_error("cannot listen on " + listen.host + ":" + std::to_string(listen.port) +
+                             ": " + ec.message() + " (try another --listen port; port 0 picks a free one)");
+  acceptor.listen(asio::socket_base::max_listen_connections);
+  return acceptor;
+}
+
+std::string url_of(const tcp::acceptor& acceptor) {
+  auto local = acceptor.local_endpoint();
+  auto address = local.address().to_string();
+  if (local.address().is_v6()) address = "[" + address + "]";
+  return "http://" + address + ":" + std::to_string(local.port());
+}
+
+// The control thread. Every member function but the constructor, start() and run() runs on it;
+// other threads post to it (workers, the trace thread, the signal watcher).
+class Controller {
+ public:
+  Controller(asio::io_context& control, tcp::acceptor& acceptor, ProxyShared& shared,
+             TraceSink& sink, std::ostream& log)
+      : control_(control),
+        acceptor_(acceptor),
+        shared_(shared),
+        options_(shared.options),
+        sink_(sink),
+        log_(log),
+        signals_([this](int number) { post([this, number] { on_signal(number); }); }) {
+    unsigned count = options_.threads;
+    if (count == 0) count = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned i = 0; i < count; ++i) workers_.push_back(std::make_unique<Worker>(shared_));
+  }
+
+  // Only reached with threads still running when run() was never called or threw.
+  ~Controller() {
+    for (auto& worker : workers_) worker->io().stop();
+    for (auto& thread : threads_)
+      if (thread.joinable()) thread.join();
+  }
+
+  // Starts the worker threads, accepting, and the stop requests that are not signals.
+  void start() {
+    shared_.on_limit = [this] { post([this] { begin_shutdown("--max-exchanges reached"); }); };
+    // The trace thread may outlive this object (the sink closes after it), so it posts straight to
+    // control_; what it posts runs only inside run().
+    sink_.start([this, &control = control_] {
+      asio::post(control, [this] { begin_shutdown("trace write failed"); });
+    });
+    for (auto& worker : workers_)
+      threads_.emplace_back([this, w = worker.get()] {
+        ::pthread_setname_np(::pthread_self(), "rt-proxy");
+        w->run();
+        post([this] { on_worker_finished(); });
+      });
+    workers_running_ = workers_.size();
+    do_accept();
+    if (options_.duration.count() > 0) {
+      duration_timer_.expires_after(options_.duration);
+      duration_timer_.async_wait([this](error_code ec) {
+        if (!ec) begin_shutdown("--duration elapsed");
+      });
+    }
+    if (options_.live_status) do_status();
+  }
+
+  // Runs the control thread until every worker has stopped; returns why the run stopped.
+  std::string run() {
+    control_.run();
+    if (options_.live_status) log_ << "\r\033[K" << std::flush;
+    for (auto& thread : threads_) thread.join();
+    return stop_reason_;
+  }
+
+ private:
+  enum class Stage { running, draining, cutting, stopping };
+
+  template <class Step>
+  void post(Step step) {
+    asio::post(control_, std::move(step));
+  }
+
+  // ---- running -------------------------------------------------------------------------------
+
+  // Sockets are accepted straight onto a worker's io_context, round robin.
+  void do_accept() {
+    auto& worker = *workers_[next_worker_];
+    next_worker_ = (next_worker_ + 1) % workers_.size();
+    acceptor_.async_accept(worker.io(), [this, w = &worker](error_code ec, tcp::socket socket) {
+      on_accept(*w, ec, std::move(socket));
+    });
+  }
+
+  void on_accept(Worker& worker, error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || stage_ != Stage::running) return;
+    if (!ec)
+      asio::post(worker.io(), [w = &worker, s = std::move(socket)]() mutable {
+        w->start_session(std::move(s));
+      });
+    else
+      log_ << "retrace record: accept failed: " << ec.message() << "\n";
+    do_accept();
+  }
+
+  void do_status() {
+    auto now = Clock::now();
+    double seconds = std::chrono::duration<double>(now - last_status_).count();
+    std::uint64_t tokens = sink_.tokens;
+    std::uint64_t errors = 0;
+    for (std::size_t kind = 1; kind < sink_.errors_by_kind.size(); ++kind)
+      errors += sink_.errors_by_kind[kind];
+    log_ << "\r\033[Krecording: " << sink_.written << " exchanges, " << errors << " errors, "
+         << static_cast<std::uint64_t>(seconds > 0 ? (tokens - last_tokens_) / seconds : 0)
+         << " tokens/s, " << shared_.in_flight.load() << " in flight" << std::flush;
+    last_tokens_ = tokens;
+    last_status_ = now;
+    status_timer_.expires_after(std::chrono::milliseconds(500));
+    status_timer_.async_wait([this](error_code ec) {
+      if (!ec && stage_ != Stage::stopping) do_status();
+    });
+  }
+
+  void on_signal(int number) {
+    auto in_flight = shared_.in_flight.load();
+    if (stage_ == Stage::running) {
+      if (in_flight > 0)
+        log_ << "retrace record: stopping: letting " << in_flight
+             << " exchange(s) in flight finish, for up to --drain-timeout "
+             << options_.drain_timeout.count() / 1000.0 << " s (Ctrl-C again to cut them now)\n";
+      return begin_shutdown(number == SIGINT ? "interrupted" : "terminated");
+    }
+    if (stage_ == Stage::draining) {
+      log_ << "retrace record: cutting " << in_flight
+           << " exchange(s) in flight now (Ctrl-C again to quit at once)\n";
+      do_cut();
+    }
+    // Cutting or stopping: quit_on_next() took the signals away; this one was already queued.
+  }
+
+  // ---- shutdown ------------------------------------------------------------------------------
+
+  void begin_shutdown(const std::string& reason) {
+    if (stage_ != Stage::running) return;
+    stage_ = Stage::draining;
+    stop_reason_ = reason;
+    error_code ignored;
+    acceptor_.close(ignored);
+    duration_timer_.cancel();
+    shared_.draining = true;
+    shared_.in_flight.when_zero([this] { post([this] { on_drained(); }); });
+    idle_close_pending_ = workers_.size();
+    for (auto& worker : workers_)
+      asio::post(worker->io(), [this, w = worker.get()] {
+        w->close_idle_sessions();
+        post([this] { on_idle_closed(); });
+      });
+    deadline_.expires_after(options_.drain_timeout);
+    deadline_.async_wait([this](error_code ec) { on_drain_deadline(ec); });
+  }
+
+  // A request read before a worker closed its idle connections may still begin an exchange:
+  // the count is trusted only once every worker has closed them.
+  void on_idle_closed() {
+    if (--idle_close_pending_ == 0) on_drained();
+  }
+
+  // Posted when the in-flight count reached zero; it may have risen again since.
+  void on_drained() {
+    if (stage_ != Stage::draining && stage_ != Stage::cutting) return;
+    if (idle_close_pending_ > 0 || shared_.in_flight.load() > 0) return;
+    do_stop();
+  }
+
+  void on_drain_deadline(error_code ec) {
+    if (ec || stage_ != Stage::draining) return;
+    log_ << "retrace record: " << shared_.in_flight.load()
+         << " exchange(s) still in flight at the drain deadline; recording them as cut\n";
+    do_cut();
+  }
+
+  // Cut sessions complete their exchange as cut at once; the deadline covers one that does not.
+  void do_cut() {
+    stage_ = Stage::cutting;
+    signals_.quit_on_next();
+    for (auto& worker : workers_) asio::post(worker->io(), [w = worker.get()] { w->cut_sessions(); });
+    deadline_.expires_after(kCutDeadline);
+    deadline_.async_wait([this](error_code ec) {
+      if (!ec && stage_ == Stage::cutting) do_stop();
+    });
+  }
+
+  void do_stop() {
+    stage_ = Stage::stopping;
+    signals_.quit_on_next();
+    status_timer_.cancel();
+    duration_timer_.cancel();
+    for (auto& worker : workers_) asio::post(worker->io(), [w = worker.get()] { w->finish(); });
+    deadline_.expires_after(kGiveUpDeadline);
+    deadline_.async_wait([this](error_code ec) { on_give_up_deadline(ec); });
+  }
+
+  // Posted by each worker thread as its run() returns (finish() let it run out of work).
+  void on_worker_finished() {
+    if (--workers_running_ == 0) deadline_.cancel();  // nothing is left: control_.run() returns
+  }
+
+  void on_give_up_deadline(error_code ec) {
+    if (ec) return;
+    log_ << "retrace record: " << workers_running_ << " proxy worker(s) did not stop within "
+         << kGiveUpDeadline.count() << " s; stopping them\n";
+    for (auto& worker : workers_)
+      if (!worker->finished()) worker->io().stop();
+  }
+
+  static constexpr auto kCutDeadline = std::chrono::seconds(2);
+  static constexpr auto kGiveUpDeadline = std::chrono::seconds(3);
+
+  asio::io_context& control_;
+  tcp::acceptor& acceptor_;
+  ProxyShared& shared_;
+  const RecordOptions& options_;
+  TraceSink& sink_;
+  std::ostream& log_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::thread> threads_;  // one per worker, joined in run()
+  std::size_t next_worker_ = 0;
+  Stage stage_ = Stage::running;
+  std::string stop_reason_;
+  std::size_t idle_close_pending_ = 0;  // workers yet to close their idle connections
+  std::size_t workers_running_ = 0;
+  asio::steady_timer deadline_{control_};  // of the current shutdown stage
+  asio::steady_timer duration_timer_{control_};
+  asio::steady_timer status_timer_{control_};
+  std::uint64_t last_tokens_ = 0;
+  Clock::time_point last_status_ = Clock::now();
+  // Last member, so destroyed first: its thread posts to control_ and reads `this` until joined.
+  net::StopSignals signals_;
+};
+
 }  // namespace
 
 RecordSummary run_recorder(const RecordOptions& options,
@@ -244,180 +366,17 @@ RecordSummary run_recorder(const RecordOptions& options,
   if (options.fetch_server_info) header.server_info = fetch_server_info(options, tls);
 
   asio::io_context control{1};
-  tcp::acceptor acceptor(control);
-  {
-    error_code ec;
-    auto address = asio::ip::make_address(options.listen.host, ec);
-    if (ec)
-      throw std::runtime_error("--listen host '" + options.listen.host +
-                               "' is not an IP address: use e.g. 127.0.0.1:8080");
-    tcp::endpoint endpoint(address, options.listen.port);
-    acceptor.open(endpoint.protocol());
-    acceptor.set_option(asio::socket_base::reuse_address(true));
-    acceptor.bind(endpoint, ec);
-    if (ec)
-      throw std::runtime_error("cannot listen on " + options.listen.host + ":" +
-                               std::to_string(options.listen.port) + ": " + ec.message() +
-                               " (try another --listen port; port 0 picks a free one)");
-    acceptor.listen(asio::socket_base::max_listen_connections);
-  }
-
+  auto acceptor = open_listener(control, options.listen);
   // Writes the header at once: an unwritable --out fails here, before any traffic.
   TraceSink sink(options.out, header, options.writer,
                  Redactor(options.keep_secrets, options.redact_headers));
-
   ProxyShared shared{options, tls, Clock::now(), {}, {}};
   shared.submit = [&](CapturedExchange&& captured) { sink.submit(std::move(captured)); };
 
-  unsigned thread_count = options.threads;
-  if (thread_count == 0) thread_count = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::unique_ptr<Worker>> workers;
-  for (unsigned i = 0; i < thread_count; ++i) workers.push_back(std::make_unique<Worker>(shared));
-
-  // ---- shutdown sequence, on the control thread ----
-  bool shutting_down = false;
-  bool cut_sent = false;
-  bool stopped = false;  // once set, no handler re-arms: control.run() returns when all are done
-  std::string stop_reason;
-  Clock::time_point drain_deadline{};
-  Clock::time_point cut_deadline{};
-  asio::steady_timer drain_timer(control);
-  asio::steady_timer status_timer(control);
-  asio::steady_timer duration_timer(control);
-  asio::signal_set signals(control, SIGINT, SIGTERM);
-
-  auto stop_workers = [&] {
-    stopped = true;
-    for (auto& worker : workers) asio::post(worker->io(), [w = worker.get()] { w->finish(); });
-    status_timer.cancel();
-    duration_timer.cancel();
-    signals.cancel();
-    drain_timer.cancel();
-  };
-  auto cut_everything = [&] {
-    cut_sent = true;
-    cut_deadline = Clock::now() + std::chrono::seconds(2);
-    for (auto& worker : workers) asio::post(worker->io(), [w = worker.get()] { w->cut_sessions(); });
-  };
-  std::function<void()> poll_drain = [&] {
-    if (stopped) return;
-    auto now = Clock::now();
-    if (shared.in_flight == 0 || (cut_sent && now >= cut_deadline)) return stop_workers();
-    if (!cut_sent && now >= drain_deadline) {
-      if (shared.in_flight > 0)
-        log << "retrace record: " << shared.in_flight
-            << " exchange(s) still in flight at the drain deadline; recording them as cut\n";
-      cut_everything();
-    }
-    drain_timer.expires_after(std::chrono::milliseconds(5));
-    drain_timer.async_wait([&](error_code ec) {
-      if (!ec) poll_drain();
-    });
-  };
-  auto begin_shutdown = [&](const std::string& reason) {
-    if (shutting_down) return;
-    shutting_down = true;
-    stop_reason = reason;
-    error_code ignored;
-    acceptor.close(ignored);
-    shared.draining = true;
-    for (auto& worker : workers)
-      asio::post(worker->io(), [w = worker.get()] { w->close_idle_sessions(); });
-    drain_deadline = Clock::now() + options.drain_timeout;
-    poll_drain();
-  };
-
-  std::function<void(int)> on_signal;
-  std::function<void()> wait_signal = [&] {
-    signals.async_wait([&](error_code ec, int number) {
-      if (ec) return;
-      on_signal(number);
-    });
-  };
-  on_signal = [&](int number) {
-    if (shutting_down && !cut_sent) {
-      log << "retrace record: second signal, cutting in-flight exchanges now\n";
-      cut_everything();
-    }
-    begin_shutdown(number == SIGINT ? "interrupted" : "terminated");
-    if (!stopped) wait_signal();
-  };
-  wait_signal();
-
-  shared.on_limit = [&] {
-    asio::post(control, [&] { begin_shutdown("--max-exchanges reached"); });
-  };
-  sink.start([&] { asio::post(control, [&] { begin_shutdown("trace write failed"); }); });
-
-  if (options.duration.count() > 0) {
-    duration_timer.expires_after(options.duration);
-    duration_timer.async_wait([&](error_code ec) {
-      if (!ec) begin_shutdown("--duration elapsed");
-    });
-  }
-
-  // Sockets are accepted on the control thread straight onto a worker's io_context, round robin.
-  std::size_t next_worker = 0;
-  std::function<void()> do_accept = [&] {
-    auto& worker = *workers[next_worker];
-    next_worker = (next_worker + 1) % workers.size();
-    acceptor.async_accept(worker.io(), [&, w = &worker](error_code ec, tcp::socket socket) {
-      if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
-      if (!ec)
-        asio::post(w->io(), [w, s = std::move(socket)]() mutable { w->start_session(std::move(s)); });
-      else
-        log << "retrace record: accept failed: " << ec.message() << "\n";
-      do_accept();
-    });
-  };
-  do_accept();
-
-  std::function<void()> show_status;
-  auto last_tokens = std::uint64_t{0};
-  auto last_time = Clock::now();
-  show_status = [&] {
-    if (stopped) return;
-    auto now = Clock::now();
-    double seconds = std::chrono::duration<double>(now - last_time).count();
-    std::uint64_t tokens = sink.tokens;
-    std::uint64_t errors = 0;
-    for (std::size_t kind = 1; kind < sink.errors_by_kind.size(); ++kind)
-      errors += sink.errors_by_kind[kind];
-    log << "\r\033[Krecording: " << sink.written << " exchanges, " << errors << " errors, "
-        << static_cast<std::uint64_t>(seconds > 0 ? (tokens - last_tokens) / seconds : 0)
-        << " tokens/s, " << shared.in_flight << " in flight" << std::flush;
-    last_tokens = tokens;
-    last_time = now;
-    status_timer.expires_after(std::chrono::milliseconds(500));
-    status_timer.async_wait([&](error_code ec) {
-      if (!ec) show_status();
-    });
-  };
-  if (options.live_status) show_status();
-
-  std::vector<std::thread> threads;
-  for (auto& worker : workers)
-    threads.emplace_back([w = worker.get()] {
-      ::pthread_setname_np(::pthread_self(), "rt-proxy");
-      w->run();
-    });
-
-  auto local = acceptor.local_endpoint();
-  std::string host = local.address().is_v6() ? "[" + local.address().to_string() + "]"
-                                             : local.address().to_string();
-  on_listening("http://" + host + ":" + std::to_string(local.port()));
-
-  control.run();
-  if (options.live_status) log << "\r\033[K" << std::flush;
-
-  // Workers return from run() once finish() closed everything; a stuck one is stopped.
-  auto give_up_at = Clock::now() + std::chrono::seconds(3);
-  for (auto& worker : workers)
-    while (!worker->finished() && Clock::now() < give_up_at)
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  for (auto& worker : workers)
-    if (!worker->finished()) worker->io().stop();
-  for (auto& thread : threads) thread.join();
+  Controller controller(control, acceptor, shared, sink, log);
+  controller.start();
+  on_listening(url_of(acceptor));
+  auto stop_reason = controller.run();
 
   sink.close();
   RecordSummary summary;

@@ -1,6 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
+#include <functional>
+#include <future>
 #include <optional>
 #include <stdexcept>
 
@@ -11,6 +17,7 @@
 
 #include "net/connection.hpp"
 #include "net/errors.hpp"
+#include "net/stop_signals.hpp"
 #include "net/url.hpp"
 
 using namespace retrace;
@@ -179,4 +186,57 @@ TEST_CASE("the pool drops connections idle longer than its limit", "[net][pool]"
   ConnectionPool pool(8, std::chrono::nanoseconds(0));
   pool.put(std::move(connection));
   CHECK(pool.take(url) == nullptr);
+}
+
+namespace {
+
+// Runs `child` in a forked process (signals sent there cannot disturb the test runner) and
+// returns its wait status. alarm() ends a child that hangs, so a lost signal fails the test.
+int in_child_process(const std::function<int()>& child) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::alarm(20);
+    int code = 99;
+    try {
+      code = child();
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("each stop signal reaches the callback and the process lives on", "[net][signals]") {
+  int status = in_child_process([] {
+    std::promise<void> second;
+    int seen = 0;
+    net::StopSignals signals([&](int number) {
+      if (number != SIGINT && number != SIGTERM) return;
+      if (++seen == 2) second.set_value();
+    });
+    ::kill(::getpid(), SIGINT);
+    ::kill(::getpid(), SIGTERM);
+    second.get_future().wait();
+    return 7;
+  });
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 7);
+}
+
+TEST_CASE("after quit_on_next the next stop signal ends the process at once", "[net][signals]") {
+  int status = in_child_process([] {
+    std::promise<void> first;
+    net::StopSignals signals([&](int) { first.set_value(); });
+    ::kill(::getpid(), SIGTERM);
+    first.get_future().wait();
+    signals.quit_on_next();
+    ::kill(::getpid(), SIGTERM);  // the default action: the process ends here
+    return 7;
+  });
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
 }

@@ -1,7 +1,7 @@
 # Shared helpers for end-to-end tests. Source it first thing:  . "$(dirname "$0")/lib.sh"
 # Provides: $RETRACE (the binary under test), $ROOT (source tree), $WORK (a scratch directory
-# removed at exit), start_listening, fail, check, check_eq, check_contains. Every process started
-# with start_listening is killed at exit, so a failing test leaves nothing running.
+# removed at exit), start_listening, wait_for_line, fail, check, check_eq, check_contains. Every
+# process started with start_listening is killed at exit, so a failing test leaves nothing running.
 set -euo pipefail
 
 : "${RETRACE:?RETRACE must name the retrace binary (ctest sets it)}"
@@ -48,4 +48,16 @@ stop() {
   local status=0
   wait "$1" || status=$?
   return $status
+}
+
+# wait_for_line FILE TEXT [PID] : waits (up to 30 s) until FILE contains TEXT; fails sooner if
+# process PID exits first.
+wait_for_line() {
+  local file=$1 text=$2 pid=${3:-} i
+  for i in $(seq 1 300); do
+    grep -qF -- "$text" "$file" 2>/dev/null && return 0
+    [[ -z "$pid" ]] || kill -0 "$pid" 2>/dev/null || { grep -qF -- "$text" "$file" 2>/dev/null && return 0; fail "process $pid exited before '$text' appeared in $file"; }
+    sleep 0.1
+  done
+  fail "'$text' did not appear in $file within 30 s"
 }

@@ -1,0 +1,110 @@
+#include "record/trace_sink.hpp"
+
+#include <pthread.h>
+
+#include <chrono>
+
+namespace retrace::record {
+
+void TraceSink::start(std::function<void()> on_failure) {
+  on_failure_ = std::move(on_failure);
+  thread_ = std::thread([this] {
+    ::pthread_setname_np(::pthread_self(), "rt-trace");  // for top -H and perf
+    run();
+  });
+}
+
+void TraceSink::submit(CapturedExchange&& captured) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(captured));
+  }
+  wake_.notify_one();
+}
+
+void TraceSink::close() {
+  {
+    std::lock_guard lock(mutex_);
+    closing_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  if (!writer_closed_) {
+    writer_closed_ = true;
+    try {
+      writer_.close();
+    } catch (const std::exception& e) {
+      if (error_.empty()) error_ = e.what();
+    }
+  }
+}
+
+void TraceSink::run() {
+  std::deque<CapturedExchange> batch;
+  Exchange exchange;
+  std::uint64_t next_id = 0;
+  bool unflushed = false;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    auto ready = [&] { return closing_ || !queue_.empty(); };
+    if (!ready()) {
+      if (unflushed) {
+        // Idle with exchanges in an open frame: close it after flush_ms, as the writer would have
+        // on its next write.
+        if (!wake_.wait_for(lock, std::chrono::milliseconds(std::max<std::int64_t>(options_.flush_ms, 1)), ready)) {
+          lock.unlock();
+          flush();
+          unflushed = false;
+          lock.lock();
+          continue;
+        }
+      } else {
+        wake_.wait(lock, ready);
+      }
+    }
+    if (queue_.empty() && closing_) break;
+    batch.swap(queue_);
+    lock.unlock();
+    for (auto& captured : batch) {
+      if (failed_) {
+        ++lost;
+        continue;
+      }
+      finish_exchange(std::move(captured), redactor_, next_id++, exchange);
+      try {
+        writer_.write(exchange);
+        ++written;
+        unflushed = true;
+      } catch (const std::exception& e) {
+        fail(e.what());
+        ++lost;
+        continue;
+      }
+      ++errors_by_kind[static_cast<std::size_t>(exchange.error.kind) % errors_by_kind.size()];
+      std::uint64_t count = 0;
+      for (const auto& choice : exchange.choices) count += choice.tokens.size();
+      tokens += count;
+    }
+    batch.clear();
+    lock.lock();
+  }
+  lock.unlock();
+  if (unflushed) flush();
+}
+
+void TraceSink::flush() {
+  if (failed_) return;
+  try {
+    writer_.flush();
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+}
+
+void TraceSink::fail(const std::string& message) {
+  failed_ = true;
+  error_ = message;
+  if (on_failure_) on_failure_();
+}
+
+}  // namespace retrace::record
