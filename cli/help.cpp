@@ -23,11 +23,13 @@ class GroupedFormatter : public CLI::Formatter {
     std::stringstream out;
     CLI::detail::format_help(out, sub->get_name(),
                              summary != summaries_.end() ? summary->second : sub->get_description(),
-                             column_width_);
+                             kCommandColumn);
     return out.str();
   }
 
  private:
+  // Command names are short; a narrow column keeps each summary line within 80 columns.
+  static constexpr std::size_t kCommandColumn = 12;
   std::map<std::string, std::string> summaries_;
 };
 

@@ -54,7 +54,7 @@ complete_line() {
     _ "$WORK/retrace.bash" "$@"
 }
 check_eq "$(complete_line retrace rec)" "record" "completing a command"
-check_eq "$(complete_line retrace record --ups)" "--upstream" "completing an option of the command"
+check_eq "$(complete_line retrace record --inc)" "--include-path" "completing an option of the command"
 check_eq "$(complete_line retrace help dif)" "diff" "completing help's command"
 check_eq "$(complete_line retrace --vers)" "--version" "completing a top-level option"
 touch "$WORK/run-one.rtrace"
