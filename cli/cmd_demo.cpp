@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/datasets.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::cli {
@@ -21,12 +22,14 @@ void add_demo(CLI::App& root, Registry& registry) {
   command->add_option("--dir", *dir,
                       "Where to write (default: a new retrace-demo-YYYYmmdd-HHMMSS here)");
   command->add_option("--traces", *traces,
-                      "The folder holding gold-intents.jsonl and friends (default: found above "
-                      "the executable or the current directory)");
+                      "A folder holding gold-intents.jsonl, gold-intents.answers.jsonl and "
+                      "open-ended.jsonl to use instead of the copies built into retrace (which "
+                      "are written to DIR/datasets)");
   command->add_flag("--quick", options->quick, "Fewer levels and repeats (concurrency 1,8 × 2)");
   registry.add(command, [options, dir, traces] {
     options->dir = *dir;
     options->traces = *traces;
+    options->datasets.assign(embedded_datasets().begin(), embedded_datasets().end());
     std::error_code ec;
     options->self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (ec) throw std::runtime_error("cannot find this executable through /proc/self/exe: " + ec.message());

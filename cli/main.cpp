@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/help.hpp"
+#include "commit.hpp"
 #include "version.hpp"
 
 int main(int argc, char** argv) {
@@ -16,24 +18,48 @@ int main(int argc, char** argv) {
       "retrace records the traffic of LLM inference servers, replays it at any concurrency, rate "
       "or recorded timing, and pinpoints the first token at which two runs' outputs differ.",
       "retrace"};
-  app.set_version_flag("--version", std::string("retrace ") + retrace::kToolVersion);
+  app.set_version_flag("-V,--version", std::string("retrace ") + retrace::kToolVersion +
+                                           " (commit " + retrace::kGitCommit + ")");
   app.require_subcommand(1);
-  app.footer("Run `retrace COMMAND --help` for a command's options and an example.");
+  app.footer(
+      "Run `retrace help COMMAND` (or `retrace COMMAND --help`) for a command's options and an "
+      "example, `retrace help --all` for every command's.\n"
+      "Shell completion: `source <(retrace completion bash)` (packages install it).");
 
+  // Commands are listed in the help in this order, under these headings.
   retrace::cli::Registry registry;
+  retrace::cli::add_record(app, registry);
   retrace::cli::add_import(app, registry);
-  retrace::cli::add_export(app, registry);
-  retrace::cli::add_inspect(app, registry);
-  retrace::cli::add_cat(app, registry);
+  retrace::cli::add_replay(app, registry);
+  retrace::cli::add_diff(app, registry);
   retrace::cli::add_sweep(app, registry);
   retrace::cli::add_bisect(app, registry);
-  retrace::cli::add_demo(app, registry);
-  retrace::cli::add_record(app, registry);
-  retrace::cli::add_replay(app, registry);
+  retrace::cli::add_inspect(app, registry);
+  retrace::cli::add_cat(app, registry);
+  retrace::cli::add_export(app, registry);
   retrace::cli::add_stats(app, registry);
   retrace::cli::add_serve(app, registry);
-  retrace::cli::add_diff(app, registry);
+  retrace::cli::add_demo(app, registry);
+  retrace::cli::add_help(app, registry);
+  retrace::cli::add_completion(app, registry);
+  retrace::cli::group_commands(
+      app, {{"Capture", {{"record", "Record traffic through a reverse proxy in front of a server"},
+                         {"import", "Turn a JSONL dataset into a trace of requests"}}},
+            {"Replay", {{"replay", "Re-issue a trace at a concurrency, rate or recorded timing"}}},
+            {"Compare", {{"diff", "Find where runs' outputs differ: the first divergent token"}}},
+            {"Experiment", {{"sweep", "Replay at several concurrencies, repeated, with a summary"},
+                            {"bisect", "Find the first concurrency, run or value whose outputs differ"}}},
+            {"Inspect", {{"inspect", "Summarise a trace: header, counts, time span, sizes"},
+                         {"cat", "Show a trace's exchanges for a person to read"},
+                         {"export", "Print a trace as JSON, one record per line"},
+                         {"stats", "Latency and throughput figures of any trace"}}},
+            {"Simulate", {{"serve", "Run the built-in OpenAI-compatible server simulator"},
+                          {"demo", "The whole experiment against the simulator, no setup"}}}});
 
+  if (argc == 1) {  // a bare `retrace` asks what it can do
+    std::cerr << app.help();
+    return retrace::cli::kExitError;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages retrace needs to build, test and benchmark, when any is missing.
+# Installs the Debian packages retrace needs to build, test, package and benchmark, when any is
+# missing (help2man makes the man page, dpkg-dev the .deb's dependencies; the package test runs
+# `man` and the bash completion).
 # Safe to run again: it does nothing when everything is present.
 set -euo pipefail
 
@@ -8,6 +10,7 @@ packages=(cmake g++ pkg-config make
           capnproto libcapnp-dev
           libzstd-dev zstd libcli11-dev libxxhash-dev catch2 libssl-dev
           ccache ninja-build
+          help2man dpkg-dev bash-completion man-db
           nodejs npm curl jq python3 openssl
           git python3-numpy)  # git and numpy: scripts/llama-server.sh (llama.cpp sources, the tiny model)
 if [[ "${1:-}" == "--bench" ]]; then

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <fstream>
 #include <ostream>
 #include <stdexcept>
 
@@ -78,37 +79,22 @@ std::string join_levels(const std::vector<int>& levels) {
 
 }  // namespace
 
-std::optional<fs::path> find_traces_dir(const std::vector<fs::path>& starts) {
-  for (const auto& start : starts) {
-    std::error_code ec;
-    fs::path dir = fs::weakly_canonical(start, ec);
-    if (ec) continue;
-    while (true) {
-      if (fs::exists(dir / "traces" / "gold-intents.jsonl", ec)) return dir / "traces";
-      if (!dir.has_parent_path() || dir.parent_path() == dir) break;
-      dir = dir.parent_path();
-    }
-  }
-  return std::nullopt;
-}
-
 int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
   Stage stage{log};
-  fs::path traces = options.traces;
-  if (traces.empty()) {
-    auto found = find_traces_dir({options.self.parent_path(), fs::current_path()});
-    if (!found)
-      throw std::runtime_error(
-          "cannot find traces/gold-intents.jsonl above " + options.self.parent_path().string() +
-          " or the current directory; run from the retrace source tree or pass --traces DIR");
-    traces = *found;
+  fs::path dir = options.dir.empty() ? default_demo_dir() : fs::absolute(options.dir);
+  fs::path traces = options.traces.empty() ? dir / "datasets" : options.traces;
+  if (options.traces.empty()) {
+    fs::create_directories(traces);
+    for (const auto& [name, bytes] : options.datasets) {
+      std::ofstream file(traces / name, std::ios::binary);
+      file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      if (!file.flush()) throw std::runtime_error("cannot write " + (traces / name).string());
+    }
   }
   for (auto name : {"gold-intents.jsonl", "gold-intents.answers.jsonl", "open-ended.jsonl"})
     if (!fs::exists(traces / name))
       throw std::runtime_error((traces / name).string() + " is missing (--traces names the folder "
                                                           "holding the shipped traces)");
-
-  fs::path dir = options.dir.empty() ? default_demo_dir() : fs::absolute(options.dir);
   fs::create_directories(dir);
   const std::vector<int> levels = options.quick ? std::vector<int>{1, 8} : std::vector<int>{1, 16, 32};
   const int repeats = options.quick ? 2 : 3;

@@ -20,6 +20,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "diff/diff.hpp"
@@ -253,14 +255,14 @@ std::filesystem::path replay_at(const LoadedTrace& trace, const ReplayArgs& args
 
 struct DemoOptions {
   std::filesystem::path dir;     // empty: a new retrace-demo-YYYYmmdd-HHMMSS under the CWD
-  std::filesystem::path traces;  // empty: searched upward from the executable and the CWD
+  std::filesystem::path traces;  // the folder of the demo's datasets; empty: use `datasets`
+  // The datasets compiled into the binary, (file name, bytes); written to <dir>/datasets when
+  // `traces` is empty, so the demo needs no file beside the executable.
+  std::vector<std::pair<std::string_view, std::string_view>> datasets;
   bool quick = false;            // fewer levels and repeats (the test suite's configuration)
   std::filesystem::path self;    // this executable, re-run as `serve` / `record` / `import`
   const std::atomic<bool>* stop = nullptr;
 };
-
-// Finds the directory holding traces/gold-intents.jsonl, searching upward from each start.
-std::optional<std::filesystem::path> find_traces_dir(const std::vector<std::filesystem::path>& starts);
 
 // Runs the demo; results to `out`, progress to `log`. Returns the exit code.
 int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log);

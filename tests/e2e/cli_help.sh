@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# What retrace says about itself: the grouped top-level help, `retrace help [COMMAND]`, `--all`,
+# -V/--version with the git commit, a bare `retrace`, and the generated bash completion.
+. "$(dirname "$0")/lib.sh"
+
+"$RETRACE" help >"$WORK/help" || fail "retrace help exit $?"
+for heading in Capture Replay Compare Experiment Inspect Simulate; do
+  grep -qx "$heading:" "$WORK/help" || fail "no '$heading:' heading in retrace help"
+done
+commands=(record import replay diff sweep bisect inspect cat export stats serve demo)
+for command in "${commands[@]}"; do
+  line=$(grep -E "^  $command +[A-Z]" "$WORK/help") || fail "retrace help does not list $command"
+  (( ${#line} <= 80 )) || fail "the help line of $command is wider than 80 columns: $line"
+  "$RETRACE" help "$command" >"$WORK/help-$command" || fail "retrace help $command exit $?"
+  "$RETRACE" "$command" --help >"$WORK/dash-help-$command" || true
+  cmp -s "$WORK/help-$command" "$WORK/dash-help-$command" ||
+    fail "retrace help $command differs from retrace $command --help"
+done
+# `retrace --help` is the same page as `retrace help`.
+"$RETRACE" --help >"$WORK/dash-help" || true
+cmp -s "$WORK/help" "$WORK/dash-help" || fail "retrace --help differs from retrace help"
+check_contains "$WORK/help-record" "Usage: retrace record" "a command's help names the full command"
+
+status=0
+"$RETRACE" help nosuch >/dev/null 2>"$WORK/nosuch.err" || status=$?
+check_eq "$status" 2 "retrace help of an unknown command"
+check_contains "$WORK/nosuch.err" "\`nosuch\` is not a retrace command; \`retrace help\` lists them" \
+  "the error names the fix"
+
+"$RETRACE" help --all >"$WORK/all"
+for option in --upstream --batch-variance --concurrency --fail-on --answers; do
+  check_contains "$WORK/all" "$option" "retrace help --all holds every command's options"
+done
+
+# -V and --version: the version and the commit built.
+version=$("$RETRACE" --version)
+check_eq "$("$RETRACE" -V)" "$version" "-V is --version"
+[[ "$version" =~ ^retrace\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\ ([0-9a-f]{12}(-modified)?|unknown)\)$ ]] ||
+  fail "version line: $version"
+if head=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null); then
+  [[ "$version" == *"(commit $head"* ]] || fail "version $version is not of HEAD $head"
+fi
+
+# A bare `retrace` shows the help on stderr and exits 2.
+status=0
+"$RETRACE" >"$WORK/bare.out" 2>"$WORK/bare.err" || status=$?
+check_eq "$status" 2 "bare retrace"
+check_contains "$WORK/bare.err" "Experiment:" "bare retrace shows the grouped help"
+
+# The bash completion, as bash calls it.
+"$RETRACE" completion bash >"$WORK/retrace.bash"
+complete_line() {
+  bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _retrace; printf "%s\n" "${COMPREPLY[@]}"' \
+    _ "$WORK/retrace.bash" "$@"
+}
+check_eq "$(complete_line retrace rec)" "record" "completing a command"
+check_eq "$(complete_line retrace record --inc)" "--include-path" "completing an option of the command"
+check_eq "$(complete_line retrace help dif)" "diff" "completing help's command"
+check_eq "$(complete_line retrace --vers)" "--version" "completing a top-level option"
+touch "$WORK/run-one.rtrace"
+check_eq "$(cd "$WORK" && complete_line retrace inspect run-o)" "run-one.rtrace" "completing a file argument"
+check_eq "$(cd "$WORK" && complete_line retrace replay --out run-o)" "run-one.rtrace" "completing an option's value"
+echo "ok"
