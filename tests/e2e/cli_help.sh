@@ -37,8 +37,10 @@ version=$("$RETRACE" --version)
 check_eq "$("$RETRACE" -V)" "$version" "-V is --version"
 [[ "$version" =~ ^retrace\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\ ([0-9a-f]{12}(-modified)?|unknown)\)$ ]] ||
   fail "version line: $version"
-if head=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null); then
-  [[ "$version" == *"(commit $head"* ]] || fail "version $version is not of HEAD $head"
+# The commit is one of this checkout's (not necessarily HEAD: the build may predate a commit).
+commit=$(sed -E 's/.*\(commit ([0-9a-f]+).*/\1/' <<<"$version")
+if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1 && [[ "$commit" != unknown* ]]; then
+  git -C "$ROOT" cat-file -e "$commit^{commit}" 2>/dev/null || fail "version $version names no commit of $ROOT"
 fi
 
 # A bare `retrace` shows the help on stderr and exits 2.
