@@ -4,22 +4,14 @@
 
 namespace retrace::sim {
 
+using namespace std::string_view_literals;
+
 std::string Metrics::prometheus(std::string_view model_name) const {
   std::string text;
-  auto metric = [&](const char* name, const char* type, const char* help, std::uint64_t value) {
-    text += "# HELP ";
-    text += name;
-    text += ' ';
-    text += help;
-    text += "\n# TYPE ";
-    text += name;
-    text += ' ';
-    text += type;
-    text += '\n';
-    text += name;
-    text += "{model_name=\"";
-    text += model_name;
-    text += "\"} ";
+  auto metric = [&](std::string_view name, std::string_view type, std::string_view help, std::uint64_t value) {
+    for (std::string_view piece : {"# HELP "sv, name, " "sv, help, "\n# TYPE "sv, name, " "sv, type, "\n"sv, name,
+                                   "{model_name=\""sv, model_name, "\"} "sv})
+      text += piece;
     put_number(text, value);
     text += '\n';
   };
