@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "format/text.hpp"
 #include "format/trace.hpp"
 
 namespace retrace {
@@ -27,7 +28,6 @@ boost::json::value bytes_to_json(std::string_view bytes);
 // Throws TraceError when `value` is neither form; `field` names it in the message.
 std::string bytes_from_json(const boost::json::value& value, std::string_view field);
 
-bool is_valid_utf8(std::string_view bytes);
 std::string base64_encode(std::string_view bytes);
 std::optional<std::string> base64_decode(std::string_view text);
 

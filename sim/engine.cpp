@@ -10,6 +10,8 @@
 
 #include <boost/json.hpp>
 
+#include "format/text.hpp"
+
 namespace retrace::sim {
 
 extern const std::string_view kWordList;
@@ -348,18 +350,11 @@ std::string_view Generation::take_releasable_text() {
   std::size_t end = visible_;
   if (!finished()) {
     end = std::min(end, text_.size() > stop_holdback_ ? text_.size() - stop_holdback_ : 0);
-    // Do not split a UTF-8 sequence: find the start of the last character and check it is whole.
-    std::size_t start = end;
-    while (start > released_ && end - start < 4 &&
-           (static_cast<unsigned char>(text_[start - 1]) & 0xC0) == 0x80)
-      --start;
-    if (start > released_) {
-      auto lead = static_cast<unsigned char>(text_[start - 1]);
-      std::size_t needed = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-      if (end - (start - 1) < needed) end = start - 1;
-    }
+    end = std::max(end, released_);
+    // Do not split a UTF-8 sequence.
+    end = released_ + utf8_whole_prefix(std::string_view(text_).substr(released_, end - released_));
   }
-  if (end < released_) end = released_;
+  end = std::max(end, released_);
   std::string_view piece = std::string_view(text_).substr(released_, end - released_);
   released_ = end;
   return piece;

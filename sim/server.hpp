@@ -2,8 +2,9 @@
 //
 // HTTP/1.1 with keep-alive (Boost.Beast request parsing, responses written straight to the
 // socket). Endpoints: POST /v1/completions, POST /v1/chat/completions (streamed as vLLM streams:
-// `data: {json}\n\n` per event, `data: [DONE]\n\n` last, chunked `text/event-stream`), GET
-// /v1/models, /health, /version, /metrics (Prometheus text). Errors use OpenAI's
+// `data: {json}\n\n` per event, `data: [DONE]\n\n` last, chunked `text/event-stream`), POST
+// /tokenize (vLLM's: {"prompt"} -> {"tokens", "count", "max_model_len"}), GET /v1/models, /health,
+// /version, /metrics (Prometheus text). Errors use OpenAI's
 // {"error": {"message", "type", "param", "code"}} shape.
 //
 // Scheduling is vLLM's continuous batching: waiting requests join the running batch (up to

@@ -176,6 +176,32 @@ TEST_CASE("the reader reuses one Exchange and clears what a later record lacks")
   CHECK_FALSE(reader.next(out));
 }
 
+TEST_CASE("UTF-8 is strict about overlong forms and surrogates and values past U+10FFFF") {
+  CHECK(is_valid_utf8(""));
+  CHECK(is_valid_utf8("plain ascii"));
+  CHECK(is_valid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));  // é € 😀
+  CHECK(is_valid_utf8("\xF4\x8F\xBF\xBF"));                           // U+10FFFF
+  CHECK_FALSE(is_valid_utf8("\xC0\xAF"));                               // overlong '/'
+  CHECK_FALSE(is_valid_utf8("\xE0\x80\xAF"));                          // overlong '/'
+  CHECK_FALSE(is_valid_utf8("\xF0\x80\x80\xAF"));                     // overlong '/'
+  CHECK_FALSE(is_valid_utf8("\xED\xA0\x80"));                          // U+D800, a surrogate
+  CHECK_FALSE(is_valid_utf8("\xF4\x90\x80\x80"));                     // U+110000
+  CHECK_FALSE(is_valid_utf8("\xF8\x88\x80\x80\x80"));                // five-byte form
+  CHECK_FALSE(is_valid_utf8("\x80"));                                   // a lone continuation byte
+  CHECK_FALSE(is_valid_utf8("caf\xC3"));                                // cut short
+}
+
+TEST_CASE("a UTF-8 prefix leaves out only a character cut short at the end") {
+  CHECK(utf8_whole_prefix("") == 0);
+  CHECK(utf8_whole_prefix("abc") == 3);
+  CHECK(utf8_whole_prefix("caf\xC3\xA9") == 5);
+  CHECK(utf8_whole_prefix("caf\xC3") == 3);
+  CHECK(utf8_whole_prefix("a\xE2\x82") == 1);
+  CHECK(utf8_whole_prefix("a\xF0\x9F\x98") == 1);
+  CHECK(utf8_whole_prefix("a\xF0\x9F\x98\x80") == 5);
+  CHECK(utf8_whole_prefix("\x80\x80") == 2);  // no lead byte to wait for: nothing held back
+}
+
 TEST_CASE("the JSON view round-trips every field and uses base64 for bytes that are not UTF-8") {
   for (std::uint64_t id = 0; id < 4; ++id) {
     Exchange exchange = full_exchange(id);

@@ -115,6 +115,19 @@ post /v1/chat/completions '{"messages":[{"role":"system","content":"Be brief."},
 check_sse "$WORK/ans2"
 check_eq "$(events "$WORK/ans2" | jq -j '.choices[0].delta.content // empty')" "Hi — café ☕" "answer by messages, streamed (UTF-8 intact)"
 
+# --- /tokenize: vLLM's shape, the same ids a completion's prompt_token_ids reports
+check_eq "$(post /tokenize '{"model":"retrace-sim","prompt":"Once upon a time, café"}' "$WORK/tok")" 200 "/tokenize status"
+post /v1/completions '{"prompt":"Once upon a time, café","max_tokens":1,"return_token_ids":true}' "$WORK/tokc" >/dev/null
+check_eq "$(jq -c '.tokens' "$WORK/tok")" "$(jq -c '.choices[0].prompt_token_ids' "$WORK/tokc")" "/tokenize ids equal the prompt's token ids"
+jq -e '.count == (.tokens | length) and .count > 4 and .max_model_len == 4096' "$WORK/tok" >/dev/null || fail "/tokenize count and max_model_len"
+check_eq "$(jq -r '.count' "$WORK/tok")" "$(jq -r '.usage.prompt_tokens' "$WORK/tokc")" "/tokenize count equals usage.prompt_tokens"
+post /tokenize '{"content":"Once upon a time, café"}' "$WORK/tok2" >/dev/null
+check_eq "$(jq -c '.tokens' "$WORK/tok2")" "$(jq -c '.tokens' "$WORK/tok")" "/tokenize takes content as prompt"
+check_eq "$(post /tokenize '{"model":"retrace-sim"}' "$WORK/tok3")" 400 "/tokenize without a prompt"
+check_eq "$(jq -r '.error.param' "$WORK/tok3")" prompt "/tokenize names the missing parameter"
+check_eq "$(post /tokenize '{"model":"gpt-4","prompt":"x"}' "$WORK/tok4")" 404 "/tokenize of another model"
+check_eq "$(curl -sS -o /dev/null -w '%{http_code}' "$URL/tokenize")" 405 "GET /tokenize"
+
 # --- /metrics counts what happened
 curl -sS "$URL/metrics" >"$WORK/metrics"
 grep -qE '^retrace_sim_requests_served_total\{[^}]*\} [1-9][0-9]*$' "$WORK/metrics" || fail "requests served"

@@ -1,0 +1,17 @@
+// Text rules every module shares, so that each is written once: what UTF-8 is.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace retrace {
+
+// Strict UTF-8 (RFC 3629): overlong forms, surrogates (U+D800..U+DFFF) and values past U+10FFFF
+// are not UTF-8.
+bool is_valid_utf8(std::string_view bytes);
+
+// The length of `text` without a UTF-8 sequence cut short at its end (at most 3 bytes go), so a
+// stream of text never hands out half a character. Only the last character is looked at.
+std::size_t utf8_whole_prefix(std::string_view text);
+
+}  // namespace retrace

@@ -1,0 +1,56 @@
+// The OpenAI API as `retrace serve` reads it: request bodies into ApiRequest, and OpenAI's error
+// shape {"error": {"message", "type", "param", "code"}} for whatever is wrong with them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/engine.hpp"
+#include "sim/server.hpp"
+
+namespace retrace::sim {
+
+enum class Endpoint : std::uint8_t { completions, chat };
+
+// Thrown by the parsers; the session answers with error_body(error) and `status`.
+struct ApiError {
+  unsigned status;
+  std::string message;
+  std::string param;  // "" = null
+  std::string code;   // "" = null
+  std::string type = "invalid_request_error";
+};
+
+std::string error_body(const ApiError& error);
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::completions;
+  bool stream = false;
+  bool include_usage = false;
+  int n = 1;
+  SamplingParams params;
+  bool want_logprobs = false;     // completions: logprobs=K; chat: logprobs=true
+  bool tokens_as_ids = false;     // vLLM return_tokens_as_token_ids
+  bool return_token_ids = false;  // vLLM return_token_ids
+  std::vector<std::vector<TokenId>> prompts;
+  std::vector<std::optional<std::vector<TokenId>>> answers;  // per prompt
+};
+
+struct ParseContext {
+  const Model& model;
+  const AnswerBook& answers;
+  const ServeOptions& options;
+  std::uint64_t fallback_seed;  // for sampling without a seed
+};
+
+// A POST body of /v1/completions or /v1/chat/completions. Throws ApiError.
+ApiRequest parse_request(Endpoint endpoint, std::string_view text, const ParseContext& context);
+
+// A POST body of /tokenize, vLLM's {"model", "prompt"} (or {"content"}, as llama.cpp names it):
+// the text to tokenize. Throws ApiError.
+std::string parse_tokenize(std::string_view text, const ServeOptions& options);
+
+}  // namespace retrace::sim

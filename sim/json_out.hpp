@@ -1,0 +1,51 @@
+// JSON output of `retrace serve`. Responses are written by hand into a std::string: the streaming
+// path formats one event per token and must not allocate per token.
+#pragma once
+
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/engine.hpp"
+
+namespace retrace::sim {
+
+void put_string(std::string& out, std::string_view text);
+
+template <typename Number>
+void put_number(std::string& out, Number value) {
+  char digits[32];
+  auto result = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, result.ptr);
+}
+
+void put_token_ids(std::string& out, std::span<const TokenId> tokens);
+
+// The fields every completion response and chunk opens with, through `"choices":[`:
+// {"id":...,"object":...,"created":...,"model":...,"system_fingerprint":...,"choices":[
+void put_response_head(std::string& out, std::string_view id, std::string_view object, std::int64_t created,
+                       std::string_view model_name, std::uint64_t weights_seed);
+
+// ,"finish_reason":...,"stop_reason":... of a choice (null while it is not finished).
+void put_finish(std::string& out, const Generation& generation, bool finished);
+
+// "usage":{"prompt_tokens","total_tokens","completion_tokens"}
+void put_usage(std::string& out, std::size_t prompt_tokens, std::size_t completion_tokens);
+
+// How a request wants its logprobs written.
+struct LogprobsShape {
+  bool wanted = false;  // else the field is null
+  bool chat = false;    // chat's {"content": [...]} entries, else the completions' parallel lists
+  bool as_ids = false;  // vLLM's return_tokens_as_token_ids: "token_id:N" labels
+};
+
+// The logprobs of `tokens`. `text_offset` is the completions' text_offset of the first token; it
+// advances past them.
+void put_logprobs(std::string& out, const Tokenizer& tokenizer, LogprobsShape shape,
+                  std::span<const GeneratedToken> tokens, std::size_t& text_offset);
+
+}  // namespace retrace::sim

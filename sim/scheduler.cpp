@@ -1,0 +1,268 @@
+#include "sim/scheduler.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
+#include <boost/asio/post.hpp>
+
+#include "sim/json_out.hpp"
+
+namespace retrace::sim {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+ActiveRequest::ActiveRequest(ApiRequest api_request, std::shared_ptr<Session> session_, std::string id_,
+                             const Model& model, const ServeOptions& options)
+    : api(std::move(api_request)), session(std::move(session_)), id(std::move(id_)),
+      created(std::int64_t(std::time(nullptr))) {
+  const bool chat = api.endpoint == Endpoint::chat;
+  chunk_prefix = "data: ";
+  put_response_head(chunk_prefix, id, chat ? "chat.completion.chunk" : "text_completion", created,
+                    options.model_name, model.weights_seed());
+  for (std::size_t p = 0; p < api.prompts.size(); ++p) {
+    prompt_tokens += api.prompts[p].size();
+    for (int i = 0; i < api.n; ++i) {
+      SamplingParams params = api.params;
+      params.seed = api.params.seed + std::uint64_t(i) * 0x9e3779b97f4a7c15ull;
+      int index = int(p) * api.n + i;
+      choices.emplace_back(Generation(model, api.prompts[p], std::move(params), api.answers[p]), index, p);
+    }
+  }
+  unfinished = choices.size();
+}
+
+void Scheduler::submit(std::unique_ptr<ActiveRequest> request) {
+  waiting_.push_back(std::move(request));
+  metrics_.requests_waiting = waiting_.size();
+  if (!step_scheduled_) schedule_step();
+}
+
+void Scheduler::abort_all() {
+  timer_.cancel();
+  metrics_.requests_cancelled += waiting_.size() + running_.size();
+  waiting_.clear();
+  running_.clear();
+}
+
+std::size_t Scheduler::admit() {
+  std::size_t admitted_prompt_tokens = 0;
+  while (!waiting_.empty()) {
+    ActiveRequest& next = *waiting_.front();
+    std::size_t sequences = next.choices.size();
+    if (!running_.empty() && running_sequences_ + sequences > std::size_t(options_.max_batch)) break;
+    if (next.session->gone()) {
+      ++metrics_.requests_cancelled;
+    } else {
+      admitted_prompt_tokens += next.prompt_tokens;
+      metrics_.prompt_tokens += next.prompt_tokens;
+      running_sequences_ += sequences;
+      running_.push_back(std::move(waiting_.front()));
+    }
+    waiting_.pop_front();
+  }
+  metrics_.requests_waiting = waiting_.size();
+  metrics_.requests_running = running_.size();
+  metrics_.sequences_running = running_sequences_;
+  metrics_.largest_batch = std::max(metrics_.largest_batch, running_sequences_);
+  return admitted_prompt_tokens;
+}
+
+void Scheduler::schedule_step() {
+  std::size_t admitted_prompt_tokens = admit();
+  if (running_.empty()) {
+    step_scheduled_ = false;
+    return;
+  }
+  step_scheduled_ = true;
+  if (!options_.latency_model) {
+    asio::post(io_, [this] { run_steps(); });
+    return;
+  }
+  double cost_ms = options_.decode_step_ms + options_.decode_ms_per_sequence * double(running_sequences_) +
+                   options_.prefill_ms_per_token * double(admitted_prompt_tokens);
+  timer_.expires_after(std::chrono::microseconds(std::int64_t(cost_ms * 1000.0)));
+  timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) run_steps();
+  });
+}
+
+void Scheduler::run_steps() {
+  // Flat out, several iterations run back to back before the sockets are written, so one write
+  // carries several events (as a loaded server's would) instead of one syscall per token: at least
+  // 250 us and 8 iterations, at most 2 ms.
+  const auto burst_start = Clock::now();
+  for (int iterations = 1;; ++iterations) {
+    step();
+    if (options_.latency_model || running_.empty()) break;
+    auto elapsed = Clock::now() - burst_start;
+    if (elapsed >= std::chrono::milliseconds(2) ||
+        (iterations >= 8 && elapsed >= std::chrono::microseconds(250)))
+      break;
+    admit();
+  }
+  for (auto& request : running_)
+    if (request->api.stream) request->session->flush();
+  schedule_step();
+}
+
+void Scheduler::step() {
+  const int split = options_.batch_variance ? Model::split_count_for_batch(int(running_sequences_))
+                                            : Model::kFixedSplitCount;
+  ++metrics_.steps;
+  for (auto& request : running_) {
+    if (request->session->gone()) continue;  // retired below
+    const bool stream = request->api.stream;
+    for (ChoiceState& choice : request->choices) {
+      if (choice.done) continue;
+      const GeneratedToken& token = choice.generation.step(split);
+      ++metrics_.generation_tokens;
+      if (request->api.want_logprobs) choice.logprobs.push_back(token);
+      bool finished = choice.generation.finished();
+      if (stream && (finished || choice.generation.tokens().size() - choice.streamed_tokens >=
+                                     std::size_t(options_.stream_interval)))
+        emit(*request, choice);
+      if (finished) {
+        choice.done = true;
+        --request->unfinished;
+      }
+    }
+  }
+  retire();
+}
+
+// Completes finished requests and drops abandoned ones.
+void Scheduler::retire() {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    ActiveRequest& request = *running_[i];
+    bool abandoned = request.session->gone();
+    if (abandoned || request.unfinished == 0) {
+      running_sequences_ -= request.choices.size();
+      if (abandoned) ++metrics_.requests_cancelled;
+      else complete(request);
+      running_[i].reset();
+    } else {
+      if (kept != i) running_[kept] = std::move(running_[i]);
+      ++kept;
+    }
+  }
+  running_.resize(kept);
+  metrics_.requests_running = running_.size();
+  metrics_.sequences_running = running_sequences_;
+}
+
+// The logprobs of the choice's tokens not yet written.
+void Scheduler::put_choice_logprobs(std::string& out, const ActiveRequest& request, ChoiceState& choice) {
+  const LogprobsShape shape{request.api.want_logprobs, request.api.endpoint == Endpoint::chat,
+                            request.api.tokens_as_ids};
+  put_logprobs(out, model_.tokenizer(), shape, choice.logprobs, choice.text_offset);
+  choice.logprobs.clear();
+}
+
+// One SSE event for `choice` with the tokens produced since its last event (vLLM's shape: one
+// choice per event; finish_reason rides on the event with the last tokens).
+void Scheduler::emit(ActiveRequest& request, ChoiceState& choice) {
+  std::string& out = request.session->stream_buffer();
+  const Generation& generation = choice.generation;
+  const bool finished = generation.finished();
+  const bool chat = request.api.endpoint == Endpoint::chat;
+  const auto& prompt = request.api.prompts[choice.prompt_index];
+  if (chat && !choice.first_event_sent) {
+    out += request.chunk_prefix;
+    out += "{\"index\":";
+    put_number(out, choice.index);
+    out += ",\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]";
+    if (request.api.return_token_ids) {
+      out += ",\"prompt_token_ids\":";
+      put_token_ids(out, prompt);
+    }
+    out += "}\n\n";
+  }
+  out += request.chunk_prefix;
+  out += "{\"index\":";
+  put_number(out, choice.index);
+  std::string_view text = choice.generation.take_releasable_text();
+  if (chat) {
+    out += ",\"delta\":{\"content\":";
+    put_string(out, text);
+    out += '}';
+  } else {
+    out += ",\"text\":";
+    put_string(out, text);
+  }
+  out += ",\"logprobs\":";
+  put_choice_logprobs(out, request, choice);
+  put_finish(out, generation, finished);
+  if (request.api.return_token_ids) {
+    if (!chat && !choice.first_event_sent) {
+      out += ",\"prompt_token_ids\":";
+      put_token_ids(out, prompt);
+    }
+    out += ",\"token_ids\":";
+    put_token_ids(out, std::span(generation.tokens()).subspan(choice.streamed_tokens));
+  }
+  out += "}]}\n\n";
+  choice.first_event_sent = true;
+  choice.streamed_tokens = generation.tokens().size();
+}
+
+// The end of a request: the usage chunk and [DONE] of a stream, or the whole response.
+void Scheduler::complete(ActiveRequest& request) {
+  ++metrics_.requests_served;
+  std::size_t completion_tokens = 0;
+  for (const ChoiceState& choice : request.choices) completion_tokens += choice.generation.tokens().size();
+  const bool chat = request.api.endpoint == Endpoint::chat;
+  if (request.api.stream) {
+    std::string& out = request.session->stream_buffer();
+    if (request.api.include_usage) {
+      out += request.chunk_prefix;
+      out += "],";
+      put_usage(out, request.prompt_tokens, completion_tokens);
+      out += "}\n\n";
+    }
+    out += "data: [DONE]\n\n";
+    request.session->end_stream();
+    return;
+  }
+  std::string body;
+  put_response_head(body, request.id, chat ? "chat.completion" : "text_completion", request.created,
+                    options_.model_name, model_.weights_seed());
+  for (std::size_t i = 0; i < request.choices.size(); ++i) {
+    ChoiceState& choice = request.choices[i];
+    if (i) body += ',';
+    body += "{\"index\":";
+    put_number(body, choice.index);
+    if (chat) {
+      body += ",\"message\":{\"role\":\"assistant\",\"content\":";
+      put_string(body, choice.generation.text());
+      body += '}';
+    } else {
+      body += ",\"text\":";
+      put_string(body, choice.generation.text());
+    }
+    body += ",\"logprobs\":";
+    put_choice_logprobs(body, request, choice);
+    put_finish(body, choice.generation, true);
+    if (request.api.return_token_ids) {
+      if (!chat) {
+        body += ",\"prompt_token_ids\":";
+        put_token_ids(body, request.api.prompts[choice.prompt_index]);
+      }
+      body += ",\"token_ids\":";
+      put_token_ids(body, choice.generation.tokens());
+    }
+    body += '}';
+  }
+  body += "],";
+  put_usage(body, request.prompt_tokens, completion_tokens);
+  if (chat && request.api.return_token_ids) {
+    body += ",\"prompt_token_ids\":";
+    put_token_ids(body, request.api.prompts[0]);
+  }
+  body += '}';
+  request.session->respond(200, "application/json", body);
+}
+
+}  // namespace retrace::sim

@@ -1,0 +1,84 @@
+// The scheduler of `retrace serve`: vLLM's continuous batching over the model (see server.hpp).
+// Waiting requests join the running batch at the start of an iteration; every running sequence
+// advances one token per iteration; streamed tokens go to the session as each iteration ends.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "sim/api.hpp"
+#include "sim/engine.hpp"
+#include "sim/http_session.hpp"
+#include "sim/metrics.hpp"
+#include "sim/server.hpp"
+
+namespace retrace::sim {
+
+struct ChoiceState {
+  ChoiceState(Generation generation, int index, std::size_t prompt_index)
+      : generation(std::move(generation)), index(index), prompt_index(prompt_index) {}
+  Generation generation;
+  int index;
+  std::size_t prompt_index;
+  std::size_t streamed_tokens = 0;     // tokens already sent in events
+  std::size_t text_offset = 0;         // completions logprobs' text_offset of the next token
+  std::vector<GeneratedToken> logprobs;  // for tokens not yet sent (stream) or all (non-stream)
+  bool first_event_sent = false;
+  bool done = false;
+};
+
+// A request in the scheduler: its n choices per prompt and the session that waits for them.
+struct ActiveRequest {
+  // `id` is the response's id ("cmpl-…", "chatcmpl-…"); the model must outlive the request.
+  ActiveRequest(ApiRequest api, std::shared_ptr<Session> session, std::string id, const Model& model,
+                const ServeOptions& options);
+
+  ApiRequest api;
+  std::shared_ptr<Session> session;
+  std::string id;
+  std::int64_t created = 0;
+  std::string chunk_prefix;  // `data: {"id":...,"choices":[` for streamed events
+  std::vector<ChoiceState> choices;
+  std::size_t unfinished = 0;
+  std::size_t prompt_tokens = 0;
+};
+
+class Scheduler {
+ public:
+  // All four must outlive the scheduler.
+  Scheduler(boost::asio::io_context& io, const ServeOptions& options, const Model& model, Metrics& metrics)
+      : io_(io), options_(options), model_(model), metrics_(metrics), timer_(io) {}
+
+  void submit(std::unique_ptr<ActiveRequest> request);
+  // Drops every request (server stopping).
+  void abort_all();
+
+ private:
+  std::size_t admit();  // returns the prompt tokens admitted
+  void schedule_step();
+  void run_steps();
+  void step();
+  void retire();
+  void emit(ActiveRequest& request, ChoiceState& choice);
+  void put_choice_logprobs(std::string& out, const ActiveRequest& request, ChoiceState& choice);
+  void complete(ActiveRequest& request);
+
+  boost::asio::io_context& io_;
+  const ServeOptions& options_;
+  const Model& model_;
+  Metrics& metrics_;
+  boost::asio::steady_timer timer_;
+  std::deque<std::unique_ptr<ActiveRequest>> waiting_;
+  std::vector<std::unique_ptr<ActiveRequest>> running_;
+  std::size_t running_sequences_ = 0;
+  bool step_scheduled_ = false;
+};
+
+}  // namespace retrace::sim
