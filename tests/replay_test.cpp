@@ -418,8 +418,9 @@ TEST_CASE("an exchange whose request cannot be sent is recorded as a protocol er
   REQUIRE(written.exchanges.size() == 3);
   CHECK(result.stats.exchanges == 3);
   for (const auto& exchange : written.exchanges) {
-    INFO("source " << exchange.source_id << ": " << exchange.error.message);
-    if (exchange.source_id == 1) {
+    REQUIRE(exchange.source_id);
+    INFO("source " << *exchange.source_id << ": " << exchange.error.message);
+    if (*exchange.source_id == 1) {
       CHECK(exchange.error.kind == ErrorKind::protocol);
       CHECK(exchange.error.message.find("field value too large") != std::string::npos);
     } else {
