@@ -12,6 +12,7 @@
 // Only format/ includes Cap'n Proto and zstd; everyone else sees these plain structs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -29,6 +30,8 @@ inline constexpr std::uint16_t kFormatMinor = 0;
 enum class Source : std::uint8_t { recorded, replayed, imported };
 enum class TokenKind : std::uint8_t { none, text_deltas, logprob_tokens, token_ids };
 enum class ErrorKind : std::uint8_t { none, connect, tls, timeout, reset, http_status, protocol, cut };
+// Size of an array indexed by ErrorKind; `cut` must stay the last kind.
+inline constexpr std::size_t kErrorKindCount = static_cast<std::size_t>(ErrorKind::cut) + 1;
 
 std::string_view to_string(Source);
 std::string_view to_string(TokenKind);

@@ -92,7 +92,7 @@ std::string settings_json(const RecordOptions& options);
 struct RecordSummary {
   std::uint64_t exchanges = 0;  // written to the trace
   std::uint64_t forwarded = 0;  // requests relayed, recorded or not
-  std::array<std::uint64_t, 8> errors_by_kind{};  // indexed by ErrorKind
+  std::array<std::uint64_t, kErrorKindCount> errors_by_kind{};  // indexed by ErrorKind
   std::uint64_t tokens = 0;
   std::uint64_t lost = 0;  // captured but not written (trace write failure)
   std::uint64_t trace_bytes = 0;

@@ -24,6 +24,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
+#include "net/fetch.hpp"
 #include "net/stop_signals.hpp"
 #include "record/proxy.hpp"
 #include "record/trace_sink.hpp"
@@ -50,50 +51,21 @@ std::string host_name() {
 std::string fetch_server_info(const RecordOptions& options,
                               const std::shared_ptr<asio::ssl::context>& tls) {
   boost::json::object info;
-  std::string target = options.upstream.join("/v1/models");
-  info["endpoint"] = target;
-  asio::io_context io;
-  net::UpstreamConnection connection(io.get_executor(), options.upstream, tls);
-  http::request<http::empty_body> request{http::verb::get, target, 11};
-  request.set(http::field::host, options.upstream.host_header());
-  request.set(http::field::user_agent, std::string("retrace/") + kToolVersion);
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(1u << 20);
-  std::string failure;
+  info["endpoint"] = options.upstream.join("/v1/models");
   auto timeout = std::min<Clock::duration>(options.upstream_timeout, std::chrono::seconds(3));
-  connection.async_connect(timeout, [&](error_code ec, net::Phase phase) {
-    if (ec) {
-      failure = net::describe(ec, phase, options.upstream.str());
-      return;
-    }
-    connection.expires_after(timeout);
-    connection.visit([&](auto& stream) {
-      http::async_write(stream, request, [&](error_code ec, std::size_t) {
-        if (ec) {
-          failure = net::describe(ec, net::Phase::write_request, options.upstream.str());
-          return;
-        }
-        http::async_read(stream, connection.buffer(), parser, [&](error_code ec, std::size_t) {
-          if (ec) failure = net::describe(ec, net::Phase::read_header, options.upstream.str());
-        });
-      });
-    });
-  });
-  io.run();
-  if (!failure.empty()) {
-    info["error"] = failure;
+  auto response = net::fetch(options.upstream, tls, "/v1/models", timeout, 1u << 20);
+  if (!response.error.empty()) {
+    info["error"] = response.error;
     return boost::json::serialize(info);
   }
-  auto& response = parser.get();
-  info["status"] = response.result_int();
-  if (auto server = response.find(http::field::server); server != response.end())
-    info["server"] = std::string(server->value());
+  info["status"] = response.status;
+  if (!response.server.empty()) info["server"] = response.server;
   error_code parse_error;
-  auto models = boost::json::parse(response.body(), parse_error);
+  auto models = boost::json::parse(response.body, parse_error);
   if (!parse_error)
     info["models"] = std::move(models);
   else
-    info["body"] = response.body().substr(0, 4096);
+    info["body"] = response.body.substr(0, 4096);
   return boost::json::serialize(info);
 }
 

@@ -101,7 +101,7 @@ Exchange full_exchange(std::uint64_t id) {
   }
   exchange.choices = {choice, Choice{0, TokenKind::text_deltas, {}, "stop"}};
   exchange.usage = {12, 4, 16};
-  exchange.error = {static_cast<ErrorKind>(id % 8), "error message " + std::to_string(id)};
+  exchange.error = {static_cast<ErrorKind>(id % kErrorKindCount), "error message " + std::to_string(id)};
   exchange.labels = {{"concurrency", "8"}, {"repeat", "2"}};
   if (id % 2 == 0) exchange.expected = "billing";
   exchange.dialect = "openai-chat";
@@ -507,7 +507,7 @@ TEST_CASE("enum names parse back and unknown names are refused") {
   for (auto kind : {TokenKind::none, TokenKind::text_deltas, TokenKind::logprob_tokens,
                     TokenKind::token_ids})
     CHECK(token_kind_from_string(to_string(kind)) == kind);
-  for (int k = 0; k < 8; ++k) {
+  for (std::size_t k = 0; k < kErrorKindCount; ++k) {
     auto kind = static_cast<ErrorKind>(k);
     CHECK(error_kind_from_string(to_string(kind)) == kind);
   }

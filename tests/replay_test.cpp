@@ -1,8 +1,13 @@
 // Unit tests of replay/: option parsing, selection, body rewriting, arrival processes, statistics.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/json.hpp>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 
 #include "replay/replay.hpp"
@@ -393,4 +398,47 @@ TEST_CASE("the JSON report carries every figure and the open-loop section only w
   auto text = report::render_stats_text(stats, {"run", true});
   CHECK(text.find("interrupted") != std::string::npos);
   CHECK(text.find("schedule slip") != std::string::npos);
+}
+
+TEST_CASE("an exchange whose request cannot be sent is recorded as a protocol error and the run goes on") {
+  // Beast refuses a header value over 64 KiB by throwing while the request is built; the other
+  // two exchanges go to a loopback port where nothing listens.
+  std::uint16_t port = 0;
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor acceptor(
+        io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    port = acceptor.local_endpoint().port();
+  }
+  LoadedTrace input;
+  for (std::uint64_t id = 0; id < 3; ++id) {
+    auto exchange = exchange_at(id, "/v1/completions");
+    exchange.request.body = R"({"prompt":"hi","max_tokens":1})";
+    input.exchanges.push_back(exchange);
+  }
+  input.exchanges[1].request.headers.push_back({"X-Large", std::string(70'000, 'a')});
+  Options options;
+  options.target = "http://127.0.0.1:" + std::to_string(port);
+  options.threads = 1;
+  auto dir = std::filesystem::temp_directory_path() /
+             ("retrace-replay-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto out = dir / "run.rtrace";
+
+  auto result = run_replay(input, options, out);
+
+  auto written = load_trace(out);
+  std::filesystem::remove_all(dir);
+  REQUIRE(written.exchanges.size() == 3);
+  CHECK(result.stats.exchanges == 3);
+  for (const auto& exchange : written.exchanges) {
+    REQUIRE(exchange.source_id);
+    INFO("source " << *exchange.source_id << ": " << exchange.error.message);
+    if (*exchange.source_id == 1) {
+      CHECK(exchange.error.kind == ErrorKind::protocol);
+      CHECK(exchange.error.message.find("field value too large") != std::string::npos);
+    } else {
+      CHECK(exchange.error.kind == ErrorKind::connect);
+    }
+  }
 }

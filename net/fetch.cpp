@@ -1,0 +1,50 @@
+#include "net/fetch.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/http.hpp>
+
+#include "net/connection.hpp"
+#include "version.hpp"
+
+namespace retrace::net {
+
+namespace http = beast::http;
+
+Fetched fetch(const Url& url, const std::shared_ptr<asio::ssl::context>& tls,
+              std::string_view path, std::chrono::steady_clock::duration timeout,
+              std::size_t body_limit) {
+  asio::io_context io;
+  UpstreamConnection connection(io.get_executor(), url, tls);
+  http::request<http::empty_body> request{http::verb::get, url.join(path), 11};
+  request.set(http::field::host, url.host_header());
+  request.set(http::field::user_agent, std::string("retrace/") + kToolVersion);
+  request.keep_alive(false);
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(body_limit);
+
+  // The handlers below run inside io.run(), so every local outlives them.
+  Fetched result;
+  auto fail = [&](error_code ec, Phase phase) { result.error = describe(ec, phase, url.str()); };
+  connection.async_connect(timeout, [&](error_code ec, Phase phase) {
+    if (ec) return fail(ec, phase);
+    connection.expires_after(timeout);
+    connection.visit([&](auto& stream) {
+      http::async_write(stream, request, [&](error_code ec, std::size_t) {
+        if (ec) return fail(ec, Phase::write_request);
+        http::async_read(stream, connection.buffer(), parser, [&](error_code ec, std::size_t) {
+          if (ec) return fail(ec, parser.is_header_done() ? Phase::read_body : Phase::read_header);
+          auto& response = parser.get();
+          result.status = static_cast<int>(response.result_int());
+          if (auto server = response.find(http::field::server); server != response.end())
+            result.server = std::string(server->value());
+          result.body = std::move(response.body());
+          connection.close();
+        });
+      });
+    });
+  });
+  io.run();
+  return result;
+}
+
+}  // namespace retrace::net

@@ -1,0 +1,31 @@
+// One GET with a timeout, made before a run starts: what a server says about itself (/v1/models,
+// /metrics) goes into a trace header. Record and replay both ask through this.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/ssl/context.hpp>
+
+#include "net/url.hpp"
+
+namespace retrace::net {
+
+struct Fetched {
+  int status = 0;      // 0 when no response arrived; `error` says why
+  std::string body;
+  std::string server;  // the Server header, "" when absent
+  std::string error;   // describe()'s text for the failure, "" when a response arrived
+};
+
+// GET `path` (joined to the url's base path) on a fresh connection: connecting within `timeout`,
+// then writing and reading within `timeout` again. A body over `body_limit` bytes is a failure.
+// Blocks: it runs an io_context of its own. `tls` must be non-null for an https:// url.
+Fetched fetch(const Url& url, const std::shared_ptr<boost::asio::ssl::context>& tls,
+              std::string_view path, std::chrono::steady_clock::duration timeout,
+              std::size_t body_limit);
+
+}  // namespace retrace::net

@@ -1,0 +1,127 @@
+// Request preparation and chains: see replay/prepare.hpp.
+#include "replay/prepare.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace retrace::replay {
+
+namespace http = boost::beast::http;
+
+namespace {
+
+const std::unordered_set<std::string>& hop_by_hop() {
+  static const std::unordered_set<std::string> names = {
+      "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te",
+      "trailer", "upgrade", "proxy-connection", "accept-encoding", "expect"};
+  return names;
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vector<std::size_t>& chosen,
+                                       const Options& options, const net::Url& url) {
+  std::vector<Prepared> prepared;
+  prepared.reserve(chosen.size());
+  std::unordered_set<std::string> overridden;
+  for (const auto& header : options.headers) overridden.insert(lower(header.name));
+  if (options.api_key) overridden.insert("authorization");
+
+  for (auto index : chosen) {
+    const auto& source = input.exchanges[index];
+    Prepared p;
+    p.input_index = index;
+    p.method = source.request.method.empty() ? "POST" : source.request.method;
+    p.verb = http::string_to_verb(p.method);
+    if (p.verb == http::verb::unknown)
+      throw std::invalid_argument("exchange " + std::to_string(source.id) + ": unknown method '" +
+                                  p.method + "'; use --filter to leave it out");
+    auto target = source.request.target.empty() ? std::string("/") : source.request.target;
+    if (target.front() != '/') target.insert(target.begin(), '/');
+    p.target = url.join(target);
+    p.headers.push_back({"Host", url.host_header()});
+    for (const auto& header : source.request.headers) {
+      auto name = lower(header.name);
+      // Recorded secrets are redacted: resending "[redacted]" would only fail; --api-key-env or
+      // --header supplies real ones.
+      if (hop_by_hop().count(name) || is_secret_header(name) || overridden.count(name)) continue;
+      p.headers.push_back(header);
+    }
+    for (const auto& header : options.headers) p.headers.push_back(header);
+    if (options.api_key) p.headers.push_back({"Authorization", "Bearer " + *options.api_key});
+    bool has_type = std::any_of(p.headers.begin(), p.headers.end(), [](const HttpHeader& h) {
+      return lower(h.name) == "content-type";
+    });
+    if (!has_type && !source.request.body.empty())
+      p.headers.push_back({"Content-Type", "application/json"});
+
+    std::string body = source.request.body;
+    auto dialect = llm::detect_dialect(target, body);
+    if (options.token_ids != llm::TokenIdMode::off)
+      body = llm::add_token_id_fields(body, dialect, options.token_ids);
+    try {
+      body = apply_body_overrides(body, options.set, options.unset);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("exchange " + std::to_string(source.id) + " (" +
+                                  source.request.target + "): " + e.what());
+    }
+    p.body = std::move(body);
+    prepared.push_back(std::move(p));
+  }
+  return prepared;
+}
+
+std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepared>& prepared,
+                               const Options& options) {
+  std::vector<Chain> chains;
+  bool sessions = options.sessions || options.live_sessions;
+  std::unordered_map<std::string, std::size_t> chain_of_session;
+  for (std::size_t i = 0; i < prepared.size(); ++i) {
+    const auto& session = input.exchanges[prepared[i].input_index].session_id;
+    if (sessions && !session.empty()) {
+      auto [it, inserted] = chain_of_session.try_emplace(session, chains.size());
+      if (inserted) chains.emplace_back();
+      chains[it->second].items.push_back(i);
+    } else {
+      chains.emplace_back().items.push_back(i);
+    }
+  }
+  const auto& schedule = options.schedule;
+  if (schedule.kind == ScheduleKind::rate) {
+    auto offsets = arrival_offsets_ns(chains.size(), schedule, options.seed);
+    for (std::size_t c = 0; c < chains.size(); ++c) chains[c].start_ns = offsets[c];
+  } else if (schedule.kind == ScheduleKind::recorded) {
+    // The recorded send offsets, else wall-clock starts; relative to the earliest chosen one.
+    bool have_offsets = std::any_of(prepared.begin(), prepared.end(), [&](const Prepared& p) {
+      return input.exchanges[p.input_index].actual_send_ns != 0;
+    });
+    auto when = [&](const Prepared& p) {
+      const auto& e = input.exchanges[p.input_index];
+      return have_offsets ? e.actual_send_ns : e.start_unix_ns;
+    };
+    std::int64_t first = std::numeric_limits<std::int64_t>::max();
+    for (const auto& p : prepared) first = std::min(first, when(p));
+    double speed = schedule.speed > 0 ? schedule.speed : 1;
+    for (auto& chain : chains) {
+      for (auto item : chain.items)
+        chain.offsets_ns.push_back(
+            static_cast<std::int64_t>(static_cast<double>(when(prepared[item]) - first) / speed));
+      chain.start_ns = chain.offsets_ns.front();
+    }
+    std::stable_sort(chains.begin(), chains.end(),
+                     [](const Chain& a, const Chain& b) { return a.start_ns < b.start_ns; });
+  }
+  return chains;
+}
+
+}  // namespace retrace::replay

@@ -1,0 +1,47 @@
+// Internal to replay/: the run's plan. Requests are prepared once before the run (so that a bad
+// --set fails before any traffic), except for live-session substitution, which needs this run's
+// answers; chains group them into sessions and carry the schedule's start times.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/beast/http/verb.hpp>
+
+#include "net/url.hpp"
+#include "replay/replay.hpp"
+
+namespace retrace::replay {
+
+// A request as it goes out.
+struct Prepared {
+  std::size_t input_index = 0;
+  boost::beast::http::verb verb = boost::beast::http::verb::post;
+  std::string method;
+  std::string target;               // joined with the base path
+  std::vector<HttpHeader> headers;  // as sent (secrets in clear)
+  std::string body;
+};
+
+// One session's requests (a single request without --sessions), run one after the other.
+struct Chain {
+  std::vector<std::size_t> items;        // indices into the prepared list, in session order
+  std::vector<std::int64_t> offsets_ns;  // recorded timing: each item's intended offset
+  std::int64_t start_ns = 0;             // open loop / recorded: the first item's intended offset
+};
+
+// The chosen input exchanges as they will be sent: hop-by-hop and recorded secret headers
+// dropped, --header and --api-key added, --token-ids, --unset and --set applied. Throws
+// std::invalid_argument naming the exchange for an unknown method or a --set that cannot apply.
+std::vector<Prepared> prepare_requests(const LoadedTrace& input,
+                                       const std::vector<std::size_t>& chosen,
+                                       const Options& options, const net::Url& url);
+
+// The prepared requests as chains, with the schedule's start times (rate: the arrival process;
+// recorded: the recorded offsets, scaled by --speed, sorted by start).
+std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepared>& prepared,
+                               const Options& options);
+
+}  // namespace retrace::replay

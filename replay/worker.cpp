@@ -1,0 +1,405 @@
+// The Worker: schedules on one io_context, and each exchange in three steps: describe the
+// request (the record as sent), stream it (connect or reuse, send, read the response as it
+// arrives), finish (decode, classify, count, hand to the writer). See replay/worker.hpp.
+#include "replay/worker.hpp"
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http.hpp>
+#include <exception>
+
+#include "net/errors.hpp"
+
+namespace retrace::replay {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using net::error_code;
+
+namespace {
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t kReadBufferBytes = 64 * 1024;
+
+std::int64_t nanoseconds(Clock::duration duration) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count();
+}
+
+std::string header_value(const http::fields& fields, http::field field) {
+  auto it = fields.find(field);
+  return it == fields.end() ? std::string() : std::string(it->value());
+}
+
+// The wire form of a prepared request, with the body as this run sends it.
+http::request<http::string_body> wire_request(const Prepared& prepared, const std::string& body) {
+  http::request<http::string_body> request{prepared.verb, prepared.target, 11};
+  for (const auto& header : prepared.headers) request.insert(header.name, header.value);
+  request.keep_alive(true);
+  request.body() = body;
+  if (!request.body().empty() || prepared.verb == http::verb::post) request.prepare_payload();
+  return request;
+}
+
+}  // namespace
+
+// One exchange on its way: the record being filled, the response's decoders, and where the
+// transfer stands. Lives in run_exchange's coroutine frame; the steps take it by reference.
+struct Flight {
+  explicit Flight(Exchange record)
+      : exchange(std::move(record)),
+        decoder(llm::detect_dialect(exchange.request.target, exchange.request.body)) {}
+  std::int64_t offset() const { return nanoseconds(Clock::now() - send_time); }
+
+  Exchange exchange;
+  llm::ResponseDecoder decoder;
+  llm::SseParser sse;
+  Clock::time_point send_time{};  // unset until stamp_send()
+  Clock::time_point deadline{};
+  net::Phase phase = net::Phase::connect;
+  error_code ec;
+  bool complete = false;
+  std::string failure;  // an exception's message: retrace itself could not go on
+};
+
+// The exchange's deadline timer and the connection it would close (null between attempts).
+struct Watchdog {
+  net::UpstreamConnection* connection = nullptr;
+  bool timed_out = false;
+};
+
+// While a connection carries an exchange, the stop path (active_) and the deadline (the
+// watchdog) may close it. Leaving the attempt's scope by any path, an exception included, takes
+// both hooks away before the connection can be freed.
+class Worker::Hooks {
+ public:
+  Hooks(Worker& worker, Watchdog& watchdog, net::UpstreamConnection* connection)
+      : worker_(worker), watchdog_(watchdog), connection_(connection) {
+    worker_.active_.insert(connection_);
+  }
+  Hooks(const Hooks&) = delete;
+  Hooks& operator=(const Hooks&) = delete;
+  ~Hooks() {
+    if (watchdog_.connection == connection_) watchdog_.connection = nullptr;
+    worker_.active_.erase(connection_);
+  }
+  void arm_watchdog() { watchdog_.connection = connection_; }
+  void disarm_watchdog() { watchdog_.connection = nullptr; }
+
+ private:
+  Worker& worker_;
+  Watchdog& watchdog_;
+  net::UpstreamConnection* connection_;
+};
+
+std::unique_ptr<char[]> Worker::take_buffer() {
+  if (free_buffers_.empty()) return std::make_unique<char[]>(kReadBufferBytes);
+  auto buffer = std::move(free_buffers_.back());
+  free_buffers_.pop_back();
+  return buffer;
+}
+
+void Worker::give_buffer(std::unique_ptr<char[]> buffer) {
+  if (free_buffers_.size() < 256) free_buffers_.push_back(std::move(buffer));
+}
+
+void Worker::stop_now() {
+  stopping_ = true;
+  for (auto* connection : active_) connection->close();
+  pool_.clear();
+}
+
+// Sleeps until `offset_ns` after the run's start, in short slices so that a stop is seen.
+// Returns false when stopping.
+asio::awaitable<bool> Worker::wait_until(std::int64_t offset_ns) {
+  asio::steady_timer timer(io_);
+  auto deadline = shared_.run_start + std::chrono::nanoseconds(offset_ns);
+  while (!stopping_) {
+    auto now = Clock::now();
+    if (now >= deadline) co_return true;
+    timer.expires_at(std::min(deadline, now + std::chrono::milliseconds(50)));
+    co_await timer.async_wait(kTuple);
+  }
+  co_return false;
+}
+
+asio::awaitable<void> Worker::run_closed_slot() {
+  while (!stopping_) {
+    auto index = shared_.next_chain.fetch_add(1);
+    if (index >= shared_.chains.size()) break;
+    co_await run_chain(index, true);
+  }
+}
+
+// Detached chains lose nothing: run_exchange does not throw.
+asio::awaitable<void> Worker::run_launcher(std::vector<std::size_t> chain_indices) {
+  for (auto index : chain_indices) {
+    if (!co_await wait_until(shared_.chains[index].start_ns)) break;
+    asio::co_spawn(io_, run_chain(index, false), asio::detached);
+  }
+}
+
+asio::awaitable<void> Worker::run_chain(std::size_t chain_index, bool closed_loop) {
+  const auto& chain = shared_.chains[chain_index];
+  std::vector<std::optional<std::string>> answers;
+  bool live = shared_.options.live_sessions && shared_.record;
+  for (std::size_t k = 0; k < chain.items.size() && !stopping_; ++k) {
+    std::int64_t intended;
+    if (closed_loop) {
+      intended = nanoseconds(Clock::now() - shared_.run_start);  // the slot (or turn) just freed
+    } else if (shared_.kind == ScheduleKind::recorded) {
+      intended = chain.offsets_ns[k];
+      if (!co_await wait_until(intended)) break;
+    } else {
+      intended = k == 0 ? chain.start_ns : nanoseconds(Clock::now() - shared_.run_start);
+    }
+    auto answer = co_await run_exchange(chain.items[k], intended, live ? &answers : nullptr);
+    if (live) answers.push_back(std::move(answer));
+  }
+}
+
+asio::awaitable<std::optional<std::string>> Worker::run_exchange(
+    std::size_t prepared_index, std::int64_t intended_ns,
+    const std::vector<std::optional<std::string>>* answers) {
+  const Prepared& prepared = shared_.prepared[prepared_index];
+  Flight flight(describe_request(prepared, intended_ns, answers));
+  // An exception here would otherwise end the detached chain and lose the exchange: it is
+  // recorded on the exchange instead (e.g. Beast refusing a header value over 64 KiB).
+  try {
+    auto request = wire_request(prepared, flight.exchange.request.body);
+    co_await stream(flight, request);
+    auto& exchange = flight.exchange;
+    auto end = exchange.end_ns >= 0 ? exchange.end_ns : 0;
+    if (exchange.response.streamed) {
+      auto partial = flight.sse.take_partial();
+      if (!partial.empty()) exchange.response.events.push_back({end, partial});
+    } else if (exchange.response.status != 0) {
+      flight.decoder.on_body(exchange.response.body, end);
+    }
+    if (exchange.response.status != 0) flight.decoder.finish(exchange);
+  } catch (const std::exception& e) {
+    flight.failure = e.what();
+  }
+  co_return finish(flight);
+}
+
+// The record of the request as sent: the input's identity and labels, this run's body (with
+// live-session answers), secret header values redacted, and the key of what was sent.
+Exchange Worker::describe_request(const Prepared& prepared, std::int64_t intended_ns,
+                                  const std::vector<std::optional<std::string>>* answers) const {
+  const Exchange& source = shared_.input.exchanges[prepared.input_index];
+  Exchange exchange;
+  exchange.source_id = source.id;
+  exchange.session_id = source.session_id;
+  exchange.expected = source.expected;
+  // The input's own labels (a dataset's `id`, ...) stay; the run's labels win on a clash.
+  exchange.labels = source.labels;
+  for (const auto& label : shared_.exchange_labels) {
+    auto same = std::find_if(exchange.labels.begin(), exchange.labels.end(),
+                             [&](const Label& l) { return l.key == label.key; });
+    if (same != exchange.labels.end()) same->value = label.value;
+    else exchange.labels.push_back(label);
+  }
+  exchange.intended_send_ns = intended_ns;
+  exchange.request.method = prepared.method;
+  exchange.request.target = prepared.target;
+  exchange.request.body = answers && !answers->empty()
+                              ? substitute_session_answers(prepared.body, *answers)
+                              : prepared.body;
+  exchange.request.headers.reserve(prepared.headers.size());
+  for (const auto& header : prepared.headers)
+    exchange.request.headers.push_back(
+        {header.name, is_secret_header(header.name) ? std::string(kRedacted) : header.value});
+  exchange.key = request_key(exchange.request.method, exchange.request.target, exchange.request.body);
+  return exchange;
+}
+
+// Connection set-up counts: a user's request waits for it too.
+void Worker::stamp_send(Flight& flight) const {
+  flight.send_time = Clock::now();
+  flight.exchange.actual_send_ns = nanoseconds(flight.send_time - shared_.run_start);
+  flight.exchange.start_unix_ns = shared_.run_start_unix_ns + flight.exchange.actual_send_ns;
+}
+
+// Sends the request and reads the response into the flight, on a pooled connection or a new one.
+asio::awaitable<void> Worker::stream(Flight& flight, const Request& request) {
+  auto timeout = std::chrono::duration_cast<Clock::duration>(shared_.options.timeout);
+  stamp_send(flight);
+
+  // One deadline for the whole exchange, connecting included, kept by one timer per exchange
+  // that closes the connection when it fires. (Beast's tcp_stream timeout would re-arm and
+  // cancel a timer on every read of the token stream: a timer-queue insert, a cancel and a
+  // handler run per read.) Connecting keeps its own timeout.
+  flight.deadline = flight.send_time + timeout;
+  auto watchdog = std::make_shared<Watchdog>();
+  asio::steady_timer watchdog_timer(io_, flight.deadline);
+  watchdog_timer.async_wait([watchdog](error_code wait_ec) {
+    if (wait_ec || !watchdog->connection) return;
+    watchdog->timed_out = true;
+    watchdog->connection->close();
+  });
+  auto buffer = take_buffer();
+
+  // A connection reused from the pool may have been closed by the server while idle; such a
+  // failure before any response byte is retried once on a fresh connection.
+  auto& ec = flight.ec;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto connection = pool_.take(shared_.url);
+    bool reused = connection != nullptr;
+    if (!reused)
+      connection = std::make_unique<net::UpstreamConnection>(io_.get_executor(), shared_.url,
+                                                             shared_.tls);
+    Hooks hooks(*this, *watchdog, connection.get());  // must not outlive `connection`
+    if (!reused && !co_await connect(flight, *connection)) break;
+    if (stopping_) {
+      ec = asio::error::operation_aborted;
+      break;
+    }
+    connection->expires_never();
+    if (Clock::now() >= flight.deadline) {
+      ec = beast::error::timeout;
+      flight.phase = net::Phase::write_request;
+      connection->close();
+      break;
+    }
+    hooks.arm_watchdog();
+
+    flight.phase = net::Phase::write_request;
+    std::tie(ec, std::ignore) = co_await connection->visit(
+        [&](auto& stream) { return http::async_write(stream, request, kTuple); });
+    ResponseParser parser;
+    parser.body_limit(boost::none);
+    parser.header_limit(64 * 1024);
+    // Parse every chunk already buffered into the body buffer in one read: not eager, Beast
+    // returns after each chunk, and a token stream is one chunk per token.
+    parser.eager(true);
+    if (!ec) {
+      flight.phase = net::Phase::read_header;
+      std::tie(ec, std::ignore) = co_await connection->visit([&](auto& stream) {
+        return http::async_read_header(stream, connection->buffer(), parser, kTuple);
+      });
+    }
+    if (ec && reused && attempt == 0 && !stopping_ && !watchdog->timed_out &&
+        (flight.phase == net::Phase::write_request || ec == http::error::end_of_stream ||
+         ec == asio::error::connection_reset || ec == asio::error::eof)) {
+      hooks.disarm_watchdog();
+      connection->close();
+      continue;  // stale keep-alive connection
+    }
+    if (!ec) co_await read_body(flight, *connection, parser, buffer.get());
+    hooks.disarm_watchdog();
+    // The watchdog closed the socket: report it as the timeout it is, not as an abort.
+    if (ec && watchdog->timed_out) ec = beast::error::timeout;
+    if (flight.complete && parser.keep_alive() && !stopping_) {
+      ++connection->responses;
+      pool_.put(std::move(connection));
+    } else {
+      connection->close();
+    }
+    break;
+  }
+  watchdog_timer.cancel();
+  give_buffer(std::move(buffer));
+}
+
+// Resolves, connects and handshakes within the timeout. False (with the flight's error) when
+// that failed or the run is stopping.
+asio::awaitable<bool> Worker::connect(Flight& flight, net::UpstreamConnection& connection) {
+  auto timeout = std::chrono::duration_cast<Clock::duration>(shared_.options.timeout);
+  auto [connect_ec, connect_phase] =
+      co_await asio::async_initiate<decltype(kTuple), void(error_code, net::Phase)>(
+          [&](auto handler) {
+            auto shared_handler = std::make_shared<decltype(handler)>(std::move(handler));
+            connection.async_connect(timeout, [shared_handler](error_code e, net::Phase p) {
+              (*shared_handler)(e, p);
+            });
+          },
+          kTuple);
+  flight.ec = connect_ec;
+  flight.phase = connect_phase;
+  if (flight.ec && stopping_) flight.ec = asio::error::operation_aborted;
+  co_return !flight.ec;
+}
+
+// The response's head is in `parser`: records it, then reads the body as it arrives, each read's
+// bytes stamped with their arrival; events go to the decoder as they complete.
+asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection& connection,
+                                        ResponseParser& parser, char* buffer) {
+  auto& exchange = flight.exchange;
+  auto& ec = flight.ec;
+  exchange.first_byte_ns = flight.offset();
+  const auto& head = parser.get();
+  exchange.response.status = static_cast<std::uint16_t>(head.result_int());
+  for (const auto& field : head)
+    exchange.response.headers.push_back(
+        {std::string(field.name_string()),
+         is_secret_header(field.name_string()) ? std::string(kRedacted) : std::string(field.value())});
+  auto content_type = header_value(head, http::field::content_type);
+  exchange.response.streamed = content_type.find("text/event-stream") != std::string::npos;
+  flight.phase = net::Phase::read_body;
+  while (!parser.is_done()) {
+    parser.get().body().data = buffer;
+    parser.get().body().size = kReadBufferBytes;
+    std::tie(ec, std::ignore) = co_await connection.visit([&](auto& stream) {
+      return http::async_read_some(stream, connection.buffer(), parser, kTuple);
+    });
+    if (ec == http::error::need_buffer) ec = {};
+    auto got = kReadBufferBytes - parser.get().body().size;
+    if (got > 0) {
+      auto at = flight.offset();
+      std::string_view bytes(buffer, got);
+      if (exchange.response.streamed) {
+        flight.sse.feed(bytes, [&](const llm::SseEvent& event) {
+          exchange.response.events.push_back({at, std::string(event.raw)});
+          if (!event.data.empty()) flight.decoder.on_event(event.data, at);
+        });
+      } else {
+        exchange.response.body.append(bytes);
+      }
+    }
+    if (ec) break;
+  }
+  flight.complete = !ec;
+  exchange.end_ns = flight.offset();
+}
+
+// Classifies the outcome, counts it and hands the exchange to the writer. Returns choice 0's text
+// when the exchange completed.
+std::optional<std::string> Worker::finish(Flight& flight) {
+  auto& exchange = flight.exchange;
+  auto& ec = flight.ec;
+  std::optional<std::string> answer;
+  if (!flight.failure.empty()) {
+    if (flight.send_time == Clock::time_point{}) stamp_send(flight);
+    if (exchange.first_byte_ns >= 0 && exchange.end_ns < 0) exchange.end_ns = flight.offset();
+    exchange.error.kind = ErrorKind::protocol;
+    exchange.error.message = "retrace could not complete this exchange: " + flight.failure;
+  } else if (ec) {
+    exchange.error.kind = stopping_ && (ec == asio::error::operation_aborted ||
+                                        ec == asio::error::bad_descriptor)
+                              ? ErrorKind::cut
+                              : net::classify(ec, flight.phase);
+    if (exchange.error.kind == ErrorKind::none) exchange.error.kind = ErrorKind::protocol;
+    exchange.error.message = exchange.error.kind == ErrorKind::cut
+                                 ? "cut: the run was stopped (interrupt) while this was in flight"
+                                 : net::describe(ec, flight.phase, shared_.url.str());
+  } else if (exchange.response.status >= 400) {
+    exchange.error.kind = ErrorKind::http_status;
+    auto excerpt = exchange.response.streamed ? std::string() : exchange.response.body.substr(0, 200);
+    exchange.error.message = "HTTP " + std::to_string(exchange.response.status) +
+                             (excerpt.empty() ? "" : ": " + excerpt);
+  } else if (!exchange.choices.empty()) {
+    answer = llm::choice_text(exchange.choices.front());
+  }
+
+  if (exchange.error.kind != ErrorKind::none) shared_.errors.fetch_add(1);
+  shared_.done.fetch_add(1);
+  if (shared_.record) shared_.queue->push(std::move(exchange));
+  return answer;
+}
+
+}  // namespace retrace::replay

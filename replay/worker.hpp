@@ -1,0 +1,144 @@
+// Internal to replay/: what the worker threads share during a phase, the queue to the writer
+// thread, and the Worker (one io_context and one keep-alive pool per thread).
+//
+// Each worker runs coroutines on its own io_context; nothing on the request path locks except the
+// hand-off of a finished exchange to the writer (one short mutex section per exchange).
+// Per-exchange state lives in the coroutine frame; read buffers come from a per-worker free list.
+//
+// Timing: all offsets are steady_clock nanoseconds from `run_start`. An exchange's actual send is
+// taken before it takes a connection (connecting, when no idle keep-alive connection is at hand,
+// is part of the latency a user sees, so it counts in TTFT and e2e).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "net/connection.hpp"
+#include "replay/prepare.hpp"
+
+namespace retrace::replay {
+
+using Clock = std::chrono::steady_clock;
+
+// Finished exchanges go to the writer thread through this queue.
+class WriteQueue {
+ public:
+  void push(Exchange exchange) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(exchange));
+    }
+    ready_.notify_one();
+  }
+  // Blocks until something is queued or close(); false when closed and drained.
+  bool pop_all(std::vector<Exchange>& out) {
+    out.clear();  // freeing a batch of token streams takes a while: not while workers wait to push
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [&] { return !queue_.empty() || closed_; });
+    if (queue_.empty()) return false;
+    out.swap(queue_);
+    return true;
+  }
+  void close() {
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+    }
+    ready_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::vector<Exchange> queue_;
+  bool closed_ = false;
+};
+
+// Everything the workers share; read-only during a phase except the atomics and the queue.
+struct Shared {
+  Shared(const LoadedTrace& input_trace, const Options& run_options, net::Url target_url,
+         std::shared_ptr<boost::asio::ssl::context> tls_context)
+      : input(input_trace), options(run_options), url(std::move(target_url)),
+        tls(std::move(tls_context)) {}
+  const LoadedTrace& input;
+  const Options& options;
+  net::Url url;
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  std::vector<Prepared> prepared;
+  std::vector<Chain> chains;
+  std::vector<Label> exchange_labels;
+  ScheduleKind kind = ScheduleKind::concurrency;
+  bool record = true;  // false during warmup
+  Clock::time_point run_start;
+  std::int64_t run_start_unix_ns = 0;
+  std::atomic<std::size_t> next_chain{0};
+  std::atomic<std::size_t> done{0}, errors{0};
+  WriteQueue* queue = nullptr;
+};
+
+struct Flight;
+struct Watchdog;
+
+class Worker {
+ public:
+  explicit Worker(Shared& shared) : shared_(shared), pool_(4096) {}
+  boost::asio::io_context& io() { return io_; }
+  // Closed loop: takes the next chain until none is left.
+  boost::asio::awaitable<void> run_closed_slot();
+  // Open loop: starts each chain at its start time.
+  boost::asio::awaitable<void> run_launcher(std::vector<std::size_t> chain_indices);
+  // Stops sending and closes every connection, cutting what is in flight. On io()'s thread.
+  void stop_now();
+
+ private:
+  using Request = boost::beast::http::request<boost::beast::http::string_body>;
+  using ResponseParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
+  class Hooks;
+
+  boost::asio::awaitable<void> run_chain(std::size_t chain_index, bool closed_loop);
+  // One request and its response, counted and handed to the writer. Does not throw: a failure
+  // inside retrace becomes the exchange's error. Returns choice 0's text when it completed (for
+  // live sessions).
+  boost::asio::awaitable<std::optional<std::string>> run_exchange(
+      std::size_t prepared_index, std::int64_t intended_ns,
+      const std::vector<std::optional<std::string>>* answers);
+  // run_exchange's steps, in order.
+  Exchange describe_request(const Prepared& prepared, std::int64_t intended_ns,
+                            const std::vector<std::optional<std::string>>* answers) const;
+  boost::asio::awaitable<void> stream(Flight& flight, const Request& request);
+  boost::asio::awaitable<bool> connect(Flight& flight, net::UpstreamConnection& connection);
+  boost::asio::awaitable<void> read_body(Flight& flight, net::UpstreamConnection& connection,
+                                         ResponseParser& parser, char* buffer);
+  std::optional<std::string> finish(Flight& flight);
+
+  void stamp_send(Flight& flight) const;
+  boost::asio::awaitable<bool> wait_until(std::int64_t offset_ns);
+  std::unique_ptr<char[]> take_buffer();
+  void give_buffer(std::unique_ptr<char[]> buffer);
+
+  Shared& shared_;
+  boost::asio::io_context io_{1};
+  net::ConnectionPool pool_;
+  std::vector<std::unique_ptr<char[]>> free_buffers_;
+  std::unordered_set<net::UpstreamConnection*> active_;  // connections carrying an exchange
+  bool stopping_ = false;
+};
+
+}  // namespace retrace::replay
