@@ -110,10 +110,12 @@ void add_record(CLI::App& root, Registry& registry) {
   command->add_option("--session-header", args->session_header,
                       "Request header whose value names a session (e.g. a conversation id)");
   command->add_option("--redact-header", args->redact_headers,
-                      "Also redact this header (repeatable; Authorization, Proxy-Authorization, "
-                      "X-Api-Key, Api-Key, Cookie, Set-Cookie always are)");
+                      "Also redact this header (repeatable; Authorization, cookies, API keys and "
+                      "names with auth, token, secret, password or session always are, as are "
+                      "secret query parameters and top-level body fields)");
   command->add_flag("--keep-secrets", args->keep_secrets,
-                    "Record secret headers verbatim (NOT recommended)");
+                    "Record secret headers, query parameters and body fields verbatim (NOT "
+                    "recommended)");
   command->add_option("--include-path", args->include_paths,
                       "Record only paths matching this glob (repeatable, e.g. '/v1/*')");
   command->add_option("--exclude-path", args->exclude_paths,

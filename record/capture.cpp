@@ -2,7 +2,6 @@
 #include <fnmatch.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include <boost/json.hpp>
 
@@ -10,39 +9,6 @@
 #include "record/record.hpp"
 
 namespace retrace::record {
-
-namespace {
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-}  // namespace
-
-const std::vector<std::string>& default_redacted_headers() {
-  static const std::vector<std::string> names = {"Authorization", "Proxy-Authorization",
-                                                 "X-Api-Key",     "Api-Key",
-                                                 "Cookie",        "Set-Cookie"};
-  return names;
-}
-
-Redactor::Redactor(bool keep_secrets, const std::vector<std::string>& extra)
-    : keep_secrets_(keep_secrets) {
-  for (const auto& name : default_redacted_headers()) names_.push_back(lower(name));
-  for (const auto& name : extra) names_.push_back(lower(name));
-}
-
-bool Redactor::redacts(std::string_view header_name) const {
-  if (keep_secrets_) return false;
-  auto name = lower(header_name);
-  return std::find(names_.begin(), names_.end(), name) != names_.end();
-}
-
-void Redactor::apply(std::vector<HttpHeader>& headers) const {
-  if (keep_secrets_) return;
-  for (auto& header : headers)
-    if (redacts(header.name)) header.value = kRedactedMarker;
-}
 
 bool path_selected(std::string_view target, const std::vector<std::string>& include,
                    const std::vector<std::string>& exclude) {
@@ -58,9 +24,11 @@ void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std:
                      Exchange& out) {
   out = std::move(captured.exchange);
   out.id = id;
-  out.key = request_key(out.request.method, out.request.target, out.request.body);
-  redactor.apply(out.request.headers);
+  redactor.apply(out.request);
   redactor.apply(out.response.headers);
+  // The key is the stored request's, so a replay of this trace (which sends what is stored)
+  // aligns with it.
+  out.key = request_key(out.request.method, out.request.target, out.request.body);
 
   auto dialect = llm::detect_dialect(out.request.target, out.request.body);
   std::optional<llm::ResponseDecoder> decoder;
@@ -106,7 +74,7 @@ std::string settings_json(const RecordOptions& options) {
   settings["session_header"] = options.session_header;
   boost::json::array redacted;
   if (!options.keep_secrets) {
-    for (const auto& name : default_redacted_headers()) redacted.emplace_back(name);
+    for (auto name : secret_header_names()) redacted.emplace_back(name);
     for (const auto& name : options.redact_headers) redacted.emplace_back(name);
   }
   settings["redacted_headers"] = std::move(redacted);

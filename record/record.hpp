@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format/redaction.hpp"
 #include "format/trace.hpp"
 #include "net/connection.hpp"
 #include "net/url.hpp"
@@ -31,7 +32,7 @@ struct RecordOptions {
   std::filesystem::path out;
   net::ListenAddress listen{"127.0.0.1", 0};
   std::string session_header;               // request header naming a session; "" = none
-  std::vector<std::string> redact_headers;  // in addition to default_redacted_headers()
+  std::vector<std::string> redact_headers;  // in addition to format/redaction.hpp's policy
   bool keep_secrets = false;                // record every header verbatim
   std::vector<std::string> include_paths;   // fnmatch globs on the path; empty = all
   std::vector<std::string> exclude_paths;
@@ -46,22 +47,6 @@ struct RecordOptions {
   unsigned threads = 0;                                // proxy workers; 0 = one per core
   bool fetch_server_info = true;                       // GET /v1/models at start, best effort
   bool live_status = false;                            // one-line status on stderr
-};
-
-// Authorization, Proxy-Authorization, X-Api-Key, Api-Key, Cookie, Set-Cookie.
-const std::vector<std::string>& default_redacted_headers();
-inline constexpr std::string_view kRedactedMarker = "[redacted]";
-
-// Which header names are replaced by kRedactedMarker (case-insensitive).
-class Redactor {
- public:
-  Redactor(bool keep_secrets, const std::vector<std::string>& extra);
-  bool redacts(std::string_view header_name) const;
-  void apply(std::vector<HttpHeader>& headers) const;
-
- private:
-  bool keep_secrets_;
-  std::vector<std::string> names_;  // lower case
 };
 
 // --include-path / --exclude-path: fnmatch globs on the target's path (query ignored); '*' also

@@ -23,15 +23,6 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
-    if (std::tolower(x) != std::tolower(y)) return false;
-  }
-  return true;
-}
-
 bool glob_match(const std::string& pattern, const std::string& text) {
   return ::fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
 }
@@ -440,13 +431,6 @@ Percentiles percentiles(std::vector<double>& values_ms) {
   for (double v : values_ms) sum += v;
   result.mean = sum / static_cast<double>(values_ms.size());
   return result;
-}
-
-bool is_secret_header(std::string_view name) {
-  for (std::string_view secret : {"authorization", "proxy-authorization", "x-api-key", "api-key",
-                                  "cookie", "set-cookie"})
-    if (iequals(name, secret)) return true;
-  return false;
 }
 
 std::string settings_json(const Options& options, std::string_view input_path) {

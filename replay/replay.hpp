@@ -47,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "format/redaction.hpp"  // secrets: what the trace and settings never hold
 #include "format/trace.hpp"
 #include "llm/llm.hpp"
 
@@ -218,10 +219,6 @@ std::vector<std::int64_t> arrival_offsets_ns(std::size_t count, const Schedule& 
 
 // Nearest-rank percentiles over values in milliseconds (sorted in place).
 Percentiles percentiles(std::vector<double>& values_ms);
-
-// Authorization, Proxy-Authorization, X-Api-Key, Api-Key, Cookie, Set-Cookie (any case).
-bool is_secret_header(std::string_view name);
-inline constexpr std::string_view kRedacted = "[redacted]";
 
 // The settings JSON written to the header: schedule and every option, secrets left out.
 std::string settings_json(const Options& options, std::string_view input_path = {});

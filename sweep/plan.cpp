@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
-#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -16,6 +15,7 @@
 #include <stdexcept>
 
 #include "format/private_file.hpp"
+#include "format/redaction.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::sweep {
@@ -23,13 +23,6 @@ namespace retrace::sweep {
 namespace json = boost::json;
 
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
@@ -47,9 +40,6 @@ int parse_positive(std::string_view item, std::string_view what) {
   return value;
 }
 
-// "Secret" header values are kept out of plan.json; on --resume the user passes them again.
-constexpr std::string_view kRedacted = "<redacted: pass --header again on --resume>";
-
 json::array strings_to_json(const std::vector<std::string>& items) {
   json::array out;
   for (const auto& item : items) out.emplace_back(item);
@@ -57,13 +47,6 @@ json::array strings_to_json(const std::vector<std::string>& items) {
 }
 
 }  // namespace
-
-bool is_secret_header(std::string_view name) {
-  std::string n = lower(name);
-  return n == "authorization" || n == "proxy-authorization" || n == "cookie" ||
-         n.find("key") != std::string::npos || n.find("token") != std::string::npos ||
-         n.find("secret") != std::string::npos;
-}
 
 replay::Options to_replay_options(const ReplayArgs& args, const std::string& target,
                                   int concurrency, const std::vector<Label>& run_labels) {
@@ -73,7 +56,7 @@ replay::Options to_replay_options(const ReplayArgs& args, const std::string& tar
   options.schedule.concurrency = concurrency;
   replay::apply_request_flags(args, options);
   for (const auto& header : options.headers)
-    if (header.value == kRedacted)
+    if (is_redaction_marker(header.value))
       throw std::invalid_argument("header " + header.name +
                                   " is a secret not kept in plan.json: pass --header '" +
                                   header.name + ": VALUE' again with --resume");
@@ -138,6 +121,7 @@ std::string plan_to_json(const Plan& plan) {
   for (const auto& header : plan.replay.headers) {
     auto colon = header.find(':');
     std::string name = header.substr(0, colon);
+    // Secret values stay out of plan.json; on --resume the user passes them again.
     headers.emplace_back(is_secret_header(name) ? name + ": " + std::string(kRedacted) : header);
   }
   replay["headers"] = std::move(headers);

@@ -41,9 +41,6 @@ using ReplayArgs = replay::RequestFlags;
 replay::Options to_replay_options(const ReplayArgs& args, const std::string& target,
                                   int concurrency, const std::vector<Label>& run_labels);
 
-// Header names whose values are secrets: never written to plan.json.
-bool is_secret_header(std::string_view name);
-
 // ---------------------------------------------------------------------------------------------
 // Plan
 

@@ -275,16 +275,24 @@ TEST_CASE("random byte corruption gives an error or recovered records and never 
     for (int k = 0; k < flips; ++k)
       bytes[random() % bytes.size()] = static_cast<char>(random() & 0xff);
     write_file(dir / "bad.rtrace", bytes);
+    INFO("seed " << seed);
     try {
       LoadedTrace loaded = load_trace(dir / "bad.rtrace");
+      // What is recovered is what was written: a prefix, each exchange whole and unaltered.
       REQUIRE(loaded.exchanges.size() <= exchanges.size());
+      for (std::size_t i = 0; i < loaded.exchanges.size(); ++i)
+        REQUIRE(loaded.exchanges[i] == exchanges[i]);
+      // Nothing is lost silently: fewer exchanges than written means a reported torn tail.
+      if (loaded.exchanges.size() < exchanges.size()) REQUIRE(loaded.recovery.torn);
       ++recovered;
     } catch (const TraceError& e) {
       CHECK(std::string(e.what()).find("bad.rtrace") != std::string::npos);
       ++errors;
     }
   }
-  CHECK(errors + recovered == 300);
+  // Both outcomes occur, so both branches above were exercised.
+  CHECK(errors > 0);
+  CHECK(recovered > 0);
 }
 
 TEST_CASE("garbage Cap'n Proto messages inside valid zstd frames are rejected without a crash") {
@@ -501,6 +509,39 @@ TEST_CASE("request keys ignore JSON key order and whitespace but see the method 
   CHECK(key.hex().find_first_not_of("0123456789abcdef") == std::string::npos);
   CHECK(RequestKey{0x0123456789abcdefull, 0xfedcba9876543210ull}.hex() ==
         "0123456789abcdeffedcba9876543210");
+}
+
+TEST_CASE("request keys keep their golden values") {
+  // Computed once with the request_key of format 1.0. Every trace on disk stores keys computed
+  // this way and diff aligns runs by them: if one of these changes, every existing trace's
+  // alignment breaks. Do not update the values; keep the hash.
+  CHECK(request_key("POST", "/v1/chat/completions",
+                    R"({"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0})")
+            .hex() == "2ae6e9836a9984843ac0367e2b0d6f64");
+  CHECK(request_key("POST", "/v1/chat/completions",
+                    R"({ "temperature": 0, "messages": [ {"content": "hi", "role": "user"} ], "model": "m" })")
+            .hex() == "2ae6e9836a9984843ac0367e2b0d6f64");
+  CHECK(request_key("POST", "/v1/completions", "not json {").hex() ==
+        "9dee4e388156d76a056e19aeef8ee083");
+  CHECK(request_key("GET", "/v1/models", "").hex() == "6078d6f9aab7b6a61aa605231a5f25df");
+}
+
+TEST_CASE("the shipped gold-intents trace still reads with its keys and fields") {
+  // traces/gold-intents.rtrace was written by an earlier retrace: an old trace file keeps reading.
+  LoadedTrace loaded = load_trace(fs::path(RETRACE_SOURCE_ROOT) / "traces" / "gold-intents.rtrace");
+  CHECK_FALSE(loaded.recovery.torn);
+  CHECK(loaded.header.source == Source::imported);
+  REQUIRE(loaded.exchanges.size() == 20);
+  const Exchange& first = loaded.exchanges.front();
+  REQUIRE(first.label("id") != nullptr);
+  CHECK(*first.label("id") == "gold-01");
+  CHECK(first.expected == std::optional<std::string>("billing"));
+  CHECK(first.request.body.find("charged twice") != std::string::npos);
+  CHECK(*loaded.exchanges.back().label("id") == "gold-20");
+  // The keys stored when it was written are the keys computed today.
+  for (const auto& exchange : loaded.exchanges)
+    CHECK(exchange.key == request_key(exchange.request.method, exchange.request.target,
+                                      exchange.request.body));
 }
 
 TEST_CASE("enum names parse back and unknown names are refused") {

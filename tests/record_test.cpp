@@ -46,18 +46,19 @@ std::string joined_events(const Exchange& exchange) {
 }  // namespace
 
 TEST_CASE("secret headers are redacted by default - whatever their case", "[record][redact]") {
-  Redactor redactor(false, {"X-Custom-Secret"});
+  Redactor redactor(false, {"X-Team-Id"});
   CHECK(redactor.redacts("authorization"));
   CHECK(redactor.redacts("COOKIE"));
   CHECK(redactor.redacts("Set-Cookie"));
   CHECK(redactor.redacts("x-api-key"));
   CHECK(redactor.redacts("Api-Key"));
   CHECK(redactor.redacts("Proxy-Authorization"));
-  CHECK(redactor.redacts("x-custom-secret"));
+  CHECK(redactor.redacts("x-team-id"));  // the user's own name
+  CHECK_FALSE(Redactor(false, {}).redacts("X-Team-Id"));
   CHECK_FALSE(redactor.redacts("Content-Type"));
   std::vector<HttpHeader> headers = {{"Authorization", "Bearer sk-1"}, {"Accept", "*/*"}};
   redactor.apply(headers);
-  CHECK(headers[0].value == kRedactedMarker);
+  CHECK(headers[0].value == kRedacted);
   CHECK(headers[1].value == "*/*");
 }
 
@@ -119,9 +120,27 @@ TEST_CASE("a stream cut mid-event keeps the partial bytes and the tokens before 
 TEST_CASE("finished exchanges carry redacted request and response headers", "[record][finish]") {
   Exchange out;
   finish_exchange(captured_stream({"data: [DONE]\n\n"}), Redactor(false, {}), 0, out);
-  CHECK(out.request.headers[0].value == kRedactedMarker);
+  CHECK(out.request.headers[0].value == kRedacted);
   CHECK(out.request.headers[1].value == "application/json");
-  CHECK(out.response.headers[1].value == kRedactedMarker);
+  CHECK(out.response.headers[1].value == kRedacted);
+}
+
+TEST_CASE("finished exchanges keep no secret query parameter or body field and are keyed as stored", "[record][finish]") {
+  auto captured = captured_stream({"data: [DONE]\n\n"});
+  captured.exchange.request.target = "/v1/chat/completions?api-key=sk-query&x=1";
+  captured.exchange.request.body = R"({"model":"m","api_key":"sk-body","messages":[]})";
+  Exchange out;
+  finish_exchange(std::move(captured), Redactor(false, {}), 0, out);
+  CHECK(out.request.target == "/v1/chat/completions?api-key=[redacted]&x=1");
+  CHECK(out.request.body.find("sk-body") == std::string::npos);
+  CHECK(out.request.body.find("\"api_key\":\"[redacted]\"") != std::string::npos);
+  // A replay sends what is stored, so the key is the stored request's.
+  CHECK(out.key == request_key(out.request.method, out.request.target, out.request.body));
+
+  auto kept = captured_stream({"data: [DONE]\n\n"});
+  kept.exchange.request.target = "/v1/chat/completions?api-key=sk-query";
+  finish_exchange(std::move(kept), Redactor(true, {}), 0, out);
+  CHECK(out.request.target == "/v1/chat/completions?api-key=sk-query");
 }
 
 TEST_CASE("a non-streamed body is stored whole and decoded", "[record][finish]") {
@@ -149,7 +168,7 @@ TEST_CASE("the settings JSON names the upstream and what is redacted", "[record]
   auto settings = boost::json::parse(settings_json(options)).as_object();
   CHECK(settings.at("upstream").as_string() == "http://127.0.0.1:9000");
   auto& redacted = settings.at("redacted_headers").as_array();
-  CHECK(redacted.size() == default_redacted_headers().size() + 1);
+  CHECK(redacted.size() == secret_header_names().size() + 1);
   options.keep_secrets = true;
   auto kept = boost::json::parse(settings_json(options)).as_object();
   CHECK(kept.at("redacted_headers").as_array().empty());

@@ -1,0 +1,427 @@
+// The .rtrace writer and reader. Byte layout (see trace.hpp and trace.capnp):
+//
+//   zstd frame 0:   [segment table | segments] of Record{header}
+//   zstd frame k:   [segment table | segments] of Record{exchange} ... (one frame per flush)
+//   skippable:      u32le 0x184D2A5E, u32le size, [segment table | segments] of TraceIndex
+//
+// Every zstd frame carries a content checksum and holds whole messages only, so the reader can
+// accept a frame's records once the frame decoded and verified, and drop a torn or corrupt tail
+// at a frame boundary.
+//
+// This file is the reader: frames decoded one at a time into a word-aligned buffer, messages
+// walked by their segment tables. Past the header, a torn or corrupt tail ends the stream and is
+// reported in Recovery, not thrown.
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <kj/exception.h>
+
+#include "format/trace.hpp"
+#include "format/wire.hpp"
+
+namespace retrace {
+
+using namespace detail;
+
+struct TraceReader::Impl {
+  std::filesystem::path path;
+  ReaderOptions options;
+  int fd = -1;
+  std::uint64_t file_size = 0;
+  ZSTD_DCtx* decompressor = nullptr;
+
+  // File input, read in chunks.
+  std::vector<char> input;
+  std::size_t input_pos = 0;
+  std::size_t input_len = 0;
+  std::uint64_t input_file_offset = 0;  // file offset of input[0]
+
+  // The current decompressed frame, as words so messages are aligned for capnp.
+  std::vector<std::uint64_t> frame;
+  std::size_t frame_words = 0;
+  std::size_t frame_cursor = 0;  // in words
+  std::uint64_t frame_offset = 0;
+  std::uint64_t frame_limit_bytes = 0;
+
+  std::vector<std::uint64_t> skippable;  // index frame contents
+  TraceHeader header;
+  Recovery recovery;
+  bool ended = false;
+  bool has_index = false;
+  TraceIndex index;
+  std::uint64_t decompressed = 0;
+  std::uint64_t peak_buffer_bytes = 0;
+
+  ~Impl() {
+    if (decompressor) ZSTD_freeDCtx(decompressor);
+    if (fd >= 0) ::close(fd);
+  }
+
+  std::uint64_t offset() const { return input_file_offset + input_pos; }
+
+  bool refill() {
+    if (input_pos < input_len) return true;
+    input_file_offset += input_len;
+    input_pos = input_len = 0;
+    for (;;) {
+      ssize_t n = ::read(fd, input.data(), input.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        int error = errno;
+        throw TraceError("cannot read trace " + path.string() + " at offset " +
+                         std::to_string(offset()) + ": " + errno_text(error));
+      }
+      input_len = static_cast<std::size_t>(n);
+      return n > 0;
+    }
+  }
+
+  // Copies exactly `size` bytes; false (consuming what there was) when the file ends first.
+  bool read_exact(void* out, std::size_t size) {
+    char* dst = static_cast<char*>(out);
+    while (size > 0) {
+      if (!refill()) return false;
+      std::size_t n = std::min(size, input_len - input_pos);
+      std::memcpy(dst, input.data() + input_pos, n);
+      input_pos += n;
+      dst += n;
+      size -= n;
+    }
+    return true;
+  }
+
+  void torn(std::uint64_t at, std::string reason) {
+    recovery.torn = true;
+    recovery.dropped_from_offset = at;
+    recovery.dropped_bytes = file_size > at ? file_size - at : 0;
+    recovery.reason = std::move(reason);
+    ended = true;
+  }
+
+  void note_buffers() {
+    std::uint64_t bytes = (frame.size() + skippable.size()) * 8 + input.size();
+    peak_buffer_bytes = std::max(peak_buffer_bytes, bytes);
+  }
+
+  void read_index(std::uint32_t size, std::uint64_t at) {
+    if (size % 8 != 0 || size > frame_limit_bytes) {
+      torn(at, "the index frame has an impossible size (" + std::to_string(size) + " bytes)");
+      return;
+    }
+    skippable.assign(size / 8, 0);
+    note_buffers();
+    if (!read_exact(skippable.data(), size)) {
+      torn(at, "the index frame is truncated");
+      return;
+    }
+    try {
+      kj::ArrayPtr<const capnp::word> words(
+          reinterpret_cast<const capnp::word*>(skippable.data()), skippable.size());
+      capnp::FlatArrayMessageReader message(words, to_capnp_options());
+      auto root = message.getRoot<wire::TraceIndex>();
+      auto frames = root.getFrames();
+      auto keys = root.getKeys();
+      index.frames.resize(frames.size());
+      for (unsigned i = 0; i < frames.size(); ++i) {
+        auto entry = frames[i];
+        index.frames[i] = IndexedFrame{entry.getOffset(), entry.getFirstRecord(), entry.getRecords()};
+      }
+      index.keys.resize(keys.size());
+      for (unsigned i = 0; i < keys.size(); ++i) {
+        auto entry = keys[i];
+        index.keys[i] = IndexedKey{entry.getExchangeId(), RequestKey{entry.getKeyHi(), entry.getKeyLo()},
+                                   entry.getFrame()};
+      }
+      has_index = true;
+    } catch (const kj::Exception& e) {
+      torn(at, std::string("the index frame is corrupt: ") + e.getDescription().cStr());
+    }
+    skippable.clear();
+    skippable.shrink_to_fit();
+  }
+
+  capnp::ReaderOptions to_capnp_options() const {
+    capnp::ReaderOptions capnp_options;
+    capnp_options.traversalLimitInWords = options.traversal_limit_words;
+    capnp_options.nestingLimit = options.nesting_limit;
+    return capnp_options;
+  }
+
+  // Decodes the next zstd frame into `frame`, skipping skippable frames. False at the end of the
+  // file or at a torn/corrupt tail (then `recovery` says which).
+  bool load_frame() {
+    frame_words = frame_cursor = 0;
+    for (;;) {
+      if (!refill()) return false;  // clean end
+      std::uint64_t at = offset();
+      std::uint32_t magic = 0;
+      if (!read_exact(&magic, 4)) {
+        torn(at, "the file ends inside a frame header");
+        return false;
+      }
+      if ((magic & kSkippableMask) == kSkippableBase) {
+        std::uint32_t size = 0;
+        if (!read_exact(&size, 4)) {
+          torn(at, "the file ends inside a skippable frame header");
+          return false;
+        }
+        if (magic == kIndexMagic) {
+          read_index(size, at);
+          if (ended) return false;
+        } else {
+          std::uint64_t left = size;
+          while (left > 0) {
+            if (!refill()) {
+              torn(at, "a skippable frame is truncated");
+              return false;
+            }
+            std::size_t n = std::min<std::uint64_t>(left, input_len - input_pos);
+            input_pos += n;
+            left -= n;
+          }
+        }
+        continue;
+      }
+      if (magic != kZstdMagic) {
+        torn(at, "no zstd frame starts here (bytes " + hex32(magic) + ")");
+        return false;
+      }
+      frame_offset = at;
+      return decompress_frame(magic);
+    }
+  }
+
+  static std::string hex32(std::uint32_t value) {
+    char text[16];
+    unsigned char bytes[4];
+    std::memcpy(bytes, &value, 4);
+    std::snprintf(text, sizeof text, "%02x %02x %02x %02x", bytes[0], bytes[1], bytes[2],
+                  bytes[3]);
+    return text;
+  }
+
+  bool decompress_frame(std::uint32_t magic) {
+    ZSTD_DCtx_reset(decompressor, ZSTD_reset_session_only);
+    std::size_t produced = 0;  // bytes
+    bool too_large = false;
+    // Feeds `in` to the decompressor; returns zstd's hint (0: the frame is complete).
+    auto step = [&](ZSTD_inBuffer& in) -> std::size_t {
+      for (;;) {
+        std::size_t room_needed = produced + ZSTD_DStreamOutSize();
+        if (frame.size() * 8 < room_needed) {
+          if (produced > frame_limit_bytes) {
+            too_large = true;
+            return 1;
+          }
+          frame.resize(std::max<std::size_t>(frame.size() * 2, room_needed / 8 + 1));
+          note_buffers();
+        }
+        ZSTD_outBuffer out{frame.data(), frame.size() * 8, produced};
+        std::size_t hint = ZSTD_decompressStream(decompressor, &out, &in);
+        produced = out.pos;
+        if (ZSTD_isError(hint) || hint == 0) return hint;
+        if (in.pos == in.size && out.pos < out.size) return hint;  // needs more input
+      }
+    };
+    auto failed = [&](std::size_t hint) {
+      if (too_large) {
+        torn(frame_offset, "a frame decompresses to more than " +
+                               std::to_string(frame_limit_bytes) + " bytes");
+        return true;
+      }
+      if (ZSTD_isError(hint)) {
+        torn(frame_offset, std::string("corrupt zstd frame: ") + ZSTD_getErrorName(hint));
+        return true;
+      }
+      return false;
+    };
+    ZSTD_inBuffer head{&magic, 4, 0};
+    std::size_t hint = step(head);
+    if (failed(hint)) return false;
+    while (hint != 0) {
+      if (!refill()) {
+        torn(frame_offset, "the last zstd frame is incomplete (a torn write)");
+        return false;
+      }
+      ZSTD_inBuffer in{input.data() + input_pos, input_len - input_pos, 0};
+      hint = step(in);
+      input_pos += in.pos;
+      if (failed(hint)) return false;
+    }
+    if (produced % 8 != 0) {
+      torn(frame_offset, "a frame's contents are not whole Cap'n Proto messages");
+      return false;
+    }
+    frame_words = produced / 8;
+    decompressed += produced;
+    return true;
+  }
+
+  // The next message of the current frame as a word range; empty at the frame's end. Sets
+  // `recovery` and returns nullopt when the frame's contents are not a message sequence.
+  std::optional<kj::ArrayPtr<const capnp::word>> next_message() {
+    const std::uint64_t* base = frame.data() + frame_cursor;
+    std::size_t remaining = frame_words - frame_cursor;
+    if (remaining == 0) return kj::ArrayPtr<const capnp::word>();
+    std::uint32_t first[2];
+    std::memcpy(first, base, 8);
+    std::uint64_t segment_count = std::uint64_t{first[0]} + 1;
+    std::uint64_t table_words = segment_count / 2 + 1;
+    if (segment_count > 512 || table_words > remaining) {
+      torn(frame_offset, "a corrupt Cap'n Proto segment table in the frame");
+      return std::nullopt;
+    }
+    std::uint64_t total = table_words;
+    const char* table = reinterpret_cast<const char*>(base);
+    for (std::uint64_t i = 0; i < segment_count; ++i) total += load_le32(table + 4 + 4 * i);
+    if (total > remaining) {
+      torn(frame_offset, "a Cap'n Proto message runs past the end of its frame");
+      return std::nullopt;
+    }
+    frame_cursor += total;
+    return kj::ArrayPtr<const capnp::word>(reinterpret_cast<const capnp::word*>(base), total);
+  }
+};
+
+namespace {
+bool looks_like_text(const char* bytes, std::size_t size) {
+  for (std::size_t i = 0; i < size; ++i) {
+    unsigned char c = static_cast<unsigned char>(bytes[i]);
+    if (c < 0x09 || (c > 0x0d && c < 0x20)) return false;
+  }
+  return size > 0;
+}
+
+// Says what a file that is not a zstd stream looks like, and what to try.
+std::string sniff(const std::filesystem::path& path, const char* bytes, std::size_t size) {
+  std::string what = path.string() + " is not a retrace trace (not a zstd stream): ";
+  auto starts = [&](std::string_view prefix) {
+    return size >= prefix.size() && std::memcmp(bytes, prefix.data(), prefix.size()) == 0;
+  };
+  if (size == 0) return what + "the file is empty";
+  if (starts("\x1f\x8b")) return what + "it looks like gzip; decompress it with gunzip first";
+  if (starts("BZh")) return what + "it looks like bzip2";
+  if (starts("\xfd" "7zXZ")) return what + "it looks like xz";
+  if (bytes[0] == '{' || bytes[0] == '[')
+    return what + "it looks like JSON or JSONL; to turn a dataset into a trace try `retrace import " +
+           path.string() + " --out TRACE.rtrace`";
+  if (size >= 8 && load_le32(bytes) == 0 && load_le32(bytes + 4) < (1u << 20))
+    return what + "it looks like an uncompressed Cap'n Proto stream; try `zstd " + path.string() +
+           "` and read the .zst";
+  if (looks_like_text(bytes, std::min<std::size_t>(size, 256)))
+    return what + "it looks like a text file";
+  return what + "unknown binary data";
+}
+}  // namespace
+
+TraceReader::TraceReader(const std::filesystem::path& path, ReaderOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& impl = *impl_;
+  impl.path = path;
+  impl.options = options;
+  impl.frame_limit_bytes = std::max<std::uint64_t>(options.traversal_limit_words * 8, 1u << 20);
+  impl.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (impl.fd < 0) {
+    int error = errno;
+    throw TraceError("cannot open trace " + path.string() + ": " + errno_text(error));
+  }
+  struct stat status {};
+  if (::fstat(impl.fd, &status) != 0 || S_ISDIR(status.st_mode))
+    throw TraceError("cannot read trace " + path.string() + ": not a regular file");
+  impl.file_size = static_cast<std::uint64_t>(status.st_size);
+  impl.decompressor = ZSTD_createDCtx();
+  if (!impl.decompressor) throw TraceError("cannot create a zstd decompressor (out of memory)");
+  impl.input.resize(ZSTD_DStreamInSize());
+
+  impl.refill();
+  if (impl.input_len < 4 || load_le32(impl.input.data()) != kZstdMagic)
+    throw TraceError(sniff(path, impl.input.data(), impl.input_len));
+
+  if (!impl.load_frame())
+    throw TraceError("cannot read trace " + path.string() + ": no readable header: " +
+                     impl.recovery.reason + " at offset " +
+                     std::to_string(impl.recovery.dropped_from_offset));
+  auto message = impl.next_message();
+  if (!message || message->size() == 0)
+    throw TraceError("cannot read trace " + path.string() + ": no readable header: " +
+                     (message ? "the first frame is empty" : impl.recovery.reason));
+  try {
+    capnp::FlatArrayMessageReader reader(*message, impl.to_capnp_options());
+    auto record = reader.getRoot<wire::Record>();
+    if (!record.isHeader())
+      throw TraceError("cannot read trace " + path.string() +
+                       ": the first record is not a header (is this a retrace trace?)");
+    auto header = record.getHeader();
+    read_header(header, impl.header);
+  } catch (const kj::Exception& e) {
+    throw TraceError("cannot read trace " + path.string() + ": corrupt header: " +
+                     e.getDescription().cStr());
+  }
+  if (impl.header.format_major > kFormatMajor)
+    throw TraceError(path.string() + " uses trace format " +
+                     std::to_string(impl.header.format_major) + "." +
+                     std::to_string(impl.header.format_minor) + ", but this retrace reads format " +
+                     std::to_string(kFormatMajor) + "." + std::to_string(kFormatMinor) +
+                     " and older; upgrade retrace to read it");
+  impl.recovery = Recovery{};
+  impl.ended = false;
+}
+
+TraceReader::~TraceReader() = default;
+
+const TraceHeader& TraceReader::header() const { return impl_->header; }
+
+bool TraceReader::next(Exchange& out) {
+  Impl& impl = *impl_;
+  while (!impl.ended) {
+    auto message = impl.next_message();
+    if (!message) return false;
+    if (message->size() == 0) {
+      if (!impl.load_frame()) {
+        impl.ended = true;
+        return false;
+      }
+      continue;
+    }
+    try {
+      capnp::FlatArrayMessageReader reader(*message, impl.to_capnp_options());
+      auto record = reader.getRoot<wire::Record>();
+      if (record.which() != wire::Record::EXCHANGE) continue;  // a repeated header, or newer kinds
+      auto exchange = record.getExchange();
+      read_exchange(exchange, out);
+      return true;
+    } catch (const kj::Exception& e) {
+      impl.torn(impl.frame_offset,
+                std::string("a corrupt record in the frame: ") + e.getDescription().cStr());
+      return false;
+    }
+  }
+  return false;
+}
+
+const Recovery& TraceReader::recovery() const { return impl_->recovery; }
+std::uint64_t TraceReader::file_size() const { return impl_->file_size; }
+std::uint64_t TraceReader::decompressed_bytes() const { return impl_->decompressed; }
+bool TraceReader::has_index() const { return impl_->has_index; }
+const TraceIndex& TraceReader::index() const { return impl_->index; }
+std::uint64_t TraceReader::peak_buffer_bytes() const { return impl_->peak_buffer_bytes; }
+
+LoadedTrace load_trace(const std::filesystem::path& path, ReaderOptions options) {
+  TraceReader reader(path, options);
+  LoadedTrace loaded;
+  loaded.header = reader.header();
+  Exchange exchange;
+  while (reader.next(exchange)) loaded.exchanges.push_back(exchange);
+  loaded.recovery = reader.recovery();
+  return loaded;
+}
+
+}  // namespace retrace

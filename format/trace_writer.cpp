@@ -1,0 +1,283 @@
+// The .rtrace writer and reader. Byte layout (see trace.hpp and trace.capnp):
+//
+//   zstd frame 0:   [segment table | segments] of Record{header}
+//   zstd frame k:   [segment table | segments] of Record{exchange} ... (one frame per flush)
+//   skippable:      u32le 0x184D2A5E, u32le size, [segment table | segments] of TraceIndex
+//
+// Every zstd frame carries a content checksum and holds whole messages only, so the reader can
+// accept a frame's records once the frame decoded and verified, and drop a torn or corrupt tail
+// at a frame boundary.
+//
+// This file is the writer: one Cap'n Proto builder per record over a reused zeroed scratch
+// segment, compressed into the open frame, a frame closed on every flush and before a record
+// would take it past max_frame_bytes (what the reader accepts).
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <tuple>
+
+#include "format/trace.hpp"
+#include "format/wire.hpp"
+
+namespace retrace {
+
+using namespace detail;
+
+struct TraceWriter::Impl {
+  std::filesystem::path path;
+  WriterOptions options;
+  int fd = -1;
+  ZSTD_CCtx* compressor = nullptr;
+  // The first segment of every record's builder; MallocMessageBuilder zeroes what it used when
+  // it is destroyed, so the scratch stays zeroed between records.
+  std::vector<std::uint64_t> scratch;
+  std::string compressed;  // compressed bytes not yet written to the file
+  std::vector<std::uint32_t> segment_table;
+  std::uint64_t file_offset = 0;
+  std::uint64_t exchanges = 0;
+  std::uint64_t records = 0;
+  // The frame being built.
+  bool frame_open = false;
+  std::uint64_t frame_offset = 0;
+  std::uint64_t frame_first_record = 0;
+  std::uint32_t frame_records = 0;
+  std::uint64_t frame_bytes = 0;  // decompressed
+  std::chrono::steady_clock::time_point frame_started;
+  // For the index.
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>> frames;
+  std::vector<std::tuple<std::uint64_t, RequestKey, std::uint32_t>> keys;
+  bool closed = false;
+
+  ~Impl() {
+    if (compressor) ZSTD_freeCCtx(compressor);
+    if (fd >= 0) ::close(fd);
+  }
+
+  [[noreturn]] void fail(const std::string& what, int error) {
+    throw TraceError("cannot write trace " + path.string() + " at offset " +
+                     std::to_string(file_offset) + ": " + what + ": " + errno_text(error) +
+                     (error == ENOSPC ? " (the disk is full; free space or write elsewhere)" : ""));
+  }
+
+  void write_out() {
+    std::size_t done = 0;
+    while (done < compressed.size()) {
+      ssize_t n = ::write(fd, compressed.data() + done, compressed.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int error = errno;
+        compressed.erase(0, done);
+        fail("write failed", error);
+      }
+      done += static_cast<std::size_t>(n);
+      file_offset += static_cast<std::uint64_t>(n);
+    }
+    compressed.clear();
+  }
+
+  void compress(const void* bytes, std::size_t size, ZSTD_EndDirective mode) {
+    ZSTD_inBuffer input{bytes, size, 0};
+    for (;;) {
+      std::size_t used = compressed.size();
+      std::size_t room = std::max<std::size_t>(ZSTD_CStreamOutSize(), size / 2 + 1024);
+      compressed.resize(used + room);
+      ZSTD_outBuffer output{compressed.data() + used, room, 0};
+      std::size_t remaining = ZSTD_compressStream2(compressor, &output, &input, mode);
+      compressed.resize(used + output.pos);
+      if (ZSTD_isError(remaining))
+        throw TraceError("cannot compress trace " + path.string() + ": " +
+                         ZSTD_getErrorName(remaining));
+      bool done = mode == ZSTD_e_continue ? input.pos == input.size : remaining == 0;
+      if (done) break;
+    }
+    // Large frames reach the file as they grow, so memory stays bounded by the frame buffer.
+    if (compressed.size() >= (1u << 20)) write_out();
+  }
+
+  // Builds one record and appends it to the open frame (opening one), unless its framed size
+  // passes max_frame_bytes: then nothing is written and it returns false. A frame that the record
+  // would take past max_frame_bytes is closed first.
+  template <class Fill>
+  bool append_record(Fill&& fill) {
+    capnp::MallocMessageBuilder builder(
+        kj::arrayPtr(reinterpret_cast<capnp::word*>(scratch.data()), scratch.size()));
+    fill(builder.initRoot<wire::Record>());
+    auto segments = builder.getSegmentsForOutput();
+    // Stream framing: u32 (segment count - 1), u32 size of each segment, padded to 8 bytes.
+    segment_table.assign((segments.size() + 2) & ~std::size_t{1}, 0);
+    segment_table[0] = static_cast<std::uint32_t>(segments.size() - 1);
+    std::uint64_t bytes = segment_table.size() * 4;
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+      segment_table[i + 1] = static_cast<std::uint32_t>(segments[i].size());
+      bytes += segments[i].size() * sizeof(capnp::word);
+    }
+    if (bytes > options.max_frame_bytes) return false;
+    if (frame_open && frame_bytes + bytes > options.max_frame_bytes) end_frame();
+    if (!frame_open) {
+      frame_open = true;
+      frame_offset = file_offset + compressed.size();
+      frame_first_record = records;
+      frame_records = 0;
+      frame_bytes = 0;
+      frame_started = std::chrono::steady_clock::now();
+    }
+    compress(segment_table.data(), segment_table.size() * 4, ZSTD_e_continue);
+    for (auto segment : segments)
+      compress(segment.begin(), segment.size() * sizeof(capnp::word), ZSTD_e_continue);
+    frame_bytes += bytes;
+    ++records;
+    ++frame_records;
+    return true;
+  }
+
+  void end_frame() {
+    if (!frame_open) return;
+    compress(nullptr, 0, ZSTD_e_end);
+    frames.emplace_back(frame_offset, frame_first_record, frame_records);
+    frame_open = false;
+    write_out();
+  }
+
+  void write_index() {
+    capnp::MallocMessageBuilder builder;
+    auto index = builder.initRoot<wire::TraceIndex>();
+    auto frame_list = index.initFrames(frames.size());
+    for (unsigned i = 0; i < frames.size(); ++i) {
+      auto entry = frame_list[i];
+      entry.setOffset(std::get<0>(frames[i]));
+      entry.setFirstRecord(std::get<1>(frames[i]));
+      entry.setRecords(std::get<2>(frames[i]));
+    }
+    auto key_list = index.initKeys(keys.size());
+    for (unsigned i = 0; i < keys.size(); ++i) {
+      auto entry = key_list[i];
+      entry.setExchangeId(std::get<0>(keys[i]));
+      entry.setKeyHi(std::get<1>(keys[i]).hi);
+      entry.setKeyLo(std::get<1>(keys[i]).lo);
+      entry.setFrame(std::get<2>(keys[i]));
+    }
+    kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
+    auto bytes = words.asBytes();
+    std::uint32_t prefix[2] = {kIndexMagic, static_cast<std::uint32_t>(bytes.size())};
+    compressed.append(reinterpret_cast<const char*>(prefix), sizeof prefix);
+    compressed.append(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+    write_out();
+  }
+};
+
+TraceWriter::TraceWriter(const std::filesystem::path& path, const TraceHeader& header,
+                         WriterOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  impl_->options = options;
+  if (impl_->options.flush_every == 0) impl_->options.flush_every = 1;
+  impl_->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (impl_->fd < 0) {
+    int error = errno;
+    throw TraceError("cannot create trace " + path.string() + ": " + errno_text(error));
+  }
+  // An existing file keeps its mode through O_TRUNC; traces hold prompts and headers, so narrow it.
+  struct stat status {};
+  if (::fstat(impl_->fd, &status) == 0 && S_ISREG(status.st_mode) &&
+      (status.st_mode & 0077) != 0)
+    ::fchmod(impl_->fd, 0600);
+
+  impl_->compressor = ZSTD_createCCtx();
+  if (!impl_->compressor) throw TraceError("cannot create a zstd compressor (out of memory)");
+  ZSTD_CCtx_setParameter(impl_->compressor, ZSTD_c_compressionLevel, options.zstd_level);
+  ZSTD_CCtx_setParameter(impl_->compressor, ZSTD_c_checksumFlag, 1);
+  impl_->scratch.assign(64 * 1024, 0);  // 512 KiB: a long streamed exchange fits one segment
+
+  // The file is written in this writer's format, whatever version the caller's header came from.
+  TraceHeader stamped = header;
+  stamped.format_major = kFormatMajor;
+  stamped.format_minor = kFormatMinor;
+  if (!impl_->append_record(
+          [&](wire::Record::Builder record) { fill_header(record.initHeader(), stamped); }))
+    throw TraceError("cannot write trace " + path.string() +
+                     ": its header is larger than a trace message may be (" +
+                     std::to_string(impl_->options.max_frame_bytes) + " bytes)");
+  impl_->end_frame();
+}
+
+TraceWriter::~TraceWriter() {
+  try {
+    close();
+  } catch (...) {
+    // Documented: the destructor swallows; close() reports.
+  }
+}
+
+void TraceWriter::write(const Exchange& exchange) {
+  Impl& impl = *impl_;
+  if (impl.closed) throw TraceError("trace " + impl.path.string() + " is already closed");
+  auto fill = [](const Exchange& from) {
+    return [&from](wire::Record::Builder record) { fill_exchange(record.initExchange(), from); };
+  };
+  if (!impl.append_record(fill(exchange))) {
+    Exchange slim = exchange;
+    std::uint64_t dropped = slim.request.body.size() + slim.response.body.size();
+    for (const auto& event : slim.response.events) dropped += event.data.size();
+    slim.request.body.clear();
+    slim.response.body.clear();
+    slim.response.events.clear();
+    if (!slim.decode_note.empty()) slim.decode_note += "; ";
+    slim.decode_note += "request and response bodies (" + std::to_string(dropped) +
+                        " bytes) not kept: the exchange would pass the " +
+                        std::to_string(impl.options.max_frame_bytes) +
+                        " bytes a trace message may hold";
+    if (!impl.append_record(fill(slim)))
+      throw TraceError("cannot write exchange " + std::to_string(exchange.id) + " to trace " +
+                       impl.path.string() + ": even without its bodies it passes the " +
+                       std::to_string(impl.options.max_frame_bytes) +
+                       " bytes a trace message may hold");
+  }
+  ++impl.exchanges;
+  if (impl.options.write_index)
+    impl.keys.emplace_back(exchange.id, exchange.key, static_cast<std::uint32_t>(impl.frames.size()));
+  if (impl.frame_records >= impl.options.flush_every)
+    impl.end_frame();
+  else
+    flush_if_due();
+}
+
+bool TraceWriter::flush_if_due() {
+  Impl& impl = *impl_;
+  if (impl.closed || !impl.frame_open || impl.options.flush_ms < 0) return false;
+  if (std::chrono::steady_clock::now() - impl.frame_started <
+      std::chrono::milliseconds(impl.options.flush_ms))
+    return false;
+  impl.end_frame();
+  return true;
+}
+
+void TraceWriter::flush() {
+  if (impl_->closed) return;
+  impl_->end_frame();
+}
+
+void TraceWriter::close() {
+  Impl& impl = *impl_;
+  if (impl.closed) return;
+  impl.closed = true;  // even when the flush below throws: a broken file is not retried
+  impl.end_frame();
+  if (impl.options.write_index) impl.write_index();
+  int fd = impl.fd;
+  impl.fd = -1;
+  if (::close(fd) != 0) {
+    int error = errno;
+    impl.fail("close failed", error);
+  }
+}
+
+std::uint64_t TraceWriter::exchanges_written() const { return impl_->exchanges; }
+std::uint64_t TraceWriter::bytes_written() const { return impl_->file_offset; }
+
+}  // namespace retrace

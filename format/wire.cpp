@@ -1,0 +1,258 @@
+// Plain structs <-> Cap'n Proto: filling a wire::Record's parts from trace.hpp's structs and
+// reading them back. Field by field, in trace.capnp's order; see trace.capnp for the schema and
+// the versioning rule (unknown enumerants from a newer minor version read as neutral values).
+#include "format/wire.hpp"
+
+namespace retrace::detail {
+
+namespace {
+
+kj::StringPtr text(const std::string& s) { return kj::StringPtr(s.c_str(), s.size()); }
+capnp::Data::Reader data(const std::string& s) {
+  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
+}
+void assign(std::string& out, capnp::Text::Reader in) { out.assign(in.begin(), in.size()); }
+void assign(std::string& out, capnp::Data::Reader in) {
+  out.assign(reinterpret_cast<const char*>(in.begin()), in.size());
+}
+
+wire::Source to_wire(Source source) { return static_cast<wire::Source>(source); }
+wire::TokenKind to_wire(TokenKind kind) { return static_cast<wire::TokenKind>(kind); }
+wire::ErrorKind to_wire(ErrorKind kind) { return static_cast<wire::ErrorKind>(kind); }
+
+// Unknown enumerants (from a newer minor version) read as the neutral value.
+Source from_wire(wire::Source source) {
+  auto value = static_cast<unsigned>(source);
+  return value <= 2 ? static_cast<Source>(value) : Source::recorded;
+}
+TokenKind from_wire(wire::TokenKind kind) {
+  auto value = static_cast<unsigned>(kind);
+  return value <= 3 ? static_cast<TokenKind>(value) : TokenKind::none;
+}
+ErrorKind from_wire(wire::ErrorKind kind) {
+  auto value = static_cast<unsigned>(kind);
+  return value <= 7 ? static_cast<ErrorKind>(value) : ErrorKind::protocol;
+}
+
+void fill_labels(capnp::List<wire::Label>::Builder list, const std::vector<Label>& labels) {
+  for (unsigned i = 0; i < labels.size(); ++i) {
+    auto label = list[i];
+    label.setKey(text(labels[i].key));
+    label.setValue(text(labels[i].value));
+  }
+}
+
+void fill_headers(capnp::List<wire::HttpHeader>::Builder list,
+                  const std::vector<HttpHeader>& headers) {
+  for (unsigned i = 0; i < headers.size(); ++i) {
+    auto header = list[i];
+    header.setName(text(headers[i].name));
+    header.setValue(text(headers[i].value));
+  }
+}
+
+void read_labels(capnp::List<wire::Label>::Reader list, std::vector<Label>& labels) {
+  labels.resize(list.size());
+  for (unsigned i = 0; i < list.size(); ++i) {
+    auto label = list[i];
+    assign(labels[i].key, label.getKey());
+    assign(labels[i].value, label.getValue());
+  }
+}
+
+void read_headers(capnp::List<wire::HttpHeader>::Reader list, std::vector<HttpHeader>& headers) {
+  headers.resize(list.size());
+  for (unsigned i = 0; i < list.size(); ++i) {
+    auto header = list[i];
+    assign(headers[i].name, header.getName());
+    assign(headers[i].value, header.getValue());
+  }
+}
+
+}  // namespace
+
+void fill_header(wire::Header::Builder out, const TraceHeader& header) {
+  out.setFormatMajor(header.format_major);
+  out.setFormatMinor(header.format_minor);
+  out.setToolVersion(text(header.tool_version));
+  out.setCreatedUnixNs(header.created_unix_ns);
+  out.setSource(to_wire(header.source));
+  out.setTarget(text(header.target));
+  out.setSettings(text(header.settings));
+  out.setHost(text(header.host));
+  fill_labels(out.initLabels(header.labels.size()), header.labels);
+  out.setServerInfo(text(header.server_info));
+}
+
+void read_header(wire::Header::Reader in, TraceHeader& header) {
+  header.format_major = in.getFormatMajor();
+  header.format_minor = in.getFormatMinor();
+  assign(header.tool_version, in.getToolVersion());
+  header.created_unix_ns = in.getCreatedUnixNs();
+  header.source = from_wire(in.getSource());
+  assign(header.target, in.getTarget());
+  assign(header.settings, in.getSettings());
+  assign(header.host, in.getHost());
+  read_labels(in.getLabels(), header.labels);
+  assign(header.server_info, in.getServerInfo());
+}
+
+void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
+  out.setId(exchange.id);
+  out.setHasSourceId(exchange.source_id.has_value());
+  out.setSourceId(exchange.source_id.value_or(0));
+  out.setKeyHi(exchange.key.hi);
+  out.setKeyLo(exchange.key.lo);
+  out.setSessionId(text(exchange.session_id));
+  out.setStartUnixNs(exchange.start_unix_ns);
+  out.setIntendedSendNs(exchange.intended_send_ns);
+  out.setActualSendNs(exchange.actual_send_ns);
+  out.setFirstByteNs(exchange.first_byte_ns);
+  out.setEndNs(exchange.end_ns);
+
+  auto request = out.initRequest();
+  request.setMethod(text(exchange.request.method));
+  request.setTarget(text(exchange.request.target));
+  fill_headers(request.initHeaders(exchange.request.headers.size()), exchange.request.headers);
+  request.setBody(data(exchange.request.body));
+
+  auto response = out.initResponse();
+  response.setStatus(exchange.response.status);
+  fill_headers(response.initHeaders(exchange.response.headers.size()),
+               exchange.response.headers);
+  response.setBody(data(exchange.response.body));
+  response.setStreamed(exchange.response.streamed);
+  auto events = response.initEvents(exchange.response.events.size());
+  for (unsigned i = 0; i < exchange.response.events.size(); ++i) {
+    auto event = events[i];
+    event.setOffsetNs(exchange.response.events[i].offset_ns);
+    event.setData(data(exchange.response.events[i].data));
+  }
+
+  auto choices = out.initChoices(exchange.choices.size());
+  for (unsigned c = 0; c < exchange.choices.size(); ++c) {
+    const Choice& choice = exchange.choices[c];
+    auto choice_out = choices[c];
+    choice_out.setIndex(choice.index);
+    choice_out.setKind(to_wire(choice.kind));
+    choice_out.setFinishReason(text(choice.finish_reason));
+    auto tokens = choice_out.initTokens(choice.tokens.size());
+    for (unsigned t = 0; t < choice.tokens.size(); ++t) {
+      const Token& token = choice.tokens[t];
+      auto token_out = tokens[t];
+      token_out.setId(token.id);
+      token_out.setBytes(data(token.bytes));
+      token_out.setHasLogprob(token.has_logprob);
+      token_out.setLogprob(token.logprob);
+      token_out.setOffsetNs(token.offset_ns);
+      if (!token.top.empty()) {
+        auto top = token_out.initTop(token.top.size());
+        for (unsigned a = 0; a < token.top.size(); ++a) {
+          auto alternative = top[a];
+          alternative.setId(token.top[a].id);
+          alternative.setBytes(data(token.top[a].bytes));
+          alternative.setLogprob(token.top[a].logprob);
+        }
+      }
+    }
+  }
+
+  auto usage = out.initUsage();
+  usage.setPromptTokens(exchange.usage.prompt_tokens);
+  usage.setCompletionTokens(exchange.usage.completion_tokens);
+  usage.setTotalTokens(exchange.usage.total_tokens);
+
+  auto error = out.initError();
+  error.setKind(to_wire(exchange.error.kind));
+  error.setMessage(text(exchange.error.message));
+
+  fill_labels(out.initLabels(exchange.labels.size()), exchange.labels);
+  out.setHasExpected(exchange.expected.has_value());
+  if (exchange.expected) out.setExpected(text(*exchange.expected));
+  out.setDialect(text(exchange.dialect));
+  out.setDecodeNote(text(exchange.decode_note));
+}
+
+void read_exchange(wire::Exchange::Reader in, Exchange& exchange) {
+  exchange.id = in.getId();
+  if (in.getHasSourceId())
+    exchange.source_id = in.getSourceId();
+  else
+    exchange.source_id.reset();
+  exchange.key = RequestKey{in.getKeyHi(), in.getKeyLo()};
+  assign(exchange.session_id, in.getSessionId());
+  exchange.start_unix_ns = in.getStartUnixNs();
+  exchange.intended_send_ns = in.getIntendedSendNs();
+  exchange.actual_send_ns = in.getActualSendNs();
+  exchange.first_byte_ns = in.getFirstByteNs();
+  exchange.end_ns = in.getEndNs();
+
+  auto request = in.getRequest();
+  assign(exchange.request.method, request.getMethod());
+  assign(exchange.request.target, request.getTarget());
+  read_headers(request.getHeaders(), exchange.request.headers);
+  assign(exchange.request.body, request.getBody());
+
+  auto response = in.getResponse();
+  exchange.response.status = response.getStatus();
+  read_headers(response.getHeaders(), exchange.response.headers);
+  assign(exchange.response.body, response.getBody());
+  exchange.response.streamed = response.getStreamed();
+  auto events = response.getEvents();
+  exchange.response.events.resize(events.size());
+  for (unsigned i = 0; i < events.size(); ++i) {
+    auto event = events[i];
+    exchange.response.events[i].offset_ns = event.getOffsetNs();
+    assign(exchange.response.events[i].data, event.getData());
+  }
+
+  auto choices = in.getChoices();
+  exchange.choices.resize(choices.size());
+  for (unsigned c = 0; c < choices.size(); ++c) {
+    auto choice_in = choices[c];
+    Choice& choice = exchange.choices[c];
+    choice.index = choice_in.getIndex();
+    choice.kind = from_wire(choice_in.getKind());
+    assign(choice.finish_reason, choice_in.getFinishReason());
+    auto tokens = choice_in.getTokens();
+    choice.tokens.resize(tokens.size());
+    for (unsigned t = 0; t < tokens.size(); ++t) {
+      auto token_in = tokens[t];
+      Token& token = choice.tokens[t];
+      token.id = token_in.getId();
+      assign(token.bytes, token_in.getBytes());
+      token.has_logprob = token_in.getHasLogprob();
+      token.logprob = token_in.getLogprob();
+      token.offset_ns = token_in.getOffsetNs();
+      auto top = token_in.getTop();
+      token.top.resize(top.size());
+      for (unsigned a = 0; a < top.size(); ++a) {
+        auto alternative = top[a];
+        token.top[a].id = alternative.getId();
+        assign(token.top[a].bytes, alternative.getBytes());
+        token.top[a].logprob = alternative.getLogprob();
+      }
+    }
+  }
+
+  auto usage = in.getUsage();
+  exchange.usage.prompt_tokens = usage.getPromptTokens();
+  exchange.usage.completion_tokens = usage.getCompletionTokens();
+  exchange.usage.total_tokens = usage.getTotalTokens();
+
+  auto error = in.getError();
+  exchange.error.kind = from_wire(error.getKind());
+  assign(exchange.error.message, error.getMessage());
+
+  read_labels(in.getLabels(), exchange.labels);
+  if (in.getHasExpected()) {
+    if (!exchange.expected) exchange.expected.emplace();
+    assign(*exchange.expected, in.getExpected());
+  } else {
+    exchange.expected.reset();
+  }
+  assign(exchange.dialect, in.getDialect());
+  assign(exchange.decode_note, in.getDecodeNote());
+}
+
+}  // namespace retrace::detail
