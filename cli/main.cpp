@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   retrace::cli::add_stats(app, registry);
   retrace::cli::add_serve(app, registry);
   retrace::cli::add_diff(app, registry);
+  retrace::cli::add_report(app, registry);
 
   try {
     app.parse(argc, argv);

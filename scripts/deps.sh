@@ -8,7 +8,8 @@ packages=(cmake g++ pkg-config make
           capnproto libcapnp-dev
           libzstd-dev zstd libcli11-dev libxxhash-dev catch2 libssl-dev
           ccache ninja-build
-          nodejs npm curl jq python3 openssl)
+          nodejs npm curl jq python3 openssl
+          chromium)  # the HTML report is checked in a real browser (tests/e2e/report_browser.sh)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk nginx-light mitmproxy hyperfine)
 fi

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "report/html.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::sweep {
@@ -115,6 +116,7 @@ std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, c
   auto summary = summarize_sweep(plan, dir);
   write_text(dir / "summary.json", summary_to_json(summary));
   write_text(dir / "summary.md", summary_to_markdown(summary));
+  write_text(dir / "report.html", report::render_html(report::sweep_report(summary)));
   return summary;
 }
 
@@ -134,6 +136,8 @@ Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir) {
   summary.trace = plan.trace;
   summary.target = plan.target;
   summary.baseline_run = baseline_run.name;
+  summary.header = report::header_from_trace(baseline.header);
+  if (summary.header.trace.empty()) summary.header.trace = plan.trace;
   for (int level : plan.levels) {
     std::vector<const PlannedRun*> planned;
     for (const auto& run : plan.runs)
@@ -178,8 +182,9 @@ Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir) {
         run.real_changes = comparison.real_changes;
         run.missing = comparison.missing_in_candidate + comparison.missing_in_baseline;
         run.diff_errors = comparison.errors;
-        run.matches_expected = comparison.matches_expected;
+          run.matches_expected = comparison.matches_expected;
       }
+      if (expect) run.failed = report::failed_questions(runs[i].exchanges, options);
       summary.errors += run.errors;
       figures.push_back(run);
       pooled_exchanges.insert(pooled_exchanges.end(), runs[i].exchanges.begin(),
@@ -187,6 +192,11 @@ Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir) {
     }
     auto pooled = replay::compute_stats(baseline.header, pooled_exchanges);
     summary.levels.push_back(summarize_level(level, result, figures, pooled));
+    std::vector<replay::ExchangeMetrics> metrics;
+    metrics.reserve(pooled_exchanges.size());
+    for (const auto& exchange : pooled_exchanges) metrics.push_back(replay::summarize(exchange));
+    summary.levels.back().latency = report::latency_samples(metrics);
+    summary.levels.back().errors_by_kind = pooled.errors_by_kind;
     auto divergences = collect_divergences(level, result);
     summary.divergences.insert(summary.divergences.end(), divergences.begin(), divergences.end());
     summary.runs.insert(summary.runs.end(), figures.begin(), figures.end());
