@@ -49,15 +49,6 @@ std::string model_of(const json::value& server_info) {
   return string_at(data->as_array().front(), "id");
 }
 
-std::string utc_time(std::int64_t unix_ns) {
-  if (unix_ns <= 0) return {};
-  std::time_t seconds = static_cast<std::time_t>(unix_ns / 1'000'000'000);
-  std::tm parts{};
-  gmtime_r(&seconds, &parts);
-  char buffer[40];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%S UTC", &parts);
-  return buffer;
-}
 
 std::string or_unknown(const std::string& text) { return text.empty() ? "unknown" : text; }
 
@@ -67,6 +58,15 @@ json::value or_null(const std::string& text) {
 
 }  // namespace
 
+std::string utc_time(std::int64_t unix_ns) {
+  std::time_t seconds = static_cast<std::time_t>(unix_ns / 1'000'000'000);
+  std::tm parts{};
+  gmtime_r(&seconds, &parts);
+  char buffer[40];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &parts);
+  return buffer;
+}
+
 ReportHeader header_from_trace(const TraceHeader& header) {
   ReportHeader out;
   out.server = header.target;
@@ -74,7 +74,7 @@ ReportHeader header_from_trace(const TraceHeader& header) {
   out.schedule = schedule_of(settings);
   out.trace = string_at(settings, "input");
   out.model = model_of(parse_or_null(header.server_info));
-  out.when = utc_time(header.created_unix_ns);
+  out.when = header.created_unix_ns > 0 ? utc_time(header.created_unix_ns) : "";
   out.tool_version = header.tool_version;
   return out;
 }

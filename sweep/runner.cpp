@@ -138,6 +138,10 @@ Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir) {
   summary.baseline_run = baseline_run.name;
   summary.header = report::header_from_trace(baseline.header);
   if (summary.header.trace.empty()) summary.header.trace = plan.trace;
+  // The baseline's own schedule is only the first level; the sweep's is every level.
+  std::string levels;
+  for (int level : plan.levels) levels += (levels.empty() ? "" : ",") + std::to_string(level);
+  summary.header.schedule = "concurrency " + levels + " × " + std::to_string(plan.repeats) + " repeats";
   for (int level : plan.levels) {
     std::vector<const PlannedRun*> planned;
     for (const auto& run : plan.runs)

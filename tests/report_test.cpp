@@ -76,7 +76,7 @@ DivergenceEntry divergence(std::string run, std::uint64_t id, diff::Classificati
 Summary fixed_summary() {
   Summary summary;
   summary.header = {"http://127.0.0.1:8000", "retrace-sim", "concurrency 1", "gold.rtrace",
-                    "2024-05-01 12:00:00 UTC", "0.1.0"};
+                    "2024-05-01T12:00:00Z", "0.1.0"};
   summary.trace = "gold.rtrace";
   summary.target = "http://127.0.0.1:8000";
   summary.baseline_run = "c1-r1";
