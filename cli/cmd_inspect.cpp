@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "format/json.hpp"
 #include "format/trace.hpp"
+#include "report/header.hpp"
 
 namespace retrace::cli {
 
@@ -51,14 +52,6 @@ void add(Summary& summary, const Exchange& exchange) {
   }
 }
 
-std::string utc(std::int64_t unix_ns) {
-  std::time_t seconds = static_cast<std::time_t>(unix_ns / 1'000'000'000);
-  std::tm parts{};
-  gmtime_r(&seconds, &parts);
-  char text[40];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
-  return text;
-}
 
 std::string fixed(double value, int digits) {
   char text[64];
@@ -127,7 +120,7 @@ int run_inspect(const std::string& path, bool as_json) {
             << " (written by retrace " << header.tool_version << ")\n";
   std::cout << "  source        " << to_string(header.source) << "\n";
   std::cout << "  target        " << header.target << "\n";
-  std::cout << "  created       " << (header.created_unix_ns ? utc(header.created_unix_ns) : "?")
+  std::cout << "  created       " << (header.created_unix_ns ? report::utc_time(header.created_unix_ns) : "?")
             << (header.host.empty() ? "" : " on " + header.host) << "\n";
   if (!header.settings.empty()) std::cout << "  settings      " << header.settings << "\n";
   for (const auto& label : header.labels)
@@ -153,7 +146,7 @@ int run_inspect(const std::string& path, bool as_json) {
   for (const auto& [kind, count] : summary.token_kinds) std::cout << "  " << kind << "=" << count;
   std::cout << "\n";
   if (summary.first_start_ns)
-    std::cout << "  time span     " << fixed(span_s, 3) << " s from " << utc(summary.first_start_ns) << "\n";
+    std::cout << "  time span     " << fixed(span_s, 3) << " s from " << report::utc_time(summary.first_start_ns) << "\n";
   else
     std::cout << "  time span     none (no exchange was sent)\n";
   std::cout << "  file size     " << reader.file_size() << " bytes ("

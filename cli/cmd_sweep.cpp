@@ -102,8 +102,8 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
   else
     std::cout << sweep::summary_to_markdown(*summary);
   std::cout << std::flush;
-  std::cerr << "sweep: wrote " << (dir / "summary.json").string() << " and "
-            << (dir / "summary.md").string() << "\n";
+  std::cerr << "sweep: wrote " << (dir / "summary.json").string() << ", "
+            << (dir / "summary.md").string() << " and " << (dir / "report.html").string() << "\n";
   if (summary->errors > 0) {
     std::cerr << "sweep: " << summary->errors << " request(s) failed; results are incomplete\n";
     return kExitError;

@@ -43,5 +43,6 @@ void add_replay(CLI::App& root, Registry& registry);
 void add_stats(CLI::App& root, Registry& registry);
 void add_serve(CLI::App& root, Registry& registry);
 void add_diff(CLI::App& root, Registry& registry);
+void add_report(CLI::App& root, Registry& registry);
 
 }  // namespace retrace::cli

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   retrace::cli::add_export(app, registry);
   retrace::cli::add_stats(app, registry);
   retrace::cli::add_serve(app, registry);
+  retrace::cli::add_report(app, registry);
   retrace::cli::add_demo(app, registry);
   retrace::cli::add_help(app, registry);
   retrace::cli::add_completion(app, registry);
@@ -52,7 +53,8 @@ int main(int argc, char** argv) {
             {"Inspect", {{"inspect", "Summarise a trace: header, counts, time span, sizes"},
                          {"cat", "Show a trace's exchanges for a person to read"},
                          {"export", "Print a trace as JSON, one record per line"},
-                         {"stats", "Latency and throughput figures of any trace"}}},
+                         {"stats", "Latency and throughput figures of any trace"},
+                         {"report", "A self-contained HTML report of a run, a sweep or a diff"}}},
             {"Simulate", {{"serve", "Run the built-in OpenAI-compatible server simulator"},
                           {"demo", "The whole experiment against the simulator, no setup"}}}});
 

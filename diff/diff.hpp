@@ -155,6 +155,7 @@ struct RunComparison {
   // is, else near_tie.
   std::size_t near_ties = 0, real_changes = 0, unknown_changes = 0;
   std::optional<std::size_t> matches_expected, with_expected;  // with Options::expect
+  std::vector<std::uint64_t> failing_expected;  // ids of this run's exchanges not matching theirs
   // One character per baseline exchange, in baseline order: '.' identical, 'D' divergent,
   // 'E' error, 'M' missing in the candidate. Candidate-only exchanges are counted, not shown.
   std::string matrix;
@@ -173,6 +174,7 @@ struct Result {
   std::string baseline_name;
   std::size_t baseline_exchanges = 0;
   std::optional<std::size_t> baseline_matches_expected, baseline_with_expected;
+  std::vector<std::uint64_t> baseline_failing_expected;  // ids not matching their expected answer
   std::vector<RunComparison> runs;
   // N-way: requests with more than one distinct completion across baseline and candidates, and
   // how many requests have each number of distinct completions.

@@ -242,8 +242,12 @@ Result compare(ExchangeSource& baseline, const std::vector<ExchangeSource*>& can
   result.baseline_exchanges = base.size();
   if (options.expect) {
     std::size_t with = 0, matching = 0;
-    for (const auto& summary : base)
-      if (summary.matches_expected) ++with, matching += *summary.matches_expected ? 1 : 0;
+    for (const auto& summary : base) {
+      if (!summary.matches_expected) continue;
+      ++with;
+      if (*summary.matches_expected) ++matching;
+      else result.baseline_failing_expected.push_back(summary.id);
+    }
     result.baseline_with_expected = with;
     result.baseline_matches_expected = matching;
   }
@@ -308,6 +312,7 @@ Result compare(ExchangeSource& baseline, const std::vector<ExchangeSource*>& can
       if (summary.matches_expected) {
         ++*run.with_expected;
         if (*summary.matches_expected) ++*run.matches_expected;
+        else run.failing_expected.push_back(summary.id);
       }
 
       if (j == kNone) {

@@ -1,6 +1,7 @@
 // Diff renderers. The terminal summary leads with counts, then each divergence as a two-line
 // context view with the divergent tokens aligned in one column.
 #include "report/diff_report.hpp"
+#include "report/diff_internal.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,6 +9,10 @@
 #include <sstream>
 
 #include <boost/json.hpp>
+
+#include "report/statistics.hpp"
+#include "report/sweep_summary.hpp"
+#include "report/text.hpp"
 
 namespace retrace::report {
 
@@ -21,14 +26,6 @@ using diff::Verdict;
 
 namespace {
 
-std::size_t utf8_sequence_length(std::string_view bytes, std::size_t at) {
-  unsigned char lead = static_cast<unsigned char>(bytes[at]);
-  std::size_t length = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 && lead < 0xE0 ? 2 : 0;
-  if (length == 0 || at + length > bytes.size()) return 0;
-  for (std::size_t i = 1; i < length; ++i)
-    if ((static_cast<unsigned char>(bytes[at + i]) & 0xC0) != 0x80) return 0;
-  return length;
-}
 
 // Display width, counting code points (good enough for aligning two lines of mostly Latin text).
 std::size_t display_width(std::string_view text) {
@@ -36,12 +33,6 @@ std::size_t display_width(std::string_view text) {
   for (unsigned char c : text)
     if ((c & 0xC0) != 0x80) ++width;
   return width;
-}
-
-std::string fixed(double value, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << value;
-  return out.str();
 }
 
 std::string percent(std::size_t part, std::size_t whole) {
@@ -77,9 +68,6 @@ std::string margin_text(const Divergence& divergence) {
   return std::string(divergence.margin_is_lower_bound ? ">= " : "") + fixed(*divergence.margin, 4) + " nats";
 }
 
-std::string run_label(std::size_t run, const Result& result) {
-  return run == 0 ? "baseline" : result.runs[run - 1].name;
-}
 
 struct Styles {
   bool on = false;
@@ -114,16 +102,65 @@ std::string exchange_ids(const PairResult& pair) {
   return id(pair.baseline_id) + " / " + id(pair.candidate_id);
 }
 
-std::string classification_name(Classification classification) {
-  switch (classification) {
-    case Classification::near_tie: return "near-tie";
-    case Classification::real_change: return "real change";
-    case Classification::unknown: return "unknown (no logprobs)";
+
+
+std::string expected_text(const std::optional<std::size_t>& matching, const std::optional<std::size_t>& with) {
+  if (!matching || !with) return "-";
+  return std::to_string(*matching) + "/" + std::to_string(*with);
+}
+
+struct ShownPair {
+  const RunComparison* run;
+  const PairResult* pair;
+};
+
+int pair_rank(const PairResult& pair) {
+  int rank = 2;
+  for (const auto& divergence : pair.divergences) rank = std::min(rank, severity_rank(divergence.classification));
+  return rank;
+}
+
+// Divergent pairs of every run, real changes first, then unclassified, then near-ties.
+std::vector<ShownPair> divergent_by_severity(const Result& result) {
+  std::vector<ShownPair> shown;
+  for (const auto& run : result.runs)
+    for (const auto& pair : run.pairs)
+      if (pair.verdict == Verdict::divergent) shown.push_back({&run, &pair});
+  std::stable_sort(shown.begin(), shown.end(),
+                   [](const ShownPair& a, const ShownPair& b) { return pair_rank(*a.pair) < pair_rank(*b.pair); });
+  return shown;
+}
+
+std::string id_list(const std::vector<std::uint64_t>& ids) {
+  std::string text;
+  for (auto id : ids) text += (text.empty() ? "" : ", ") + std::to_string(id);
+  return text;
+}
+
+}  // namespace
+
+std::size_t utf8_sequence_length(std::string_view bytes, std::size_t at) {
+  unsigned char lead = static_cast<unsigned char>(bytes[at]);
+  std::size_t length = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 && lead < 0xE0 ? 2 : 0;
+  if (length == 0 || at + length > bytes.size()) return 0;
+  for (std::size_t i = 1; i < length; ++i)
+    if ((static_cast<unsigned char>(bytes[at + i]) & 0xC0) != 0x80) return 0;
+  return length;
+}
+
+std::string run_label(std::size_t run, const Result& result) {
+  return run == 0 ? "baseline" : result.runs[run - 1].name;
+}
+
+std::string_view fail_on_name(diff::FailOn fail_on) {
+  switch (fail_on) {
+    case diff::FailOn::any: return "any";
+    case diff::FailOn::real: return "real";
+    case diff::FailOn::none: return "none";
   }
   return "?";
 }
 
-// Log2 buckets: 0, 1, 2-3, 4-7, ...
 std::vector<std::pair<std::string, std::size_t>> position_buckets(const std::vector<std::size_t>& positions) {
   std::vector<std::size_t> counts;
   for (std::size_t position : positions) {
@@ -142,22 +179,6 @@ std::vector<std::pair<std::string, std::size_t>> position_buckets(const std::vec
   }
   return buckets;
 }
-
-std::string_view fail_on_name(diff::FailOn fail_on) {
-  switch (fail_on) {
-    case diff::FailOn::any: return "any";
-    case diff::FailOn::real: return "real";
-    case diff::FailOn::none: return "none";
-  }
-  return "?";
-}
-
-std::string expected_text(const std::optional<std::size_t>& matching, const std::optional<std::size_t>& with) {
-  if (!matching || !with) return "-";
-  return std::to_string(*matching) + "/" + std::to_string(*with);
-}
-
-}  // namespace
 
 std::string printable(std::string_view bytes) {
   std::string out;
@@ -187,6 +208,8 @@ void render_diff_terminal(const Result& result, const DiffRenderOptions& options
   if (result.baseline_matches_expected)
     out << "; " << *result.baseline_matches_expected << " of " << *result.baseline_with_expected << " match expected";
   out << ")\n";
+  if (!result.baseline_failing_expected.empty())
+    out << "  not matching expected: exchange " << id_list(result.baseline_failing_expected) << "\n";
   for (const auto& warning : result.warnings) out << styles.yellow() << "warning: " << warning << styles.reset() << "\n";
 
   for (const auto& run : result.runs) {
@@ -194,9 +217,12 @@ void render_diff_terminal(const Result& result, const DiffRenderOptions& options
     std::size_t total = run.aligned + run.missing_in_candidate + run.missing_in_baseline;
     out << "\n" << styles.bold() << run.name << styles.reset() << "\n";
     out << "  " << (differ ? styles.red() : styles.green()) << differ << " of " << total
-        << " differ from baseline" << styles.reset();
+        << " differ from baseline" << styles.reset() << " (95% upper bound on the rate "
+        << rate_bound_text(differ, total) << ")";
     if (run.matches_expected) out << "; " << *run.matches_expected << " of " << *run.with_expected << " match expected";
     out << "\n";
+    if (!run.failing_expected.empty())
+      out << "  not matching expected: exchange " << id_list(run.failing_expected) << "\n";
     out << "  identical " << run.identical << ", divergent " << run.divergent << " (near-tie " << run.near_ties
         << ", real change " << run.real_changes << ", unknown " << run.unknown_changes << "), errors " << run.errors
         << ", missing " << run.missing_in_candidate << " in candidate / " << run.missing_in_baseline
@@ -210,9 +236,10 @@ void render_diff_terminal(const Result& result, const DiffRenderOptions& options
   for (const auto& run : result.runs)
     for (const auto& pair : run.pairs) (pair.verdict == Verdict::divergent ? total_divergent : total_other) += 1;
   if (total_divergent) out << "\n" << styles.bold() << "divergences" << styles.reset() << "\n";
-  for (const auto& run : result.runs) {
-    for (const auto& pair : run.pairs) {
-      if (pair.verdict != Verdict::divergent) continue;
+  for (const auto& [run_pointer, pair_pointer] : divergent_by_severity(result)) {
+    const auto& run = *run_pointer;
+    const auto& pair = *pair_pointer;
+    {
       if (shown >= options.show) break;
       ++shown;
       for (const auto& divergence : pair.divergences) {
@@ -288,173 +315,6 @@ void render_diff_terminal(const Result& result, const DiffRenderOptions& options
   out << "\n";
 }
 
-namespace {
-
-boost::json::value token_json(const std::optional<TokenView>& token) {
-  if (!token) return nullptr;
-  boost::json::object object;
-  object["id"] = token->id;
-  object["text"] = token->bytes;  // Boost.JSON escapes; invalid UTF-8 is kept as is, see bytes_hex
-  bool valid = true;
-  for (std::size_t i = 0; i < token->bytes.size();) {
-    unsigned char c = static_cast<unsigned char>(token->bytes[i]);
-    if (c < 0x80) { ++i; continue; }
-    std::size_t length = utf8_sequence_length(token->bytes, i);
-    if (!length) { valid = false; break; }
-    i += length;
-  }
-  if (!valid) {
-    std::string hex;
-    char byte[3];
-    for (unsigned char c : token->bytes) std::snprintf(byte, sizeof byte, "%02x", c), hex += byte;
-    object["text"] = printable(token->bytes);
-    object["bytes_hex"] = hex;
-  }
-  if (token->logprob) object["logprob"] = *token->logprob;
-  if (!token->top.empty()) {
-    boost::json::array top;
-    for (const auto& alternative : token->top) {
-      boost::json::object entry;
-      entry["id"] = alternative.id;
-      entry["text"] = printable(alternative.bytes);
-      entry["logprob"] = alternative.logprob;
-      top.push_back(std::move(entry));
-    }
-    object["top"] = std::move(top);
-  }
-  return object;
-}
-
-boost::json::array tokens_json(const std::vector<TokenView>& tokens) {
-  boost::json::array array;
-  for (const auto& token : tokens) array.push_back(token_json(token));
-  return array;
-}
-
-template <typename T>
-boost::json::value optional_json(const std::optional<T>& value) {
-  if (!value) return nullptr;
-  return boost::json::value_from(*value);
-}
-
-boost::json::object divergence_json(const Divergence& divergence) {
-  boost::json::object object;
-  object["choice"] = divergence.choice;
-  object["basis"] = diff::to_string(divergence.basis);
-  if (!divergence.basis_note.empty()) object["basis_note"] = divergence.basis_note;
-  object["baseline_index"] = divergence.baseline_index;
-  object["candidate_index"] = divergence.candidate_index;
-  object["byte_offset"] = divergence.byte_offset;
-  object["baseline_token"] = token_json(divergence.baseline_token);
-  object["candidate_token"] = token_json(divergence.candidate_token);
-  object["baseline_before"] = tokens_json(divergence.baseline_before);
-  object["baseline_after"] = tokens_json(divergence.baseline_after);
-  object["candidate_before"] = tokens_json(divergence.candidate_before);
-  object["candidate_after"] = tokens_json(divergence.candidate_after);
-  object["margin"] = optional_json(divergence.margin);
-  object["margin_is_lower_bound"] = divergence.margin_is_lower_bound;
-  object["classification"] = diff::to_string(divergence.classification);
-  object["common_suffix"] = divergence.common_suffix;
-  object["edit_distance"] = divergence.edit_distance;
-  object["edit_distance_capped"] = divergence.edit_distance_capped;
-  object["units"] = divergence.basis == diff::Basis::token_ids ? "tokens" : "bytes";
-  object["baseline_tokens"] = divergence.baseline_tokens;
-  object["candidate_tokens"] = divergence.candidate_tokens;
-  object["baseline_bytes"] = divergence.baseline_bytes;
-  object["candidate_bytes"] = divergence.candidate_bytes;
-  object["baseline_finish"] = divergence.baseline_finish;
-  object["candidate_finish"] = divergence.candidate_finish;
-  return object;
-}
-
-}  // namespace
-
-void render_diff_json(const Result& result, const DiffRenderOptions& options, std::ostream& out) {
-  boost::json::object root;
-  root["baseline"] = result.baseline_name;
-  root["baseline_exchanges"] = result.baseline_exchanges;
-  root["baseline_matches_expected"] = optional_json(result.baseline_matches_expected);
-  root["baseline_with_expected"] = optional_json(result.baseline_with_expected);
-  boost::json::object settings;
-  settings["fail_on"] = fail_on_name(options.fail_on);
-  settings["max_divergent"] = options.max_divergent;
-  settings["near_tie"] = options.near_tie;
-  settings["expect"] = options.expect;
-  root["settings"] = std::move(settings);
-  boost::json::array runs;
-  for (const auto& run : result.runs) {
-    boost::json::object object;
-    object["name"] = run.name;
-    object["alignment"] = diff::to_string(run.alignment);
-    object["exchanges"] = run.exchanges;
-    object["aligned"] = run.aligned;
-    object["identical"] = run.identical;
-    object["divergent"] = run.divergent;
-    object["near_ties"] = run.near_ties;
-    object["real_changes"] = run.real_changes;
-    object["unknown_changes"] = run.unknown_changes;
-    object["errors"] = run.errors;
-    object["missing_in_candidate"] = run.missing_in_candidate;
-    object["missing_in_baseline"] = run.missing_in_baseline;
-    object["matches_expected"] = optional_json(run.matches_expected);
-    object["with_expected"] = optional_json(run.with_expected);
-    object["matrix"] = run.matrix;
-    boost::json::array pairs;
-    for (const auto& pair : run.pairs) {
-      boost::json::object entry;
-      entry["verdict"] = diff::to_string(pair.verdict);
-      entry["baseline_id"] = optional_json(pair.baseline_id);
-      entry["candidate_id"] = optional_json(pair.candidate_id);
-      entry["baseline_position"] = optional_json(pair.baseline_position);
-      entry["candidate_position"] = optional_json(pair.candidate_position);
-      entry["key"] = pair.key.hex();
-      if (!pair.error.empty()) entry["error"] = pair.error;
-      if (pair.baseline_matches_expected) entry["baseline_matches_expected"] = *pair.baseline_matches_expected;
-      if (pair.candidate_matches_expected) entry["candidate_matches_expected"] = *pair.candidate_matches_expected;
-      boost::json::array divergences;
-      for (const auto& divergence : pair.divergences) divergences.push_back(divergence_json(divergence));
-      entry["divergences"] = std::move(divergences);
-      pairs.push_back(std::move(entry));
-    }
-    object["pairs"] = std::move(pairs);
-    runs.push_back(std::move(object));
-  }
-  root["runs"] = std::move(runs);
-
-  boost::json::object across;
-  boost::json::object histogram;
-  for (const auto& [unique, count] : result.unique_completions_histogram) histogram[std::to_string(unique)] = count;
-  across["requests_by_distinct_completions"] = std::move(histogram);
-  boost::json::array requests;
-  for (const auto& request : result.requests) {
-    boost::json::object entry;
-    entry["baseline_id"] = request.baseline_id;
-    entry["baseline_position"] = request.baseline_position;
-    boost::json::array groups;
-    for (const auto& group : request.groups) {
-      boost::json::array members;
-      for (std::size_t run : group) members.push_back(boost::json::value(run_label(run, result)));
-      groups.push_back(std::move(members));
-    }
-    entry["groups"] = std::move(groups);
-    requests.push_back(std::move(entry));
-  }
-  across["requests"] = std::move(requests);
-  boost::json::object buckets;
-  for (const auto& [label, count] : position_buckets(result.first_divergence_positions)) buckets[label] = count;
-  across["first_divergence_buckets"] = std::move(buckets);
-  boost::json::array positions;
-  for (std::size_t position : result.first_divergence_positions) positions.push_back(position);
-  across["first_divergence_positions"] = std::move(positions);
-  root["across_runs"] = std::move(across);
-  boost::json::array warnings;
-  for (const auto& warning : result.warnings) warnings.push_back(boost::json::value(warning));
-  root["warnings"] = std::move(warnings);
-  root["failing"] = diff::failing_outputs(result, options.fail_on);
-  root["exit_code"] = diff_exit_code(result, options);
-  out << boost::json::serialize(root) << "\n";
-}
-
 void render_diff_markdown(const Result& result, const DiffRenderOptions& options, std::ostream& out) {
   int code = diff_exit_code(result, options);
   out << "### retrace diff: " << (code ? "outputs differ" : "no differences") << "\n\n";
@@ -462,20 +322,25 @@ void render_diff_markdown(const Result& result, const DiffRenderOptions& options
   if (result.baseline_matches_expected)
     out << ", " << *result.baseline_matches_expected << " of " << *result.baseline_with_expected << " match expected";
   out << ".\n\n";
-  out << "| run | differ | identical | divergent | near-tie | real | unknown | errors | missing | expected |\n";
-  out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  out << "| run | differ | 95% bound on rate | identical | divergent | near-tie | real | unknown | errors | missing | expected |\n";
+  out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& run : result.runs) {
     std::size_t differ = run.divergent + run.errors + run.missing_in_candidate + run.missing_in_baseline;
     std::size_t total = run.aligned + run.missing_in_candidate + run.missing_in_baseline;
-    out << "| `" << run.name << "` | " << differ << " of " << total << " (" << percent(differ, total) << ") | "
+    out << "| `" << run.name << "` | " << differ << " of " << total << " (" << percent(differ, total) << ") | " << rate_bound_text(differ, total) << " | "
         << run.identical << " | " << run.divergent << " | " << run.near_ties << " | " << run.real_changes << " | "
         << run.unknown_changes << " | " << run.errors << " | " << run.missing_in_candidate + run.missing_in_baseline
         << " | " << expected_text(run.matches_expected, run.with_expected) << " |\n";
   }
-  std::size_t shown = 0;
   for (const auto& run : result.runs)
-    for (const auto& pair : run.pairs) {
-      if (pair.verdict != Verdict::divergent || shown >= options.show) continue;
+    if (!run.failing_expected.empty())
+      out << "\n`" << run.name << "`: not matching expected: exchange " << id_list(run.failing_expected) << "\n";
+  std::size_t shown = 0;
+  for (const auto& [run_pointer, pair_pointer] : divergent_by_severity(result)) {
+    const auto& run = *run_pointer;
+    const auto& pair = *pair_pointer;
+    {
+      if (shown >= options.show) break;
       ++shown;
       for (const auto& divergence : pair.divergences) {
         out << "\n<details><summary>" << run.name << ": exchange " << exchange_ids(pair) << ", choice "
@@ -491,6 +356,7 @@ void render_diff_markdown(const Result& result, const DiffRenderOptions& options
             << divergence.candidate_finish << "\n\n</details>\n";
       }
     }
+  }
   std::size_t total_divergent = 0;
   for (const auto& run : result.runs) total_divergent += run.divergent;
   if (total_divergent > shown) out << "\n" << total_divergent - shown << " more divergences not shown.\n";

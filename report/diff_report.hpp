@@ -5,6 +5,8 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "diff/diff.hpp"
 
@@ -29,5 +31,8 @@ void render_diff_markdown(const diff::Result& result, const DiffRenderOptions& o
 // Token bytes made printable on one line: control characters as \n, \t, \xNN; invalid UTF-8
 // bytes as \xNN; valid UTF-8 kept.
 std::string printable(std::string_view bytes);
+
+// First-divergence positions counted in log2 buckets ("0", "1", "2-3", "4-7", ...), empty ones left out.
+std::vector<std::pair<std::string, std::size_t>> position_buckets(const std::vector<std::size_t>& positions);
 
 }  // namespace retrace::report

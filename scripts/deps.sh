@@ -12,6 +12,7 @@ packages=(cmake g++ pkg-config make
           ccache ninja-build
           help2man dpkg-dev bash-completion man-db
           nodejs npm curl jq python3 openssl
+          chromium  # the HTML report is checked in a real browser (tests/e2e/report_browser.sh)
           git python3-numpy)  # git and numpy: scripts/llama-server.sh (llama.cpp sources, the tiny model)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk nginx-light mitmproxy hyperfine)

@@ -169,7 +169,8 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
               : "No output differs from the sequential baseline at any level: batching does not "
                 "change the answers here.\n")
       << "(The simulator's answer file gets 15 of the 20 gold questions right; a lower match count "
-         "means answers came out cut short or changed.)\n\n"
+         "means answers came out cut short or changed.)\n"
+      << "HTML report: " << (dir / "gold-sweep" / "report.html").string() << "\n\n"
       << std::flush;
   gold_server.stop();
 
@@ -197,6 +198,8 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
       << "First divergent tokens (margin = logprob gap between the two candidates; a near-tie is "
          "numeric noise, not a changed model):\n"
       << divergence_list(variance_summary, 12) << "\n"
+      << "HTML report (charts, and each divergent output token by token): "
+      << (dir / "open-ended-sweep" / "report.html").string() << "\n\n"
       << std::flush;
 
   // 3. Where does it start? Bisect the concurrency, reusing the sweep's baseline run.

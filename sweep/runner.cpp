@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "format/private_file.hpp"
+#include "report/html.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::sweep {
@@ -104,6 +105,7 @@ std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, c
   auto summary = summarize_sweep(plan, dir);
   write_private_file(dir / "summary.json", summary_to_json(summary));
   write_private_file(dir / "summary.md", summary_to_markdown(summary));
+  write_private_file(dir / "report.html", report::render_html(report::sweep_report(summary)));
   return summary;
 }
 
@@ -123,6 +125,12 @@ Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir) {
   summary.trace = plan.trace;
   summary.target = plan.target;
   summary.baseline_run = baseline_run.name;
+  summary.header = report::header_from_trace(baseline.header);
+  if (summary.header.trace.empty()) summary.header.trace = plan.trace;
+  // The baseline's own schedule is only the first level; the sweep's is every level.
+  std::string levels;
+  for (int level : plan.levels) levels += (levels.empty() ? "" : ",") + std::to_string(level);
+  summary.header.schedule = "concurrency " + levels + " × " + std::to_string(plan.repeats) + " repeats";
   for (int level : plan.levels) {
     std::vector<const PlannedRun*> planned;
     for (const auto& run : plan.runs)
@@ -167,8 +175,9 @@ Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir) {
         run.real_changes = comparison.real_changes;
         run.missing = comparison.missing_in_candidate + comparison.missing_in_baseline;
         run.diff_errors = comparison.errors;
-        run.matches_expected = comparison.matches_expected;
+          run.matches_expected = comparison.matches_expected;
       }
+      if (expect) run.failed = report::failed_questions(runs[i].exchanges, options);
       summary.errors += run.errors;
       figures.push_back(run);
       pooled_exchanges.insert(pooled_exchanges.end(), runs[i].exchanges.begin(),
@@ -176,6 +185,11 @@ Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir) {
     }
     auto pooled = replay::compute_stats(baseline.header, pooled_exchanges);
     summary.levels.push_back(summarize_level(level, result, figures, pooled));
+    std::vector<replay::ExchangeMetrics> metrics;
+    metrics.reserve(pooled_exchanges.size());
+    for (const auto& exchange : pooled_exchanges) metrics.push_back(replay::summarize(exchange));
+    summary.levels.back().latency = report::latency_samples(metrics);
+    summary.levels.back().errors_by_kind = pooled.errors_by_kind;
     auto divergences = collect_divergences(level, result);
     summary.divergences.insert(summary.divergences.end(), divergences.begin(), divergences.end());
     summary.runs.insert(summary.runs.end(), figures.begin(), figures.end());

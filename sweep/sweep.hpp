@@ -9,7 +9,7 @@
 //                    only runs that never finished (a half-written trace is simply rewritten)
 //   c16-r2.rtrace    one trace per run (concurrency 16, repeat 2); the baseline is the first
 //                    level's first repeat
-//   summary.json, summary.md
+//   summary.json, summary.md, report.html
 #pragma once
 
 #include <atomic>
@@ -28,6 +28,7 @@
 #include "format/trace.hpp"
 #include "replay/flags.hpp"
 #include "replay/replay.hpp"
+#include "report/sweep_summary.hpp"
 
 namespace retrace::sweep {
 
@@ -91,62 +92,18 @@ std::vector<std::size_t> pending_runs(const Plan& plan);
 // ---------------------------------------------------------------------------------------------
 // Summary
 
-struct Spread {
-  double mean = 0, min = 0, max = 0;
-  double spread_percent = 0;  // (max - min) / mean × 100; 0 for one sample or a zero mean
-};
-Spread spread_of(const std::vector<double>& samples);
-
-struct RunFigures {
-  std::string name;
-  std::string file;
-  int concurrency = 1;
-  int repeat = 1;
-  bool baseline = false;
-  std::size_t exchanges = 0, errors = 0;
-  double requests_per_s = 0, output_tokens_per_s = 0;
-  // Against the baseline (diff::RunComparison of this run):
-  std::size_t identical = 0, divergent = 0, near_ties = 0, real_changes = 0, missing = 0,
-              diff_errors = 0;
-  std::optional<std::size_t> matches_expected;
-};
-
-struct LevelSummary {
-  int concurrency = 1;
-  std::size_t runs = 0;
-  std::size_t requests = 0;  // baseline exchanges: the N of "k of N"
-  // Matching the expected answer: fewest and most across this level's repeats.
-  std::optional<std::size_t> matches_min, matches_max;
-  // Distinct requests whose output differs from the baseline in at least one repeat, and those of
-  // them whose every divergence is a near-tie flip.
-  std::size_t differing_requests = 0, near_tie_requests = 0;
-  std::size_t divergent_outputs = 0;  // summed over repeats
-  // Unique completions among this level's repeats, per request.
-  double unique_completions_mean = 0;
-  std::size_t unique_completions_max = 0;
-  std::size_t requests_varying = 0;  // more than one completion across the repeats
-  Spread requests_per_s, output_tokens_per_s;
-  replay::Percentiles ttft, e2e;  // pooled over the repeats' exchanges
-  std::size_t errors = 0;
-};
-
-struct DivergenceEntry {
-  int concurrency = 1;
-  std::string run;
-  std::uint64_t baseline_id = 0;
-  std::string key;
-  diff::Divergence divergence;
-};
-
-struct Summary {
-  std::string trace, target;
-  std::string baseline_run;
-  std::vector<LevelSummary> levels;
-  std::vector<RunFigures> runs;
-  std::vector<DivergenceEntry> divergences;
-  std::size_t errors = 0;
-  bool any_differs() const;
-};
+using report::DivergenceEntry;
+using report::FailedQuestion;
+using report::LevelSummary;
+using report::RunFigures;
+using report::Spread;
+using report::Summary;
+using report::describe_divergence;
+using report::divergence_list;
+using report::levels_table;
+using report::spread_of;
+using report::summary_to_json;
+using report::summary_to_markdown;
 
 // Aggregates one level from its diff (candidates = this level's runs, in repeat order, against the
 // sweep's baseline) and its runs' figures. `pooled` carries latency percentiles over all of the
@@ -157,14 +114,6 @@ LevelSummary summarize_level(int concurrency, const diff::Result& level_diff,
 
 // Divergences of one level's diff, for the list below the table.
 std::vector<DivergenceEntry> collect_divergences(int concurrency, const diff::Result& level_diff);
-
-std::string summary_to_json(const Summary& summary);
-std::string summary_to_markdown(const Summary& summary);
-std::string levels_table(const Summary& summary);  // the per-level Markdown table alone
-// Divergences as Markdown list items, at most `at_most` of them.
-std::string divergence_list(const Summary& summary, std::size_t at_most);
-// One divergence as a line: where, token index on each side, the two tokens, margin, class.
-std::string describe_divergence(const diff::Divergence& divergence);
 
 // ---------------------------------------------------------------------------------------------
 // Running a sweep

@@ -294,7 +294,7 @@ TEST_CASE("The summary renders as JSON and Markdown with every level and diverge
   auto markdown = summary_to_markdown(summary);
   CHECK(markdown.find("| 16 |") != std::string::npos);
   CHECK(markdown.find("15 of 20") != std::string::npos);
-  CHECK(markdown.find("2 of 20 (1 near-ties)") != std::string::npos);
+  CHECK(markdown.find("2 of 20 (≤ 28.3 %; 1 near-ties)") != std::string::npos);
   CHECK(markdown.find("\" Paris\" vs \"\\n\"") != std::string::npos);
   CHECK(markdown.find("margin 0.0123") != std::string::npos);
   summary.levels[0].differing_requests = 0;

@@ -1,0 +1,82 @@
+// `retrace report`: one self-contained HTML file for a run, a sweep directory, or a diff.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "report/html.hpp"
+#include "sweep/sweep.hpp"
+
+namespace retrace::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ReportArgs {
+  std::vector<std::string> inputs;
+  std::string out = "report.html";
+  std::string match = "exact";
+  double near_tie = diff::kDefaultNearTieMargin;
+};
+
+int run_report_command(const ReportArgs& args) {
+  report::HtmlReport page;
+  const fs::path first = args.inputs.front();
+  if (args.inputs.size() == 1 && fs::is_directory(first)) {
+    if (!fs::exists(first / "plan.json"))
+      throw std::invalid_argument(first.string() + " is a directory but holds no plan.json; report takes a "
+                                  "sweep directory (retrace sweep --out DIR), a run trace, or BASELINE CANDIDATE...");
+    auto plan = sweep::load_plan(first);
+    page = report::sweep_report(sweep::summarize_sweep(plan, first));
+  } else if (args.inputs.size() == 1) {
+    page = report::run_report(first);
+  } else {
+    diff::Options options;
+    options.near_tie = args.near_tie;
+    auto matcher = diff::parse_matcher(args.match);
+    if (!matcher)
+      throw std::invalid_argument("--match '" + args.match + "': expected exact, normalized, contains, regex:RE or json:FIELD");
+    options.match = matcher->first;
+    options.match_arg = matcher->second;
+    std::vector<fs::path> candidates(args.inputs.begin() + 1, args.inputs.end());
+    page = report::diff_report(first, candidates, options);
+  }
+  {
+    std::ofstream out(args.out, std::ios::binary | std::ios::trunc);
+    out << report::render_html(page);
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write " + args.out + "; choose another -o path");
+  }
+  std::cout << args.out << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_report(CLI::App& root, Registry& registry) {
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* command = root.add_subcommand(
+      "report",
+      "Write one self-contained HTML report (charts, styles and script inline; it loads nothing): for "
+      "a run trace, its throughput, latency distributions and errors; for a sweep directory, every "
+      "level with its spread across repeats; for BASELINE CANDIDATE..., also every divergent output "
+      "with both token streams aligned, the first divergent token highlighted, its alternatives and "
+      "the margin. Prints the path written.");
+  command->add_option("inputs", args->inputs, "RUN.rtrace, SWEEP_DIR, or BASELINE.rtrace CANDIDATE.rtrace...")
+      ->required()
+      ->check(CLI::ExistingPath);
+  command->add_option("--out,-o", args->out, "The HTML file to write")->capture_default_str();
+  command->add_option("--match", args->match,
+                      "For a diff with expected answers: exact, normalized, contains, regex:RE, json:FIELD")
+      ->capture_default_str();
+  command->add_option("--near-tie", args->near_tie, "For a diff: near-tie margin in nats")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command->footer(
+      "Examples:\n  retrace report sweep1 -o sweep1.html\n  retrace report run.rtrace -o run.html\n"
+      "  retrace report run-c1.rtrace run-c32.rtrace -o diff.html");
+  registry.add(command, [args] { return run_report_command(*args); });
+}
+
+}  // namespace retrace::cli

@@ -1,0 +1,94 @@
+#include "report/header.hpp"
+
+#include <ctime>
+
+#include <boost/json.hpp>
+
+#include "report/text.hpp"
+
+namespace retrace::report {
+
+namespace json = boost::json;
+
+namespace {
+
+json::value parse_or_null(const std::string& text) {
+  if (text.empty()) return nullptr;
+  json::error_code ec;
+  auto value = json::parse(text, ec);
+  return ec ? json::value(nullptr) : value;
+}
+
+std::string string_at(const json::value& value, std::string_view key) {
+  const auto* object = value.if_object();
+  if (!object) return {};
+  const auto* field = object->if_contains(key);
+  if (!field) return {};
+  if (const auto* text = field->if_string()) return std::string(*text);
+  if (field->is_number()) return json_text(*field);
+  return {};
+}
+
+std::string schedule_of(const json::value& settings) {
+  const auto* object = settings.if_object();
+  const json::value* schedule = object ? object->if_contains("schedule") : nullptr;
+  if (!schedule) return {};
+  std::string kind = string_at(*schedule, "kind");
+  if (kind == "concurrency") return "concurrency " + string_at(*schedule, "concurrency");
+  if (kind == "rate")
+    return "rate " + string_at(*schedule, "rate") + "/s " + string_at(*schedule, "arrival");
+  if (kind == "recorded") return "recorded timing ×" + string_at(*schedule, "speed");
+  return kind;
+}
+
+std::string model_of(const json::value& server_info) {
+  const auto* object = server_info.if_object();
+  const json::value* models = object ? object->if_contains("models") : nullptr;
+  const json::value* data = models && models->is_object() ? models->as_object().if_contains("data") : nullptr;
+  if (!data || !data->is_array() || data->as_array().empty()) return {};
+  return string_at(data->as_array().front(), "id");
+}
+
+
+std::string or_unknown(const std::string& text) { return text.empty() ? "unknown" : text; }
+
+json::value or_null(const std::string& text) {
+  return text.empty() ? json::value(nullptr) : json::value(text);
+}
+
+}  // namespace
+
+std::string utc_time(std::int64_t unix_ns) {
+  std::time_t seconds = static_cast<std::time_t>(unix_ns / 1'000'000'000);
+  std::tm parts{};
+  gmtime_r(&seconds, &parts);
+  char buffer[40];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &parts);
+  return buffer;
+}
+
+ReportHeader header_from_trace(const TraceHeader& header) {
+  ReportHeader out;
+  out.server = header.target;
+  auto settings = parse_or_null(header.settings);
+  out.schedule = schedule_of(settings);
+  out.trace = string_at(settings, "input");
+  out.model = model_of(parse_or_null(header.server_info));
+  out.when = header.created_unix_ns > 0 ? utc_time(header.created_unix_ns) : "";
+  out.tool_version = header.tool_version;
+  return out;
+}
+
+std::string header_line(const ReportHeader& header) {
+  return "server " + or_unknown(header.server) + " · model " + or_unknown(header.model) +
+         " · schedule " + or_unknown(header.schedule) + " · trace " + or_unknown(header.trace) +
+         " · " + or_unknown(header.when) + " · retrace " + or_unknown(header.tool_version);
+}
+
+json::object header_json(const ReportHeader& header) {
+  return {{"server", or_null(header.server)},   {"model", or_null(header.model)},
+          {"schedule", or_null(header.schedule)}, {"trace", or_null(header.trace)},
+          {"when", or_null(header.when)},       {"tool_version", or_null(header.tool_version)}};
+}
+
+}  // namespace retrace::report

@@ -1,0 +1,59 @@
+// The self-contained HTML report (`retrace report`, and report.html beside a sweep's summary.md):
+// one file, no network at view time — styles, SVG charts and a small script inline.
+//
+// Everything taken from traces (prompts, outputs, tokens, names) is untrusted text: it is
+// HTML-escaped wherever it lands, and none of it goes into the <script>, which only reads the DOM.
+// Charts are SVG drawn by retrace (report/svg.hpp says why). When the script has built its view it
+// sets data-ready="1" on <body>; an uncaught error sets data-error instead (the browser test reads
+// both).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "diff/diff.hpp"
+#include "report/header.hpp"
+#include "report/statistics.hpp"
+#include "report/sweep_summary.hpp"
+
+namespace retrace::report {
+
+// One column of the report: a sweep level (its repeats pooled), or one run.
+struct HtmlSeries {
+  std::string label;  // "c16", or a run's name
+  Spread requests_per_s, output_tokens_per_s;  // one sample per repeat
+  LatencySamples latency;
+  std::optional<std::size_t> requests, differing, near_ties;  // against the baseline, where compared
+};
+
+struct HtmlGold {
+  std::string run;
+  std::size_t matching = 0, total = 0;
+  std::vector<FailedQuestion> failed;
+};
+
+struct HtmlReport {
+  std::string kind = "run";  // "run", "sweep" or "diff"
+  std::string title;
+  ReportHeader header;
+  std::string generator;  // the retrace version writing the report
+  std::vector<HtmlSeries> series;
+  std::vector<std::pair<std::string, std::size_t>> errors_by_kind;
+  std::vector<DivergenceEntry> divergences;  // any order: shown real changes first
+  std::vector<std::size_t> first_divergence_positions;
+  std::vector<HtmlGold> gold;
+  std::vector<std::string> notes;  // warnings (torn tails and the like)
+};
+
+std::string render_html(const HtmlReport& report);
+
+// Builders. From a sweep's summary; from one run's trace; from a baseline trace and candidates
+// (a diff). The trace builders load the traces (TraceError when unreadable).
+HtmlReport sweep_report(const Summary& summary);
+HtmlReport run_report(const std::filesystem::path& trace);
+HtmlReport diff_report(const std::filesystem::path& baseline,
+                       const std::vector<std::filesystem::path>& candidates, diff::Options options);
+
+}  // namespace retrace::report

@@ -1,0 +1,37 @@
+// Statistics that say what a result bounds: a confidence bound on a difference rate, and a
+// confidence interval for a mean across repeats. Pure functions; no I/O.
+//
+// Why these two:
+//   * "0 of 60 outputs differed" does not show the rate is zero. The one-sided 95 % Clopper–Pearson
+//     upper bound is the largest per-request rate p for which seeing k or fewer differences in n
+//     would still happen 5 % of the time: exact (no normal approximation, which fails at k = 0),
+//     and about 3/n when k = 0 (the "rule of three").
+//   * Throughput across a handful of repeats: mean ± t(0.975, n−1)·s/√n, Student's t because the
+//     standard deviation is itself estimated from those few repeats.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+namespace retrace::report {
+
+// One-sided upper confidence bound (default 95 %) on a binomial rate after k successes in n
+// trials; 1 when k == n, nullopt when n == 0.
+std::optional<double> clopper_pearson_upper(std::size_t k, std::size_t n, double confidence = 0.95);
+
+// Two-sided Student t quantile t(1 − alpha/2, degrees) for a 95 % interval (alpha = 0.05).
+double student_t_95(std::size_t degrees);
+
+// A set of samples (one per repeat): mean, sample standard deviation, min, max, spread, and the
+// 95 % confidence interval of the mean (absent with fewer than two samples).
+struct Spread {
+  std::size_t count = 0;
+  double mean = 0, min = 0, max = 0;
+  double stddev = 0;          // sample standard deviation (n − 1); 0 for one sample
+  double spread_percent = 0;  // (max − min) / mean × 100; 0 for one sample or a zero mean
+  std::optional<double> ci_low, ci_high;
+};
+Spread spread_of(const std::vector<double>& samples);
+
+}  // namespace retrace::report

@@ -1,0 +1,37 @@
+// SVG charts drawn by retrace, for the HTML report (internal to report/).
+//
+// Why SVG text written here rather than a chart library from npm embedded at build time: no
+// network or npm step in the build, nothing vendored to keep patched, the page needs no script to
+// show its charts, and the output is a deterministic function of the input, so golden tests can
+// compare it byte for byte. Every label is HTML-escaped; numbers are fixed-point.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace retrace::report::svg {
+
+struct Series {
+  std::string label;
+  std::vector<double> values;  // any order
+};
+
+// Empirical CDFs, one line per series (at most 256 points each), x in `unit` from 0.
+std::string cdf_chart(const std::string& title, const std::string& unit, const std::vector<Series>& series);
+
+struct Bar {
+  std::string label;
+  double value = 0;
+  std::optional<double> low, high;  // a whisker (e.g. a confidence interval)
+  std::vector<double> points;       // individual samples drawn as dots (e.g. repeats)
+};
+
+// Vertical bars from 0, with optional whiskers and sample dots.
+std::string bar_chart(const std::string& title, const std::string& unit, const std::vector<Bar>& bars);
+
+// The colour of series `index` (a fixed palette, distinguishable in print and for most colour
+// vision deficiencies).
+const char* colour(std::size_t index);
+
+}  // namespace retrace::report::svg

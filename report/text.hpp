@@ -1,0 +1,39 @@
+// Text rules every renderer shares, written once: fixed-point numbers, JSON with plain decimal
+// numbers, HTML and CSV escaping, and how a difference count states its bound.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/json/value.hpp>
+
+namespace retrace::report {
+
+// The output format's schema version, in every JSON document retrace prints: bumped when a field
+// changes meaning or goes away (adding fields does not bump it).
+inline constexpr int kJsonSchemaVersion = 2;
+
+// `value` with `digits` digits after the point ("-0.0" printed as "0.0").
+std::string fixed(double value, int digits);
+
+// JSON text in which every number is a plain decimal (no exponent: 0.05, not 5E-2), the shortest
+// that reads back to the same double; NaN and infinities become null. Otherwise as
+// boost::json::serialize (keys in insertion order, no whitespace).
+std::string json_text(const boost::json::value& value);
+
+// A double, or null when absent.
+boost::json::value json_number(const std::optional<double>& value);
+
+// Text made safe inside HTML element content and attribute values (& < > " ').
+std::string html_escape(std::string_view text);
+
+// One CSV field (RFC 4180): quoted when it holds a comma, quote, CR or LF; quotes doubled.
+std::string csv_field(std::string_view text);
+
+// "≤ 5.0 %" — the 95 % Clopper–Pearson upper bound on the per-request rate behind k of n, in
+// percent with one decimal (two below 1 %); "—" when n is 0.
+std::string rate_bound_text(std::size_t k, std::size_t n);
+
+}  // namespace retrace::report

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The HTML reports open in a real browser (Debian's headless Chromium): for a sweep with
+# divergences, a diff and a single run, the page's script builds its view (data-ready="1" on
+# <body>, one index row per divergent output), no script error is raised (window.onerror writes
+# data-error; Chromium's console log is searched for "Uncaught"), and the page loads nothing.
+. "$(dirname "$0")/lib.sh"
+
+browser=$(command -v chromium || command -v chromium-browser || true)
+[[ -n "$browser" ]] || fail "chromium is not installed; run scripts/deps.sh (Debian package chromium)"
+
+# render NAME FILE: the DOM after the page's scripts ran, in $WORK/NAME.dom; the browser's log in $WORK/NAME.log.
+render() {
+  local profile; profile=$(mktemp -d "$WORK/profile.XXXXXX")
+  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-background-networking \
+    --disable-component-update --disable-sync --no-first-run --user-data-dir="$profile" \
+    --enable-logging=stderr --v=0 --dump-dom "file://$2" >"$WORK/$1.dom" 2>"$WORK/$1.log" \
+    || { tail -20 "$WORK/$1.log" >&2; fail "chromium could not render $2"; }
+  grep -q 'data-ready="1"' "$WORK/$1.dom" || { tail -20 "$WORK/$1.log" >&2; fail "$1: the page's script did not finish"; }
+  if grep -q 'data-error=' "$WORK/$1.dom"; then fail "$1: script error: $(grep -o 'data-error="[^"]*"' "$WORK/$1.dom")"; fi
+  if grep -iE 'Uncaught|CONSOLE\(.*(error|refused)' "$WORK/$1.log"; then fail "$1: the console shows an error"; fi
+}
+
+"$RETRACE" import "$ROOT/traces/open-ended.jsonl" --out "$WORK/open.rtrace" 2>/dev/null
+start_listening VARIANCE "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --batch-variance
+status=0
+"$RETRACE" sweep "$WORK/open.rtrace" --target "$VARIANCE_URL" --concurrency 1,16 --repeat 2 \
+  --token-ids logprobs --set stream=true --out "$WORK/sweep" >"$WORK/sweep.out" 2>"$WORK/sweep.err" || status=$?
+[[ $status == 1 ]] || { cat "$WORK/sweep.err" >&2; fail "sweep with batch variance: exit $status, want 1"; }
+check_contains "$WORK/sweep.err" "$WORK/sweep/report.html" "sweep prints the report's path"
+
+# `retrace report DIR` writes the same page as the sweep did.
+check_eq "$("$RETRACE" report "$WORK/sweep" -o "$WORK/again.html")" "$WORK/again.html" "report prints the path"
+cmp -s "$WORK/sweep/report.html" "$WORK/again.html" || fail "report DIR differs from the sweep's report.html"
+
+render sweep "$WORK/sweep/report.html"
+articles=$(grep -o '<article class="divergence"' "$WORK/sweep.dom" | wc -l)
+(( articles > 0 )) || fail "the sweep report shows no divergent output"
+check_contains "$WORK/sweep.dom" "data-divergences=\"$articles\"" "the script counted every divergent output"
+rows=$(grep -o '<tr data-class="[a-z-]*"' "$WORK/sweep.dom" | wc -l)
+check_eq "$rows" "$articles" "the script built one index row per divergent output"
+check_contains "$WORK/sweep.dom" 'class="first"' "the first divergent token is highlighted"
+check_contains "$WORK/sweep.dom" '<path class="cdf"' "latency CDFs are drawn"
+check_contains "$WORK/sweep.dom" "95% CI" "throughput has its confidence interval"
+check_contains "$WORK/sweep.dom" "≤ " "difference counts carry their bound"
+# Real changes (if any) come before near-ties.
+order=$(grep -o '<article class="divergence" id="d[0-9]*" data-class="[a-z-]*"' "$WORK/sweep.dom" | grep -o 'data-class="[a-z-]*"' | uniq | tr '\n' ' ')
+[[ "$order" != *near-tie*real-change* ]] || fail "a near-tie is listed before a real change: $order"
+
+# A diff of two of the runs, and a single run.
+"$RETRACE" report "$WORK/sweep/c1-r1.rtrace" "$WORK/sweep/c16-r1.rtrace" -o "$WORK/diff.html" >/dev/null
+render diff "$WORK/diff.html"
+check_contains "$WORK/diff.dom" 'data-report-kind="diff"' "a diff report"
+"$RETRACE" report "$WORK/sweep/c16-r1.rtrace" -o "$WORK/run.html" >/dev/null
+render run "$WORK/run.html"
+check_contains "$WORK/run.dom" 'data-report-kind="run"' "a run report"
+
+# Nothing outside the page is referenced: no src= or href= leaving the file.
+if grep -oE '(src|href)="[^"#][^"]*"' "$WORK/sweep/report.html" | grep -v 'xmlns'; then fail "the report references outside resources"; fi
+
+# A directory that is not a sweep is refused with what to try.
+mkdir "$WORK/empty"
+status=0; "$RETRACE" report "$WORK/empty" -o "$WORK/x.html" 2>"$WORK/empty.err" || status=$?
+check_eq "$status" "2" "report of a non-sweep directory"
+check_contains "$WORK/empty.err" "plan.json" "the refusal says what a sweep directory holds"
+echo "ok"

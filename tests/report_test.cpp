@@ -1,0 +1,223 @@
+// report/: statistics, text rules, and golden files for every renderer on fixed inputs. Set
+// RETRACE_UPDATE_GOLDEN=1 to rewrite the golden files after an intended change (then read the diff).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <regex>
+#include <sstream>
+
+#include <boost/json.hpp>
+
+#include "report/html.hpp"
+#include "report/statistics.hpp"
+#include "report/sweep_summary.hpp"
+#include "report/text.hpp"
+
+using namespace retrace;
+using namespace retrace::report;
+
+namespace {
+
+const std::string kGolden = std::string(RETRACE_SOURCE_ROOT) + "/tests/golden/";
+
+// Compares `actual` with the golden file byte for byte (or rewrites it when asked to).
+void check_golden(const std::string& name, const std::string& actual) {
+  std::string path = kGolden + name;
+  if (std::getenv("RETRACE_UPDATE_GOLDEN")) {
+    std::ofstream(path, std::ios::binary) << actual;
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in.good());
+  std::stringstream expected;
+  expected << in.rdbuf();
+  CHECK(actual == expected.str());
+}
+
+diff::TokenView token(std::string bytes, std::optional<float> logprob = std::nullopt, int id = -1) {
+  diff::TokenView view;
+  view.id = id;
+  view.bytes = std::move(bytes);
+  view.logprob = logprob;
+  return view;
+}
+
+DivergenceEntry divergence(std::string run, std::uint64_t id, diff::Classification classification, double margin,
+                           std::string baseline, std::string candidate) {
+  DivergenceEntry entry;
+  entry.concurrency = 16;
+  entry.run = std::move(run);
+  entry.baseline_id = id;
+  entry.key = "00112233445566778899aabbccddeeff";
+  auto& d = entry.divergence;
+  d.basis = diff::Basis::token_ids;
+  d.baseline_index = d.candidate_index = 7;
+  d.byte_offset = 31;
+  d.baseline_token = token(baseline, -0.69f, 11);
+  d.candidate_token = token(candidate, -0.71f, 12);
+  d.baseline_token->top = {{11, baseline, -0.69f}, {12, candidate, -0.71f}, {13, " a", -3.5f}};
+  d.baseline_before = {token("The"), token(" capital"), token(" is")};
+  d.candidate_before = d.baseline_before;
+  d.baseline_after = {token("."), token(" It")};
+  d.candidate_after = {token(" and")};
+  d.margin = margin;
+  d.classification = classification;
+  d.baseline_tokens = 10;
+  d.candidate_tokens = 9;
+  d.baseline_finish = d.candidate_finish = "stop";
+  return entry;
+}
+
+// A fixed sweep: two levels, three repeats each, one near-tie and one real change (whose token
+// carries markup, which must come out escaped).
+Summary fixed_summary() {
+  Summary summary;
+  summary.header = {"http://127.0.0.1:8000", "retrace-sim", "concurrency 1", "gold.rtrace",
+                    "2024-05-01T12:00:00Z", "0.1.0"};
+  summary.trace = "gold.rtrace";
+  summary.target = "http://127.0.0.1:8000";
+  summary.baseline_run = "c1-r1";
+  for (int concurrency : {1, 16}) {
+    LevelSummary level;
+    level.concurrency = concurrency;
+    level.runs = 3;
+    level.requests = 20;
+    level.matches_min = 18;
+    level.matches_max = concurrency == 1 ? 18 : 19;
+    level.differing_requests = concurrency == 1 ? 0 : 2;
+    level.near_tie_requests = concurrency == 1 ? 0 : 1;
+    level.unique_completions_mean = concurrency == 1 ? 1 : 1.1;
+    level.unique_completions_max = concurrency == 1 ? 1 : 2;
+    level.requests_per_s = spread_of(concurrency == 1 ? std::vector<double>{10.5, 11.0, 10.75}
+                                                      : std::vector<double>{80.25, 84.5, 82.0});
+    level.output_tokens_per_s = spread_of({level.requests_per_s.mean * 12, level.requests_per_s.max * 12});
+    level.ttft.p50 = 12.5 * concurrency;
+    level.ttft.p99 = 20.25 * concurrency;
+    level.e2e.p50 = 95.5 * concurrency;
+    level.e2e.p99 = 140.0 * concurrency;
+    for (int i = 0; i < 10; ++i) {
+      level.latency.ttft_ms.push_back((10 + i) * concurrency * 0.5);
+      level.latency.itl_ms.push_back(2 + i * 0.25);
+      level.latency.e2e_ms.push_back((80 + 3 * i) * concurrency * 0.5);
+    }
+    if (concurrency == 16) level.errors_by_kind = {{"timeout", 1}};
+    level.errors = concurrency == 16 ? 1 : 0;
+    summary.levels.push_back(level);
+  }
+  RunFigures run;
+  run.name = "c16-r1";
+  run.file = "c16-r1.rtrace";
+  run.concurrency = 16;
+  run.exchanges = 20;
+  run.requests_per_s = 80.25;
+  run.output_tokens_per_s = 963;
+  run.identical = 18;
+  run.divergent = 2;
+  run.near_ties = 1;
+  run.real_changes = 1;
+  run.matches_expected = 19;
+  run.failed = {{4, "Paris", "<b>Lyon</b>"}};
+  summary.runs.push_back(run);
+  summary.divergences.push_back(divergence("c16-r1", 3, diff::Classification::near_tie, 0.02, " Paris", " Lyon"));
+  summary.divergences.push_back(
+      divergence("c16-r2", 9, diff::Classification::real_change, 1.25, " <script>alert(1)</script>", " 42"));
+  summary.errors = 1;
+  return summary;
+}
+
+}  // namespace
+
+TEST_CASE("The Clopper-Pearson bound is about three over n when nothing differs") {
+  CHECK(*clopper_pearson_upper(0, 60) == Approx(0.0487029).epsilon(1e-5));
+  CHECK(*clopper_pearson_upper(1, 20) == Approx(0.2161062).epsilon(1e-5));
+  CHECK(*clopper_pearson_upper(3, 100) == Approx(0.0757108).epsilon(1e-5));
+  CHECK(*clopper_pearson_upper(5, 5) == 1.0);
+  CHECK_FALSE(clopper_pearson_upper(0, 0).has_value());
+  CHECK(rate_bound_text(0, 60) == "≤ 4.9 %");
+  CHECK(rate_bound_text(0, 1000) == "≤ 0.30 %");
+}
+
+TEST_CASE("Throughput across repeats gets a Student t interval of its mean") {
+  auto spread = spread_of({90, 100, 110});
+  CHECK(spread.mean == Approx(100));
+  CHECK(spread.stddev == Approx(10));
+  CHECK(spread.spread_percent == Approx(20));
+  // 100 ± 4.303 · 10 / √3
+  CHECK(*spread.ci_low == Approx(100 - 4.303 * 10 / std::sqrt(3.0)));
+  CHECK(*spread.ci_high == Approx(100 + 4.303 * 10 / std::sqrt(3.0)));
+  CHECK_FALSE(spread_of({42}).ci_low.has_value());
+  CHECK(student_t_95(100) == Approx(1.984).margin(1e-3));
+}
+
+TEST_CASE("JSON numbers are plain decimals and absent values are null") {
+  boost::json::object object{{"near_tie", 5e-2},
+                             {"duration_s", 7.909090472},
+                             {"big", 1e20},
+                             {"tiny", 1.5e-7},
+                             {"nan", std::numeric_limits<double>::quiet_NaN()},
+                             {"count", 3},
+                             {"nested", boost::json::array{0.25, nullptr}}};
+  CHECK(json_text(object) ==
+        R"({"near_tie":0.05,"duration_s":7.909090472,"big":100000000000000000000,"tiny":0.00000015,)"
+        R"("nan":null,"count":3,"nested":[0.25,null]})");
+  CHECK(boost::json::parse(json_text(object)).at("tiny").as_double() == 1.5e-7);
+}
+
+TEST_CASE("Every number in the sweep JSON is a plain decimal") {
+  auto json = summary_to_json(fixed_summary());
+  // Outside strings, no number has an exponent.
+  std::string outside;
+  bool in_string = false;
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    if (in_string && json[i] == '\\') { ++i; continue; }
+    if (json[i] == '"') in_string = !in_string;
+    else if (!in_string) outside += json[i];
+  }
+  CHECK_FALSE(std::regex_search(outside, std::regex("[0-9][eE][-+]?[0-9]")));
+  CHECK(json.find("\"schema_version\":") != std::string::npos);
+}
+
+TEST_CASE("HTML escaping covers markup and both quote kinds") {
+  CHECK(html_escape("<a href=\"x\" title='y'>&</a>") == "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;");
+  CHECK(csv_field("plain") == "plain");
+  CHECK(csv_field("a,\"b\"") == "\"a,\"\"b\"\"\"");
+}
+
+TEST_CASE("The sweep summary renders to its golden Markdown and JSON") {
+  check_golden("sweep_summary.md", summary_to_markdown(fixed_summary()));
+  check_golden("sweep_summary.json", summary_to_json(fixed_summary()));
+}
+
+TEST_CASE("The sweep HTML report renders to its golden file") {
+  auto report = sweep_report(fixed_summary());
+  report.generator = "test";
+  check_golden("sweep_report.html", render_html(report));
+}
+
+TEST_CASE("The HTML report lists real changes before near-ties and escapes trace text") {
+  auto report = sweep_report(fixed_summary());
+  auto html = render_html(report);
+  auto real = html.find("data-class=\"real-change\"");
+  auto near = html.find("data-class=\"near-tie\"");
+  REQUIRE(real != std::string::npos);
+  REQUIRE(near != std::string::npos);
+  CHECK(real < near);
+  CHECK(html.find("<script>alert(1)") == std::string::npos);
+  CHECK(html.find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+  CHECK(html.find("&lt;b&gt;Lyon&lt;/b&gt;") != std::string::npos);
+  // Exactly one script element: the page's own.
+  std::size_t scripts = 0;
+  for (auto at = html.find("<script"); at != std::string::npos; at = html.find("<script", at + 1)) ++scripts;
+  CHECK(scripts == 1);
+}
+
+TEST_CASE("Markdown lists real changes before near-ties with the bound beside each count") {
+  auto markdown = summary_to_markdown(fixed_summary());
+  CHECK(markdown.find("real change") < markdown.find("— near-tie"));
+  CHECK(markdown.find("2 of 20 (≤ 28.3 %; 1 near-ties)") != std::string::npos);
+  CHECK(markdown.find("0 of 20 (≤ 13.9 %)") != std::string::npos);
+  CHECK(markdown.find("95% CI") != std::string::npos);
+}
