@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "format/private_file.hpp"
 #include "report/html.hpp"
 #include "sweep/sweep.hpp"
 
@@ -42,12 +43,8 @@ int run_report_command(const ReportArgs& args) {
     std::vector<fs::path> candidates(args.inputs.begin() + 1, args.inputs.end());
     page = report::diff_report(first, candidates, options);
   }
-  {
-    std::ofstream out(args.out, std::ios::binary | std::ios::trunc);
-    out << report::render_html(page);
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + args.out + "; choose another -o path");
-  }
+  // The page holds prompts and outputs: written 0600, like traces, plans and summaries.
+  write_private_file(args.out, report::render_html(page));
   std::cout << args.out << "\n";
   return kExitOk;
 }
