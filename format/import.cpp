@@ -1,13 +1,13 @@
 #include "format/import.hpp"
 
-#include <unistd.h>
-
 #include <boost/json.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+
+#include "format/header.hpp"
 
 namespace retrace {
 
@@ -17,12 +17,6 @@ namespace {
 
 constexpr std::string_view kChatPath = "/v1/chat/completions";
 constexpr std::string_view kCompletionsPath = "/v1/completions";
-
-std::string hostname() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "";
-  return name;
-}
 
 std::string kind_name(const json::value& value) {
   switch (value.kind()) {
@@ -239,18 +233,12 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
     throw TraceError("refusing to write the trace over its own input " + in.string() +
                      "; give --out another name");
 
-  TraceHeader header;
-  header.tool_version = options.tool_version;
-  header.created_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
-  header.source = Source::imported;
-  header.target = in.string();
-  header.settings = json::serialize(json::object{{"from", options.from},
-                                                 {"endpoint", options.endpoint},
-                                                 {"model", options.model},
-                                                 {"max_tokens", options.max_tokens}});
-  header.host = hostname();
+  TraceHeader header = new_trace_header(
+      Source::imported, options.tool_version, in.string(),
+      json::serialize(json::object{{"from", options.from},
+                                   {"endpoint", options.endpoint},
+                                   {"model", options.model},
+                                   {"max_tokens", options.max_tokens}}));
 
   std::filesystem::path temporary = out;
   temporary += ".tmp";

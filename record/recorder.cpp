@@ -11,9 +11,7 @@
 // Signals: the first stops the run (drain); one during the drain cuts the exchanges in flight at
 // once; after that, when only stopping and flushing are left, the next one ends the process.
 #include <pthread.h>
-#include <unistd.h>
 
-#include <array>
 #include <csignal>
 #include <ostream>
 #include <thread>
@@ -24,6 +22,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
+#include "format/header.hpp"
 #include "net/fetch.hpp"
 #include "net/stop_signals.hpp"
 #include "record/proxy.hpp"
@@ -40,12 +39,6 @@ using net::tcp;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string host_name() {
-  std::array<char, 256> name{};
-  if (::gethostname(name.data(), name.size() - 1) != 0) return "";
-  return name.data();
-}
 
 // GET /v1/models, best effort: what the upstream says about itself goes into the trace header.
 std::string fetch_server_info(const RecordOptions& options,
@@ -326,15 +319,8 @@ RecordSummary run_recorder(const RecordOptions& options,
   std::shared_ptr<asio::ssl::context> tls;
   if (options.upstream.tls()) tls = net::make_client_tls_context(options.tls);
 
-  TraceHeader header;
-  header.tool_version = kToolVersion;
-  header.created_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
-  header.source = Source::recorded;
-  header.target = options.upstream.str();
-  header.settings = settings_json(options);
-  header.host = host_name();
+  TraceHeader header = new_trace_header(Source::recorded, kToolVersion, options.upstream.str(),
+                                        settings_json(options));
   if (options.fetch_server_info) header.server_info = fetch_server_info(options, tls);
 
   asio::io_context control{1};

@@ -2,7 +2,6 @@
 // (replay/worker.hpp) run the exchanges; a writer thread, fed by a queue, writes them to the
 // trace in arrival order; the trace header carries what the server said about itself before and
 // after the run.
-#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
@@ -13,6 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "format/header.hpp"
 #include "net/fetch.hpp"
 #include "replay/replay.hpp"
 #include "replay/worker.hpp"
@@ -46,12 +46,6 @@ std::string server_info_json(const Fetched& models, const Fetched& metrics_befor
     info["metrics_after"] = metrics_after->status == 200 ? json::value(json::string(metrics_after->body))
                                                          : json::value(nullptr);
   return json::serialize(info);
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return {};
-  return name;
 }
 
 // Runs one phase (warmup or the measured run) on the workers until it is done or stopped.
@@ -151,15 +145,8 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   auto models = net::fetch(url, tls, "/v1/models", probe_timeout, kServerInfoBodyLimit);
   auto metrics_before = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
 
-  TraceHeader header;
-  header.tool_version = kToolVersion;
-  header.created_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
-  header.source = Source::replayed;
-  header.target = url.str();
-  header.settings = settings_json(options);
-  header.host = host_name();
+  TraceHeader header =
+      new_trace_header(Source::replayed, kToolVersion, url.str(), settings_json(options));
   header.labels = labels;
   header.server_info = server_info_json(models, metrics_before, std::nullopt);
 
