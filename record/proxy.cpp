@@ -22,6 +22,8 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "net/http_rules.hpp"
+
 namespace retrace::record {
 
 namespace asio = boost::asio;
@@ -47,24 +49,6 @@ bool iequals_prefix(std::string_view text, std::string_view prefix) {
   for (std::size_t i = 0; i < prefix.size(); ++i)
     if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
   return true;
-}
-
-// Hop-by-hop headers (RFC 9110 7.6.1) belong to one connection, not to the message.
-bool hop_by_hop(http::field field) {
-  switch (field) {
-    case http::field::connection:
-    case http::field::keep_alive:
-    case http::field::proxy_connection:
-    case http::field::te:
-    case http::field::trailer:
-    case http::field::transfer_encoding:
-    case http::field::upgrade:
-    case http::field::host:
-    case http::field::content_length:
-      return true;
-    default:
-      return false;
-  }
 }
 
 template <class Fields>
@@ -186,8 +170,9 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     upstream_request_.method_string(request.method_string());
     upstream_request_.target(options_.upstream.join(request.target()));
     upstream_request_.version(11);
+    net::HopByHop hop_by_hop(request[http::field::connection]);
     for (const auto& field : request)
-      if (!hop_by_hop(field.name()) && field.name() != http::field::expect)
+      if (!hop_by_hop(field.name_string()))
         upstream_request_.insert(field.name_string(), field.value());
     upstream_request_.set(http::field::host, options_.upstream.host_header());
     upstream_request_.keep_alive(true);

@@ -8,18 +8,16 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "net/http_rules.hpp"
+
 namespace retrace::replay {
 
 namespace http = boost::beast::http;
 
 namespace {
 
-const std::unordered_set<std::string>& hop_by_hop() {
-  static const std::unordered_set<std::string> names = {
-      "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te",
-      "trailer", "upgrade", "proxy-connection", "accept-encoding", "expect"};
-  return names;
-}
+// The replay client does not decode a compressed body (yet), so it never offers one.
+bool replay_drops(std::string_view lowered_name) { return lowered_name == "accept-encoding"; }
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -50,11 +48,16 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
     if (target.front() != '/') target.insert(target.begin(), '/');
     p.target = url.join(target);
     p.headers.push_back({"Host", url.host_header()});
+    std::string_view connection;
+    for (const auto& header : source.request.headers)
+      if (lower(header.name) == "connection") connection = header.value;
+    net::HopByHop hop_by_hop(connection);
     for (const auto& header : source.request.headers) {
       auto name = lower(header.name);
       // Recorded secrets are redacted: resending "[redacted]" would only fail; --api-key-env or
       // --header supplies real ones.
-      if (hop_by_hop().count(name) || is_secret_header(name) || overridden.count(name)) continue;
+      if (hop_by_hop(name) || replay_drops(name) || is_secret_header(name) || overridden.count(name))
+        continue;
       p.headers.push_back(header);
     }
     for (const auto& header : options.headers) p.headers.push_back(header);

@@ -18,11 +18,27 @@
 #include "net/connection.hpp"
 #include "net/errors.hpp"
 #include "net/stop_signals.hpp"
+#include "net/http_rules.hpp"
 #include "net/url.hpp"
 
 using namespace retrace;
 using namespace retrace::net;
 namespace http = boost::beast::http;
+
+TEST_CASE("hop-by-hop fields are the fixed ones plus those the Connection header names", "[net]") {
+  net::HopByHop plain;
+  for (auto name : {"Connection", "keep-alive", "TE", "Transfer-Encoding", "Upgrade", "Trailer",
+                    "Proxy-Connection", "Host", "Content-Length", "Expect"})
+    CHECK(plain(name));
+  for (auto name : {"Content-Type", "Authorization", "X-Trace", "Accept-Encoding"})
+    CHECK_FALSE(plain(name));
+  net::HopByHop named(" close ,X-Trace,, x-debug ");
+  CHECK(named("x-trace"));
+  CHECK(named("X-Debug"));
+  CHECK(named("close"));
+  CHECK_FALSE(named("X-Tracer"));
+  CHECK_FALSE(named("Content-Type"));
+}
 
 TEST_CASE("a URL without a port gets the scheme's default port", "[net][url]") {
   CHECK(parse_url("http://example.com").port == 80);

@@ -14,7 +14,8 @@ recorder decodes the stream as chat), picks the misbehaviour:
                client side went away before the end
   /interim     a 100 Continue and a 103 Early Hints before the real response (below)
   HEAD on any path: 405 with a body, which a response to HEAD must not have
-  anything else: 200 with a small JSON body naming the path (Content-Length)
+  anything else: 200 with a small JSON body naming the path and the request's header names
+               (Content-Length)
 Prints "listening on http://127.0.0.1:PORT"; logs events to stderr.
 """
 import json
@@ -60,6 +61,7 @@ class Handler(socketserver.BaseRequestHandler):
                 return None
             rest += more
         method, target = lines[0].split(" ")[:2]
+        self.header_names = [line.partition(":")[0].strip().lower() for line in lines[1:]]
         return method, target
 
     def handle(self):
@@ -117,7 +119,7 @@ class Handler(socketserver.BaseRequestHandler):
                 if not send_big(sock, path.partition("?")[2]):
                     return
                 continue
-            body = json.dumps({"ok": True, "path": path}).encode()
+            body = json.dumps({"ok": True, "path": path, "headers": self.header_names}).encode()
             sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                          b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
 

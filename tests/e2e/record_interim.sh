@@ -24,11 +24,17 @@ check_contains "$WORK/3" '"path": "/interim"' "interim responses are skipped, th
 check_contains "$WORK/4" '"path": "/after-interim"' "the request after interim responses gets its own"
 check_contains "$WORK/5" '"path": "/with-expect"' "an Expect: 100-continue request gets its response"
 check_contains "$WORK/6" '"path": "/after-expect"' "the request after Expect gets its own response"
-grep -q "Expect" "$WORK/faulty.err" && fail "the proxy forwarded Expect upstream"
+check "the proxy does not forward Expect upstream" test "$(jq '.headers | index("expect")' "$WORK/5")" = null
+
+# Hop-by-hop fields, and those the client's Connection header names, stay on the client's side.
+curl -sS --max-time 20 -o "$WORK/hop" -H 'Connection: keep-alive, X-Hop' -H 'X-Hop: 1' \
+  -H 'X-Keep: 2' -H 'TE: trailers' "$P/hop" || fail "curl failed"
+check_eq "$(jq -c '[.headers[] | select(. == "x-hop" or . == "te" or . == "connection" or . == "x-keep")]' "$WORK/hop")" \
+  '["x-keep"]' "only the end-to-end header reaches the upstream"
 
 stop "$proxy_PID"
 "$RETRACE" export "$WORK/faulty.rtrace" | jq -c 'select(.exchange) | .exchange' >"$WORK/faulty.jsonl"
-check_eq "$(wc -l <"$WORK/faulty.jsonl" | tr -d ' ')" 6 "every exchange recorded"
+check_eq "$(wc -l <"$WORK/faulty.jsonl" | tr -d ' ')" 7 "every exchange recorded"
 # Each recorded exchange pairs its request target with the body the upstream sent for that target.
 jq -r 'select(.request.method != "HEAD")
        | [.request.target, (.response.body | fromjson | .path)] | @tsv' "$WORK/faulty.jsonl" \
@@ -36,7 +42,7 @@ jq -r 'select(.request.method != "HEAD")
 while IFS=$'\t' read -r target answered; do
   check_eq "$answered" "$target" "the trace pairs $target with its own response"
 done <"$WORK/pairs"
-check_eq "$(wc -l <"$WORK/pairs" | tr -d ' ')" 5 "five non-HEAD exchanges paired"
+check_eq "$(wc -l <"$WORK/pairs" | tr -d ' ')" 6 "six non-HEAD exchanges paired"
 
 # --- against retrace serve, which answers Expect: 100-continue itself, and HEAD --------------
 start_listening sim "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off

@@ -1,0 +1,27 @@
+// Which header fields belong to one connection rather than to the message: the one rule record
+// (forwarding a client's request upstream) and replay (re-sending a recorded request) share.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace retrace::net {
+
+// Hop-by-hop fields (RFC 9110 7.6.1) are never forwarded: Connection, Proxy-Connection,
+// Keep-Alive, TE, Transfer-Encoding, Upgrade, Trailer, and every field the message's Connection
+// header names (`Connection: close, X-Trace` makes X-Trace hop-by-hop). Host and Content-Length
+// are also never copied: each is set anew for the new connection and body. Expect is not copied:
+// whoever forwards holds the whole body already (record answers a client's 100-continue itself).
+// Names compare case-insensitively.
+class HopByHop {
+ public:
+  // `connection` is the value of the message's Connection header ("" when it has none).
+  explicit HopByHop(std::string_view connection = {});
+  bool operator()(std::string_view name) const;
+
+ private:
+  std::vector<std::string> named_;  // fields the Connection header names
+};
+
+}  // namespace retrace::net
