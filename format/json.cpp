@@ -265,6 +265,7 @@ json::object to_json(const Exchange& exchange) {
   object["expected"] = exchange.expected ? json::value(*exchange.expected) : json::value(nullptr);
   object["dialect"] = exchange.dialect;
   object["decode_note"] = exchange.decode_note;
+  object["retries"] = exchange.retries;
   return object;
 }
 
@@ -399,6 +400,7 @@ void exchange_from_json(const json::object& object, Exchange& out) {
   }
   read_string(object, "dialect", out.dialect);
   read_string(object, "decode_note", out.decode_note);
+  read_int(object, "retries", out.retries);
 }
 
 std::string header_line(const TraceHeader& header) {

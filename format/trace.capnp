@@ -152,6 +152,8 @@ struct Exchange {
   expected @18 :Text;             # expected answer, where a dataset supplies one
   dialect @19 :Text;              # wire dialect the response was decoded as ("" = unknown)
   decodeNote @20 :Text;           # why decoding was partial or impossible; "" when clean
+  retries @21 :UInt8;             # times the request was sent again on a fresh connection after a
+                                  # reused keep-alive one closed before any response byte (1.1)
 }
 
 # Lives in a zstd skippable frame at the end of the file, outside the Record stream.

@@ -25,7 +25,7 @@
 namespace retrace {
 
 inline constexpr std::uint16_t kFormatMajor = 1;
-inline constexpr std::uint16_t kFormatMinor = 0;
+inline constexpr std::uint16_t kFormatMinor = 1;  // 1.1: Exchange.retries
 
 enum class Source : std::uint8_t { recorded, replayed, imported };
 enum class TokenKind : std::uint8_t { none, text_deltas, logprob_tokens, token_ids };
@@ -155,6 +155,9 @@ struct Exchange {
   std::optional<std::string> expected;
   std::string dialect;      // wire dialect the response was decoded as; "" = unknown
   std::string decode_note;  // why decoding was partial or impossible; "" when clean
+  // Times the request was sent again on a fresh connection because a reused keep-alive connection
+  // closed before any byte of the response (0 or 1).
+  std::uint8_t retries = 0;
   bool operator==(const Exchange&) const = default;
 
   // The value of a label, or nullptr.

@@ -171,6 +171,7 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
   if (exchange.expected) out.setExpected(text(*exchange.expected));
   out.setDialect(text(exchange.dialect));
   out.setDecodeNote(text(exchange.decode_note));
+  out.setRetries(exchange.retries);
 }
 
 void read_exchange(wire::Exchange::Reader in, Exchange& exchange) {
@@ -253,6 +254,7 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange) {
   }
   assign(exchange.dialect, in.getDialect());
   assign(exchange.decode_note, in.getDecodeNote());
+  exchange.retries = in.getRetries();
 }
 
 }  // namespace retrace::detail

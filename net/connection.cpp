@@ -1,11 +1,18 @@
 #include "net/connection.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
+
+#include <sys/socket.h>
+
+#include <cerrno>
 
 #include <openssl/ssl.h>
 
 #include <boost/asio/ssl/host_name_verification.hpp>
+
+#include "net/http_rules.hpp"
 
 namespace retrace::net {
 
@@ -83,14 +90,22 @@ bool UpstreamConnection::is_open() { return tcp_layer().socket().is_open(); }
 
 bool UpstreamConnection::idle_clean() {
   if (!is_open() || buffer_.size() != 0) return false;
-  // Over TLS the socket may hold records that are not response bytes (session tickets), so only
-  // the plain socket is asked.
-  if (std::holds_alternative<beast::tcp_stream>(stream_)) {
-    error_code ec;
-    auto waiting = tcp_layer().socket().available(ec);
-    if (ec || waiting != 0) return false;
+  char byte;
+  auto peeked = ::recv(tcp_layer().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (peeked == 0) return false;  // the upstream closed it
+  if (peeked < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
+  // Bytes are waiting. Over TLS they may be records that are not response bytes (session
+  // tickets), so only a plain connection counts them as stray.
+  return !std::holds_alternative<beast::tcp_stream>(stream_);
+}
+
+void UpstreamConnection::honour_keep_alive(std::string_view keep_alive_header) {
+  auto limits = parse_keep_alive(keep_alive_header);
+  if (limits.timeout) {
+    auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(*limits.timeout);
+    idle_limit = timeout - std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(1), timeout / 2);
   }
-  return true;
+  if (limits.max) max_responses = *limits.max;
 }
 
 void UpstreamConnection::async_connect(std::chrono::steady_clock::duration timeout,
@@ -145,7 +160,8 @@ std::unique_ptr<UpstreamConnection> ConnectionPool::take(const Url& url) {
   while (!queue.empty()) {
     auto connection = std::move(queue.back());
     queue.pop_back();
-    if (connection->idle_clean() && now - connection->idle_since < max_idle_age_) return connection;
+    auto limit = std::min(max_idle_age_, connection->idle_limit);
+    if (connection->idle_clean() && now - connection->idle_since < limit) return connection;
     connection->close();
   }
   return nullptr;
@@ -153,6 +169,10 @@ std::unique_ptr<UpstreamConnection> ConnectionPool::take(const Url& url) {
 
 void ConnectionPool::put(std::unique_ptr<UpstreamConnection> connection) {
   if (!connection || !connection->idle_clean()) return;
+  if (connection->responses >= connection->max_responses) {
+    connection->close();
+    return;
+  }
   auto& queue = idle_[connection->pool_key()];
   connection->idle_since = std::chrono::steady_clock::now();
   connection->expires_never();

@@ -76,9 +76,10 @@ class UpstreamConnection {
   // an upstream request when its client went away. The connection is not reusable afterwards.
   void close();
   bool is_open();
-  // Open, and nothing received past the last message: no bytes buffered, and (plain TCP) none
-  // waiting in the socket. A connection with stray bytes (a body after a HEAD response, a late
-  // interim response) would hand them to the next request as its response, so it is not reused.
+  // Open, not closed by the upstream (no end of stream waiting in the socket), and nothing
+  // received past the last message: no bytes buffered, and (plain TCP) none waiting in the
+  // socket. A connection with stray bytes (a body after a HEAD response, a late interim response)
+  // would hand them to the next request as its response, so it is not reused.
   bool idle_clean();
 
   const Url& url() const { return url_; }
@@ -93,6 +94,13 @@ class UpstreamConnection {
   // upstream while idle, which a caller should retry once on a fresh connection.
   std::uint64_t responses = 0;
   std::chrono::steady_clock::time_point idle_since{};
+  // The upstream's keep-alive limits, from the Keep-Alive header of its last response: the pool
+  // does not reuse the connection once idle past `idle_limit` (a second short of the server's
+  // timeout, so that a request is not sent as the server closes) or after `max_responses`. With
+  // a server that counts `max` down (Apache), this stops reuse early, never late.
+  void honour_keep_alive(std::string_view keep_alive_header);
+  std::chrono::steady_clock::duration idle_limit = std::chrono::steady_clock::duration::max();
+  std::uint64_t max_responses = UINT64_MAX;
 
  private:
   void on_resolve(error_code ec, tcp::resolver::results_type results);

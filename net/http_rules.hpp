@@ -2,6 +2,9 @@
 // (forwarding a client's request upstream) and replay (re-sending a recorded request) share.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,5 +26,14 @@ class HopByHop {
  private:
   std::vector<std::string> named_;  // fields the Connection header names
 };
+
+// A response's `Keep-Alive: timeout=5, max=100` (RFC 2068 19.7.1.1, still sent by cpp-httplib,
+// Apache and nginx): how long the server keeps an idle connection and how many requests it
+// serves on one. Unknown parameters and malformed values are ignored.
+struct KeepAlive {
+  std::optional<std::chrono::seconds> timeout;
+  std::optional<std::uint64_t> max;
+};
+KeepAlive parse_keep_alive(std::string_view value);
 
 }  // namespace retrace::net

@@ -223,6 +223,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     upstream_->close();
     upstream_.reset();
     retried_ = true;
+    ++capture_.exchange.retries;
     acquire_upstream();
     return true;
   }
@@ -272,6 +273,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
                         "upstream answered " + std::to_string(response.result_int()) + " " +
                             std::string(response.reason())};
     upstream_keep_alive_ = response.keep_alive();
+    upstream_->honour_keep_alive(response[http::field::keep_alive]);
     client_keep_alive_ = client_keep_alive_ && response.keep_alive() &&
                          !response_parser_->need_eof() && !shared_.draining;
     if (!client_keep_alive_ && response.keep_alive()) response.keep_alive(false);

@@ -115,6 +115,7 @@ struct Stats {
   std::size_t exchanges = 0;
   std::size_t completed = 0;  // no error
   std::vector<std::pair<std::string, std::size_t>> errors_by_kind;
+  std::size_t retried = 0;    // sent again on a fresh connection (a stale keep-alive one)
   double duration_s = 0;      // first send to last end
   double requests_per_s = 0;
   double output_tokens_per_s = 0;
@@ -132,6 +133,7 @@ struct Stats {
 struct ExchangeMetrics {
   ErrorKind error = ErrorKind::none;
   bool streamed = false;
+  bool retried = false;
   std::int64_t intended_send_ns = 0;
   std::int64_t actual_send_ns = 0;
   std::int64_t first_token_ns = -1;  // from the send; -1 when no token arrived

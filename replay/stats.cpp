@@ -22,6 +22,7 @@ ExchangeMetrics summarize(const Exchange& exchange) {
   ExchangeMetrics metrics;
   metrics.error = exchange.error.kind;
   metrics.streamed = exchange.response.streamed;
+  metrics.retried = exchange.retries > 0;
   metrics.intended_send_ns = exchange.intended_send_ns;
   metrics.actual_send_ns = exchange.actual_send_ns;
   metrics.end_ns = exchange.end_ns;
@@ -116,6 +117,7 @@ Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
   for (const auto& m : metrics) {
     first_send = std::min(first_send, m.actual_send_ns);
     if (m.end_ns >= 0) last_end = std::max(last_end, m.actual_send_ns + m.end_ns);
+    if (m.retried) ++stats.retried;
     if (m.error != ErrorKind::none) {
       ++errors[m.error];
       continue;

@@ -244,11 +244,12 @@ asio::awaitable<void> Worker::stream(Flight& flight, const Request& request) {
   });
   auto buffer = take_buffer();
 
-  // A connection reused from the pool may have been closed by the server while idle; such a
-  // failure before any response byte is retried once on a fresh connection.
+  // A connection reused from the pool may have been closed by the server (while idle, or as
+  // llama.cpp's server does, right after a streamed response); such a failure before any
+  // response byte is retried once, on a fresh connection: another pooled one may be as stale.
   auto& ec = flight.ec;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto connection = pool_.take(shared_.url);
+    auto connection = attempt == 0 ? pool_.take(shared_.url) : nullptr;
     bool reused = connection != nullptr;
     if (!reused)
       connection = std::make_unique<net::UpstreamConnection>(io_.get_executor(), shared_.url,
@@ -288,6 +289,8 @@ asio::awaitable<void> Worker::stream(Flight& flight, const Request& request) {
          ec == asio::error::connection_reset || ec == asio::error::eof)) {
       hooks.disarm_watchdog();
       connection->close();
+      ++flight.exchange.retries;
+      ec = {};
       continue;  // stale keep-alive connection
     }
     if (!ec) co_await read_body(flight, *connection, parser, buffer.get());
@@ -338,6 +341,7 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
     exchange.response.headers.push_back(
         {std::string(field.name_string()),
          is_secret_header(field.name_string()) ? std::string(kRedacted) : std::string(field.value())});
+  connection.honour_keep_alive(header_value(head, http::field::keep_alive));
   auto content_type = header_value(head, http::field::content_type);
   exchange.response.streamed = content_type.find("text/event-stream") != std::string::npos;
   flight.phase = net::Phase::read_body;

@@ -56,6 +56,9 @@ std::string render_stats_text(const replay::Stats& stats, const StatsContext& co
     out += ")";
   }
   out += "\n";
+  if (stats.retried > 0)
+    out += "  retried             " + std::to_string(stats.retried) +
+           "  (sent again on a fresh connection: the server had closed a keep-alive one)\n";
   out += "  duration            " + format("%.3f s", stats.duration_s) + "\n";
   out += "  requests/s          " + format("%.2f", stats.requests_per_s) + "\n";
   out += "  output tokens       " + std::to_string(stats.output_tokens) + "\n";
@@ -90,6 +93,7 @@ std::string render_stats_json(const replay::Stats& stats, const StatsContext& co
   boost::json::object errors;
   for (const auto& [kind, count] : stats.errors_by_kind) errors[kind] = count;
   out["errors"] = std::move(errors);
+  out["retried"] = stats.retried;
   out["duration_s"] = stats.duration_s;
   out["requests_per_s"] = stats.requests_per_s;
   out["output_tokens"] = stats.output_tokens;

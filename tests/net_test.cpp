@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <deque>
+#include <cstdint>
 #include <csignal>
 #include <functional>
 #include <future>
@@ -166,22 +168,34 @@ TEST_CASE("a TLS handshake with a server that is not TLS is a tls error", "[net]
   CHECK(classify(result.ec, result.phase) == ErrorKind::tls);
 }
 
-TEST_CASE("the pool hands back an idle connection to the same upstream only", "[net][pool]") {
+// A loopback listener that accepts every connection (its sockets kept in `peers`, last one
+// first), and connect() for a connected client to it.
+struct LoopbackUpstream {
   boost::asio::io_context io;
-  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-  tcp::socket peer(io);
-  acceptor.async_accept(peer, [](error_code) {});
-  auto url = parse_url("http://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()));
-  auto connection = std::make_unique<UpstreamConnection>(io.get_executor(), url, nullptr);
-  auto result = connect_and_wait(io, *connection);
-  REQUIRE_FALSE(result.ec);
+  tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
+  std::deque<tcp::socket> peers;
+  Url url = parse_url("http://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()));
+
+  std::unique_ptr<UpstreamConnection> connect() {
+    peers.emplace_front(io);
+    acceptor.async_accept(peers.front(), [](error_code) {});
+    auto connection = std::make_unique<UpstreamConnection>(io.get_executor(), url, nullptr);
+    auto result = connect_and_wait(io, *connection);
+    REQUIRE_FALSE(result.ec);
+    return connection;
+  }
+};
+
+TEST_CASE("the pool hands back an idle connection to the same upstream only", "[net][pool]") {
+  LoopbackUpstream upstream;
+  auto connection = upstream.connect();
   auto* raw = connection.get();
 
   ConnectionPool pool;
   pool.put(std::move(connection));
   CHECK(pool.idle() == 1);
   CHECK(pool.take(parse_url("http://127.0.0.1:1")) == nullptr);
-  auto again = pool.take(url);
+  auto again = pool.take(upstream.url);
   CHECK(again.get() == raw);
   CHECK(pool.idle() == 0);
 
@@ -192,16 +206,61 @@ TEST_CASE("the pool hands back an idle connection to the same upstream only", "[
 }
 
 TEST_CASE("the pool drops connections idle longer than its limit", "[net][pool]") {
-  boost::asio::io_context io;
-  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-  tcp::socket peer(io);
-  acceptor.async_accept(peer, [](error_code) {});
-  auto url = parse_url("http://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()));
-  auto connection = std::make_unique<UpstreamConnection>(io.get_executor(), url, nullptr);
-  REQUIRE_FALSE(connect_and_wait(io, *connection).ec);
+  LoopbackUpstream upstream;
   ConnectionPool pool(8, std::chrono::nanoseconds(0));
+  pool.put(upstream.connect());
+  CHECK(pool.take(upstream.url) == nullptr);
+}
+
+TEST_CASE("a connection the upstream closed is not pooled", "[net][pool]") {
+  LoopbackUpstream upstream;
+  auto connection = upstream.connect();
+  CHECK(connection->idle_clean());
+  // As llama.cpp's server does after a streamed response: close, without Connection: close.
+  upstream.peers.front().shutdown(tcp::socket::shutdown_send);
+  // The FIN is in the client's socket once a blocking read there returns end of stream.
+  char byte;
+  error_code ec;
+  connection->tcp_layer().socket().receive(asio::buffer(&byte, 1), tcp::socket::message_peek, ec);
+  REQUIRE(ec == asio::error::eof);
+  CHECK_FALSE(connection->idle_clean());
+  ConnectionPool pool;
   pool.put(std::move(connection));
-  CHECK(pool.take(url) == nullptr);
+  CHECK(pool.idle() == 0);
+}
+
+TEST_CASE("a Keep-Alive header gives the idle timeout and the request limit", "[net][keep-alive]") {
+  auto limits = parse_keep_alive("timeout=5, max=100");
+  REQUIRE(limits.timeout);
+  CHECK(*limits.timeout == std::chrono::seconds(5));
+  REQUIRE(limits.max);
+  CHECK(*limits.max == 100);
+  CHECK(parse_keep_alive("Max = \"7\" ,foo=bar").max == std::optional<std::uint64_t>(7));
+  CHECK_FALSE(parse_keep_alive("timeout=soon").timeout);
+  CHECK_FALSE(parse_keep_alive("timeout=-1").timeout);
+  CHECK_FALSE(parse_keep_alive("").max);
+}
+
+TEST_CASE("the pool honours the upstream's keep-alive timeout and request limit", "[net][pool][keep-alive]") {
+  LoopbackUpstream upstream;
+  auto connection = upstream.connect();
+  connection->honour_keep_alive("timeout=5, max=2");
+  CHECK(connection->idle_limit == std::chrono::seconds(4));  // a second short of the server's
+  connection->honour_keep_alive("timeout=1");
+  CHECK(connection->idle_limit == std::chrono::milliseconds(500));
+  CHECK(connection->max_responses == 2);
+
+  ConnectionPool pool;
+  connection->responses = 1;
+  connection->honour_keep_alive("timeout=0");  // the server keeps no idle connection
+  pool.put(std::move(connection));
+  CHECK(pool.take(upstream.url) == nullptr);
+
+  auto second = upstream.connect();
+  second->honour_keep_alive("max=2");
+  second->responses = 2;  // the server's last
+  pool.put(std::move(second));
+  CHECK(pool.idle() == 0);
 }
 
 namespace {

@@ -13,6 +13,9 @@ recorder decodes the stream as chat), picks the misbehaviour:
                with a Content-Length, or delimited by closing the connection; logs when the
                client side went away before the end
   /interim     a 100 Continue and a 103 Early Hints before the real response (below)
+  /drop-next   a whole SSE chat stream, kept alive (no Connection: close); the next request on
+               the same connection is read and answered by closing it, as llama.cpp's server
+               does to every request after a streamed response
   HEAD on any path: 405 with a body, which a response to HEAD must not have
   anything else: 200 with a small JSON body naming the path and the request's header names
                (Content-Length)
@@ -66,12 +69,20 @@ class Handler(socketserver.BaseRequestHandler):
 
     def handle(self):
         sock = self.request
+        drop_next = False
         while True:
             request = self.read_request()
             if request is None:
                 return
             method, path = request
             log(f"request {method} {path}")
+            if drop_next:
+                # A moment later, as a server whose idle timeout fires as the request arrives: by
+                # then a client running several requests has put its other connections back in
+                # its pool (each armed to drop its next request the same way).
+                time.sleep(0.3)
+                log(f"dropped {method} {path} on a kept-alive connection")
+                return
             if method == "HEAD":
                 body = b'{"error":"HEAD is not allowed"}'
                 sock.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\n"
@@ -89,6 +100,11 @@ class Handler(socketserver.BaseRequestHandler):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 sock.close()
                 return
+            if path.endswith("/drop-next"):
+                sock.sendall(SSE_HEAD + chunk(event("Hel")) + chunk(event("lo")) +
+                             chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+                drop_next = True
+                continue
             if path.endswith("/stall"):
                 time.sleep(30)
                 return

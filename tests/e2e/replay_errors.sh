@@ -43,6 +43,10 @@ def serve(conn):
             return conn.close()
         if mode == "reset":
             return reset(conn)
+        if mode == "stall" and head.startswith(b"GET "):
+            # The replayer's probes (/v1/models, /metrics) get a quick 404: only requests stall.
+            conn.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            return conn.close()
         if mode == "stall":
             # Says which request it holds, so a test can wait for that instead of sleeping.
             print("stalling " + head.split(b"\r\n")[0].decode("latin-1"), file=sys.stderr, flush=True)
@@ -90,12 +94,13 @@ start_listening STALL python3 "$WORK/bad_server.py" stall
 check_eq "$(kinds "$WORK/stall.rtrace")" "timeout=4" "error kinds, stalled server"
 
 # --- Ctrl-C: a partial report, a readable trace, in-flight requests cut.
+# --timeout is far longer than the test, so that every held request is in flight at the interrupt
+# however slowly this machine gets to it.
 "$RETRACE" replay "$WORK/gold.rtrace" --target "$STALL_URL" --out "$WORK/int.rtrace" -c 4 \
-  --timeout 2s >"$WORK/int.txt" 2>"$WORK/int.err" &
+  --timeout 25s >"$WORK/int.txt" 2>"$WORK/int.err" &
 replay_pid=$!
 _PIDS+=("$replay_pid")
-# The run starts after probing /v1/models and /metrics (each bounded by --timeout here); wait
-# until the stall server holds the run's 4 requests (it says so for each), then interrupt.
+# Wait until the stall server holds the run's 4 requests (it says so for each), then interrupt.
 held() { grep -c "^stalling POST" "$WORK/STALL.err" 2>/dev/null || true; }
 before=$(held)
 for _ in $(seq 1 300); do
