@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "replay/flags.hpp"
 #include "sim/server.hpp"
 
 namespace retrace::cli {
@@ -10,6 +11,7 @@ void add_serve(CLI::App& root, Registry& registry) {
   auto options = std::make_shared<sim::ServeOptions>();
   auto latency = std::make_shared<std::string>("on");
   auto drain_ms = std::make_shared<int>(5000);
+  auto idle = std::make_shared<std::string>("60s");
   CLI::App* command = root.add_subcommand(
       "serve",
       "Run the built-in OpenAI-compatible LLM server SIMULATOR (not a real model): a deterministic toy "
@@ -56,6 +58,9 @@ void add_serve(CLI::App& root, Registry& registry) {
       ->capture_default_str();
   command->add_option("--max-body", options->max_body, "Largest request body in bytes (413 above)")
       ->capture_default_str();
+  command->add_option("--idle-timeout", *idle,
+                      "Close a connection that sends no whole request header for this long (e.g. 60s, 500ms)")
+      ->capture_default_str();
   command->add_option("--drain-timeout-ms", *drain_ms,
                       "On SIGINT/SIGTERM, how long in-flight requests may finish before connections are cut")
       ->capture_default_str();
@@ -64,7 +69,8 @@ void add_serve(CLI::App& root, Registry& registry) {
       "  curl -s http://127.0.0.1:PORT/v1/completions -d '{\"prompt\": \"Hello\", \"max_tokens\": 8, "
       "\"temperature\": 0}'\n"
       "Prints 'listening on http://HOST:PORT' once ready; SIGINT/SIGTERM stop it cleanly (exit 0).");
-  registry.add(command, [options, latency, drain_ms] {
+  registry.add(command, [options, latency, drain_ms, idle] {
+    options->idle_timeout = replay::parse_positive_duration("--idle-timeout", *idle);
     options->latency_model = *latency == "on";
     options->drain_timeout = std::chrono::milliseconds(*drain_ms);
     return sim::serve(*options, std::cout, std::cerr);

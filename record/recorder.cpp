@@ -23,6 +23,7 @@
 #include <boost/json.hpp>
 
 #include "format/header.hpp"
+#include "net/accept_backoff.hpp"
 #include "net/fetch.hpp"
 #include "net/stop_signals.hpp"
 #include "record/proxy.hpp"
@@ -167,12 +168,14 @@ class Controller {
 
   void on_accept(Worker& worker, error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || stage_ != Stage::running) return;
-    if (!ec)
-      asio::post(worker.io(), [w = &worker, s = std::move(socket)]() mutable {
-        w->start_session(std::move(s));
+    if (ec)
+      return accept_backoff_.failed(ec, [this] {
+        if (stage_ == Stage::running) do_accept();
       });
-    else
-      log_ << "retrace record: accept failed: " << ec.message() << "\n";
+    accept_backoff_.succeeded();
+    asio::post(worker.io(), [w = &worker, s = std::move(socket)]() mutable {
+      w->start_session(std::move(s));
+    });
     do_accept();
   }
 
@@ -219,6 +222,7 @@ class Controller {
     stop_reason_ = reason;
     error_code ignored;
     acceptor_.close(ignored);
+    accept_backoff_.cancel();
     duration_timer_.cancel();
     shared_.draining = true;
     shared_.in_flight.when_zero([this] { post([this] { on_drained(); }); });
@@ -305,6 +309,7 @@ class Controller {
   asio::steady_timer deadline_{control_};  // of the current shutdown stage
   asio::steady_timer duration_timer_{control_};
   asio::steady_timer status_timer_{control_};
+  net::AcceptBackoff accept_backoff_{control_.get_executor(), "retrace record", log_};
   std::uint64_t last_tokens_ = 0;
   Clock::time_point last_status_ = Clock::now();
   // Last member, so destroyed first: its thread posts to control_ and reads `this` until joined.

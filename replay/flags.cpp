@@ -6,15 +6,19 @@
 
 namespace retrace::replay {
 
-std::chrono::milliseconds parse_timeout(std::string_view text) {
+std::chrono::milliseconds parse_positive_duration(std::string_view flag, std::string_view text) {
+  auto named = std::string(flag) + " " + std::string(text);
   bool bare_number = !text.empty() && std::isdigit(static_cast<unsigned char>(text.back()));
   if (bare_number)
-    throw std::invalid_argument("--timeout " + std::string(text) + ": give a unit, e.g. " +
-                                std::string(text) + "s or " + std::string(text) + "ms");
-  auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(text));
-  if (timeout.count() <= 0)
-    throw std::invalid_argument("--timeout " + std::string(text) + ": must be at least 1ms");
-  return timeout;
+    throw std::invalid_argument(named + ": give a unit, e.g. " + std::string(text) + "s or " +
+                                std::string(text) + "ms");
+  auto duration = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(text));
+  if (duration.count() <= 0) throw std::invalid_argument(named + ": must be at least 1ms");
+  return duration;
+}
+
+std::chrono::milliseconds parse_timeout(std::string_view text) {
+  return parse_positive_duration("--timeout", text);
 }
 
 void apply_request_flags(const RequestFlags& flags, Options& options) {

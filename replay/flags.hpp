@@ -38,5 +38,8 @@ void apply_request_flags(const RequestFlags& flags, Options& options);
 // --timeout: a duration with a unit ("30s", "500ms", "2m"). A bare number is refused: seconds or
 // milliseconds would be a guess.
 std::chrono::milliseconds parse_timeout(std::string_view text);
+// A duration flag's value: a number with a unit (500ms, 30s, 2m), at least 1 ms; the error names
+// the flag and, for a bare number, suggests units.
+std::chrono::milliseconds parse_positive_duration(std::string_view flag, std::string_view text);
 
 }  // namespace retrace::replay

@@ -13,13 +13,15 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-Session::Session(tcp::socket socket, SessionOwner& owner) : socket_(std::move(socket)), owner_(owner) {}
+Session::Session(tcp::socket socket, SessionOwner& owner)
+    : socket_(std::move(socket)), owner_(owner), idle_timer_(socket_.get_executor()) {}
 
 Session::~Session() { owner_.remove_session(this); }
 
 void Session::close() {
   if (closed_) return;
   closed_ = true;
+  idle_timer_.cancel();
   boost::system::error_code ignored;
   socket_.shutdown(tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
@@ -36,11 +38,17 @@ void Session::do_read() {
   parser_->body_limit(owner_.max_body());
   head_ = false;
   reading_ = true;
+  idle_timer_.expires_after(owner_.idle_timeout());
+  idle_timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+    auto self = weak.lock();
+    if (!ec && self && self->reading_) self->close();
+  });
   http::async_read_header(socket_, read_buffer_, *parser_,
                           [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
 }
 
 void Session::on_header(beast::error_code ec) {
+  idle_timer_.cancel();
   if (ec == http::error::body_limit) return on_read(ec);  // Content-Length over the limit
   if (ec) {
     reading_ = false;

@@ -3,6 +3,7 @@
 // The Beast examples' session: do_read/on_read, one write in flight, keep-alive.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -25,6 +27,8 @@ class SessionOwner {
  public:
   virtual bool draining() const = 0;
   virtual std::size_t max_body() const = 0;
+  // How long a connection may wait without sending a whole request header before it is closed.
+  virtual std::chrono::steady_clock::duration idle_timeout() const = 0;
   // Answers `request` now or later through `session` (`self` keeps it alive meanwhile).
   virtual void handle(Session& session, std::shared_ptr<Session> self, HttpRequest& request) = 0;
   // Called by the session's destructor.
@@ -68,6 +72,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   boost::asio::ip::tcp::socket socket_;
   SessionOwner& owner_;
+  boost::asio::steady_timer idle_timer_;  // armed while waiting for a request header
   boost::beast::flat_buffer read_buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::string sse_;        // SSE bytes not yet framed

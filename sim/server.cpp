@@ -13,6 +13,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "net/accept_backoff.hpp"
 #include "net/url.hpp"
 #include "sim/api.hpp"
 #include "sim/engine.hpp"
@@ -43,6 +44,7 @@ class Server final : public SessionOwner {
         model_(options.weights_seed),
         scheduler_(io, options_, model_, metrics_),
         acceptor_(io),
+        accept_backoff_(io.get_executor(), "retrace serve", log),
         signals_(io, SIGINT, SIGTERM),
         drain_timer_(io) {
     if (!options.answers_path.empty()) answers_ = AnswerBook::load(options.answers_path);
@@ -91,6 +93,7 @@ class Server final : public SessionOwner {
   }
   bool draining() const override { return draining_; }
   std::size_t max_body() const override { return options_.max_body; }
+  std::chrono::steady_clock::duration idle_timeout() const override { return options_.idle_timeout; }
 
   void handle(Session& session, std::shared_ptr<Session> self, HttpRequest& request) override;
 
@@ -99,13 +102,15 @@ class Server final : public SessionOwner {
     acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec) {
         if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-        log_ << "retrace serve: accept failed: " << ec.message() << std::endl;
-      } else {
-        socket.set_option(tcp::no_delay(true), ec);
-        auto session = std::make_shared<Session>(std::move(socket), *this);
-        sessions_.emplace(session.get(), session);
-        session->start();
+        return accept_backoff_.failed(ec, [this] {
+          if (acceptor_.is_open()) do_accept();
+        });
       }
+      accept_backoff_.succeeded();
+      socket.set_option(tcp::no_delay(true), ec);
+      auto session = std::make_shared<Session>(std::move(socket), *this);
+      sessions_.emplace(session.get(), session);
+      session->start();
       do_accept();
     });
   }
@@ -143,6 +148,7 @@ class Server final : public SessionOwner {
   Metrics metrics_;
   Scheduler scheduler_;
   tcp::acceptor acceptor_;
+  net::AcceptBackoff accept_backoff_;
   asio::signal_set signals_;
   asio::steady_timer drain_timer_;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions_;

@@ -43,6 +43,10 @@ struct ServeOptions {
   std::size_t max_body = 8u << 20;
   std::string answers_path;      // JSONL of known answers, "" for none
   std::chrono::milliseconds drain_timeout{5000};  // on SIGINT/SIGTERM, then cut what is left
+  // A connection that has not sent a whole request header for this long is closed (idle
+  // keep-alive connections and slow senders alike), so that held sockets cannot use up the
+  // process's file descriptors.
+  std::chrono::milliseconds idle_timeout{60000};
 };
 
 // Serves until SIGINT or SIGTERM, then stops accepting, lets in-flight requests finish for up to
