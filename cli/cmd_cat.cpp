@@ -76,10 +76,8 @@ int run_cat(const std::string& path, const std::vector<std::uint64_t>& ids) {
   }
   std::cout.flush();
   const Recovery& recovery = reader.recovery();
-  if (recovery.torn)
-    std::cerr << "retrace: warning: " << path << ": torn tail: dropped " << recovery.dropped_bytes
-              << " bytes from offset " << recovery.dropped_from_offset << " (" << recovery.reason
-              << ")\n";
+  if (!recovery.clean())
+    std::cerr << "retrace: warning: " << path << ": " << describe(recovery) << "\n";
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (!found[i]) {
       std::cerr << "retrace: error: no exchange with id " << ids[i] << " in " << path

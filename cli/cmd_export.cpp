@@ -27,10 +27,9 @@ int run_export(const std::string& path) {
   }
   std::fflush(stdout);
   const Recovery& recovery = reader.recovery();
-  if (recovery.torn)
-    std::cerr << "retrace: warning: " << path << ": torn tail: dropped " << recovery.dropped_bytes
-              << " bytes from offset " << recovery.dropped_from_offset << " (" << recovery.reason
-              << "); exported the " << count << " exchanges before it\n";
+  if (!recovery.clean())
+    std::cerr << "retrace: warning: " << path << ": " << describe(recovery) << "; exported the "
+              << count << " readable exchanges\n";
   return kExitOk;
 }
 

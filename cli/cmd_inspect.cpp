@@ -106,10 +106,15 @@ int run_inspect(const std::string& path, bool as_json) {
     out["compression_ratio"] = ratio;
     out["bytes_per_token"] = summary.tokens ? boost::json::value(bytes_per_token) : nullptr;
     out["torn"] = recovery.torn;
-    if (recovery.torn)
-      out["recovery"] = boost::json::object{{"dropped_from_offset", recovery.dropped_from_offset},
-                                            {"dropped_bytes", recovery.dropped_bytes},
-                                            {"reason", recovery.reason}};
+    if (!recovery.clean())
+      out["recovery"] = boost::json::object{
+          {"dropped_from_offset", recovery.torn ? boost::json::value(recovery.dropped_from_offset) : nullptr},
+          {"dropped_bytes", recovery.dropped_bytes},
+          {"reason", recovery.torn ? boost::json::value(recovery.reason) : nullptr},
+          {"skipped_regions", recovery.skipped_regions},
+          {"skipped_bytes", recovery.skipped_bytes},
+          {"first_skipped_offset", recovery.skipped_regions ? boost::json::value(recovery.first_skipped_offset) : nullptr},
+          {"skipped_reason", recovery.skipped_regions ? boost::json::value(recovery.skipped_reason) : nullptr}};
     out["index"] = reader.has_index();
     std::cout << boost::json::serialize(out) << "\n";
     return kExitOk;
@@ -152,11 +157,10 @@ int run_inspect(const std::string& path, bool as_json) {
   std::cout << "  file size     " << reader.file_size() << " bytes ("
             << reader.decompressed_bytes() << " decompressed, ratio " << fixed(ratio, 2) << ")\n";
   if (summary.tokens) std::cout << "  per token     " << fixed(bytes_per_token, 1) << " bytes\n";
-  if (recovery.torn)
-    std::cout << "  tail          TORN: dropped " << recovery.dropped_bytes << " bytes from offset "
-              << recovery.dropped_from_offset << " (" << recovery.reason << ")\n";
+  if (recovery.clean())
+    std::cout << "  damage        none\n";
   else
-    std::cout << "  tail          complete\n";
+    std::cout << "  damage        " << describe(recovery) << "\n";
   std::cout << "  index         " << (reader.has_index() ? "present" : "absent") << "\n";
   return kExitOk;
 }

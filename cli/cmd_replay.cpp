@@ -139,9 +139,9 @@ int run(const ReplayArgs& args) {
   auto options = make_options(args);
   if (args.repeat < 1) throw std::invalid_argument("--repeat must be at least 1");
   auto input = load_trace(args.input);
-  if (input.recovery.torn)
-    std::cerr << "retrace: warning: " << args.input << " has a torn tail (" << input.recovery.reason
-              << "); replaying the " << input.exchanges.size() << " exchanges before it\n";
+  if (!input.recovery.clean())
+    std::cerr << "retrace: warning: " << args.input << ": " << describe(input.recovery)
+              << "; replaying the " << input.exchanges.size() << " readable exchanges\n";
   if (input.exchanges.empty())
     throw std::invalid_argument(args.input + " holds no exchanges to replay");
 

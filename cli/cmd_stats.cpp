@@ -23,10 +23,9 @@ int run(const StatsArgs& args) {
     const auto& path = args.traces[i];
     Recovery recovery;
     auto stats = replay::stats_of_trace(path, slo, &recovery);
-    if (recovery.torn)
-      std::cerr << "retrace: warning: " << path << ": torn tail at offset "
-                << recovery.dropped_from_offset << " (" << recovery.reason
-                << "); figures cover the exchanges before it\n";
+    if (!recovery.clean())
+      std::cerr << "retrace: warning: " << path << ": " << describe(recovery)
+                << "; figures cover the readable exchanges\n";
     report::StatsContext context;
     context.title = path;
     if (args.json) {

@@ -21,9 +21,7 @@ class TraceFileSource : public ExchangeSource {
     used_ = true;
     if (reader_->next(out)) return true;
     const Recovery& recovery = reader_->recovery();
-    if (recovery.torn)
-      note_ = "unreadable tail ignored: " + std::to_string(recovery.dropped_bytes) + " bytes from offset " +
-              std::to_string(recovery.dropped_from_offset) + " (" + recovery.reason + ")";
+    if (!recovery.clean()) note_ = "unreadable parts ignored: " + describe(recovery);
     return false;
   }
   std::string recovery_note() const override { return note_; }

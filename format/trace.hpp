@@ -221,13 +221,22 @@ struct ReaderOptions {
   int nesting_limit = 64;
 };
 
-// What the reader had to drop at the end of a file (a torn write, a crash, corruption).
+// What the reader had to drop: damaged regions in the middle of a file, skipped by
+// resynchronising at the next frame, and a torn tail (a crash, a torn write) at the end.
 struct Recovery {
   bool torn = false;
-  std::uint64_t dropped_from_offset = 0;  // file offset where unreadable bytes begin
+  std::uint64_t dropped_from_offset = 0;  // file offset where the unreadable tail begins
   std::uint64_t dropped_bytes = 0;
   std::string reason;
+  std::uint64_t skipped_regions = 0;       // damaged frames (or runs of them) skipped
+  std::uint64_t skipped_bytes = 0;
+  std::uint64_t first_skipped_offset = 0;
+  std::string skipped_reason;              // the first skipped region's
+  bool clean() const { return !torn && skipped_regions == 0; }
 };
+// One line for a warning: "torn tail: dropped N bytes from offset X (why); skipped K damaged
+// regions, B bytes, the first at offset Y (why)"; "" when clean.
+std::string describe(const Recovery& recovery);
 
 // The index a writer appends at close(): where each frame starts, and every exchange's key.
 struct IndexedFrame {

@@ -22,6 +22,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <kj/exception.h>
 
 #include "format/trace.hpp"
@@ -59,6 +60,9 @@ struct TraceReader::Impl {
   TraceIndex index;
   std::uint64_t decompressed = 0;
   std::uint64_t peak_buffer_bytes = 0;
+  bool past_header = false;  // resynchronising is for records, never for the header
+  std::optional<std::uint64_t> damage_start;  // of the damaged frames being skipped
+  std::string damage_reason;
 
   ~Impl() {
     if (decompressor) ZSTD_freeDCtx(decompressor);
@@ -104,6 +108,68 @@ struct TraceReader::Impl {
     recovery.dropped_bytes = file_size > at ? file_size - at : 0;
     recovery.reason = std::move(reason);
     ended = true;
+  }
+
+  // ---- resynchronising past damage ---------------------------------------------------------
+  // A frame at `at` could not be read. Past the header, reading goes on at the next frame start
+  // (a zstd or skippable magic) after it: true when there is one. A run of damaged frames counts
+  // as one skipped region once a good frame follows; with none, it is the torn tail.
+  bool damaged(std::uint64_t at, std::string reason) {
+    if (!damage_start) {
+      damage_start = at;
+      damage_reason = std::move(reason);
+    }
+    if (past_header && seek(at + 1)) {
+      if (auto next = find_next_frame()) {
+        if (seek(*next)) return true;
+      }
+    }
+    torn(*damage_start, damage_reason);
+    return false;
+  }
+
+  // A good frame was read at `at`: the damage before it was a skipped region.
+  void damage_ends(std::uint64_t at) {
+    if (!damage_start) return;
+    note_skipped(*damage_start, at - *damage_start, damage_reason);
+    damage_start.reset();
+  }
+
+  // The current frame decoded (its checksum held) but a record in it is corrupt: its remaining
+  // records are dropped and reading goes on with the next frame.
+  void skip_frame_rest(std::string reason) {
+    frame_cursor = frame_words;
+    if (!past_header) return torn(frame_offset, std::move(reason));
+    note_skipped(frame_offset, offset() - frame_offset, std::move(reason));
+  }
+
+  void note_skipped(std::uint64_t at, std::uint64_t bytes, std::string reason) {
+    if (recovery.skipped_regions++ == 0) {
+      recovery.first_skipped_offset = at;
+      recovery.skipped_reason = std::move(reason);
+    }
+    recovery.skipped_bytes += bytes;
+  }
+
+  bool seek(std::uint64_t to) {
+    if (::lseek(fd, static_cast<off_t>(to), SEEK_SET) < 0) return false;
+    input_file_offset = to;
+    input_pos = input_len = 0;
+    return true;
+  }
+
+  // The file offset of the next zstd or skippable frame magic from here, or nullopt.
+  std::optional<std::uint64_t> find_next_frame() {
+    std::uint32_t window = 0;
+    int seen = 0;
+    while (refill()) {
+      for (; input_pos < input_len; ++input_pos) {
+        window = (window >> 8) | (std::uint32_t{static_cast<unsigned char>(input[input_pos])} << 24);
+        if (++seen >= 4 && (window == kZstdMagic || (window & kSkippableMask) == kSkippableBase))
+          return offset() - 3;
+      }
+    }
+    return std::nullopt;
   }
 
   void note_buffers() {
@@ -160,7 +226,10 @@ struct TraceReader::Impl {
   bool load_frame() {
     frame_words = frame_cursor = 0;
     for (;;) {
-      if (!refill()) return false;  // clean end
+      if (!refill()) {  // the end of the file
+        if (damage_start) torn(*damage_start, damage_reason);
+        return false;
+      }
       std::uint64_t at = offset();
       std::uint32_t magic = 0;
       if (!read_exact(&magic, 4)) {
@@ -191,11 +260,15 @@ struct TraceReader::Impl {
         continue;
       }
       if (magic != kZstdMagic) {
-        torn(at, "no zstd frame starts here (bytes " + hex32(magic) + ")");
-        return false;
+        if (!damaged(at, "no zstd frame starts here (bytes " + hex32(magic) + ")")) return false;
+        continue;
       }
       frame_offset = at;
-      return decompress_frame(magic);
+      if (decompress_frame(magic)) {
+        damage_ends(at);
+        return true;
+      }
+      if (ended) return false;  // nothing readable follows: the torn tail
     }
   }
 
@@ -233,12 +306,12 @@ struct TraceReader::Impl {
     };
     auto failed = [&](std::size_t hint) {
       if (too_large) {
-        torn(frame_offset, "a frame decompresses to more than " +
-                               std::to_string(frame_limit_bytes) + " bytes");
+        damaged(frame_offset, "a frame decompresses to more than " +
+                                  std::to_string(frame_limit_bytes) + " bytes");
         return true;
       }
       if (ZSTD_isError(hint)) {
-        torn(frame_offset, std::string("corrupt zstd frame: ") + ZSTD_getErrorName(hint));
+        damaged(frame_offset, std::string("corrupt zstd frame: ") + ZSTD_getErrorName(hint));
         return true;
       }
       return false;
@@ -248,7 +321,7 @@ struct TraceReader::Impl {
     if (failed(hint)) return false;
     while (hint != 0) {
       if (!refill()) {
-        torn(frame_offset, "the last zstd frame is incomplete (a torn write)");
+        damaged(frame_offset, "the last zstd frame is incomplete (a torn write)");
         return false;
       }
       ZSTD_inBuffer in{input.data() + input_pos, input_len - input_pos, 0};
@@ -257,7 +330,7 @@ struct TraceReader::Impl {
       if (failed(hint)) return false;
     }
     if (produced % 8 != 0) {
-      torn(frame_offset, "a frame's contents are not whole Cap'n Proto messages");
+      damaged(frame_offset, "a frame's contents are not whole Cap'n Proto messages");
       return false;
     }
     frame_words = produced / 8;
@@ -276,14 +349,14 @@ struct TraceReader::Impl {
     std::uint64_t segment_count = std::uint64_t{first[0]} + 1;
     std::uint64_t table_words = segment_count / 2 + 1;
     if (segment_count > 512 || table_words > remaining) {
-      torn(frame_offset, "a corrupt Cap'n Proto segment table in the frame");
+      skip_frame_rest("a corrupt Cap'n Proto segment table in the frame");
       return std::nullopt;
     }
     std::uint64_t total = table_words;
     const char* table = reinterpret_cast<const char*>(base);
     for (std::uint64_t i = 0; i < segment_count; ++i) total += load_le32(table + 4 + 4 * i);
     if (total > remaining) {
-      torn(frame_offset, "a Cap'n Proto message runs past the end of its frame");
+      skip_frame_rest("a Cap'n Proto message runs past the end of its frame");
       return std::nullopt;
     }
     frame_cursor += total;
@@ -328,14 +401,17 @@ TraceReader::TraceReader(const std::filesystem::path& path, ReaderOptions option
   impl.path = path;
   impl.options = options;
   impl.frame_limit_bytes = std::max<std::uint64_t>(options.traversal_limit_words * 8, 1u << 20);
-  impl.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer. It is refused below; a
+  // regular file reads the same either way.
+  impl.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (impl.fd < 0) {
     int error = errno;
     throw TraceError("cannot open trace " + path.string() + ": " + errno_text(error));
   }
   struct stat status {};
-  if (::fstat(impl.fd, &status) != 0 || S_ISDIR(status.st_mode))
-    throw TraceError("cannot read trace " + path.string() + ": not a regular file");
+  if (::fstat(impl.fd, &status) != 0 || !S_ISREG(status.st_mode))
+    throw TraceError("cannot read trace " + path.string() +
+                     ": not a regular file (a directory, pipe or device); copy it to a file first");
   impl.file_size = static_cast<std::uint64_t>(status.st_size);
   impl.decompressor = ZSTD_createDCtx();
   if (!impl.decompressor) throw TraceError("cannot create a zstd decompressor (out of memory)");
@@ -360,10 +436,13 @@ TraceReader::TraceReader(const std::filesystem::path& path, ReaderOptions option
       throw TraceError("cannot read trace " + path.string() +
                        ": the first record is not a header (is this a retrace trace?)");
     auto header = record.getHeader();
-    read_header(header, impl.header);
+    ListBudget budget(message->size());
+    read_header(header, impl.header, budget);
   } catch (const kj::Exception& e) {
     throw TraceError("cannot read trace " + path.string() + ": corrupt header: " +
                      e.getDescription().cStr());
+  } catch (const TraceError& e) {
+    throw TraceError("cannot read trace " + path.string() + ": corrupt header: " + e.what());
   }
   if (impl.header.format_major > kFormatMajor)
     throw TraceError(path.string() + " uses trace format " +
@@ -373,6 +452,7 @@ TraceReader::TraceReader(const std::filesystem::path& path, ReaderOptions option
                      " and older; upgrade retrace to read it");
   impl.recovery = Recovery{};
   impl.ended = false;
+  impl.past_header = true;
 }
 
 TraceReader::~TraceReader() = default;
@@ -383,7 +463,7 @@ bool TraceReader::next(Exchange& out) {
   Impl& impl = *impl_;
   while (!impl.ended) {
     auto message = impl.next_message();
-    if (!message) return false;
+    if (!message) continue;  // the rest of a corrupt frame was skipped
     if (message->size() == 0) {
       if (!impl.load_frame()) {
         impl.ended = true;
@@ -396,18 +476,34 @@ bool TraceReader::next(Exchange& out) {
       auto record = reader.getRoot<wire::Record>();
       if (record.which() != wire::Record::EXCHANGE) continue;  // a repeated header, or newer kinds
       auto exchange = record.getExchange();
-      read_exchange(exchange, out);
+      ListBudget budget(message->size());
+      read_exchange(exchange, out, budget);
       return true;
     } catch (const kj::Exception& e) {
-      impl.torn(impl.frame_offset,
-                std::string("a corrupt record in the frame: ") + e.getDescription().cStr());
-      return false;
+      impl.skip_frame_rest(std::string("a corrupt record in the frame: ") + e.getDescription().cStr());
+    } catch (const TraceError& e) {
+      impl.skip_frame_rest(e.what());
     }
   }
   return false;
 }
 
 const Recovery& TraceReader::recovery() const { return impl_->recovery; }
+
+std::string describe(const Recovery& recovery) {
+  std::string text;
+  if (recovery.torn)
+    text = "torn tail: dropped " + std::to_string(recovery.dropped_bytes) + " bytes from offset " +
+           std::to_string(recovery.dropped_from_offset) + " (" + recovery.reason + ")";
+  if (recovery.skipped_regions > 0) {
+    if (!text.empty()) text += "; ";
+    text += "skipped " + std::to_string(recovery.skipped_regions) + " damaged region" +
+            (recovery.skipped_regions == 1 ? "" : "s") + ", " +
+            std::to_string(recovery.skipped_bytes) + " bytes, the first at offset " +
+            std::to_string(recovery.first_skipped_offset) + " (" + recovery.skipped_reason + ")";
+  }
+  return text;
+}
 std::uint64_t TraceReader::file_size() const { return impl_->file_size; }
 std::uint64_t TraceReader::decompressed_bytes() const { return impl_->decompressed; }
 bool TraceReader::has_index() const { return impl_->has_index; }

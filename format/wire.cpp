@@ -51,8 +51,9 @@ void fill_headers(capnp::List<wire::HttpHeader>::Builder list,
   }
 }
 
-void read_labels(capnp::List<wire::Label>::Reader list, std::vector<Label>& labels) {
-  labels.resize(list.size());
+void read_labels(capnp::List<wire::Label>::Reader list, std::vector<Label>& labels,
+                 ListBudget& budget) {
+  labels.resize(budget.take(list.size(), "labels"));
   for (unsigned i = 0; i < list.size(); ++i) {
     auto label = list[i];
     assign(labels[i].key, label.getKey());
@@ -60,8 +61,9 @@ void read_labels(capnp::List<wire::Label>::Reader list, std::vector<Label>& labe
   }
 }
 
-void read_headers(capnp::List<wire::HttpHeader>::Reader list, std::vector<HttpHeader>& headers) {
-  headers.resize(list.size());
+void read_headers(capnp::List<wire::HttpHeader>::Reader list, std::vector<HttpHeader>& headers,
+                  ListBudget& budget) {
+  headers.resize(budget.take(list.size(), "headers"));
   for (unsigned i = 0; i < list.size(); ++i) {
     auto header = list[i];
     assign(headers[i].name, header.getName());
@@ -70,6 +72,14 @@ void read_headers(capnp::List<wire::HttpHeader>::Reader list, std::vector<HttpHe
 }
 
 }  // namespace
+
+unsigned ListBudget::take(unsigned size, const char* what) {
+  if (size > left_)
+    throw TraceError("a corrupt record: its " + std::string(what) + " list declares " +
+                     std::to_string(size) + " elements, more than the message can hold");
+  left_ -= size;
+  return size;
+}
 
 void fill_header(wire::Header::Builder out, const TraceHeader& header) {
   out.setFormatMajor(header.format_major);
@@ -84,7 +94,7 @@ void fill_header(wire::Header::Builder out, const TraceHeader& header) {
   out.setServerInfo(text(header.server_info));
 }
 
-void read_header(wire::Header::Reader in, TraceHeader& header) {
+void read_header(wire::Header::Reader in, TraceHeader& header, ListBudget& budget) {
   header.format_major = in.getFormatMajor();
   header.format_minor = in.getFormatMinor();
   assign(header.tool_version, in.getToolVersion());
@@ -93,7 +103,7 @@ void read_header(wire::Header::Reader in, TraceHeader& header) {
   assign(header.target, in.getTarget());
   assign(header.settings, in.getSettings());
   assign(header.host, in.getHost());
-  read_labels(in.getLabels(), header.labels);
+  read_labels(in.getLabels(), header.labels, budget);
   assign(header.server_info, in.getServerInfo());
 }
 
@@ -174,7 +184,7 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
   out.setRetries(exchange.retries);
 }
 
-void read_exchange(wire::Exchange::Reader in, Exchange& exchange) {
+void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget) {
   exchange.id = in.getId();
   if (in.getHasSourceId())
     exchange.source_id = in.getSourceId();
@@ -191,16 +201,16 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange) {
   auto request = in.getRequest();
   assign(exchange.request.method, request.getMethod());
   assign(exchange.request.target, request.getTarget());
-  read_headers(request.getHeaders(), exchange.request.headers);
+  read_headers(request.getHeaders(), exchange.request.headers, budget);
   assign(exchange.request.body, request.getBody());
 
   auto response = in.getResponse();
   exchange.response.status = response.getStatus();
-  read_headers(response.getHeaders(), exchange.response.headers);
+  read_headers(response.getHeaders(), exchange.response.headers, budget);
   assign(exchange.response.body, response.getBody());
   exchange.response.streamed = response.getStreamed();
   auto events = response.getEvents();
-  exchange.response.events.resize(events.size());
+  exchange.response.events.resize(budget.take(events.size(), "events"));
   for (unsigned i = 0; i < events.size(); ++i) {
     auto event = events[i];
     exchange.response.events[i].offset_ns = event.getOffsetNs();
@@ -208,7 +218,7 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange) {
   }
 
   auto choices = in.getChoices();
-  exchange.choices.resize(choices.size());
+  exchange.choices.resize(budget.take(choices.size(), "choices"));
   for (unsigned c = 0; c < choices.size(); ++c) {
     auto choice_in = choices[c];
     Choice& choice = exchange.choices[c];
@@ -216,7 +226,7 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange) {
     choice.kind = from_wire(choice_in.getKind());
     assign(choice.finish_reason, choice_in.getFinishReason());
     auto tokens = choice_in.getTokens();
-    choice.tokens.resize(tokens.size());
+    choice.tokens.resize(budget.take(tokens.size(), "tokens"));
     for (unsigned t = 0; t < tokens.size(); ++t) {
       auto token_in = tokens[t];
       Token& token = choice.tokens[t];
@@ -226,7 +236,7 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange) {
       token.logprob = token_in.getLogprob();
       token.offset_ns = token_in.getOffsetNs();
       auto top = token_in.getTop();
-      token.top.resize(top.size());
+      token.top.resize(budget.take(top.size(), "top alternatives"));
       for (unsigned a = 0; a < top.size(); ++a) {
         auto alternative = top[a];
         token.top[a].id = alternative.getId();
@@ -245,7 +255,7 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange) {
   exchange.error.kind = from_wire(error.getKind());
   assign(exchange.error.message, error.getMessage());
 
-  read_labels(in.getLabels(), exchange.labels);
+  read_labels(in.getLabels(), exchange.labels, budget);
   if (in.getHasExpected()) {
     if (!exchange.expected) exchange.expected.emplace();
     assign(*exchange.expected, in.getExpected());

@@ -20,11 +20,26 @@ constexpr std::uint32_t kIndexMagic = 0x184D2A5E;
 constexpr std::uint32_t kSkippableMask = 0xFFFFFFF0;
 constexpr std::uint32_t kSkippableBase = 0x184D2A50;
 
+// How many list elements one message may still declare. Every element of every list retrace
+// writes takes at least one word of the message, but Cap'n Proto lets a list of zero-sized
+// structs claim millions of elements in a few bytes (it charges them to the traversal limit, which
+// is 512 MiB); read into vectors they would take gigabytes. The reader refuses a message whose
+// lists declare more elements than it has words, with a TraceError.
+class ListBudget {
+ public:
+  explicit ListBudget(std::uint64_t message_words) : left_(message_words) {}
+  // The list's size, charged to the budget.
+  unsigned take(unsigned size, const char* what);
+
+ private:
+  std::uint64_t left_;
+};
+
 void fill_header(wire::Header::Builder out, const TraceHeader& header);
-void read_header(wire::Header::Reader in, TraceHeader& header);
+void read_header(wire::Header::Reader in, TraceHeader& header, ListBudget& budget);
 void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange);
 // Reuses `exchange`'s strings and vectors: a reader loop allocates only while records grow.
-void read_exchange(wire::Exchange::Reader in, Exchange& exchange);
+void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget);
 
 inline std::string errno_text(int error) { return std::strerror(error); }
 

@@ -2,6 +2,7 @@
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -278,12 +279,16 @@ TEST_CASE("random byte corruption gives an error or recovered records and never 
     INFO("seed " << seed);
     try {
       LoadedTrace loaded = load_trace(dir / "bad.rtrace");
-      // What is recovered is what was written: a prefix, each exchange whole and unaltered.
+      // What is recovered is what was written: exchanges in order, each whole and unaltered
+      // (damaged frames in the middle are skipped, the frames after them still read).
       REQUIRE(loaded.exchanges.size() <= exchanges.size());
-      for (std::size_t i = 0; i < loaded.exchanges.size(); ++i)
-        REQUIRE(loaded.exchanges[i] == exchanges[i]);
-      // Nothing is lost silently: fewer exchanges than written means a reported torn tail.
-      if (loaded.exchanges.size() < exchanges.size()) REQUIRE(loaded.recovery.torn);
+      for (std::size_t i = 0; i < loaded.exchanges.size(); ++i) {
+        REQUIRE(loaded.exchanges[i].id < exchanges.size());
+        REQUIRE(loaded.exchanges[i] == exchanges[loaded.exchanges[i].id]);
+        if (i > 0) REQUIRE(loaded.exchanges[i].id > loaded.exchanges[i - 1].id);
+      }
+      // Nothing is lost silently: fewer exchanges than written means reported damage.
+      if (loaded.exchanges.size() < exchanges.size()) REQUIRE_FALSE(loaded.recovery.clean());
       ++recovered;
     } catch (const TraceError& e) {
       CHECK(std::string(e.what()).find("bad.rtrace") != std::string::npos);
@@ -293,6 +298,90 @@ TEST_CASE("random byte corruption gives an error or recovered records and never 
   // Both outcomes occur, so both branches above were exercised.
   CHECK(errors > 0);
   CHECK(recovered > 0);
+}
+
+TEST_CASE("a damaged frame in the middle is skipped and every frame after it still reads") {
+  TempDir dir;
+  std::vector<Exchange> exchanges;
+  for (std::uint64_t id = 0; id < 12; ++id) exchanges.push_back(full_exchange(id));
+  write_trace(dir / "t.rtrace", exchanges, WriterOptions{.flush_every = 1});
+  const std::string whole = read_file(dir / "t.rtrace");
+  TraceReader indexed(dir / "t.rtrace");
+  Exchange scratch;
+  while (indexed.next(scratch)) {
+  }
+  REQUIRE(indexed.has_index());
+  const auto& frames = indexed.index().frames;  // frame 0 is the header
+  REQUIRE(frames.size() == 13);
+
+  SECTION("one frame's bytes overwritten") {
+    std::string bytes = whole;
+    for (std::uint64_t at = frames[4].offset + 20; at < frames[5].offset - 4; ++at) bytes[at] = 'x';
+    write_file(dir / "bad.rtrace", bytes);
+    LoadedTrace loaded = load_trace(dir / "bad.rtrace");
+    REQUIRE(loaded.exchanges.size() == 11);  // all but exchange 3, in frame 4
+    for (const auto& exchange : loaded.exchanges) {
+      CHECK(exchange.id != 3);
+      CHECK(exchange == exchanges[exchange.id]);
+    }
+    CHECK_FALSE(loaded.recovery.torn);
+    CHECK(loaded.recovery.skipped_regions == 1);
+    CHECK(loaded.recovery.first_skipped_offset == frames[4].offset);
+    CHECK(loaded.recovery.skipped_bytes == frames[5].offset - frames[4].offset);
+    CHECK(describe(loaded.recovery).find("skipped 1 damaged region") != std::string::npos);
+  }
+  SECTION("two frames' magic numbers destroyed") {
+    std::string bytes = whole;
+    bytes[frames[2].offset] = 0;
+    bytes[frames[9].offset + 1] = 0;
+    write_file(dir / "bad.rtrace", bytes);
+    LoadedTrace loaded = load_trace(dir / "bad.rtrace");
+    CHECK(loaded.exchanges.size() == 10);
+    CHECK(loaded.recovery.skipped_regions == 2);
+    CHECK_FALSE(loaded.recovery.torn);
+  }
+}
+
+TEST_CASE("a list that claims more elements than its message holds is refused without the memory") {
+  TempDir dir;
+  capnp::MallocMessageBuilder header_message;
+  header_message.initRoot<wire::Record>().initHeader().setFormatMajor(1);
+  capnp::MallocMessageBuilder bomb_message;
+  bomb_message.initRoot<wire::Record>().initExchange().initChoices(1)[0].setIndex(7);
+  capnp::MallocMessageBuilder good_message;
+  good_message.initRoot<wire::Record>().initExchange().setId(9);
+  std::string bomb = framed(bomb_message);
+  // The choices list's tag word (a struct pointer whose offset is the element count) claims 20 M
+  // elements of zero words each: a few bytes that Cap'n Proto accepts, charging them to the
+  // traversal limit, and that would take gigabytes as Choice objects.
+  std::uint64_t tag = (std::uint64_t{1} << 2) |
+                      (std::uint64_t{wire::Choice::_capnpPrivate::dataWordSize} << 32) |
+                      (std::uint64_t{wire::Choice::_capnpPrivate::pointerCount} << 48);
+  std::uint64_t bomb_tag = std::uint64_t{20'000'000} << 2;
+  bool patched = false;
+  for (std::size_t at = 8; at + 8 <= bomb.size(); at += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, bomb.data() + at, 8);
+    if (word == tag) {
+      std::memcpy(bomb.data() + at, &bomb_tag, 8);
+      patched = true;
+    }
+  }
+  REQUIRE(patched);
+  write_file(dir / "bomb.rtrace", zstd_frame(framed(header_message)) + zstd_frame(bomb) +
+                                      zstd_frame(framed(good_message)));
+  LoadedTrace loaded = load_trace(dir / "bomb.rtrace");
+  REQUIRE(loaded.exchanges.size() == 1);
+  CHECK(loaded.exchanges[0].id == 9);
+  CHECK(loaded.recovery.skipped_regions == 1);
+  CHECK(loaded.recovery.skipped_reason.find("choices list declares 20000000 elements") !=
+        std::string::npos);
+}
+
+TEST_CASE("a pipe is refused instead of read") {
+  TempDir dir;
+  REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(load_trace(dir / "fifo"), Catch::Contains("not a regular file"));
 }
 
 TEST_CASE("garbage Cap'n Proto messages inside valid zstd frames are rejected without a crash") {

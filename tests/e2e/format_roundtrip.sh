@@ -18,7 +18,7 @@ for want in '"exchanges":20' '"with_expected":20' '"torn":false' '"index":true' 
 done
 "$RETRACE" inspect "$trace" >"$WORK/inspect.txt"
 check_contains "$WORK/inspect.txt" "exchanges     20 (ids 1..20)" "inspect text"
-check_contains "$WORK/inspect.txt" "tail          complete" "inspect text"
+check_contains "$WORK/inspect.txt" "damage        none" "inspect text"
 check_contains "$WORK/inspect.txt" "index         present" "inspect text"
 
 # export: one header line and 20 exchange lines, fields intact
@@ -70,7 +70,7 @@ check_eq "$((from + dropped))" "$cut_at" "dropped bytes run to the end of the fi
 check_eq "$(wc -l <"$WORK/torn.jsonl")" "$((recovered + 1))" "export of a torn trace"
 check_contains "$WORK/torn.err" "torn tail: dropped $dropped bytes from offset $from" "export warning"
 "$RETRACE" inspect "$WORK/many.rtrace" >"$WORK/torn.txt"
-check_contains "$WORK/torn.txt" "TORN: dropped $dropped bytes" "inspect text on a torn trace"
+check_contains "$WORK/torn.txt" "torn tail: dropped $dropped bytes" "inspect text on a torn trace"
 
 # Import errors: the line is named, the status is 2, nothing is left behind.
 { echo '{"prompt": "one"}'; echo '{"prompt": "two"}'; echo '{"prompt": "three"'; } >"$WORK/bad.jsonl"
