@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Configures and builds one flavour of retrace: `release` (default) or `asan` (ASan + UBSan).
-# Usage: scripts/build.sh [release|asan]   -> binary at build/<flavour>/retrace
+# Configures and builds one flavour of retrace: `release` (default), `asan` (ASan + UBSan), or
+# `fuzz` (the libFuzzer targets of fuzz/ with clang-14, ASan + UBSan; see scripts/fuzz.sh).
+# Usage: scripts/build.sh [release|asan|fuzz]   -> binary at build/<flavour>/retrace
 #
 # Uses Ninja and ccache when they are installed (scripts/deps.sh installs both). The compiler cache
 # lives outside the checkout (ccache's own default, or $CCACHE_DIR) and is keyed on paths relative
@@ -11,7 +12,9 @@ flavour=${1:-release}
 case "$flavour" in
   release) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
   asan)    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRETRACE_SANITIZE=ON) ;;
-  *) echo "usage: scripts/build.sh [release|asan]" >&2; exit 2 ;;
+  fuzz)    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRETRACE_FUZZ=ON
+                  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14) ;;
+  *) echo "usage: scripts/build.sh [release|asan|fuzz]" >&2; exit 2 ;;
 esac
 if [[ ! -f "build/$flavour/CMakeCache.txt" ]] && command -v ninja >/dev/null; then
   flags+=(-G Ninja)

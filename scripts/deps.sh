@@ -13,6 +13,7 @@ packages=(cmake g++ pkg-config make
           help2man dpkg-dev bash-completion man-db
           nodejs npm curl jq python3 openssl
           chromium  # the HTML report is checked in a real browser (tests/e2e/report_browser.sh)
+          clang-14 libclang-rt-14-dev  # libFuzzer (scripts/fuzz.sh)
           git python3-numpy)  # git and numpy: scripts/llama-server.sh (llama.cpp sources, the tiny model)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk nginx-light mitmproxy hyperfine)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a clean checkout: installs what is missing, builds, runs every unit
 # and end-to-end test, then builds again under AddressSanitizer + UBSan and runs everything again,
+# then fuzzes each parser of outside bytes for a bounded time (scripts/fuzz.sh, clang-14 libFuzzer),
 # and last the tests against a real engine (tests/real, label `real`, release build only), which
 # build llama.cpp's llama-server once per machine (scripts/llama-server.sh, ~15 minutes on 2 cores).
 # Usage: scripts/test.sh [ctest args...]    (e.g. -R format to run a subset)
@@ -22,6 +23,13 @@ for flavour in release asan; do
   echo "== test: $flavour"
   (cd "build/$flavour" && ctest --output-on-failure -j"$(nproc)" -LE real "$@") || status=1
 done
+
+# Every parser of outside bytes under libFuzzer (ASan + UBSan), a bounded time each; with ctest
+# arguments (a subset) it is skipped.
+if (( $# == 0 )); then
+  echo "== fuzz: each target for ${RETRACE_FUZZ_SECONDS:=20} s"
+  scripts/fuzz.sh "$RETRACE_FUZZ_SECONDS" || status=1
+fi
 
 if [[ "${RETRACE_SKIP_REAL:-}" == 1 ]]; then
   echo "== test: real engine skipped (RETRACE_SKIP_REAL=1)"

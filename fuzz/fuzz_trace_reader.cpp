@@ -1,0 +1,21 @@
+// The trace reader on arbitrary bytes: a whole file (header, frames, index), every record read.
+// Errors are TraceError; anything else (a crash, a sanitizer report, an allocation past
+// libFuzzer's -rss_limit_mb) is a finding.
+#include <cstddef>
+#include <cstdint>
+
+#include "format/trace.hpp"
+#include "fuzz/memory_file.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  retrace::fuzz::MemoryFile file(data, size);
+  try {
+    retrace::TraceReader reader(file.path());
+    retrace::Exchange exchange;
+    while (reader.next(exchange)) {
+    }
+    (void)retrace::describe(reader.recovery());
+  } catch (const retrace::TraceError&) {
+  }
+  return 0;
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/, clang-14, ASan + UBSan) and runs each for SECONDS (default
+# 30), seeded from the repository's own samples (tests/data, traces/) and the corpus earlier runs
+# grew (build/fuzz/corpus/TARGET, kept between runs). Prints executions and coverage per target;
+# exits 1 when a target found a crash, a leak, undefined behaviour or an input that allocates past
+# 2 GiB (the reproducer is left in build/fuzz/findings/).
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: trace_reader sse decoder import url sim_request)
+# bench/fuzz.sh runs the same for hours.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-30}
+shift || true
+targets=("$@")
+(( ${#targets[@]} )) || targets=(trace_reader sse decoder import url sim_request)
+
+scripts/build.sh fuzz >/dev/null
+out=build/fuzz
+mkdir -p "$out/findings"
+
+seed() {  # seed TARGET FILE...: copies seed files into the target's corpus (by content hash)
+  local target=$1; shift
+  mkdir -p "$out/corpus/$target"
+  local file
+  for file in "$@"; do
+    [[ -f "$file" ]] && cp "$file" "$out/corpus/$target/seed-$(sha1sum "$file" | cut -c1-16)"
+  done
+  return 0
+}
+shopt -s nullglob globstar
+seed trace_reader traces/*.rtrace
+seed sse tests/data/**/*.sse
+seed decoder tests/data/**/*.sse tests/data/**/*.json
+seed import traces/*.jsonl tests/data/*.jsonl
+mkdir -p "$out/corpus/sim_request"
+for body in '0{"prompt":"Hello","max_tokens":8,"temperature":0,"logprobs":2}' \
+            '1{"messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true},"n":2}' \
+            '2{"model":"m","prompt":"tokenize me"}'; do
+  printf '%s' "$body" >"$out/corpus/sim_request/seed-$(printf '%s' "$body" | sha1sum | cut -c1-16)"
+done
+mkdir -p "$out/corpus/url"
+for url in http://127.0.0.1:8000 https://api.example.com/v1 'http://[::1]:9/x/' 127.0.0.1:0; do
+  printf '%s' "$url" >"$out/corpus/url/seed-$(printf '%s' "$url" | sha1sum | cut -c1-16)"
+done
+
+status=0
+printf '%-14s %12s %10s %8s %8s  %s\n' target executions exec/s cov features result
+for target in "${targets[@]}"; do
+  log="$out/findings/$target.log"
+  result=ok
+  "$out/fuzz/fuzz_$target" "$out/corpus/$target" -max_total_time="$seconds" -rss_limit_mb=2048 \
+    -timeout=20 -max_len=65536 -print_final_stats=1 -artifact_prefix="$out/findings/$target-" \
+    >"$log" 2>&1 || { result="FOUND: see $log"; status=1; }
+  runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
+  rate=$(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
+  last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+  cov=$(grep -oE 'cov: [0-9]+' <<<"$last" | grep -oE '[0-9]+' || echo 0)
+  ft=$(grep -oE 'ft: [0-9]+' <<<"$last" | grep -oE '[0-9]+' || echo 0)
+  printf '%-14s %12s %10s %8s %8s  %s\n' "$target" "$runs" "$rate" "$cov" "$ft" "$result"
+  [[ $result == ok ]] || grep -E 'ERROR|SUMMARY|==[0-9]+==' "$log" | head -5 >&2
+done
+exit $status
