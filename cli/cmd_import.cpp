@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "format/import.hpp"
 #include "format/trace_import.hpp"
+#include "net/tokenizer_client.hpp"
 #include "version.hpp"
 
 namespace retrace::cli {
@@ -13,6 +14,7 @@ void add_import(CLI::App& root, Registry& registry) {
   auto options = std::make_shared<ImportOptions>();
   auto input = std::make_shared<std::string>();
   auto output = std::make_shared<std::string>();
+  auto tokenizer_url = std::make_shared<std::string>();
   CLI::App* command = root.add_subcommand(
       "import",
       "Turn a dataset into a trace of requests (no responses), ready to replay. Input is JSONL, one "
@@ -45,11 +47,15 @@ void add_import(CLI::App& root, Registry& registry) {
                       "max_tokens for bodies that give none (ShareGPT: turns with no answer)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  command->add_option("--tokenizer-url", *tokenizer_url,
+                      "synthetic prompts of exactly the trace's token counts, as counted by this "
+                      "tokenize endpoint (vLLM, SGLang, llama.cpp, retrace serve: "
+                      "http://HOST:PORT/tokenize); without it, one word counts as one token");
   command->add_option("--flush-every", options->writer.flush_every,
                       "close a zstd frame every N exchanges")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  registry.add(command, [options, input, output] {
+  registry.add(command, [options, input, output, tokenizer_url] {
     options->tool_version = kToolVersion;
     if (options->from == "auto") options->from = detect_import_format(*input);
     if (is_trace_format(options->from)) {
@@ -59,6 +65,10 @@ void add_import(CLI::App& root, Registry& registry) {
       trace.max_tokens = options->max_tokens;
       trace.tool_version = options->tool_version;
       trace.writer = options->writer;
+      if (!tokenizer_url->empty()) {
+        trace.count_tokens = net::remote_token_counter(*tokenizer_url);
+        trace.tokenizer_url = *tokenizer_url;
+      }
       TraceImportSummary summary = import_trace(*input, *output, trace);
       std::cerr << "imported " << summary.written << " requests";
       if (summary.sessions)
@@ -66,8 +76,14 @@ void add_import(CLI::App& root, Registry& registry) {
       std::cerr << " from " << *input << " (" << trace.from << ") into " << *output << "\n";
       if (summary.skipped)
         std::cerr << "skipped " << summary.skipped << " rows that failed in production\n";
+      if (summary.inexact_prompts)
+        std::cerr << "warning: " << summary.inexact_prompts << " prompts could not be brought to "
+                  << "their exact token count (closest kept; see traces/README.md)\n";
       return kExitOk;
     }
+    if (!tokenizer_url->empty())
+      throw std::invalid_argument("--tokenizer-url is for length-only traces (mooncake, bailian, "
+                                  "azure, burstgpt) and sharegpt, not " + options->from);
     std::uint64_t count = import_dataset(*input, *output, *options);
     std::cerr << "imported " << count << " requests from " << *input << " into " << *output
               << "\n";
