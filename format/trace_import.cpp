@@ -5,6 +5,7 @@
 
 #include "format/compressed_input.hpp"
 #include "format/header.hpp"
+#include "format/staged_output.hpp"
 #include "format/trace_rows.hpp"
 
 namespace retrace {
@@ -159,23 +160,13 @@ TraceImportSummary import_trace(const std::filesystem::path& in, const std::file
   if (options.endpoint != "chat" && options.endpoint != "completions")
     throw TraceError("unknown endpoint \"" + options.endpoint + "\"; use chat or completions");
   CompressedInput input(in);
-  std::error_code same_error;
-  if (std::filesystem::equivalent(in, out, same_error))
-    throw TraceError("refusing to write the trace over its own input " + in.string() +
-                     "; give --out another name");
-  std::filesystem::path temporary = out;
-  temporary += ".tmp";
-  std::error_code exists_error;
-  if (std::filesystem::exists(temporary, exists_error))
-    throw TraceError(temporary.string() +
-                     " already exists: another import to the same output may be running, or one "
-                     "was interrupted; remove it and try again");
+  StagedOutput staged(in, out);
 
   TraceHeader header = new_trace_header(Source::imported, options.tool_version, in.string(),
                                         settings_json(options));
   TraceImportSummary summary;
-  try {
-    TraceWriter writer(temporary, header, options.writer);
+  {
+    TraceWriter writer(staged.temporary(), header, options.writer);
     RequestBuilder builder(options);
     std::optional<std::int64_t> first_time;
     std::unordered_set<std::string> sessions;
@@ -211,12 +202,8 @@ TraceImportSummary import_trace(const std::filesystem::path& in, const std::file
     summary.sessions = sessions.size();
     summary.inexact_prompts = builder.inexact_prompts();
     writer.close();
-    std::filesystem::rename(temporary, out);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw;
   }
+  staged.commit();
   return summary;
 }
 

@@ -60,6 +60,17 @@ std::vector<std::uint64_t> hash_ids(const CompressedInput& input, const json::ob
   return ids;
 }
 
+// The fields Mooncake and Bailian rows share: time, lengths and prompt blocks.
+void read_lengths(const CompressedInput& input, const json::object& object, double unit_ns,
+                  std::string_view unit, std::int64_t block_tokens, TraceRow& row) {
+  row = TraceRow{};
+  row.time_ns = time_ns(input, object, unit_ns, unit);
+  row.input_tokens = whole_number(input, object, "input_length");
+  row.output_tokens = whole_number(input, object, "output_length");
+  row.hash_ids = hash_ids(input, object);
+  row.block_tokens = block_tokens;
+}
+
 // Calls `each` with every non-blank line parsed as a JSON object.
 template <typename Each>
 void each_object(CompressedInput& input, Each&& each) {
@@ -82,12 +93,7 @@ void each_object(CompressedInput& input, Each&& each) {
 void read_mooncake(CompressedInput& input, const RowSink& sink) {
   TraceRow row;
   each_object(input, [&](const json::object& object) {
-    row = TraceRow{};
-    row.time_ns = time_ns(input, object, 1e6, "milliseconds");
-    row.input_tokens = whole_number(input, object, "input_length");
-    row.output_tokens = whole_number(input, object, "output_length");
-    row.hash_ids = hash_ids(input, object);
-    row.block_tokens = kMooncakeBlockTokens;
+    read_lengths(input, object, 1e6, "milliseconds", kMooncakeBlockTokens, row);
     sink(row);
   });
 }
@@ -97,12 +103,7 @@ void read_bailian(CompressedInput& input, const RowSink& sink) {
   std::unordered_map<std::int64_t, std::int64_t> root_of;
   TraceRow row;
   each_object(input, [&](const json::object& object) {
-    row = TraceRow{};
-    row.time_ns = time_ns(input, object, 1e9, "seconds");
-    row.input_tokens = whole_number(input, object, "input_length");
-    row.output_tokens = whole_number(input, object, "output_length");
-    row.hash_ids = hash_ids(input, object);
-    row.block_tokens = kBailianBlockTokens;
+    read_lengths(input, object, 1e9, "seconds", kBailianBlockTokens, row);
     std::int64_t chat = whole_number(input, object, "chat_id");
     std::int64_t root = chat;
     if (const auto* parent = object.if_contains("parent_chat_id");
