@@ -24,13 +24,15 @@ void add_import(CLI::App& root, Registry& registry) {
       "max_tokens unless the line gives them. Public serving traces (Mooncake, Qwen-Bailian, "
       "Azure, BurstGPT, ShareGPT; plain, .gz or .zst) keep each row's send time for replay "
       "--timing recorded and their conversations as sessions; length-only rows get synthetic "
-      "prompts (see traces/README.md). The format is told from the first line unless --from names "
+      "prompts; their bodies carry max_tokens (the recorded output length), ignore_eos, "
+      "temperature 0 and no model (see traces/README.md). The format is told from the first line unless --from names "
       "it. A bad line stops the import with its line number and leaves no output file.");
   command->footer(
       "Example:\n  retrace import traces/gold-intents.jsonl --out gold.rtrace\n"
       "  retrace import batch.jsonl --from openai-batch --out batch.rtrace\n"
       "  retrace import mooncake_trace.jsonl --out mooncake.rtrace\n"
-      "  retrace replay mooncake.rtrace --timing recorded --speed 2 --out run.rtrace");
+      "  retrace replay mooncake.rtrace --target http://127.0.0.1:8000 --timing recorded --speed 2 "
+      "--out run.rtrace");
   command->add_option("IN", *input, "the file to read")->required();
   command->add_option("--out,-o", *output, "the trace to write (OUT.rtrace)")->required();
   options->from = "auto";
@@ -38,7 +40,8 @@ void add_import(CLI::App& root, Registry& registry) {
       ->check(CLI::IsMember({"auto", "jsonl", "openai-batch", "mooncake", "bailian", "azure",
                              "burstgpt", "sharegpt"}))
       ->capture_default_str();
-  command->add_option("--endpoint", options->endpoint, "where \"prompt\" lines go")
+  command->add_option("--endpoint", options->endpoint,
+                      "where \"prompt\" lines and a trace's synthetic prompts go")
       ->check(CLI::IsMember({"chat", "completions"}))
       ->capture_default_str();
   command->add_option("--model", options->model, "model name for bodies that give none")
