@@ -1,8 +1,11 @@
-// `retrace import`: a JSONL dataset or OpenAI Batch input file becomes a trace.
+// `retrace import`: a JSONL dataset, an OpenAI Batch input file or a public serving trace
+// (Mooncake, Qwen-Bailian, Azure, BurstGPT, ShareGPT) becomes a trace.
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "format/import.hpp"
+#include "format/trace_import.hpp"
+#include "net/tokenizer_client.hpp"
 #include "version.hpp"
 
 namespace retrace::cli {
@@ -11,36 +14,79 @@ void add_import(CLI::App& root, Registry& registry) {
   auto options = std::make_shared<ImportOptions>();
   auto input = std::make_shared<std::string>();
   auto output = std::make_shared<std::string>();
+  auto tokenizer_url = std::make_shared<std::string>();
   CLI::App* command = root.add_subcommand(
       "import",
       "Turn a dataset into a trace of requests (no responses), ready to replay. Input is JSONL, one "
       "object per line: {\"prompt\": ...} or {\"messages\": [...]} or {\"request\": {whole body}}, "
       "with optional \"expected\" (the right answer, for gold checks) and \"id\"; or the OpenAI "
       "Batch API input format (custom_id, method, url, body). Bodies get model, temperature 0 and "
-      "max_tokens unless the line gives them. A bad line stops the import with its line number "
-      "and leaves no output file.");
+      "max_tokens unless the line gives them. Public serving traces (Mooncake, Qwen-Bailian, "
+      "Azure, BurstGPT, ShareGPT; plain, .gz or .zst) keep each row's send time for replay "
+      "--timing recorded and their conversations as sessions; length-only rows get synthetic "
+      "prompts; their bodies carry max_tokens (the recorded output length), ignore_eos, "
+      "temperature 0 and no model (see traces/README.md). The format is told from the first line unless --from names "
+      "it. A bad line stops the import with its line number and leaves no output file.");
   command->footer(
       "Example:\n  retrace import traces/gold-intents.jsonl --out gold.rtrace\n"
-      "  retrace import batch.jsonl --from openai-batch --out batch.rtrace");
-  command->add_option("IN", *input, "the JSONL file to read")->required();
+      "  retrace import batch.jsonl --from openai-batch --out batch.rtrace\n"
+      "  retrace import mooncake_trace.jsonl --out mooncake.rtrace\n"
+      "  retrace replay mooncake.rtrace --target http://127.0.0.1:8000 --timing recorded --speed 2 "
+      "--out run.rtrace");
+  command->add_option("IN", *input, "the file to read")->required();
   command->add_option("--out,-o", *output, "the trace to write (OUT.rtrace)")->required();
-  command->add_option("--from", options->from, "input format")
-      ->check(CLI::IsMember({"jsonl", "openai-batch"}))
+  options->from = "auto";
+  command->add_option("--from", options->from, "input format (auto: told from the first line)")
+      ->check(CLI::IsMember({"auto", "jsonl", "openai-batch", "mooncake", "bailian", "azure",
+                             "burstgpt", "sharegpt"}))
       ->capture_default_str();
-  command->add_option("--endpoint", options->endpoint, "where \"prompt\" lines go")
+  command->add_option("--endpoint", options->endpoint,
+                      "where \"prompt\" lines and a trace's synthetic prompts go")
       ->check(CLI::IsMember({"chat", "completions"}))
       ->capture_default_str();
   command->add_option("--model", options->model, "model name for bodies that give none")
       ->capture_default_str();
-  command->add_option("--max-tokens", options->max_tokens, "max_tokens for bodies that give none")
+  command->add_option("--max-tokens", options->max_tokens,
+                      "max_tokens for bodies that give none (ShareGPT: turns with no answer)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  command->add_option("--tokenizer-url", *tokenizer_url,
+                      "synthetic prompts of exactly the trace's token counts, as counted by this "
+                      "tokenize endpoint (vLLM, SGLang, llama.cpp, retrace serve: "
+                      "http://HOST:PORT/tokenize); without it, one word counts as one token");
   command->add_option("--flush-every", options->writer.flush_every,
                       "close a zstd frame every N exchanges")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  registry.add(command, [options, input, output] {
+  registry.add(command, [options, input, output, tokenizer_url] {
     options->tool_version = kToolVersion;
+    if (options->from == "auto") options->from = detect_import_format(*input);
+    if (is_trace_format(options->from)) {
+      TraceImportOptions trace;
+      trace.from = options->from;
+      trace.endpoint = options->endpoint;
+      trace.max_tokens = options->max_tokens;
+      trace.tool_version = options->tool_version;
+      trace.writer = options->writer;
+      if (!tokenizer_url->empty()) {
+        trace.count_tokens = net::remote_token_counter(*tokenizer_url);
+        trace.tokenizer_url = *tokenizer_url;
+      }
+      TraceImportSummary summary = import_trace(*input, *output, trace);
+      std::cerr << "imported " << summary.written << " requests";
+      if (summary.sessions)
+        std::cerr << " in " << summary.sessions << (summary.sessions == 1 ? " session" : " sessions");
+      std::cerr << " from " << *input << " (" << trace.from << ") into " << *output << "\n";
+      if (summary.skipped)
+        std::cerr << "skipped " << summary.skipped << " rows that failed in production\n";
+      if (summary.inexact_prompts)
+        std::cerr << "warning: " << summary.inexact_prompts << " prompts could not be brought to "
+                  << "their exact token count (closest kept; see traces/README.md)\n";
+      return kExitOk;
+    }
+    if (!tokenizer_url->empty())
+      throw std::invalid_argument("--tokenizer-url is for length-only traces (mooncake, bailian, "
+                                  "azure, burstgpt) and sharegpt, not " + options->from);
     std::uint64_t count = import_dataset(*input, *output, *options);
     std::cerr << "imported " << count << " requests from " << *input << " into " << *output
               << "\n";

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "format/header.hpp"
+#include "format/staged_output.hpp"
 
 namespace retrace {
 
@@ -228,10 +229,7 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
     throw TraceError("unknown endpoint \"" + options.endpoint + "\"; use chat or completions");
   std::ifstream input(in, std::ios::binary);
   if (!input) throw TraceError("cannot open " + in.string() + ": " + std::strerror(errno));
-  std::error_code same_error;
-  if (std::filesystem::equivalent(in, out, same_error))
-    throw TraceError("refusing to write the trace over its own input " + in.string() +
-                     "; give --out another name");
+  StagedOutput staged(in, out);
 
   TraceHeader header = new_trace_header(
       Source::imported, options.tool_version, in.string(),
@@ -240,16 +238,9 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
                                    {"model", options.model},
                                    {"max_tokens", options.max_tokens}}));
 
-  std::filesystem::path temporary = out;
-  temporary += ".tmp";
-  std::error_code exists_error;
-  if (std::filesystem::exists(temporary, exists_error))
-    throw TraceError(temporary.string() +
-                     " already exists: another import to the same output may be running, or one "
-                     "was interrupted; remove it and try again");
   std::uint64_t written = 0;
-  try {
-    TraceWriter writer(temporary, header, options.writer);
+  {
+    TraceWriter writer(staged.temporary(), header, options.writer);
     LineImporter importer(options);
     json::parser parser;
     std::string line;
@@ -286,12 +277,8 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
     if (input.bad()) throw TraceError("cannot read " + in.string() + ": " + std::strerror(errno));
     if (written == 0) throw TraceError(in.string() + ": no requests found (the file is empty)");
     writer.close();
-    std::filesystem::rename(temporary, out);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw;
   }
+  staged.commit();
   return written;
 }
 

@@ -10,12 +10,13 @@ namespace retrace::net {
 
 namespace http = beast::http;
 
-Fetched fetch(const Url& url, const std::shared_ptr<asio::ssl::context>& tls,
-              std::string_view path, std::chrono::steady_clock::duration timeout,
-              std::size_t body_limit) {
+namespace {
+
+Fetched send_once(const Url& url, const std::shared_ptr<asio::ssl::context>& tls,
+                  http::request<http::string_body>& request,
+                  std::chrono::steady_clock::duration timeout, std::size_t body_limit) {
   asio::io_context io;
   UpstreamConnection connection(io.get_executor(), url, tls);
-  http::request<http::empty_body> request{http::verb::get, url.join(path), 11};
   request.set(http::field::host, url.host_header());
   request.set(http::field::user_agent, std::string("retrace/") + kToolVersion);
   request.keep_alive(false);
@@ -45,6 +46,25 @@ Fetched fetch(const Url& url, const std::shared_ptr<asio::ssl::context>& tls,
   });
   io.run();
   return result;
+}
+
+}  // namespace
+
+Fetched fetch(const Url& url, const std::shared_ptr<asio::ssl::context>& tls,
+              std::string_view path, std::chrono::steady_clock::duration timeout,
+              std::size_t body_limit) {
+  http::request<http::string_body> request{http::verb::get, url.join(path), 11};
+  return send_once(url, tls, request, timeout, body_limit);
+}
+
+Fetched post_json(const Url& url, const std::shared_ptr<asio::ssl::context>& tls,
+                  std::string_view path, std::string body,
+                  std::chrono::steady_clock::duration timeout, std::size_t body_limit) {
+  http::request<http::string_body> request{http::verb::post, url.join(path), 11};
+  request.set(http::field::content_type, "application/json");
+  request.body() = std::move(body);
+  request.prepare_payload();
+  return send_once(url, tls, request, timeout, body_limit);
 }
 
 }  // namespace retrace::net

@@ -1,5 +1,6 @@
 // One GET with a timeout, made before a run starts: what a server says about itself (/v1/models,
-// /metrics) goes into a trace header. Record and replay both ask through this.
+// /metrics) goes into a trace header. Record and replay both ask through this. post_json is the
+// same for one POST of a JSON body (import asks a target's /tokenize through it).
 #pragma once
 
 #include <chrono>
@@ -27,5 +28,10 @@ struct Fetched {
 Fetched fetch(const Url& url, const std::shared_ptr<boost::asio::ssl::context>& tls,
               std::string_view path, std::chrono::steady_clock::duration timeout,
               std::size_t body_limit);
+
+// POST `body` as application/json to `path`, otherwise as fetch().
+Fetched post_json(const Url& url, const std::shared_ptr<boost::asio::ssl::context>& tls,
+                  std::string_view path, std::string body,
+                  std::chrono::steady_clock::duration timeout, std::size_t body_limit);
 
 }  // namespace retrace::net

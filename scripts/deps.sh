@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(cmake g++ pkg-config make
           libboost1.81-dev libboost-json1.81-dev
           capnproto libcapnp-dev
-          libzstd-dev zstd libcli11-dev libxxhash-dev catch2 libssl-dev
+          libzstd-dev zstd zlib1g-dev libcli11-dev libxxhash-dev catch2 libssl-dev
           ccache ninja-build
           help2man dpkg-dev bash-completion man-db
           nodejs npm curl jq python3 openssl

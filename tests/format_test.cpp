@@ -15,29 +15,13 @@
 #include "format/import.hpp"
 #include "format/json.hpp"
 #include "format/trace.hpp"
+#include "tests/temp_dir.hpp"
 #include "trace.capnp.h"
 
 using namespace retrace;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A scratch directory removed when the test ends.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("retrace-format-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  fs::path operator/(const std::string& name) const { return path / name; }
-};
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,0 +1,210 @@
+#include "format/trace_import.hpp"
+
+#include <boost/json.hpp>
+#include <unordered_set>
+
+#include "format/compressed_input.hpp"
+#include "format/header.hpp"
+#include "format/staged_output.hpp"
+#include "format/trace_rows.hpp"
+
+namespace retrace {
+
+namespace json = boost::json;
+
+const std::vector<std::string_view>& trace_formats() {
+  static const std::vector<std::string_view> formats = {"mooncake", "bailian", "azure", "burstgpt",
+                                                        "sharegpt"};
+  return formats;
+}
+
+bool is_trace_format(std::string_view name) {
+  const auto& formats = trace_formats();
+  return std::find(formats.begin(), formats.end(), name) != formats.end();
+}
+
+namespace {
+
+constexpr std::string_view kAllFormats =
+    "mooncake, bailian, azure, burstgpt, sharegpt, jsonl or openai-batch";
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+std::optional<std::string> format_of_object(const json::object& row) {
+  if (row.contains("chat_id") || row.contains("parent_chat_id")) return "bailian";
+  if (row.contains("hash_ids") || (row.contains("timestamp") && row.contains("input_length")))
+    return "mooncake";
+  if (row.contains("custom_id") && row.contains("body")) return "openai-batch";
+  if (row.contains("prompt") || row.contains("messages") || row.contains("request")) return "jsonl";
+  return std::nullopt;
+}
+
+std::optional<std::string> format_of_header(std::string_view line) {
+  std::string header = lower(line);
+  header.erase(std::remove(header.begin(), header.end(), ' '), header.end());
+  if (header.starts_with("timestamp,contexttokens,generatedtokens")) return "azure";
+  if (header.find("requesttokens") != std::string::npos &&
+      header.find("responsetokens") != std::string::npos)
+    return "burstgpt";
+  return std::nullopt;
+}
+
+// Builds the request of one row; reuses its buffers across rows.
+class RequestBuilder {
+ public:
+  explicit RequestBuilder(const TraceImportOptions& options)
+      : options_(options), prompts_(options.count_tokens) {}
+
+  std::string body(const rows::TraceRow& row, std::uint64_t row_number, const std::string& where) {
+    json::object body;
+    std::int64_t max_tokens = std::max<std::int64_t>(row.output_tokens, 1);
+    if (!row.messages.empty()) {
+      if (options_.endpoint == "completions")
+        throw TraceError(where + "ShareGPT conversations need the chat endpoint; drop --endpoint completions");
+      json::array messages;
+      for (const auto& message : row.messages)
+        messages.push_back(json::object{{"role", message.role}, {"content", message.content}});
+      body["messages"] = std::move(messages);
+      max_tokens = !row.reply ? options_.max_tokens
+                   : options_.count_tokens ? std::max<std::int64_t>(options_.count_tokens(*row.reply), 1)
+                                           : approximate_tokens(*row.reply);
+    } else {
+      std::string_view prompt =
+          prompts_.build(row.hash_ids, row.block_tokens, row.input_tokens, row_number);
+      if (options_.endpoint == "completions")
+        body["prompt"] = prompt;
+      else
+        body["messages"] = json::array{json::object{{"role", "user"}, {"content", prompt}}};
+    }
+    body["max_tokens"] = max_tokens;
+    body["ignore_eos"] = true;
+    body["temperature"] = 0;
+    return json::serialize(body);
+  }
+
+  std::uint64_t inexact_prompts() const { return prompts_.inexact_prompts(); }
+
+ private:
+  const TraceImportOptions& options_;
+  PromptSynthesizer prompts_;
+};
+
+std::string settings_json(const TraceImportOptions& options) {
+  json::object settings{{"from", options.from},
+                        {"endpoint", options.endpoint},
+                        {"ignore_eos", true},
+                        {"offsets", "from the trace's first row"}};
+  if (options.from == "sharegpt") {
+    settings["prompts"] = "the conversations' own text";
+    settings["max_tokens"] = options.count_tokens
+                                 ? "the recorded answer's tokens, counted by " + options.tokenizer_url
+                                 : std::string("the recorded answer's words / 0.75 (approximate)");
+  } else {
+    settings["prompts"] = "synthetic, one block of text per hash id";
+    settings["prompt_tokens"] = options.count_tokens ? "exact" : "approximate";
+    settings["prompt_tokens_rule"] = options.count_tokens
+                                         ? "counted by " + options.tokenizer_url
+                                         : std::string("one word per token");
+    settings["max_tokens"] = "the recorded output length";
+  }
+  if (options.count_tokens) settings["tokenizer_url"] = options.tokenizer_url;
+  if (options.from == "burstgpt") settings["skips"] = "rows with Response tokens 0 (failed in production)";
+  return json::serialize(settings);
+}
+
+void read_rows(const std::string& from, CompressedInput& input, const rows::RowSink& sink) {
+  if (from == "mooncake") return rows::read_mooncake(input, sink);
+  if (from == "bailian") return rows::read_bailian(input, sink);
+  if (from == "azure") return rows::read_azure(input, sink);
+  if (from == "burstgpt") return rows::read_burstgpt(input, sink);
+  return rows::read_sharegpt(input, sink);
+}
+
+}  // namespace
+
+std::string detect_import_format(const std::filesystem::path& path) {
+  CompressedInput input(path);
+  std::string line;
+  while (input.next_line(line) && line.find_first_not_of(" \t") == std::string::npos) {
+  }
+  std::string_view first = line;
+  first.remove_prefix(std::min(first.size(), first.find_first_not_of(" \t")));
+  if (first.starts_with("\xEF\xBB\xBF")) first.remove_prefix(3);  // a UTF-8 byte order mark
+  std::optional<std::string> found;
+  if (first.starts_with("[")) {
+    found = "sharegpt";
+  } else if (first.starts_with("{")) {
+    json::error_code error;
+    json::value value = json::parse(first, error);
+    if (!error && value.is_object()) found = format_of_object(value.get_object());
+  } else {
+    found = format_of_header(first);
+  }
+  if (found) return *found;
+  if (first.empty()) throw TraceError(path.string() + ": the file is empty");
+  std::string shown(first.substr(0, 80));
+  throw TraceError(rows::where(input) + "cannot tell the format from the first line (\"" + shown +
+                   (first.size() > 80 ? "..." : "") + "\"); name it with --from " +
+                   std::string(kAllFormats) + " (traces/README.md shows each)");
+}
+
+TraceImportSummary import_trace(const std::filesystem::path& in, const std::filesystem::path& out,
+                                const TraceImportOptions& options) {
+  if (!is_trace_format(options.from))
+    throw TraceError("unknown trace format \"" + options.from + "\"; use " + std::string(kAllFormats));
+  if (options.endpoint != "chat" && options.endpoint != "completions")
+    throw TraceError("unknown endpoint \"" + options.endpoint + "\"; use chat or completions");
+  CompressedInput input(in);
+  StagedOutput staged(in, out);
+
+  TraceHeader header = new_trace_header(Source::imported, options.tool_version, in.string(),
+                                        settings_json(options));
+  TraceImportSummary summary;
+  {
+    TraceWriter writer(staged.temporary(), header, options.writer);
+    RequestBuilder builder(options);
+    std::optional<std::int64_t> first_time;
+    std::unordered_set<std::string> sessions;
+    std::uint64_t row_number = 0;
+    Exchange exchange;
+    read_rows(options.from, input, [&](rows::TraceRow& row) {
+      ++row_number;
+      if (!row.skip_reason.empty()) {
+        ++summary.skipped;
+        return;
+      }
+      exchange = Exchange{};
+      exchange.id = summary.written + 1;
+      if (row.time_ns) {
+        if (!first_time) first_time = row.time_ns;
+        exchange.intended_send_ns = exchange.actual_send_ns = *row.time_ns - *first_time;
+        if (row.time_is_unix) exchange.start_unix_ns = *row.time_ns;
+      }
+      exchange.session_id = std::move(row.session_id);
+      if (!exchange.session_id.empty()) sessions.insert(exchange.session_id);
+      exchange.labels = std::move(row.labels);
+      exchange.request.method = "POST";
+      exchange.request.target = options.endpoint == "completions" ? "/v1/completions" : "/v1/chat/completions";
+      exchange.request.headers = {HttpHeader{"content-type", "application/json"}};
+      exchange.request.body = builder.body(row, row_number, rows::where(input));
+      exchange.key = request_key(exchange.request.method, exchange.request.target, exchange.request.body);
+      writer.write(exchange);
+      ++summary.written;
+    });
+    if (summary.written == 0)
+      throw TraceError(in.string() + ": no requests found" +
+                       (summary.skipped ? " (every row was skipped as failed in production)" : ""));
+    summary.sessions = sessions.size();
+    summary.inexact_prompts = builder.inexact_prompts();
+    writer.close();
+  }
+  staged.commit();
+  return summary;
+}
+
+}  // namespace retrace
