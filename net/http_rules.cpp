@@ -11,22 +11,28 @@ constexpr std::string_view kAlways[] = {"connection", "proxy-connection", "keep-
                                         "trailer",    "host",              "content-length",
                                         "expect"};
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
-
 }  // namespace
 
-HopByHop::HopByHop(std::string_view connection) {
-  while (!connection.empty()) {
-    auto comma = connection.find(',');
-    auto token = trim(connection.substr(0, comma));
-    if (!token.empty()) named_.emplace_back(token);
+std::string_view trim_ows(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  return value;
+}
+
+std::vector<std::string_view> list_items(std::string_view value) {
+  std::vector<std::string_view> items;
+  while (!value.empty()) {
+    auto comma = value.find(',');
+    auto item = trim_ows(value.substr(0, comma));
+    if (!item.empty()) items.push_back(item);
     if (comma == std::string_view::npos) break;
-    connection.remove_prefix(comma + 1);
+    value.remove_prefix(comma + 1);
   }
+  return items;
+}
+
+HopByHop::HopByHop(std::string_view connection) {
+  for (auto token : list_items(connection)) named_.emplace_back(token);
 }
 
 bool HopByHop::operator()(std::string_view name) const {
