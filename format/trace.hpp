@@ -94,7 +94,7 @@ struct Choice {
 
 struct Event {
   std::int64_t offset_ns = 0;  // arrival, from the request's send
-  std::string data;            // raw bytes; all events concatenated are the body byte for byte
+  std::string data;            // raw bytes; all events concatenated are the decoded body byte for byte
   bool operator==(const Event&) const = default;
 };
 
@@ -109,7 +109,7 @@ struct Request {
 struct Response {
   std::uint16_t status = 0;  // 0: no response (see error)
   std::vector<HttpHeader> headers;
-  std::string body;  // the whole body when not streamed
+  std::string body;  // the whole body when not streamed, decoded (docs/DESIGN.md)
   bool streamed = false;
   std::vector<Event> events;
   bool operator==(const Response&) const = default;

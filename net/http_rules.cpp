@@ -14,23 +14,27 @@ constexpr std::string_view kAlways[] = {"connection", "proxy-connection", "keep-
                                         "trailer",    "host",              "content-length",
                                         "expect"};
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
+}  // namespace
+
+std::string_view trim_ows(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  return value;
 }
 
-// Calls f(token) for each comma-separated, trimmed, non-empty token of a header value.
-template <class F>
-void for_each_token(std::string_view list, F&& f) {
-  while (!list.empty()) {
-    auto comma = list.find(',');
-    auto token = trim(list.substr(0, comma));
-    if (!token.empty()) f(token);
+std::vector<std::string_view> list_items(std::string_view value) {
+  std::vector<std::string_view> items;
+  while (!value.empty()) {
+    auto comma = value.find(',');
+    auto item = trim_ows(value.substr(0, comma));
+    if (!item.empty()) items.push_back(item);
     if (comma == std::string_view::npos) break;
-    list.remove_prefix(comma + 1);
+    value.remove_prefix(comma + 1);
   }
+  return items;
 }
+
+namespace {
 
 std::optional<std::uint64_t> parse_count(std::string_view text) {
   if (text.size() >= 2 && text.front() == '"' && text.back() == '"') text = text.substr(1, text.size() - 2);
@@ -44,22 +48,22 @@ std::optional<std::uint64_t> parse_count(std::string_view text) {
 
 KeepAlive parse_keep_alive(std::string_view value) {
   KeepAlive out;
-  for_each_token(value, [&](std::string_view token) {
+  for (auto token : list_items(value)) {
     auto equals = token.find('=');
-    if (equals == std::string_view::npos) return;
-    auto name = trim(token.substr(0, equals));
-    auto count = parse_count(trim(token.substr(equals + 1)));
-    if (!count) return;
+    if (equals == std::string_view::npos) continue;
+    auto name = trim_ows(token.substr(0, equals));
+    auto count = parse_count(trim_ows(token.substr(equals + 1)));
+    if (!count) continue;
     if (boost::beast::iequals(name, "timeout"))
       out.timeout = std::chrono::seconds(std::min<std::uint64_t>(*count, 1u << 30));
     else if (boost::beast::iequals(name, "max"))
       out.max = *count;
-  });
+  }
   return out;
 }
 
 HopByHop::HopByHop(std::string_view connection) {
-  for_each_token(connection, [&](std::string_view token) { named_.emplace_back(token); });
+  for (auto token : list_items(connection)) named_.emplace_back(token);
 }
 
 bool HopByHop::operator()(std::string_view name) const {

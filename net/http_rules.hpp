@@ -11,6 +11,12 @@
 
 namespace retrace::net {
 
+// A header value without its leading and trailing spaces and tabs (RFC 9110 5.6.3, OWS).
+std::string_view trim_ows(std::string_view value);
+// The items of a comma-separated header value (RFC 9110 5.6.1), trimmed, empty ones left out:
+// " gzip, , br;q=0.5" gives "gzip" and "br;q=0.5".
+std::vector<std::string_view> list_items(std::string_view value);
+
 // Hop-by-hop fields (RFC 9110 7.6.1) are never forwarded: Connection, Proxy-Connection,
 // Keep-Alive, TE, Transfer-Encoding, Upgrade, Trailer, and every field the message's Connection
 // header names (`Connection: close, X-Trace` makes X-Trace hop-by-hop). Host and Content-Length

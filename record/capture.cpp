@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 
 #include "llm/llm.hpp"
+#include "net/content_coding.hpp"
 #include "record/record.hpp"
 
 namespace retrace::record {
@@ -34,7 +35,18 @@ void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std:
   std::optional<llm::ResponseDecoder> decoder;
   if (dialect != llm::Dialect::unknown && out.response.status != 0) decoder.emplace(dialect);
 
+  // The trace keeps the body decoded (docs/DESIGN.md, the trace format), piece by piece as it
+  // arrived: each event keeps the arrival time of the coded bytes that completed it.
   const std::string& body = captured.body;
+  net::ContentDecoder content(captured.content_encoding);
+  std::string decoded;
+  auto plain = [&](std::string_view coded) -> std::string_view {
+    if (!content.active()) return coded;  // identity: no copy
+    decoded.clear();
+    content.feed(coded, decoded);
+    return decoded;
+  };
+  auto* tokens = decoder ? &*decoder : nullptr;
   if (captured.event_stream) {
     out.response.streamed = true;
     auto& events = out.response.events;
@@ -43,27 +55,44 @@ void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std:
     for (const auto& chunk : captured.chunks) {
       std::string_view bytes(body.data() + begin, chunk.end - begin);
       begin = chunk.end;
-      parser.feed(bytes, [&](const llm::SseEvent& event) {
-        events.push_back(Event{chunk.offset_ns, std::string(event.raw)});
-        if (decoder) decoder->on_event(event.data, chunk.offset_ns);
-      });
+      llm::feed_sse(parser, plain(bytes), chunk.offset_ns, tokens, &events);
     }
     // A stream cut mid-event: keep its bytes raw so that the events still add up to the body.
-    if (parser.has_partial()) {
-      auto offset = captured.chunks.empty() ? 0 : captured.chunks.back().offset_ns;
-      events.push_back(Event{offset, parser.take_partial()});
-    }
+    llm::keep_partial_event(parser, captured.chunks.empty() ? 0 : captured.chunks.back().offset_ns,
+                            events);
+  } else if (content.active()) {
+    content.feed(body, out.response.body);  // straight in: a large body is not held twice
   } else {
     out.response.body = body;
-    if (decoder && !body.empty())
-      decoder->on_body(body, captured.chunks.empty() ? out.end_ns : captured.chunks.back().offset_ns);
   }
-  if (decoder) {
-    auto note = out.decode_note;  // the proxy's own note (a cut stream) comes first
-    decoder->finish(out);
-    if (!note.empty())
-      out.decode_note = out.decode_note.empty() ? note : note + "; " + out.decode_note;
+  content.finish();
+  if (content.failed() && !content.cut_short()) {
+    // Not decodable: the bytes as received, in the pieces they arrived in. Tokens already
+    // decoded from the part that did decode stay.
+    out.response.body.clear();
+    out.response.events.clear();
+    if (!captured.event_stream) {
+      out.response.body = body;
+    } else {
+      std::size_t begin = 0;
+      for (const auto& chunk : captured.chunks) {
+        out.response.events.push_back({chunk.offset_ns, body.substr(begin, chunk.end - begin)});
+        begin = chunk.end;
+      }
+    }
+  } else if (!captured.event_stream && tokens && !out.response.body.empty()) {
+    tokens->on_body(out.response.body,
+                    captured.chunks.empty() ? out.end_ns : captured.chunks.back().offset_ns);
   }
+  // The proxy's own note (a cut stream) comes first, then the content coding's, then the
+  // token decoder's.
+  auto join = [](std::string first, const std::string& then) {
+    return first.empty() ? then : then.empty() ? first : first + "; " + then;
+  };
+  auto note = join(std::move(out.decode_note), content.trace_note());
+  out.decode_note.clear();
+  if (decoder) decoder->finish(out);
+  out.decode_note = join(std::move(note), out.decode_note);
 }
 
 std::string settings_json(const RecordOptions& options) {

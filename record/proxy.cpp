@@ -267,6 +267,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
       exchange.response.headers = copy_headers(response);
       capture_.event_stream =
           iequals_prefix(response[http::field::content_type], "text/event-stream");
+      // Decoded on the trace thread; the client gets the bytes as the upstream sent them.
+      capture_.content_encoding = std::string(response[http::field::content_encoding]);
     }
     if (response.result_int() >= 400)
       exchange.error = {ErrorKind::http_status,

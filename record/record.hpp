@@ -57,17 +57,18 @@ bool path_selected(std::string_view target, const std::vector<std::string>& incl
 // What a proxy worker captured, before the trace thread finishes it.
 struct CapturedExchange {
   Exchange exchange;  // request, timing, status, headers and error already filled in
-  std::string body;   // response body bytes as relayed
+  std::string body;   // response body bytes as relayed (still coded when content_encoding says so)
   struct Chunk {
     std::int64_t offset_ns;
     std::size_t end;  // end of this chunk in `body`
   };
   std::vector<Chunk> chunks;  // arrival of each read from upstream
   bool event_stream = false;  // Content-Type text/event-stream
+  std::string content_encoding;  // the response's Content-Encoding, "" when none
 };
 
-// Runs on the trace thread: redaction, SSE events (raw, with offsets; concatenated they are the
-// body), token decoding, request key. `id` is the exchange's sequence number.
+// Runs on the trace thread: redaction, the body's content coding undone, SSE events (raw, with
+// offsets; concatenated they are the decoded body), token decoding, request key. `id` is the exchange's sequence number.
 void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std::uint64_t id,
                      Exchange& out);
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "net/content_coding.hpp"
 #include "net/http_rules.hpp"
 
 namespace retrace::replay {
@@ -15,9 +16,6 @@ namespace retrace::replay {
 namespace http = boost::beast::http;
 
 namespace {
-
-// The replay client does not decode a compressed body (yet), so it never offers one.
-bool replay_drops(std::string_view lowered_name) { return lowered_name == "accept-encoding"; }
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -56,8 +54,14 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
       auto name = lower(header.name);
       // Recorded secrets are redacted: resending "[redacted]" would only fail; --api-key-env or
       // --header supplies real ones.
-      if (hop_by_hop(name) || replay_drops(name) || is_secret_header(name) || overridden.count(name))
+      if (hop_by_hop(name) || is_secret_header(name) || overridden.count(name)) continue;
+      // Compression as the recorded client asked for it (it changes what the server does and
+      // when bytes arrive), limited to the codings replay decodes; none when it asked for none.
+      if (name == "accept-encoding") {
+        auto codings = net::decodable_accept_encoding(header.value);
+        if (!codings.empty()) p.headers.push_back({header.name, std::move(codings)});
         continue;
+      }
       p.headers.push_back(header);
     }
     for (const auto& header : options.headers) p.headers.push_back(header);

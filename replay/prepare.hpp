@@ -33,7 +33,7 @@ struct Chain {
 };
 
 // The chosen input exchanges as they will be sent: hop-by-hop and recorded secret headers
-// dropped, --header and --api-key added, --token-ids, --unset and --set applied. Throws
+// dropped, Accept-Encoding limited to the codings replay decodes, --header and --api-key added, --token-ids, --unset and --set applied. Throws
 // std::invalid_argument naming the exchange for an unknown method or a --set that cannot apply.
 std::vector<Prepared> prepare_requests(const LoadedTrace& input,
                                        const std::vector<std::size_t>& chosen,

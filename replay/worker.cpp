@@ -12,6 +12,7 @@
 #include <boost/beast/http.hpp>
 #include <exception>
 
+#include "net/content_coding.hpp"
 #include "net/errors.hpp"
 
 namespace retrace::replay {
@@ -58,6 +59,9 @@ struct Flight {
   Exchange exchange;
   llm::ResponseDecoder decoder;
   llm::SseParser sse;
+  net::ContentDecoder content{""};  // the response's Content-Encoding, set with its head
+  std::string decoded;              // one read's decoded bytes (a coded body only)
+  std::vector<Event> received;      // a coded body as received, stored if it cannot be decoded
   Clock::time_point send_time{};  // unset until stamp_send()
   Clock::time_point deadline{};
   net::Phase phase = net::Phase::connect;
@@ -174,13 +178,16 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
     co_await stream(flight, request);
     auto& exchange = flight.exchange;
     auto end = exchange.end_ns >= 0 ? exchange.end_ns : 0;
+    bool decodable = settle_content(flight);
     if (exchange.response.streamed) {
-      auto partial = flight.sse.take_partial();
-      if (!partial.empty()) exchange.response.events.push_back({end, partial});
-    } else if (exchange.response.status != 0) {
+      if (decodable) llm::keep_partial_event(flight.sse, end, exchange.response.events);
+    } else if (exchange.response.status != 0 && decodable) {
       flight.decoder.on_body(exchange.response.body, end);
     }
     if (exchange.response.status != 0) flight.decoder.finish(exchange);
+    auto note = flight.content.trace_note();
+    if (!note.empty())
+      exchange.decode_note = exchange.decode_note.empty() ? note : note + "; " + exchange.decode_note;
   } catch (const std::exception& e) {
     flight.failure = e.what();
   }
@@ -344,6 +351,7 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
   connection.honour_keep_alive(header_value(head, http::field::keep_alive));
   auto content_type = header_value(head, http::field::content_type);
   exchange.response.streamed = content_type.find("text/event-stream") != std::string::npos;
+  flight.content = net::ContentDecoder(header_value(head, http::field::content_encoding));
   flight.phase = net::Phase::read_body;
   while (!parser.is_done()) {
     parser.get().body().data = buffer;
@@ -356,11 +364,14 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
     if (got > 0) {
       auto at = flight.offset();
       std::string_view bytes(buffer, got);
+      if (flight.content.active()) {  // identity bodies skip this: no copy
+        flight.received.push_back({at, std::string(bytes)});
+        flight.decoded.clear();
+        flight.content.feed(bytes, flight.decoded);
+        bytes = flight.decoded;
+      }
       if (exchange.response.streamed) {
-        flight.sse.feed(bytes, [&](const llm::SseEvent& event) {
-          exchange.response.events.push_back({at, std::string(event.raw)});
-          if (!event.data.empty()) flight.decoder.on_event(event.data, at);
-        });
+        llm::feed_sse(flight.sse, bytes, at, &flight.decoder, &exchange.response.events);
       } else {
         exchange.response.body.append(bytes);
       }
@@ -369,6 +380,22 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
   }
   flight.complete = !ec;
   exchange.end_ns = flight.offset();
+}
+
+// Ends the body's content decoding. False when it could not be decoded: the body as received is
+// then stored instead (net::ContentDecoder::trace_note says so), in the pieces it arrived in.
+bool Worker::settle_content(Flight& flight) {
+  auto& content = flight.content;
+  if (!content.active() || content.finish() || content.cut_short()) return true;
+  auto& response = flight.exchange.response;
+  response.body.clear();
+  response.events.clear();
+  if (response.streamed) {
+    response.events = std::move(flight.received);
+  } else {
+    for (const auto& piece : flight.received) response.body += piece.data;
+  }
+  return false;
 }
 
 // Classifies the outcome, counts it and hands the exchange to the writer. Returns choice 0's text

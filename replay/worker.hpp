@@ -126,6 +126,7 @@ class Worker {
   boost::asio::awaitable<bool> connect(Flight& flight, net::UpstreamConnection& connection);
   boost::asio::awaitable<void> read_body(Flight& flight, net::UpstreamConnection& connection,
                                          ResponseParser& parser, char* buffer);
+  bool settle_content(Flight& flight);
   std::optional<std::string> finish(Flight& flight);
 
   void stamp_send(Flight& flight) const;

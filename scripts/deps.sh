@@ -8,15 +8,17 @@ set -euo pipefail
 packages=(cmake g++ pkg-config make
           libboost1.81-dev libboost-json1.81-dev
           capnproto libcapnp-dev
-          libzstd-dev zstd zlib1g-dev libcli11-dev libxxhash-dev catch2 libssl-dev
+          libzstd-dev zstd libcli11-dev libxxhash-dev catch2 libssl-dev
+          zlib1g-dev libbrotli-dev  # HTTP content codings: gzip and deflate, br (zstd is above)
           ccache ninja-build
           help2man dpkg-dev bash-completion man-db
           nodejs npm curl jq python3 openssl
           chromium  # the HTML report is checked in a real browser (tests/e2e/report_browser.sh)
           clang-14 libclang-rt-14-dev  # libFuzzer (scripts/fuzz.sh)
-          git python3-numpy)  # git and numpy: scripts/llama-server.sh (llama.cpp sources, the tiny model)
+          git python3-numpy  # git and numpy: scripts/llama-server.sh (llama.cpp sources, the tiny model)
+          nginx-light)  # a gzip-compressing front in tests/e2e/content_coding.sh (and bench/)
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(wrk nginx-light mitmproxy hyperfine)
+  packages+=(wrk mitmproxy hyperfine)
 fi
 
 missing=()

@@ -4,6 +4,7 @@
 
 #include "llm/llm.hpp"
 #include "record/record.hpp"
+#include "tests/encoders.hpp"
 
 using namespace retrace;
 using namespace retrace::record;
@@ -159,6 +160,76 @@ TEST_CASE("a non-streamed body is stored whole and decoded", "[record][finish]")
   REQUIRE(out.choices.size() == 1);
   CHECK(llm::choice_text(out.choices[0]) == "Hi there");
   CHECK(out.choices[0].finish_reason == "stop");
+}
+
+TEST_CASE("a gzip stream is stored decoded and each event keeps the arrival of the coded bytes that completed it",
+          "[record][finish][coding]") {
+  std::vector<std::string> plain = {chat_event("Hel"), chat_event("lo"), "data: [DONE]\n\n"};
+  // Flushed per event, as nginx's gzip filter does for a proxied stream; the last piece also
+  // carries the gzip trailer.
+  auto coded = test::zlib_encode_pieces(plain, 15 + 16);
+  auto captured = captured_stream(coded);
+  captured.exchange.response.headers.push_back({"Content-Encoding", "gzip"});
+  captured.content_encoding = "gzip";
+  Exchange out;
+  finish_exchange(std::move(captured), Redactor(false, {}), 0, out);
+  CHECK(out.decode_note == "");
+  CHECK(joined_events(out) == plain[0] + plain[1] + plain[2]);
+  REQUIRE(out.response.events.size() == 3);
+  CHECK(out.response.events[0].offset_ns == 1000);
+  CHECK(out.response.events[1].offset_ns == 2000);
+  CHECK(out.response.events[2].offset_ns == 3000);
+  REQUIRE(out.choices.size() == 1);
+  CHECK(llm::choice_text(out.choices[0]) == "Hello");
+  CHECK(out.choices[0].tokens[0].offset_ns == 1000);
+  // The headers still say what the wire carried.
+  CHECK(out.response.headers.back() == HttpHeader{"Content-Encoding", "gzip"});
+}
+
+TEST_CASE("a corrupt gzip stream keeps the bytes as received and the tokens decoded before the damage",
+          "[record][finish][coding]") {
+  auto coded = test::zlib_encode_pieces({chat_event("Hel"), chat_event("lo"), "data: [DONE]\n\n"}, 15 + 16);
+  coded[1] = "this is not deflate data at all";
+  auto captured = captured_stream(coded);
+  captured.content_encoding = "gzip";
+  Exchange out;
+  finish_exchange(std::move(captured), Redactor(false, {}), 0, out);
+  REQUIRE(out.response.events.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(out.response.events[i].data == coded[i]);
+    CHECK(out.response.events[i].offset_ns == static_cast<std::int64_t>(1000 * (i + 1)));
+  }
+  CHECK_THAT(out.decode_note, Catch::StartsWith("Content-Encoding gzip: corrupt gzip data at byte"));
+  CHECK_THAT(out.decode_note, Catch::Contains("the stored body is the bytes as received, not decoded"));
+  REQUIRE(out.choices.size() == 1);
+  CHECK(llm::choice_text(out.choices[0]) == "Hel");
+}
+
+TEST_CASE("a non-streamed br body is stored decoded and an unknown coding is stored as received",
+          "[record][finish][coding]") {
+  std::string json = R"({"id":"c","object":"text_completion","choices":[{"index":0,"text":"Hi there","finish_reason":"stop"}]})";
+  auto captured_with = [&](std::string coding, std::string body) {
+    CapturedExchange captured;
+    captured.exchange.request.method = "POST";
+    captured.exchange.request.target = "/v1/completions";
+    captured.exchange.request.body = R"({"model":"m","prompt":"x"})";
+    captured.exchange.response.status = 200;
+    captured.content_encoding = std::move(coding);
+    captured.body = std::move(body);
+    captured.chunks.push_back({500, captured.body.size()});
+    return captured;
+  };
+  Exchange out;
+  finish_exchange(captured_with("br", test::brotli(json)), Redactor(false, {}), 0, out);
+  CHECK(out.response.body == json);
+  CHECK(out.decode_note == "");
+  REQUIRE(out.choices.size() == 1);
+  CHECK(llm::choice_text(out.choices[0]) == "Hi there");
+
+  finish_exchange(captured_with("compress", "\x1f\x9d\x90 coded"), Redactor(false, {}), 0, out);
+  CHECK(out.response.body == "\x1f\x9d\x90 coded");
+  CHECK(out.choices.empty());
+  CHECK_THAT(out.decode_note, Catch::StartsWith("Content-Encoding compress: retrace cannot decode 'compress'"));
 }
 
 TEST_CASE("the settings JSON names the upstream and what is redacted", "[record][settings]") {

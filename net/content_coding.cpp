@@ -1,0 +1,306 @@
+// Content codings: see net/content_coding.hpp. One Stage per coding, each a streaming
+// decompressor that appends its output in steps of kStep bytes, so that memory follows what the
+// body decodes to and never a guess of it.
+#include "net/content_coding.hpp"
+#include "net/http_rules.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <brotli/decode.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <boost/beast/core/string.hpp>
+
+namespace retrace::net {
+
+namespace {
+
+// Output room per step: about four times the input (text compresses 3-10x), within these bounds,
+// so that a small piece of a stream does not clear a large buffer.
+constexpr std::size_t kMinStep = 4 * 1024;
+constexpr std::size_t kStep = 64 * 1024;
+constexpr int kZstdWindowLogMax = 23;  // 8 MiB (RFC 9659)
+
+bool decodable(std::string_view coding) {
+  return std::any_of(std::begin(kDecodableCodings), std::end(kDecodableCodings),
+                     [&](std::string_view known) { return boost::beast::iequals(coding, known); });
+}
+
+}  // namespace
+
+std::string decodable_accept_encoding(std::string_view accept_encoding) {
+  std::string kept;
+  for (auto item : list_items(accept_encoding)) {
+    auto coding = trim_ows(item.substr(0, item.find(';')));  // "gzip;q=0.8" → "gzip"
+    if (!decodable(coding)) continue;
+    if (!kept.empty()) kept += ", ";
+    kept += item;
+  }
+  return kept;
+}
+
+struct ContentDecoder::Stage {
+  Stage(std::string_view coding_name, std::size_t max_decoded)
+      : name(coding_name), max(max_decoded) {}
+  virtual ~Stage() = default;
+  // Appends the decoding of `in` to `out`; false (with `message`) when it cannot.
+  virtual bool run(std::string_view in, std::string& out) = 0;
+  // The input so far ends where a compressed stream ends (or there was none).
+  virtual bool at_end() const = 0;
+
+  // Room for the next step of output at the end of `out`, for `input` bytes still to decode: at
+  // most one byte past the limit, so that passing it shows.
+  char* grow(std::string& out, std::size_t input, std::size_t& room) {
+    room = std::min({kStep, std::max(kMinStep, 4 * input), max - produced + 1});
+    auto old = out.size();
+    out.resize(old + room);
+    return out.data() + old;
+  }
+  // `wrote` of the `room` bytes grow() added were filled; false when that passed the limit.
+  bool settle(std::string& out, std::size_t room, std::size_t wrote) {
+    out.resize(out.size() - (room - wrote));
+    produced += wrote;
+    if (produced <= max) return true;
+    out.resize(out.size() - (produced - max));
+    return fail("it decodes to more than " + std::to_string(max) +
+                " bytes (the largest body a trace record holds); decoding stopped there");
+  }
+  bool fail(std::string why) {
+    message = std::move(why);
+    return false;
+  }
+  bool corrupt(std::string_view detail) {
+    return fail("corrupt " + name + " data at byte " + std::to_string(consumed) + " of its input (" +
+                std::string(detail) + ")");
+  }
+
+  std::string name;
+  std::size_t max;
+  std::size_t consumed = 0;  // input bytes taken so far
+  std::size_t produced = 0;  // output bytes so far
+  std::string message;
+};
+
+namespace {
+
+// gzip and deflate, through zlib's inflate.
+class ZlibStage : public ContentDecoder::Stage {
+ public:
+  ZlibStage(std::string_view name, std::size_t max) : Stage(name, max), gzip_(name == "gzip") {}
+  ~ZlibStage() override {
+    if (started_) inflateEnd(&zs_);
+  }
+
+  bool run(std::string_view in, std::string& out) override {
+    if (!started_) {
+      int window_bits = 15 + 16;  // gzip only
+      if (!gzip_) {
+        // deflate: the first two bytes say whether a zlib header leads; hold them until both
+        // are here.
+        auto take = std::min(in.size(), 2 - head_.size());
+        head_.append(in.substr(0, take));
+        in.remove_prefix(take);
+        if (head_.size() < 2) return true;
+        auto cmf = static_cast<unsigned char>(head_[0]);
+        auto flg = static_cast<unsigned char>(head_[1]);
+        bool zlib_header = (cmf & 0x0f) == 8 && (cmf >> 4) <= 7 && (cmf * 256 + flg) % 31 == 0;
+        window_bits = zlib_header ? 15 : -15;
+      }
+      if (inflateInit2(&zs_, window_bits) != Z_OK) return fail("zlib could not start (out of memory)");
+      started_ = true;
+      std::string head = std::move(head_);
+      if (!inflate_all(head, out)) return false;
+    }
+    return inflate_all(in, out);
+  }
+
+  bool at_end() const override { return ended_ || (consumed == 0 && head_.empty()); }
+
+ private:
+  bool inflate_all(std::string_view in, std::string& out) {
+    bool output_pending = false;  // the last inflate filled its output: it may hold more
+    while (!in.empty() || output_pending) {
+      if (ended_) {
+        // A further gzip member continues the body; anything after a deflate stream is an error.
+        if (!gzip_) return corrupt("bytes after the end of the compressed stream");
+        inflateReset(&zs_);
+        ended_ = false;
+      }
+      std::size_t room;
+      char* tail = grow(out, in.size(), room);
+      auto given = static_cast<uInt>(std::min<std::size_t>(in.size(), 1u << 30));
+      zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+      zs_.avail_in = given;
+      zs_.next_out = reinterpret_cast<Bytef*>(tail);
+      zs_.avail_out = static_cast<uInt>(room);
+      int status = inflate(&zs_, Z_NO_FLUSH);
+      auto taken = given - zs_.avail_in;
+      in.remove_prefix(taken);
+      consumed += taken;
+      if (!settle(out, room, room - zs_.avail_out)) return false;
+      output_pending = zs_.avail_out == 0;
+      if (status == Z_STREAM_END) {
+        ended_ = true;
+        output_pending = false;
+      } else if (status == Z_BUF_ERROR) {
+        if (!output_pending) break;  // all input taken: more is needed
+      } else if (status != Z_OK) {
+        return corrupt(zs_.msg ? std::string(zs_.msg) : "zlib status " + std::to_string(status));
+      }
+    }
+    return true;
+  }
+
+  z_stream zs_{};
+  std::string head_;  // deflate: its first bytes, until the header check can be made
+  bool gzip_;
+  bool started_ = false;
+  bool ended_ = false;
+};
+
+class BrotliStage : public ContentDecoder::Stage {
+ public:
+  explicit BrotliStage(std::size_t max)
+      : Stage("br", max), state_(BrotliDecoderCreateInstance(nullptr, nullptr, nullptr)) {
+    if (!state_) throw std::bad_alloc();
+  }
+  ~BrotliStage() override { BrotliDecoderDestroyInstance(state_); }
+
+  bool run(std::string_view in, std::string& out) override {
+    auto next_in = reinterpret_cast<const std::uint8_t*>(in.data());
+    std::size_t avail_in = in.size();
+    for (;;) {
+      if (ended_) {
+        if (avail_in == 0) break;
+        consumed += in.size() - avail_in;
+        return corrupt("bytes after the end of the compressed stream");
+      }
+      std::size_t room;
+      auto next_out = reinterpret_cast<std::uint8_t*>(grow(out, avail_in, room));
+      std::size_t avail_out = room;
+      auto result = BrotliDecoderDecompressStream(state_, &avail_in, &next_in, &avail_out, &next_out, nullptr);
+      if (!settle(out, room, room - avail_out)) return false;
+      if (result == BROTLI_DECODER_RESULT_ERROR) {
+        consumed += in.size() - avail_in;
+        return corrupt(BrotliDecoderErrorString(BrotliDecoderGetErrorCode(state_)));
+      }
+      if (result == BROTLI_DECODER_RESULT_SUCCESS) ended_ = true;
+      if (result == BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT) break;
+      // NEEDS_MORE_OUTPUT: another step of room
+    }
+    consumed += in.size() - avail_in;
+    return true;
+  }
+  bool at_end() const override { return ended_ || consumed == 0; }
+
+ private:
+  BrotliDecoderState* state_;
+  bool ended_ = false;
+};
+
+class ZstdStage : public ContentDecoder::Stage {
+ public:
+  explicit ZstdStage(std::size_t max) : Stage("zstd", max), stream_(ZSTD_createDStream()) {
+    if (!stream_) throw std::bad_alloc();
+    ZSTD_DCtx_setParameter(stream_, ZSTD_d_windowLogMax, kZstdWindowLogMax);
+  }
+  ~ZstdStage() override { ZSTD_freeDStream(stream_); }
+
+  bool run(std::string_view in, std::string& out) override {
+    ZSTD_inBuffer input{in.data(), in.size(), 0};
+    bool output_pending = false;
+    while (input.pos < input.size || output_pending) {
+      std::size_t room;
+      char* tail = grow(out, input.size - input.pos, room);
+      ZSTD_outBuffer output{tail, room, 0};
+      auto hint = ZSTD_decompressStream(stream_, &output, &input);
+      if (!settle(out, room, output.pos)) return false;
+      if (ZSTD_isError(hint)) {
+        consumed += input.pos;
+        return corrupt(ZSTD_getErrorName(hint));
+      }
+      frame_ended_ = hint == 0;  // a frame ended and is flushed; another may follow
+      output_pending = output.pos == output.size;
+    }
+    consumed += input.pos;
+    return true;
+  }
+  bool at_end() const override { return frame_ended_ || consumed == 0; }
+
+ private:
+  ZSTD_DStream* stream_;
+  bool frame_ended_ = false;
+};
+
+}  // namespace
+
+ContentDecoder::ContentDecoder(std::string_view content_encoding, std::size_t max_decoded)
+    : coding_(trim_ows(content_encoding)) {
+  auto codings = list_items(content_encoding);
+  for (auto it = codings.rbegin(); it != codings.rend(); ++it) {
+    auto coding = *it;
+    if (boost::beast::iequals(coding, "identity")) continue;
+    if (boost::beast::iequals(coding, "gzip") || boost::beast::iequals(coding, "x-gzip")) {
+      stages_.push_back(std::make_unique<ZlibStage>("gzip", max_decoded));
+    } else if (boost::beast::iequals(coding, "deflate")) {
+      stages_.push_back(std::make_unique<ZlibStage>("deflate", max_decoded));
+    } else if (boost::beast::iequals(coding, "br")) {
+      stages_.push_back(std::make_unique<BrotliStage>(max_decoded));
+    } else if (boost::beast::iequals(coding, "zstd")) {
+      stages_.push_back(std::make_unique<ZstdStage>(max_decoded));
+    } else {
+      error_ = "Content-Encoding " + coding_ + ": retrace cannot decode '" + std::string(coding) +
+               "' (it decodes gzip, deflate, br and zstd)";
+      stages_.clear();
+      active_ = true;
+      return;
+    }
+  }
+  active_ = !stages_.empty();
+}
+
+ContentDecoder::~ContentDecoder() = default;
+ContentDecoder::ContentDecoder(ContentDecoder&&) noexcept = default;
+ContentDecoder& ContentDecoder::operator=(ContentDecoder&&) noexcept = default;
+
+bool ContentDecoder::feed(std::string_view coded, std::string& out) {
+  if (failed()) return false;
+  if (!active_) {
+    out.append(coded);
+    return true;
+  }
+  std::string_view input = coded;
+  for (std::size_t i = 0; i < stages_.size(); ++i) {
+    bool last = i + 1 == stages_.size();
+    std::string& target = last ? out : between_[i % 2];
+    if (!last) target.clear();
+    if (!stages_[i]->run(input, target)) {
+      error_ = "Content-Encoding " + coding_ + ": " + stages_[i]->message;
+      return false;
+    }
+    input = target;
+  }
+  return true;
+}
+
+bool ContentDecoder::finish() {
+  if (failed()) return false;
+  for (const auto& stage : stages_) {
+    if (stage->at_end()) continue;
+    error_ = "Content-Encoding " + coding_ + ": the body ended inside the " + stage->name +
+             " stream, after " + std::to_string(stage->consumed) + " bytes of its input";
+    cut_short_ = true;
+    return false;
+  }
+  return true;
+}
+
+std::string ContentDecoder::trace_note() const {
+  if (!failed()) return {};
+  return error_ + (cut_short_ ? "; the stored body is what decoded before the end"
+                              : "; the stored body is the bytes as received, not decoded");
+}
+
+}  // namespace retrace::net
