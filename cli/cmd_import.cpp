@@ -16,8 +16,9 @@ void add_import(CLI::App& root, Registry& registry) {
       "Turn a dataset into a trace of requests (no responses), ready to replay. Input is JSONL, one "
       "object per line: {\"prompt\": ...} or {\"messages\": [...]} or {\"request\": {whole body}}, "
       "with optional \"expected\" (the right answer, for gold checks) and \"id\"; or the OpenAI "
-      "Batch API input format (custom_id, method, url, body). Bodies get model, temperature 0 and "
-      "max_tokens unless the line gives them. A bad line stops the import with its line number "
+      "Batch API input format (custom_id, method, url, body). Bodies get temperature 0 and "
+      "max_tokens unless the line gives them, and a model only with --model: replay gives the "
+      "target's. A bad line stops the import with its line number "
       "and leaves no output file.");
   command->footer(
       "Example:\n  retrace import traces/gold-intents.jsonl --out gold.rtrace\n"
@@ -30,7 +31,7 @@ void add_import(CLI::App& root, Registry& registry) {
   command->add_option("--endpoint", options->endpoint, "where \"prompt\" lines go")
       ->check(CLI::IsMember({"chat", "completions"}))
       ->capture_default_str();
-  command->add_option("--model", options->model, "model name for bodies that give none")
+  command->add_option("--model", options->model, "model name for bodies that give none (default: none; replay fills in the target's)")
       ->capture_default_str();
   command->add_option("--max-tokens", options->max_tokens, "max_tokens for bodies that give none")
       ->check(CLI::PositiveNumber)

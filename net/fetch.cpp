@@ -12,12 +12,13 @@ namespace http = beast::http;
 
 Fetched fetch(const Url& url, const std::shared_ptr<asio::ssl::context>& tls,
               std::string_view path, std::chrono::steady_clock::duration timeout,
-              std::size_t body_limit) {
+              std::size_t body_limit, const std::vector<HttpHeader>& headers) {
   asio::io_context io;
   UpstreamConnection connection(io.get_executor(), url, tls);
   http::request<http::empty_body> request{http::verb::get, url.join(path), 11};
   request.set(http::field::host, url.host_header());
   request.set(http::field::user_agent, std::string("retrace/") + kToolVersion);
+  for (const auto& header : headers) request.set(header.name, header.value);
   request.keep_alive(false);
   http::response_parser<http::string_body> parser;
   parser.body_limit(body_limit);

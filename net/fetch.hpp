@@ -7,9 +7,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/asio/ssl/context.hpp>
 
+#include "format/trace.hpp"
 #include "net/url.hpp"
 
 namespace retrace::net {
@@ -23,9 +25,10 @@ struct Fetched {
 
 // GET `path` (joined to the url's base path) on a fresh connection: connecting within `timeout`,
 // then writing and reading within `timeout` again. A body over `body_limit` bytes is a failure.
-// Blocks: it runs an io_context of its own. `tls` must be non-null for an https:// url.
+// Blocks: it runs an io_context of its own. `tls` must be non-null for an https:// url. `headers`
+// are added to the request (a hosted API wants its key for /v1/models too).
 Fetched fetch(const Url& url, const std::shared_ptr<boost::asio::ssl::context>& tls,
               std::string_view path, std::chrono::steady_clock::duration timeout,
-              std::size_t body_limit);
+              std::size_t body_limit, const std::vector<HttpHeader>& headers = {});
 
 }  // namespace retrace::net
