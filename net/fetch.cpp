@@ -28,6 +28,7 @@ Fetched fetch(const Url& url, const std::shared_ptr<asio::ssl::context>& tls,
   auto fail = [&](error_code ec, Phase phase) { result.error = describe(ec, phase, url.str()); };
   connection.async_connect(timeout, [&](error_code ec, Phase phase) {
     if (ec) return fail(ec, phase);
+    result.connected = true;
     connection.expires_after(timeout);
     connection.visit([&](auto& stream) {
       http::async_write(stream, request, [&](error_code ec, std::size_t) {

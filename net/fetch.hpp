@@ -21,6 +21,7 @@ struct Fetched {
   std::string body;
   std::string server;  // the Server header, "" when absent
   std::string error;   // describe()'s text for the failure, "" when a response arrived
+  bool connected = false;  // the connection (and TLS handshake) succeeded: something listens
 };
 
 // GET `path` (joined to the url's base path) on a fresh connection: connecting within `timeout`,

@@ -7,6 +7,7 @@
 
 #include "llm/json_fields.hpp"
 #include "net/connection.hpp"
+#include "replay/prepare.hpp"
 
 namespace retrace::replay {
 
@@ -159,6 +160,7 @@ std::string Preflight::to_json() const {
 }
 
 Preflight preflight(const LoadedTrace& input, const Options& options) {
+  check_schedule(input, options);  // bad input is exit 2 whether or not the target is up
   Preflight checked;
   checked.url = net::parse_url(options.target);
   // Trace targets start with /v1 already; a base URL in the OpenAI SDKs' form names the same root.
@@ -177,9 +179,21 @@ Preflight preflight(const LoadedTrace& input, const Options& options) {
 
   auto& probes = checked.probes;
   probes.models = get("/v1/models");
-  if (probes.models.status == 0)
+  if (!probes.models.connected)
     throw PreflightError("nothing answers at " + checked.url.str() + " (" + probes.models.error +
-                         "); start the server there, or give --target the URL it listens on");
+                         "); start the server there, or give --target the URL it listens on" +
+                         (checked.url.tls() ? " (--ca-file PEM or --insecure for a certificate "
+                                              "retrace cannot verify)"
+                                            : ""));
+  if (probes.models.status == 0) {
+    // Something listens but did not answer: the run goes on and records what each request meets;
+    // more probes would only wait out the same timeout.
+    checked.notes.push_back("the target accepted a connection but GET /v1/models got no answer (" +
+                            probes.models.error + "); replaying anyway");
+    checked.server = identify(probes);
+    checked.token_ids = options.token_ids.value_or(llm::TokenIdMode::off);
+    return checked;
+  }
   probes.version = get("/version");
   probes.info = get("/info");
   probes.props = get("/props");

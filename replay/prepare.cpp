@@ -142,4 +142,11 @@ std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepa
   return chains;
 }
 
+void check_schedule(const LoadedTrace& input, const Options& options) {
+  auto chosen = select_exchanges(input.exchanges, options, options.sessions || options.live_sessions);
+  std::vector<Prepared> placeholders(chosen.size());
+  for (std::size_t i = 0; i < chosen.size(); ++i) placeholders[i].input_index = chosen[i];
+  make_chains(input, placeholders, options);
+}
+
 }  // namespace retrace::replay

@@ -45,4 +45,8 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input,
 std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepared>& prepared,
                                const Options& options);
 
+// Throws std::invalid_argument when the schedule cannot be laid out for the exchanges `options`
+// selects (an arrival past int64 nanoseconds, ...): the preflight checks it before any network.
+void check_schedule(const LoadedTrace& input, const Options& options);
+
 }  // namespace retrace::replay

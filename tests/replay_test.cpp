@@ -422,6 +422,11 @@ TEST_CASE("an exchange whose request cannot be sent is recorded as a protocol er
   Options options;
   options.target = "http://127.0.0.1:" + std::to_string(port);
   options.threads = 1;
+  // The preflight would stop at the dead port (as it should: tests/e2e/replay_preflight.sh); the
+  // workers' own error recording is what this test is about.
+  auto checked = std::make_shared<Preflight>();
+  checked->url = net::parse_url(options.target);
+  options.preflight = checked;
   auto dir = std::filesystem::temp_directory_path() /
              ("retrace-replay-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
