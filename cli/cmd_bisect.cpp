@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/replay_flags.hpp"
+#include "replay/preflight.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::cli {
@@ -64,6 +65,7 @@ std::string substitute(std::string command, const std::string& value) {
 int run_bisect_command(BisectArgs& args) {
   sweep::BisectAxis axis;
   axis.diff.near_tie = args.near_tie;
+  axis.max_error_rate = args.replay.max_error_rate;
   std::atomic<bool> stop{false};
 
   auto need_replay = [&](const char* mode) {
@@ -73,6 +75,7 @@ int run_bisect_command(BisectArgs& args) {
   };
 
   std::optional<LoadedTrace> trace;
+  std::shared_ptr<const replay::Preflight> checked;  // --over values: each deployment its own
   fs::path dir;
   std::vector<int> levels;
   std::vector<std::string> values;
@@ -81,6 +84,10 @@ int run_bisect_command(BisectArgs& args) {
     need_replay("concurrency");
     levels = sweep::parse_range(args.range);
     trace = load_trace(args.trace);
+    // Once for every probe, before any traffic: the target stays the same along this axis.
+    checked = std::make_shared<const replay::Preflight>(
+        replay::preflight(*trace, sweep::to_replay_options(args.replay, args.target, 1, {})));
+    for (const auto& note : checked->notes) std::cerr << "bisect: " << note << "\n";
     dir = make_out_dir(args.out);
     axis.name = "concurrency";
     for (int level : levels) axis.point_labels.push_back("concurrency " + std::to_string(level));
@@ -89,7 +96,7 @@ int run_bisect_command(BisectArgs& args) {
       return sweep::replay_at(*trace, args.replay, args.target, level,
                               {{"run", "bisect-c" + std::to_string(level)},
                                {"concurrency", std::to_string(level)}},
-                              dir / ("c" + std::to_string(level) + ".rtrace"), &stop);
+                              dir / ("c" + std::to_string(level) + ".rtrace"), &stop, checked);
     };
   } else if (args.over == "runs") {
     if (args.items.size() < 2)
@@ -132,16 +139,19 @@ int run_bisect_command(BisectArgs& args) {
       return sweep::replay_at(*trace, args.replay, args.target, args.concurrency,
                               {{"run", "bisect-" + file_safe(value)}, {"value", value}},
                               dir / ("v" + std::to_string(index) + "-" + file_safe(value) + ".rtrace"),
-                              &stop);
+                              &stop, nullptr);
     };
   } else {
     throw std::invalid_argument("--over must be concurrency, runs or values");
   }
 
   sweep::BisectResult result;
-  {
+  try {
     sweep::StopOnSignals signals(stop);
     result = sweep::run_bisect(axis, std::cout);
+  } catch (const sweep::RequestsFailed& e) {
+    std::cerr << "bisect: " << e.what() << "\n";
+    return kExitRunsFailed;
   }
   if (!dir.empty()) std::cout << "runs are in " << dir.string() << "\n";
   return result.boundary ? kExitDiffer : kExitOk;
@@ -159,7 +169,8 @@ void add_bisect(CLI::App& root, Registry& registry) {
       "probed level of --range; --over runs compares recorded runs BASE RUN1 RUN2... in order; "
       "--over values runs --run 'CMD {}' with each probed value (e.g. a script that deploys a "
       "version) before replaying, and stops when CMD fails. Exit 0 when no point differs, 1 when "
-      "a boundary is found, 2 on error.");
+      "a boundary is found, 2 when nothing could run (bad input, nothing answers at the target, "
+      "CMD failed), 3 when a probe had more failed requests than --max-error-rate allows.");
   command->footer(
       "Examples:\n"
       "  retrace bisect --over concurrency --range 1..64 --trace gold.rtrace --target http://127.0.0.1:8000\n"

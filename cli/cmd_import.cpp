@@ -20,13 +20,14 @@ void add_import(CLI::App& root, Registry& registry) {
       "Turn a dataset into a trace of requests (no responses), ready to replay. Input is JSONL, one "
       "object per line: {\"prompt\": ...} or {\"messages\": [...]} or {\"request\": {whole body}}, "
       "with optional \"expected\" (the right answer, for gold checks) and \"id\"; or the OpenAI "
-      "Batch API input format (custom_id, method, url, body). Bodies get model, temperature 0 and "
-      "max_tokens unless the line gives them. Public serving traces (Mooncake, Qwen-Bailian, "
-      "Azure, BurstGPT, ShareGPT; plain, .gz or .zst) keep each row's send time for replay "
-      "--timing recorded and their conversations as sessions; length-only rows get synthetic "
-      "prompts; their bodies carry max_tokens (the recorded output length), ignore_eos, "
-      "temperature 0 and no model (see traces/README.md). The format is told from the first line unless --from names "
-      "it. A bad line stops the import with its line number and leaves no output file.");
+      "Batch API input format (custom_id, method, url, body). Bodies get temperature 0 and "
+      "max_tokens unless the line gives them, and a model only with --model: replay gives the "
+      "target's. Public serving traces (Mooncake, Qwen-Bailian, Azure, BurstGPT, ShareGPT; plain, "
+      ".gz or .zst) keep each row's send time for replay --timing recorded and their conversations "
+      "as sessions; length-only rows get synthetic prompts whose bodies carry max_tokens (the "
+      "recorded output length) and ignore_eos (see traces/README.md). The format is told from the "
+      "first line unless --from names it. A bad line stops the import with its line number and "
+      "leaves no output file.");
   command->footer(
       "Example:\n  retrace import traces/gold-intents.jsonl --out gold.rtrace\n"
       "  retrace import batch.jsonl --from openai-batch --out batch.rtrace\n"
@@ -44,7 +45,7 @@ void add_import(CLI::App& root, Registry& registry) {
                       "where \"prompt\" lines and a trace's synthetic prompts go")
       ->check(CLI::IsMember({"chat", "completions"}))
       ->capture_default_str();
-  command->add_option("--model", options->model, "model name for bodies that give none")
+  command->add_option("--model", options->model, "model name for bodies that give none (default: none; replay fills in the target's)")
       ->capture_default_str();
   command->add_option("--max-tokens", options->max_tokens,
                       "max_tokens for bodies that give none (ShareGPT: turns with no answer)")

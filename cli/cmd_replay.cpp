@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/replay_flags.hpp"
 #include "format/trace.hpp"
+#include "replay/preflight.hpp"
 #include "replay/replay.hpp"
 #include "report/replay_report.hpp"
 
@@ -145,10 +146,15 @@ int run(const ReplayArgs& args) {
   if (input.exchanges.empty())
     throw std::invalid_argument(args.input + " holds no exchanges to replay");
 
+  // Once for every repeat: nothing answering, or an ambiguous model, stops here (exit 2).
+  options.preflight = std::make_shared<const replay::Preflight>(replay::preflight(input, options));
+  for (const auto& note : options.preflight->notes) std::cerr << "retrace: " << note << "\n";
+
   bool tty = ::isatty(STDERR_FILENO) != 0;
   StopOnSignal signals;
   std::vector<std::string> json_reports;
   bool interrupted = false;
+  std::size_t failed = 0, total = 0;
   for (int k = 1; k <= args.repeat && !interrupted; ++k) {
     auto run_options = options;
     if (args.repeat > 1) run_options.repeat_index = k;
@@ -159,6 +165,8 @@ int run(const ReplayArgs& args) {
     auto result = replay::run_replay(input, run_options, out, &signals.flag(), progress);
     if (tty) std::fprintf(stderr, "\n");
     interrupted = result.interrupted;
+    total += result.stats.exchanges;
+    failed += result.stats.exchanges - result.stats.completed;
     report::StatsContext context;
     context.title = out.string();
     context.interrupted = result.interrupted;
@@ -171,7 +179,14 @@ int run(const ReplayArgs& args) {
     }
   }
   if (args.json) std::cout << report::join_json_reports(json_reports);
-  return interrupted ? 130 : kExitOk;
+  std::cout.flush();
+  if (interrupted) return 130;
+  if (auto verdict = replay::failure_verdict(failed, total, args.request.max_error_rate)) {
+    std::cerr << "retrace: " << *verdict << "; see the errors above, or `retrace cat "
+              << args.out << "`\n";
+    return kExitRequestsFailed;
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -187,7 +202,12 @@ void add_replay(CLI::App& root, Registry& registry) {
       "  retrace replay prod.rtrace --target http://127.0.0.1:8000 --out run.rtrace -c 16\n"
       "  retrace replay prod.rtrace --target http://gpu:8000 --out run.rtrace --rate 5 --slo ttft:200ms\n"
       "--repeat K writes RUN.r1.rtrace ... RUN.rK.rtrace, each labelled repeat=k.\n"
-      "Ctrl-C stops cleanly: in-flight requests are recorded as cut, the trace is flushed.");
+      "Before any traffic the target is reached, its /v1/models read and the server identified "
+      "(recorded in the run's header); a --target ending in /v1 is its root.\n"
+      "Ctrl-C stops cleanly: in-flight requests are recorded as cut, the trace is flushed.\n"
+      "Exit status: 0 all requests completed (or failures within --max-error-rate), 1 more "
+      "requests failed, 2 nothing could run (bad input, nothing answers at the target, several "
+      "models and no --model), 130 interrupted.");
   command->add_option("trace", args->input, "Trace to replay (.rtrace)")->required();
   command->add_option("--target", args->target, "Base URL of the server, e.g. http://127.0.0.1:8000")
       ->required();

@@ -19,7 +19,10 @@ void add_serve(CLI::App& root, Registry& registry) {
       "tests. Point --target at a real server (vLLM, SGLang, TGI, llama.cpp) for real measurements.");
   command->add_option("--listen", options->listen, "HOST:PORT to listen on; port 0 picks a free one")
       ->capture_default_str();
-  command->add_option("--model-name", options->model_name, "Model id served (requests naming another get 404)")
+  auto names = std::make_shared<std::vector<std::string>>(1, options->model_name);
+  command->add_option("--model-name,--model", *names,
+                      "Model id(s) served, repeatable (requests naming another get 404; answers name "
+                      "the first, as vLLM's --served-model-name does)")
       ->capture_default_str();
   command->add_flag("--batch-variance", options->batch_variance,
                     "Make outputs depend on the batch, as batched GPU kernels can: the model's dot products are "
@@ -69,8 +72,10 @@ void add_serve(CLI::App& root, Registry& registry) {
       "  curl -s http://127.0.0.1:PORT/v1/completions -d '{\"prompt\": \"Hello\", \"max_tokens\": 8, "
       "\"temperature\": 0}'\n"
       "Prints 'listening on http://HOST:PORT' once ready; SIGINT/SIGTERM stop it cleanly (exit 0).");
-  registry.add(command, [options, latency, drain_ms, idle] {
+  registry.add(command, [options, latency, drain_ms, idle, names] {
     options->idle_timeout = replay::parse_positive_duration("--idle-timeout", *idle);
+    options->model_name = names->front();
+    options->more_model_names.assign(names->begin() + 1, names->end());
     options->latency_model = *latency == "on";
     options->drain_timeout = std::chrono::milliseconds(*drain_ms);
     return sim::serve(*options, std::cout, std::cerr);

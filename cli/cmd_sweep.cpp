@@ -46,7 +46,8 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
   fs::path dir;
   if (!args.resume.empty()) {
     for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--repeat", "--order",
-                      "--answers-from", "--match", "--near-tie", "--set", "--unset", "--token-ids",
+                      "--answers-from", "--match", "--near-tie", "--set", "--unset", "--token-ids", "--model",
+                      "--max-error-rate",
                       "--api-key-env", "--timeout", "--label", "--limit", "--warmup", "--filter"})
       if (command.count(flag) > 0)
         throw std::invalid_argument(std::string("--resume continues a sweep with its saved settings; ") +
@@ -104,9 +105,11 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
   std::cout << std::flush;
   std::cerr << "sweep: wrote " << (dir / "summary.json").string() << ", "
             << (dir / "summary.md").string() << " and " << (dir / "report.html").string() << "\n";
-  if (summary->errors > 0) {
-    std::cerr << "sweep: " << summary->errors << " request(s) failed; results are incomplete\n";
-    return kExitError;
+  std::size_t requests = 0;
+  for (const auto& run : summary->runs) requests += run.exchanges;
+  if (auto verdict = replay::failure_verdict(summary->errors, requests, plan.replay.max_error_rate)) {
+    std::cerr << "sweep: " << *verdict << "; results are incomplete\n";
+    return kExitRunsFailed;
   }
   return summary->any_differs() ? kExitDiffer : kExitOk;
 }
@@ -122,7 +125,8 @@ void add_sweep(CLI::App& root, Registry& registry) {
       "level's first repeat) with their first divergent tokens, unique completions across repeats, "
       "throughput with its spread, and TTFT/e2e percentiles. Each run is its own trace in --out; "
       "plan.json records progress so an interrupted sweep continues with --resume. Exit 0 when no "
-      "output differs from the baseline, 1 when some do, 2 on error.");
+      "output differs from the baseline, 1 when some do, 2 when nothing could run (bad input, "
+      "nothing answers at the target), 3 when more requests failed than --max-error-rate allows.");
   command->footer(
       "Example: retrace sweep gold.rtrace --target http://127.0.0.1:8000 --concurrency 1,16,32 "
       "--repeat 3 --out sweep1");

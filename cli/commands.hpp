@@ -14,7 +14,11 @@ namespace retrace::cli {
 // Exit codes shared by every command (diff(1) style where a command compares things).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitDiffer = 1;
-inline constexpr int kExitError = 2;
+inline constexpr int kExitError = 2;  // nothing could run: bad input, nothing answers at the target
+// Requests failed beyond --max-error-rate: replay says 1; sweep and bisect, where 1 already means
+// "outputs differ", say 3.
+inline constexpr int kExitRequestsFailed = 1;
+inline constexpr int kExitRunsFailed = 3;
 
 class Registry {
  public:

@@ -16,7 +16,16 @@ inline void add_request_flags(CLI::App& command, replay::RequestFlags& flags) {
   command.add_option("--header,-H", flags.headers, "'Name: value' added to every request (repeatable)");
   command.add_option("--api-key-env", flags.api_key_env,
                      "Send 'Authorization: Bearer $VAR'; never written to the trace");
-  command.add_option("--token-ids", flags.token_ids, "Ask for token ids: vllm, llamacpp, logprobs or off")
+  command.add_option("--token-ids", flags.token_ids,
+                     "Ask for token ids: auto (chosen from the identified server), vllm, llamacpp, "
+                     "logprobs or off")
+      ->capture_default_str();
+  command.add_option("--model", flags.model,
+                     "Model of every request (default: the trace's, or the target's one model when "
+                     "it does not serve the trace's)");
+  command.add_option("--max-error-rate", flags.max_error_rate,
+                     "Fraction of failed requests tolerated before the exit code says failed (0.05 "
+                     "= 5 %)")
       ->capture_default_str();
   command.add_option("--timeout", flags.timeout, "Per request, with a unit: 30s, 500ms, 2m")
       ->capture_default_str();

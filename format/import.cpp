@@ -124,13 +124,14 @@ class LineImporter {
   }
 
   void fill_defaults(json::object& body, const json::object& line) {
+    // A null fallback adds nothing: a line without a model gets none unless --model gives one.
     auto take = [&](std::string_view name, json::value fallback) {
       if (const auto* given = line.if_contains(name))
         body[name] = *given;
-      else if (!body.contains(name))
+      else if (!body.contains(name) && !fallback.is_null())
         body[name] = std::move(fallback);
     };
-    take("model", json::string(options_.model));
+    take("model", options_.model.empty() ? json::value(nullptr) : json::value(json::string(options_.model)));
     take("temperature", 0);
     take("max_tokens", options_.max_tokens);
     check_body_fields(body);
@@ -167,12 +168,12 @@ class LineImporter {
           bad("every entry of \"messages\" must be an object with a \"role\"");
       if (options_.endpoint == "completions")
         bad("\"messages\" needs the chat endpoint; drop --endpoint completions or use \"prompt\"");
-      body["model"] = options_.model;
+      if (!options_.model.empty()) body["model"] = options_.model;
       body["messages"] = *messages;
       path = kChatPath;
     } else {
       if (!prompt->is_string()) bad("\"prompt\" must be a string, not " + kind_name(*prompt));
-      body["model"] = options_.model;
+      if (!options_.model.empty()) body["model"] = options_.model;
       if (options_.endpoint == "completions") {
         body["prompt"] = *prompt;
         path = kCompletionsPath;
@@ -235,7 +236,8 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
       Source::imported, options.tool_version, in.string(),
       json::serialize(json::object{{"from", options.from},
                                    {"endpoint", options.endpoint},
-                                   {"model", options.model},
+                                   {"model", options.model.empty() ? json::value(nullptr)
+                                                                   : json::value(options.model)},
                                    {"max_tokens", options.max_tokens}}));
 
   std::uint64_t written = 0;

@@ -14,11 +14,13 @@ namespace {
 
 Fetched send_once(const Url& url, const std::shared_ptr<asio::ssl::context>& tls,
                   http::request<http::string_body>& request,
-                  std::chrono::steady_clock::duration timeout, std::size_t body_limit) {
+                  std::chrono::steady_clock::duration timeout, std::size_t body_limit,
+                  const std::vector<HttpHeader>& headers) {
   asio::io_context io;
   UpstreamConnection connection(io.get_executor(), url, tls);
   request.set(http::field::host, url.host_header());
   request.set(http::field::user_agent, std::string("retrace/") + kToolVersion);
+  for (const auto& header : headers) request.set(header.name, header.value);
   request.keep_alive(false);
   http::response_parser<http::string_body> parser;
   parser.body_limit(body_limit);
@@ -28,6 +30,7 @@ Fetched send_once(const Url& url, const std::shared_ptr<asio::ssl::context>& tls
   auto fail = [&](error_code ec, Phase phase) { result.error = describe(ec, phase, url.str()); };
   connection.async_connect(timeout, [&](error_code ec, Phase phase) {
     if (ec) return fail(ec, phase);
+    result.connected = true;
     connection.expires_after(timeout);
     connection.visit([&](auto& stream) {
       http::async_write(stream, request, [&](error_code ec, std::size_t) {
@@ -52,9 +55,9 @@ Fetched send_once(const Url& url, const std::shared_ptr<asio::ssl::context>& tls
 
 Fetched fetch(const Url& url, const std::shared_ptr<asio::ssl::context>& tls,
               std::string_view path, std::chrono::steady_clock::duration timeout,
-              std::size_t body_limit) {
+              std::size_t body_limit, const std::vector<HttpHeader>& headers) {
   http::request<http::string_body> request{http::verb::get, url.join(path), 11};
-  return send_once(url, tls, request, timeout, body_limit);
+  return send_once(url, tls, request, timeout, body_limit, headers);
 }
 
 Fetched post_json(const Url& url, const std::shared_ptr<asio::ssl::context>& tls,
@@ -64,7 +67,7 @@ Fetched post_json(const Url& url, const std::shared_ptr<asio::ssl::context>& tls
   request.set(http::field::content_type, "application/json");
   request.body() = std::move(body);
   request.prepare_payload();
-  return send_once(url, tls, request, timeout, body_limit);
+  return send_once(url, tls, request, timeout, body_limit, {});
 }
 
 }  // namespace retrace::net

@@ -14,6 +14,7 @@
 
 #include "format/header.hpp"
 #include "net/fetch.hpp"
+#include "replay/preflight.hpp"
 #include "replay/replay.hpp"
 #include "replay/worker.hpp"
 #include "version.hpp"
@@ -35,11 +36,15 @@ json::value json_or_string(const std::string& text) {
   return value;
 }
 
-std::string server_info_json(const Fetched& models, const Fetched& metrics_before,
+std::string server_info_json(const Preflight& checked, const Fetched& metrics_before,
                              const std::optional<Fetched>& metrics_after) {
+  const Fetched& models = checked.probes.models;
   json::object info;
   info["models_status"] = models.status;
   info["models"] = models.status == 200 ? json_or_string(models.body) : json::value(nullptr);
+  json::value preflight = json::parse(checked.to_json());
+  info["server"] = preflight.as_object()["server"];
+  info["preflight"] = std::move(preflight);
   info["metrics_before"] =
       metrics_before.status == 200 ? json::value(json::string(metrics_before.body)) : json::value(nullptr);
   if (metrics_after)
@@ -110,7 +115,9 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   if (schedule.kind == ScheduleKind::recorded && !(schedule.speed > 0))
     throw std::invalid_argument("--speed must be above 0");
 
-  auto url = net::parse_url(options.target);
+  auto checked = options.preflight ? options.preflight
+                                    : std::make_shared<const Preflight>(preflight(input, options));
+  const auto& url = checked->url;
   std::shared_ptr<asio::ssl::context> tls;
   if (url.tls()) tls = net::make_client_tls_context({options.ca_file, options.insecure});
 
@@ -119,7 +126,7 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
 
   Shared shared(input, options, url, tls);
   shared.kind = schedule.kind;
-  shared.prepared = prepare_requests(input, chosen, options, url);
+  shared.prepared = prepare_requests(input, chosen, options, *checked);
   shared.chains = make_chains(input, shared.prepared, options);
 
   auto run_name = options.run_name.empty() ? out.stem().string() : options.run_name;
@@ -142,13 +149,15 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
 
   // Bounded so that a dead or stalled target costs seconds, not the whole --timeout.
   Clock::duration probe_timeout = std::min<Clock::duration>(options.timeout, std::chrono::seconds(5));
-  auto models = net::fetch(url, tls, "/v1/models", probe_timeout, kServerInfoBodyLimit);
   auto metrics_before = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
 
+  auto settled = options;  // what the preflight chose stands in the settings
+  settled.token_ids = checked->token_ids;
+  settled.model = checked->model;
   TraceHeader header =
-      new_trace_header(Source::replayed, kToolVersion, url.str(), settings_json(options));
+      new_trace_header(Source::replayed, kToolVersion, url.str(), settings_json(settled));
   header.labels = labels;
-  header.server_info = server_info_json(models, metrics_before, std::nullopt);
+  header.server_info = server_info_json(*checked, metrics_before, std::nullopt);
 
   // Fails here, before any traffic, when the destination is not writable.
   auto partial_path = out;
@@ -233,7 +242,7 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   if (metrics_before.status == 200)
     metrics_after = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
   if (metrics_after) {
-    header.server_info = server_info_json(models, metrics_before, metrics_after);
+    header.server_info = server_info_json(*checked, metrics_before, metrics_after);
     TraceReader reader(partial_path);
     TraceWriter final_writer(out, header, options.writer);
     Exchange exchange;

@@ -1,6 +1,7 @@
 #include "replay/flags.hpp"
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -21,16 +22,34 @@ std::chrono::milliseconds parse_timeout(std::string_view text) {
   return parse_positive_duration("--timeout", text);
 }
 
+std::optional<std::string> failure_verdict(std::size_t failed, std::size_t total,
+                                           double max_error_rate) {
+  if (failed == 0 || total == 0) return std::nullopt;
+  double rate = static_cast<double>(failed) / static_cast<double>(total);
+  if (rate <= max_error_rate) return std::nullopt;
+  char line[200];
+  std::snprintf(line, sizeof line, "%zu of %zu requests failed (%.1f %%), above --max-error-rate %g",
+                failed, total, 100 * rate, max_error_rate);
+  return std::string(line);
+}
+
 void apply_request_flags(const RequestFlags& flags, Options& options) {
   for (const auto& assignment : flags.set)
     options.set.push_back(split_assignment(assignment, "--set"));
   options.unset = flags.unset;
   for (const auto& header : flags.headers) options.headers.push_back(parse_header(header));
-  auto token_ids = llm::token_id_mode_from_string(flags.token_ids);
-  if (!token_ids)
-    throw std::invalid_argument("--token-ids " + flags.token_ids +
-                                ": expected vllm, llamacpp, logprobs or off");
-  options.token_ids = *token_ids;
+  if (flags.token_ids == "auto") {
+    options.token_ids = std::nullopt;
+  } else {
+    auto token_ids = llm::token_id_mode_from_string(flags.token_ids);
+    if (!token_ids)
+      throw std::invalid_argument("--token-ids " + flags.token_ids +
+                                  ": expected auto, vllm, llamacpp, logprobs or off");
+    options.token_ids = *token_ids;
+  }
+  if (!flags.model.empty()) options.model = flags.model;
+  if (!(flags.max_error_rate >= 0 && flags.max_error_rate <= 1))
+    throw std::invalid_argument("--max-error-rate must be a fraction from 0 to 1, e.g. 0.05 for 5 %");
   if (!flags.api_key_env.empty()) {
     const char* key = std::getenv(flags.api_key_env.c_str());
     if (!key || !*key)

@@ -18,7 +18,9 @@ struct RequestFlags {
   std::vector<std::string> set;      // --set PATH=VALUE
   std::vector<std::string> unset;    // --unset PATH
   std::vector<std::string> headers;  // --header 'Name: value'
-  std::string token_ids = "off";     // --token-ids vllm|llamacpp|logprobs|off
+  std::string token_ids = "auto";    // --token-ids auto|vllm|llamacpp|logprobs|off
+  std::string model;                 // --model NAME: every inference request's model ("" = keep)
+  double max_error_rate = 0;         // --max-error-rate R: failed fraction tolerated (exit codes)
   std::string api_key_env;           // --api-key-env VAR: the variable's name, never its value
   std::string timeout = "120s";      // --timeout, with a unit
   std::vector<std::string> labels;   // --label KEY=VALUE
@@ -34,6 +36,10 @@ struct RequestFlags {
 // everything else are left alone). Reads the --api-key-env variable. Throws std::invalid_argument
 // naming the flag and what to write instead.
 void apply_request_flags(const RequestFlags& flags, Options& options);
+
+// The one rule for "the run failed" (replay exits 1, sweep and bisect 3): more than `max_error_rate`
+// of `total` requests failed. Returns the summary line saying so, or nullopt when within it.
+std::optional<std::string> failure_verdict(std::size_t failed, std::size_t total, double max_error_rate);
 
 // --timeout: a duration with a unit ("30s", "500ms", "2m"). A bare number is refused: seconds or
 // milliseconds would be a guess.

@@ -474,15 +474,8 @@ std::string settings_json(const Options& options, std::string_view input_path) {
                          (is_secret_header(header.name) ? std::string(kRedacted) : header.value));
   settings["headers"] = std::move(headers);
   if (!options.api_key_env.empty()) settings["api_key_env"] = options.api_key_env;
-  settings["token_ids"] = [&] {
-    switch (options.token_ids) {
-      case llm::TokenIdMode::off: return "off";
-      case llm::TokenIdMode::vllm: return "vllm";
-      case llm::TokenIdMode::llamacpp: return "llamacpp";
-      case llm::TokenIdMode::logprobs: return "logprobs";
-    }
-    return "off";
-  }();
+  settings["token_ids"] = options.token_ids ? llm::to_string(*options.token_ids) : "auto";
+  if (options.model) settings["model"] = *options.model;
   settings["timeout_ms"] = options.timeout.count();
   json::object labels;
   for (const auto& label : options.labels) labels[label.key] = label.value;

@@ -8,6 +8,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <boost/json.hpp>
+
+#include "llm/json_fields.hpp"
 #include "net/content_coding.hpp"
 #include "net/http_rules.hpp"
 
@@ -23,10 +26,21 @@ std::string lower(std::string_view text) {
   return out;
 }
 
+// The body with "model" set to `model`; unchanged (byte for byte) when it already names it.
+std::string with_model(const std::string& body, llm::Dialect dialect, const std::string& model) {
+  if (dialect != llm::Dialect::openai_completions && dialect != llm::Dialect::openai_chat) return body;
+  boost::json::error_code ec;
+  auto parsed = boost::json::parse(body, ec);
+  if (ec || !parsed.is_object()) return body;
+  if (llm::string_field(parsed.get_object(), "model") == std::optional<std::string_view>(model)) return body;
+  return apply_body_overrides(body, {{"model", boost::json::serialize(boost::json::string(model))}}, {});
+}
+
 }  // namespace
 
 std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vector<std::size_t>& chosen,
-                                       const Options& options, const net::Url& url) {
+                                       const Options& options, const Preflight& checked) {
+  const net::Url& url = checked.url;
   std::vector<Prepared> prepared;
   prepared.reserve(chosen.size());
   std::unordered_set<std::string> overridden;
@@ -74,8 +88,9 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
 
     std::string body = source.request.body;
     auto dialect = llm::detect_dialect(target, body);
-    if (options.token_ids != llm::TokenIdMode::off)
-      body = llm::add_token_id_fields(body, dialect, options.token_ids);
+    if (checked.model) body = with_model(body, dialect, *checked.model);
+    if (checked.token_ids != llm::TokenIdMode::off)
+      body = llm::add_token_id_fields(body, dialect, checked.token_ids);
     try {
       body = apply_body_overrides(body, options.set, options.unset);
     } catch (const std::invalid_argument& e) {
@@ -129,6 +144,13 @@ std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepa
                      [](const Chain& a, const Chain& b) { return a.start_ns < b.start_ns; });
   }
   return chains;
+}
+
+void check_schedule(const LoadedTrace& input, const Options& options) {
+  auto chosen = select_exchanges(input.exchanges, options, options.sessions || options.live_sessions);
+  std::vector<Prepared> placeholders(chosen.size());
+  for (std::size_t i = 0; i < chosen.size(); ++i) placeholders[i].input_index = chosen[i];
+  make_chains(input, placeholders, options);
 }
 
 }  // namespace retrace::replay

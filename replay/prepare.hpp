@@ -10,7 +10,7 @@
 
 #include <boost/beast/http/verb.hpp>
 
-#include "net/url.hpp"
+#include "replay/preflight.hpp"
 #include "replay/replay.hpp"
 
 namespace retrace::replay {
@@ -32,16 +32,22 @@ struct Chain {
   std::int64_t start_ns = 0;             // open loop / recorded: the first item's intended offset
 };
 
-// The chosen input exchanges as they will be sent: hop-by-hop and recorded secret headers
-// dropped, Accept-Encoding limited to the codings replay decodes, --header and --api-key added, --token-ids, --unset and --set applied. Throws
+// The chosen input exchanges as they will be sent to `checked.url`: hop-by-hop and recorded
+// secret headers dropped, Accept-Encoding limited to the codings replay decodes, --header and
+// --api-key added; on the body the preflight's model (on OpenAI-style inference bodies) and
+// token-id fields, then --unset and --set. Throws
 // std::invalid_argument naming the exchange for an unknown method or a --set that cannot apply.
 std::vector<Prepared> prepare_requests(const LoadedTrace& input,
                                        const std::vector<std::size_t>& chosen,
-                                       const Options& options, const net::Url& url);
+                                       const Options& options, const Preflight& checked);
 
 // The prepared requests as chains, with the schedule's start times (rate: the arrival process;
 // recorded: the recorded offsets, scaled by --speed, sorted by start).
 std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepared>& prepared,
                                const Options& options);
+
+// Throws std::invalid_argument when the schedule cannot be laid out for the exchanges `options`
+// selects (an arrival past int64 nanoseconds, ...): the preflight checks it before any network.
+void check_schedule(const LoadedTrace& input, const Options& options);
 
 }  // namespace retrace::replay

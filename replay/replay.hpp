@@ -26,11 +26,13 @@
 //   their turns follow back to back. Recorded: a turn goes at its recorded time or when the
 //   previous turn ended, whichever is later. Exchanges without a session id are one-turn sessions.
 //   --shard splits by session so that a session is never cut across machines.
-// - Body rewriting happens in this order: --token-ids fields, then --unset, then --set, then live
+// - Body rewriting happens in this order: the model (--model, or the target's one model standing
+//   in for one it does not serve; OpenAI-style bodies only), --token-ids fields, then --unset, then --set, then live
 //   session substitution. A body that is rewritten is re-serialised (key order kept); a body that
 //   is not rewritten is sent byte for byte. The request key is that of the request as sent.
 // - The output header's server_info is JSON: {"models": <GET /v1/models answer or null>,
-//   "models_status": N, "metrics_before": "<Prometheus text>"|null, "metrics_after": ...}. The
+//   "models_status": N, "server": {"kind", "version", "evidence"}, "preflight": {...} (see
+//   replay/preflight.hpp), "metrics_before": "<Prometheus text>"|null, "metrics_after": ...}. The
 //   after-scrape is only known at the end, so the run is written to OUT.partial and re-streamed
 //   into OUT with the final header when it ends (Ctrl-C included); after a crash, OUT.partial is a
 //   readable trace of everything flushed.
@@ -41,6 +43,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,6 +55,8 @@
 #include "llm/llm.hpp"
 
 namespace retrace::replay {
+
+struct Preflight;  // replay/preflight.hpp
 
 enum class ScheduleKind : std::uint8_t { concurrency, rate, recorded };
 enum class Arrival : std::uint8_t { poisson, constant, gamma };
@@ -91,7 +96,9 @@ struct Options {
   std::vector<HttpHeader> headers;   // added to every request (redacted in the trace when secret)
   std::optional<std::string> api_key;  // sent as "Authorization: Bearer"; never written
   std::string api_key_env;             // the variable's name, for the settings record only
-  llm::TokenIdMode token_ids = llm::TokenIdMode::off;
+  // nullopt: auto, chosen from the identified server (replay/preflight.hpp).
+  std::optional<llm::TokenIdMode> token_ids = llm::TokenIdMode::off;
+  std::optional<std::string> model;  // --model: the "model" of every inference request
   std::chrono::milliseconds timeout{120'000};  // per request, from its send to its last byte
   std::vector<Label> labels;  // written to the header and every exchange
   std::string run_name;       // label "run" (default: the output file's stem)
@@ -103,6 +110,9 @@ struct Options {
   std::string ca_file;
   bool insecure = false;
   WriterOptions writer;
+  // What a preflight found (sweep and bisect run it once for all their runs); null: run_replay
+  // runs its own.
+  std::shared_ptr<const Preflight> preflight;
 };
 
 // Latency/throughput figures of one run (or of any trace: `retrace stats`).
@@ -166,7 +176,9 @@ struct RunResult {
 
 // Replays `input` (a loaded trace) to `out`. Network errors are counted and recorded, never
 // abort; set-up errors (bad target URL, unwritable output, bad --set path, bad filter) throw
-// std::invalid_argument / std::runtime_error / TraceError. `stop` (may be null) is polled: when it
+// std::invalid_argument / std::runtime_error / TraceError, and a failed preflight (nothing
+// answers at the target, several models and no --model) throws PreflightError, all before any
+// traffic. `stop` (may be null) is polled: when it
 // turns true the run stops sending, cuts in-flight requests (recorded with ErrorKind::cut), flushes
 // and returns with interrupted = true. `on_progress` is called from a watcher thread (~10/s).
 RunResult run_replay(const LoadedTrace& input, const Options& options,

@@ -79,7 +79,9 @@ void check_model(const json::object& body, const ServeOptions& options) {
   const json::value* model = field(body, "model");
   if (!model) return;
   if (!model->is_string()) reject("model", "'model' must be a string");
-  if (model->get_string() != options.model_name)
+  const auto& more = options.more_model_names;
+  if (model->get_string() != options.model_name &&
+      std::find(more.begin(), more.end(), model->get_string()) == more.end())
     throw ApiError{404,
                    "The model `" + std::string(model->get_string()) +
                        "` does not exist. This server (retrace serve) serves `" + options.model_name +

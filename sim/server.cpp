@@ -171,20 +171,27 @@ std::string Server::next_request_id(Endpoint endpoint) {
 }
 
 std::string Server::models_body() const {
-  std::string body = "{\"object\":\"list\",\"data\":[{\"id\":";
-  put_string(body, options_.model_name);
-  body += ",\"object\":\"model\",\"created\":";
-  put_number(body, started_);
-  body += ",\"owned_by\":\"retrace-simulator\",\"root\":";
-  put_string(body, options_.model_name);
-  body += ",\"parent\":null,\"max_model_len\":";
-  put_number(body, options_.max_model_len);
-  body += ",\"description\":\"retrace built-in simulator (retrace serve): a deterministic toy model for "
-          "testing, not a real LLM. Batch variance ";
-  body += options_.batch_variance ? "on" : "off";
-  body += ", weights seed ";
-  put_number(body, options_.weights_seed);
-  body += ".\"}]}";
+  std::string body = "{\"object\":\"list\",\"data\":[";
+  std::vector<std::string> names{options_.model_name};
+  names.insert(names.end(), options_.more_model_names.begin(), options_.more_model_names.end());
+  for (const auto& name : names) {
+    if (&name != &names.front()) body += ',';
+    body += "{\"id\":";
+    put_string(body, name);
+    body += ",\"object\":\"model\",\"created\":";
+    put_number(body, started_);
+    body += ",\"owned_by\":\"retrace-simulator\",\"root\":";
+    put_string(body, name);
+    body += ",\"parent\":null,\"max_model_len\":";
+    put_number(body, options_.max_model_len);
+    body += ",\"description\":\"retrace built-in simulator (retrace serve): a deterministic toy model for "
+            "testing, not a real LLM. Batch variance ";
+    body += options_.batch_variance ? "on" : "off";
+    body += ", weights seed ";
+    put_number(body, options_.weights_seed);
+    body += ".\"}";
+  }
+  body += "]}";
   return body;
 }
 

@@ -25,12 +25,14 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace retrace::sim {
 
 struct ServeOptions {
   std::string listen = "127.0.0.1:8000";
   std::string model_name = "retrace-sim";
+  std::vector<std::string> more_model_names;  // also served; /v1/models lists them after model_name
   std::uint64_t weights_seed = 0;
   bool batch_variance = false;
   int max_batch = 64;            // sequences (choices) in the running batch

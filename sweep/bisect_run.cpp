@@ -9,8 +9,10 @@ namespace retrace::sweep {
 std::filesystem::path replay_at(const LoadedTrace& trace, const ReplayArgs& args,
                                 const std::string& target, int concurrency,
                                 const std::vector<Label>& labels, const std::filesystem::path& out,
-                                const std::atomic<bool>* stop) {
+                                const std::atomic<bool>* stop,
+                                std::shared_ptr<const replay::Preflight> checked) {
   auto options = to_replay_options(args, target, concurrency, labels);
+  options.preflight = std::move(checked);
   auto result = replay::run_replay(trace, options, out, stop);
   if (result.interrupted) throw std::runtime_error("interrupted while replaying into " + out.string());
   return out;
@@ -18,19 +20,18 @@ std::filesystem::path replay_at(const LoadedTrace& trace, const ReplayArgs& args
 
 namespace {
 
-ProbeOutcome outcome_of(const diff::Result& result, const std::string& label) {
+ProbeOutcome outcome_of(const diff::Result& result, const std::string& label, double max_error_rate) {
   if (result.runs.empty()) throw std::runtime_error("diff returned no comparison for " + label);
   const auto& run = result.runs.front();
-  if (run.errors > 0) {
+  if (auto verdict = replay::failure_verdict(run.errors, result.baseline_exchanges, max_error_rate)) {
     std::string first_error;
     for (const auto& pair : run.pairs)
       if (pair.verdict == diff::Verdict::error) {
         first_error = pair.error;
         break;
       }
-    throw std::runtime_error(label + ": " + std::to_string(run.errors) +
-                             " request(s) failed, so outputs cannot be compared (first: " +
-                             first_error + "); check the target and the run trace " + run.name);
+    throw RequestsFailed(label + ": " + *verdict + ", so outputs cannot be compared (first: " +
+                         first_error + "); check the target and the run trace " + run.name);
   }
   ProbeOutcome outcome;
   std::size_t missing = run.missing_in_candidate + run.missing_in_baseline;
@@ -76,7 +77,7 @@ BisectResult run_bisect(const BisectAxis& axis, std::ostream& out) {
   auto probe = [&](std::size_t index) {
     auto candidate = axis.run_for(index);
     auto result = diff::compare_files(baseline, {candidate}, axis.diff);
-    return outcome_of(result, axis.point_labels[index]);
+    return outcome_of(result, axis.point_labels[index], axis.max_error_rate);
   };
   auto on_probe = [&](const Probe& done) {
     ++probe_number;

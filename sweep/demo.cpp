@@ -104,6 +104,7 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
   // near-tie margin.
   ReplayArgs record_args;
   record_args.timeout = "30s";
+  record_args.token_ids = "off";
   ReplayArgs replay_args = record_args;
   replay_args.token_ids = "logprobs";
   replay_args.set = {"stream=true"};
@@ -147,7 +148,7 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
     stage.say("recorder (pid " + std::to_string(recorder.pid()) + ") listening on " + recorder_url);
     LoadedTrace gold = load_trace(gold_trace);
     replay_at(gold, record_args, recorder_url, 1, {{"run", "through-recorder"}},
-              dir / "gold-client-side.rtrace", options.stop);
+              dir / "gold-client-side.rtrace", options.stop, nullptr);
     int status = recorder.stop(10'000);
     if (status != 0)
       throw std::runtime_error("`retrace record` exited with status " + std::to_string(status) +
@@ -218,7 +219,8 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
     if (index == 0 && concurrency == 1) return sweep_baseline;
     return replay_at(open_ended_trace, replay_args, variance_url, concurrency,
                      {{"run", "bisect-c" + std::to_string(concurrency)}},
-                     bisect_dir / ("c" + std::to_string(concurrency) + ".rtrace"), options.stop);
+                     bisect_dir / ("c" + std::to_string(concurrency) + ".rtrace"), options.stop,
+                     nullptr);
   };
   out << "## 3. Bisect: the smallest concurrency whose outputs differ from concurrency 1\n\n";
   run_bisect(axis, out);

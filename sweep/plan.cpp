@@ -126,6 +126,8 @@ std::string plan_to_json(const Plan& plan) {
   }
   replay["headers"] = std::move(headers);
   replay["token_ids"] = plan.replay.token_ids;
+  replay["model"] = plan.replay.model;
+  replay["max_error_rate"] = plan.replay.max_error_rate;
   replay["api_key_env"] = plan.replay.api_key_env;
   replay["timeout"] = plan.replay.timeout;
   replay["labels"] = strings_to_json(plan.replay.labels);
@@ -252,6 +254,10 @@ Plan plan_from_json(std::string_view text, const std::string& where) {
   plan.replay.unset = replay.strings("unset");
   plan.replay.headers = replay.strings("headers");
   plan.replay.token_ids = replay.str("token_ids");
+  // Plans written before --model and --max-error-rate keep the defaults.
+  if (replay.object.contains("model")) plan.replay.model = replay.str("model");
+  if (replay.object.contains("max_error_rate"))
+    plan.replay.max_error_rate = replay.number("max_error_rate");
   plan.replay.api_key_env = replay.str("api_key_env");
   if (replay.object.contains("timeout")) {
     plan.replay.timeout = replay.str("timeout");

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "format/private_file.hpp"
+#include "replay/preflight.hpp"
 #include "report/html.hpp"
 #include "sweep/sweep.hpp"
 
@@ -73,6 +74,11 @@ std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, c
   // Check every run's options before any traffic flows: a bad flag fails at once, not at run 7.
   for (const auto& run : plan.runs) to_replay_options(plan.replay, plan.target, run.concurrency, {});
   diff_options(plan, false);
+  // Once for every run: nothing answering, or an ambiguous model, stops the sweep before traffic.
+  auto checked = std::make_shared<const replay::Preflight>(replay::preflight(
+      input, to_replay_options(plan.replay, plan.target, plan.runs.front().concurrency, {})));
+  if (io.log)
+    for (const auto& note : checked->notes) *io.log << "sweep: " << note << "\n";
 
   auto pending = pending_runs(plan);
   std::size_t finished = plan.runs.size() - pending.size();
@@ -83,6 +89,7 @@ std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, c
     if (io.stop && io.stop->load()) return std::nullopt;
     auto& run = plan.runs[index];
     auto options = to_replay_options(plan.replay, plan.target, run.concurrency, run_labels(run));
+    options.preflight = checked;
     if (io.log)
       *io.log << "sweep: run " << (index + 1) << "/" << plan.runs.size() << " " << run.name
               << (run.baseline ? " (baseline)" : "") << ": concurrency " << run.concurrency

@@ -18,7 +18,9 @@
 #include <functional>
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -179,22 +181,28 @@ std::vector<int> parse_range(std::string_view text);
 // One bisect over real runs. `run_for(i)` produces point i's run trace (replaying, or naming a
 // recorded run) and returns its path; point 0 is the baseline, run first. Each probe diffs its
 // run against the baseline. Probe lines go to `out` as they complete; then the boundary and its
-// first divergent tokens. A probe with failed requests aborts (std::runtime_error): a boundary
-// found through errors would be meaningless.
+// first divergent tokens. A probe with more failed requests than `max_error_rate` allows aborts
+// (RequestsFailed): a boundary found through errors would be meaningless.
 struct BisectAxis {
   std::string name;                       // "concurrency", "runs", "values"
   std::vector<std::string> point_labels;  // e.g. "concurrency 16"; [0] is the baseline
   std::function<std::filesystem::path(std::size_t)> run_for;
   diff::Options diff;
+  double max_error_rate = 0;
+};
+class RequestsFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 BisectResult run_bisect(const BisectAxis& axis, std::ostream& out);
 
-// The replay side of bisect --over concurrency: replays `trace` at `concurrency` into `out`.
-// Throws when the run was interrupted.
+// The replay side of bisect --over concurrency: replays `trace` at `concurrency` into `out`, with
+// the preflight made once for all probes. Throws when the run was interrupted.
 std::filesystem::path replay_at(const LoadedTrace& trace, const ReplayArgs& args,
                                 const std::string& target, int concurrency,
                                 const std::vector<Label>& labels, const std::filesystem::path& out,
-                                const std::atomic<bool>* stop);
+                                const std::atomic<bool>* stop,
+                                std::shared_ptr<const replay::Preflight> checked);
 
 // ---------------------------------------------------------------------------------------------
 // Demo

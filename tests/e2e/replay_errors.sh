@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Errors never stop a run: a target that is down, connections reset before or during a response,
-# and a server that stalls are each recorded with their kind, and the run still writes every
-# exchange. Ctrl-C stops cleanly: the trace is flushed, in-flight requests are recorded as cut.
+# A target that is down stops the run before any request (exit 2). Errors never stop a run that
+# started: connections reset before or during a response and a server that stalls are each
+# recorded with their kind, the run still writes every exchange, and exits 1 (requests failed). Ctrl-C stops cleanly: the trace is flushed, in-flight requests are recorded as cut.
 . "$(dirname "$0")/lib.sh"
 
 "$RETRACE" import "$ROOT/traces/gold-intents.jsonl" --out "$WORK/gold.rtrace" >/dev/null
@@ -66,22 +66,28 @@ while True:
     threading.Thread(target=serve, args=(conn,), daemon=True).start()
 EOF
 
-# --- target down: nothing listens on the port of a socket we bound and closed.
+# --- target down: nothing listens on the port of a socket we bound and closed. The preflight
+# stops the run before any request (exit 2, naming the URL); no trace is written.
 down_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+status=0
 "$RETRACE" replay "$WORK/gold.rtrace" --target "http://127.0.0.1:$down_port" --out "$WORK/down.rtrace" \
-  -c 4 --json >"$WORK/down.json" || fail "replay against a dead target exited non-zero"
-check_eq "$(kinds "$WORK/down.rtrace")" "connect=20" "error kinds, target down"
-check_eq "$(jq -r .errors.connect "$WORK/down.json")" 20 "reported connect errors"
-check_eq "$(jq -r .completed "$WORK/down.json")" 0 "completed against a dead target"
+  -c 4 --json >"$WORK/down.json" 2>"$WORK/down.err" || status=$?
+check_eq "$status" 2 "exit status against a dead target"
+check_contains "$WORK/down.err" "nothing answers at http://127.0.0.1:$down_port" "the dead target is named"
+[[ ! -e "$WORK/down.rtrace" ]] || fail "a trace was written against a dead target"
 
 # --- reset before any response byte.
 start_listening RESET python3 "$WORK/bad_server.py" reset
-"$RETRACE" replay "$WORK/gold.rtrace" --target "$RESET_URL" --out "$WORK/reset.rtrace" -c 4 --limit 8 >/dev/null
+status=0
+"$RETRACE" replay "$WORK/gold.rtrace" --target "$RESET_URL" --out "$WORK/reset.rtrace" -c 4 --limit 8 >/dev/null 2>&1 || status=$?
+check_eq "$status" 1 "exit status, reset before the response"
 check_eq "$(kinds "$WORK/reset.rtrace")" "reset=8" "error kinds, reset before the response"
 
 # --- reset in the middle of a streamed body: the event that arrived is kept.
 start_listening CUT python3 "$WORK/bad_server.py" cut
-"$RETRACE" replay "$WORK/gold.rtrace" --target "$CUT_URL" --out "$WORK/cut.rtrace" -c 2 --limit 4 >/dev/null
+status=0
+"$RETRACE" replay "$WORK/gold.rtrace" --target "$CUT_URL" --out "$WORK/cut.rtrace" -c 2 --limit 4 >/dev/null 2>&1 || status=$?
+check_eq "$status" 1 "exit status, reset mid-stream"
 check_eq "$(kinds "$WORK/cut.rtrace")" "reset=4" "error kinds, reset mid-stream"
 check_eq "$(ex "$WORK/cut.rtrace" | jq -r '.response.events | length' | sort -u)" 1 "events kept before the reset"
 check_eq "$(ex "$WORK/cut.rtrace" | jq -r '[.choices[0].tokens[].bytes] | join("")' | sort -u)" Hel "tokens kept before the reset"
@@ -89,8 +95,10 @@ check_eq "$(ex "$WORK/cut.rtrace" | jq -r '.response.status' | sort -u)" 200 "st
 
 # --- a server that never answers: --timeout turns it into timeouts.
 start_listening STALL python3 "$WORK/bad_server.py" stall
+status=0
 "$RETRACE" replay "$WORK/gold.rtrace" --target "$STALL_URL" --out "$WORK/stall.rtrace" -c 4 --limit 4 \
-  --timeout 300ms >/dev/null
+  --timeout 300ms >/dev/null 2>&1 || status=$?
+check_eq "$status" 1 "exit status, stalled server"
 check_eq "$(kinds "$WORK/stall.rtrace")" "timeout=4" "error kinds, stalled server"
 
 # --- Ctrl-C: a partial report, a readable trace, in-flight requests cut.

@@ -37,10 +37,11 @@ for mode in ca-file insecure; do
 done
 
 # replay: the same rules for an https target.
+status=0
 "$RETRACE" replay "$WORK/ca-file.rtrace" --target "$HTTPS" -c 1 --out "$WORK/replay-strict.rtrace" \
-  --json >"$WORK/replay-strict.json" 2>/dev/null || true
-"$RETRACE" export "$WORK/replay-strict.rtrace" >"$WORK/replay-strict.jsonl"
-check_contains "$WORK/replay-strict.jsonl" '"kind":"tls"' "replay refuses an unverifiable certificate"
+  --json >"$WORK/replay-strict.json" 2>"$WORK/replay-strict.err" || status=$?
+check_eq "$status" 2 "replay refuses an unverifiable certificate before any request"
+check_contains "$WORK/replay-strict.err" "--ca-file PEM or --insecure" "the refusal names the fix"
 "$RETRACE" replay "$WORK/ca-file.rtrace" --target "$HTTPS" -c 1 --ca-file "$WORK/cert.pem" \
   --out "$WORK/replay-ok.rtrace" --json >/dev/null 2>&1 || fail "replay over https with --ca-file"
 "$RETRACE" diff "$WORK/ca-file.rtrace" "$WORK/replay-ok.rtrace" >"$WORK/diff.out" ||

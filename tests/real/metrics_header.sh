@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # llama-server's Prometheus /metrics (started with --metrics) is scraped before and after a
-# replay into the run's header, and `retrace inspect` shows it: the counters grew by the run.
+# replay into the run's header, and `retrace inspect` shows it: the counters grew by the run. The
+# same header identifies the server as llama.cpp, and --token-ids auto asked it for logprob ids.
 . "$(dirname "$0")/lib.sh"
 
 start_llama LLAMA -np 4 -c 2048
@@ -21,5 +22,7 @@ def counter(text, name):
 before, after = info["metrics_before"], info["metrics_after"]
 for name in ("prompt_tokens_total", "tokens_predicted_total", "n_decode_total"):
     assert counter(after, name) > counter(before, name), f"llamacpp:{name} did not grow during the run"
+assert info["server"]["kind"] == "llama.cpp", f'identified as {info["server"]}'
+assert info["preflight"]["token_ids"]["mode"] == "llamacpp", info["preflight"]["token_ids"]
 PY
 echo "PASS real.metrics_header"
