@@ -21,6 +21,7 @@ struct RequestFlags {
   std::string token_ids = "off";     // --token-ids vllm|llamacpp|logprobs|off
   std::string api_key_env;           // --api-key-env VAR: the variable's name, never its value
   std::string timeout = "120s";      // --timeout, with a unit
+  bool no_stream = false;            // --no-stream
   std::vector<std::string> labels;   // --label KEY=VALUE
   std::optional<std::size_t> limit;  // --limit N
   std::size_t warmup = 0;            // --warmup N
@@ -35,8 +36,7 @@ struct RequestFlags {
 // naming the flag and what to write instead.
 void apply_request_flags(const RequestFlags& flags, Options& options);
 
-// --timeout: a duration with a unit ("30s", "500ms", "2m"). A bare number is refused: seconds or
-// milliseconds would be a guess.
+// --timeout: a duration (parse_duration: "30s", "500ms", "2m"), at least 1ms.
 std::chrono::milliseconds parse_timeout(std::string_view text);
 
 }  // namespace retrace::replay

@@ -72,6 +72,7 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
     auto dialect = llm::detect_dialect(target, body);
     if (options.token_ids != llm::TokenIdMode::off)
       body = llm::add_token_id_fields(body, dialect, options.token_ids);
+    body = llm::set_streaming(body, dialect, options.stream);
     try {
       body = apply_body_overrides(body, options.set, options.unset);
     } catch (const std::invalid_argument& e) {
