@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/outputs.hpp"
 #include "format/import.hpp"
 #include "version.hpp"
 
@@ -11,6 +12,7 @@ void add_import(CLI::App& root, Registry& registry) {
   auto options = std::make_shared<ImportOptions>();
   auto input = std::make_shared<std::string>();
   auto output = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
   CLI::App* command = root.add_subcommand(
       "import",
       "Turn a dataset into a trace of requests (no responses), ready to replay. Input is JSONL, one "
@@ -24,6 +26,7 @@ void add_import(CLI::App& root, Registry& registry) {
       "  retrace import batch.jsonl --from openai-batch --out batch.rtrace");
   command->add_option("IN", *input, "the JSONL file to read")->required();
   command->add_option("--out,-o", *output, "the trace to write (OUT.rtrace)")->required();
+  add_force_flag(*command, *force, "replace an existing --out (never IN)");
   command->add_option("--from", options->from, "input format")
       ->check(CLI::IsMember({"jsonl", "openai-batch"}))
       ->capture_default_str();
@@ -39,7 +42,8 @@ void add_import(CLI::App& root, Registry& registry) {
                       "close a zstd frame every N exchanges")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  registry.add(command, [options, input, output] {
+  registry.add(command, [options, input, output, force] {
+    check_output_file(*output, {*input}, *force, "--out");
     options->tool_version = kToolVersion;
     std::uint64_t count = import_dataset(*input, *output, *options);
     std::cerr << "imported " << count << " requests from " << *input << " into " << *output
