@@ -128,6 +128,7 @@ std::string plan_to_json(const Plan& plan) {
   replay["token_ids"] = plan.replay.token_ids;
   replay["api_key_env"] = plan.replay.api_key_env;
   replay["timeout"] = plan.replay.timeout;
+  replay["no_stream"] = plan.replay.no_stream;
   replay["labels"] = strings_to_json(plan.replay.labels);
   if (plan.replay.limit) replay["limit"] = *plan.replay.limit;
   replay["warmup"] = plan.replay.warmup;
@@ -260,6 +261,7 @@ Plan plan_from_json(std::string_view text, const std::string& where) {
     seconds << replay.number("timeout_s") << "s";
     plan.replay.timeout = seconds.str();
   }
+  plan.replay.no_stream = replay.object.contains("no_stream") && replay.boolean("no_stream");
   plan.replay.labels = replay.strings("labels");
   if (replay.object.contains("limit"))
     plan.replay.limit = static_cast<std::size_t>(replay.integer("limit"));
