@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/outputs.hpp"
 #include "cli/replay_flags.hpp"
 #include "replay/preflight.hpp"
 #include "sweep/sweep.hpp"
@@ -27,11 +28,13 @@ struct BisectArgs {
   int concurrency = 1;
   std::string out;
   double near_tie = diff::kDefaultNearTieMargin;
+  bool force = false;
   sweep::ReplayArgs replay;
 };
 
-fs::path make_out_dir(const std::string& given) {
+fs::path make_out_dir(const std::string& given, bool force) {
   if (!given.empty()) {
+    check_output_dir(given, force, "--out");
     fs::create_directories(given);
     return given;
   }
@@ -53,6 +56,11 @@ std::string file_safe(std::string_view value) {
   for (char c : value)
     out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
   return out.substr(0, 60);
+}
+
+// The run of --over values' index-th value.
+std::string probe_file(std::size_t index, const std::string& value) {
+  return "v" + std::to_string(index) + "-" + file_safe(value) + ".rtrace";
 }
 
 std::string substitute(std::string command, const std::string& value) {
@@ -88,7 +96,9 @@ int run_bisect_command(BisectArgs& args) {
     checked = std::make_shared<const replay::Preflight>(
         replay::preflight(*trace, sweep::to_replay_options(args.replay, args.target, 1, {})));
     for (const auto& note : checked->notes) std::cerr << "bisect: " << note << "\n";
-    dir = make_out_dir(args.out);
+    dir = make_out_dir(args.out, args.force);
+    for (int level : levels)
+      check_output_file(dir / ("c" + std::to_string(level) + ".rtrace"), {args.trace}, true, "--out");
     axis.name = "concurrency";
     for (int level : levels) axis.point_labels.push_back("concurrency " + std::to_string(level));
     axis.run_for = [&](std::size_t index) {
@@ -124,7 +134,9 @@ int run_bisect_command(BisectArgs& args) {
                                   "replaced by the value)");
     need_replay("values");
     trace = load_trace(args.trace);
-    dir = make_out_dir(args.out);
+    dir = make_out_dir(args.out, args.force);
+    for (std::size_t index = 0; index < values.size(); ++index)
+      check_output_file(dir / probe_file(index, values[index]), {args.trace}, true, "--out");
     axis.name = "values";
     for (const auto& value : values) axis.point_labels.push_back("value " + value);
     axis.run_for = [&](std::size_t index) {
@@ -138,7 +150,7 @@ int run_bisect_command(BisectArgs& args) {
                                  "\n--- its output:\n" + result.output + "--- end of output");
       return sweep::replay_at(*trace, args.replay, args.target, args.concurrency,
                               {{"run", "bisect-" + file_safe(value)}, {"value", value}},
-                              dir / ("v" + std::to_string(index) + "-" + file_safe(value) + ".rtrace"),
+                              dir / probe_file(index, value),
                               &stop, nullptr);
     };
   } else {
@@ -183,11 +195,13 @@ void add_bisect(CLI::App& root, Registry& registry) {
   command->add_option("--trace", args->trace, "The trace to replay at each probe");
   command->add_option("--target", args->target, "Base URL of the server");
   command->add_option("--run", args->run, "--over values: shell command run before each probe; {} is the value");
-  command->add_option("--concurrency,-c", args->concurrency, "--over values: replay concurrency")
+  command->add_option("--concurrency,-c,--max-concurrency", args->concurrency,
+                      "--over values: replay concurrency")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   command->add_option("--out,-o", args->out,
                       "Directory for the probe runs (default: a new retrace-bisect-* directory)");
+  add_force_flag(*command, args->force, "Write the probe runs into an existing, non-empty --out");
   command->add_option("--near-tie", args->near_tie,
                       "Logprob margin under which a divergence counts as a near-tie flip")
       ->capture_default_str();

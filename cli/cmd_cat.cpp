@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "format/json.hpp"
+#include "format/output_tokens.hpp"
 #include "format/trace.hpp"
 
 namespace retrace::cli {
@@ -51,6 +52,11 @@ void show(const Exchange& exchange, std::ostream& out) {
         << to_string(choice.kind);
     if (!choice.finish_reason.empty()) out << ", finish " << choice.finish_reason;
     out << "): " << printable(output_text(choice)) << "\n";
+  }
+  if (!exchange.choices.empty() || exchange.usage.completion_tokens >= 0) {
+    auto tokens = output_tokens(exchange);
+    out << "  output tokens: " << tokens.count << (tokens.from_usage ? " (server usage)" : " (counted)")
+        << "\n";
   }
   if (exchange.choices.empty() && exchange.response.status != 0)
     out << "  (no decoded output" << (exchange.decode_note.empty() ? "" : ": ")

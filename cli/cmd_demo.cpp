@@ -25,6 +25,8 @@ void add_demo(CLI::App& root, Registry& registry) {
                       "A folder holding gold-intents.jsonl, gold-intents.answers.jsonl and "
                       "open-ended.jsonl to use instead of the copies built into retrace (which "
                       "are written to DIR/datasets)");
+  command->add_flag("--no-stream", options->no_stream,
+                    "Replay without streaming (no TTFT or inter-token latency)");
   command->add_flag("--quick", options->quick, "Fewer levels and repeats (concurrency 1,8 × 2)");
   registry.add(command, [options, dir, traces] {
     options->dir = *dir;

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/outputs.hpp"
 #include "format/import.hpp"
 #include "format/trace_import.hpp"
 #include "net/tokenizer_client.hpp"
@@ -15,6 +16,7 @@ void add_import(CLI::App& root, Registry& registry) {
   auto input = std::make_shared<std::string>();
   auto output = std::make_shared<std::string>();
   auto tokenizer_url = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
   CLI::App* command = root.add_subcommand(
       "import",
       "Turn a dataset into a trace of requests (no responses), ready to replay. Input is JSONL, one "
@@ -36,6 +38,7 @@ void add_import(CLI::App& root, Registry& registry) {
       "--out run.rtrace");
   command->add_option("IN", *input, "the file to read")->required();
   command->add_option("--out,-o", *output, "the trace to write (OUT.rtrace)")->required();
+  add_force_flag(*command, *force, "replace an existing --out (never IN)");
   options->from = "auto";
   command->add_option("--from", options->from, "input format (auto: told from the first line)")
       ->check(CLI::IsMember({"auto", "jsonl", "openai-batch", "mooncake", "bailian", "azure",
@@ -59,7 +62,8 @@ void add_import(CLI::App& root, Registry& registry) {
                       "close a zstd frame every N exchanges")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  registry.add(command, [options, input, output, tokenizer_url] {
+  registry.add(command, [options, input, output, tokenizer_url, force] {
+    check_output_file(*output, {*input}, *force, "--out");
     options->tool_version = kToolVersion;
     if (options->from == "auto") options->from = detect_import_format(*input);
     if (is_trace_format(options->from)) {

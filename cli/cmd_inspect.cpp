@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "format/json.hpp"
+#include "format/output_tokens.hpp"
 #include "format/trace.hpp"
 #include "report/header.hpp"
 
@@ -22,7 +23,7 @@ struct Summary {
   std::map<std::string, std::uint64_t> token_kinds;  // choices by kind
   std::map<std::uint16_t, std::uint64_t> statuses;
   std::set<std::string> sessions;
-  std::uint64_t tokens = 0;
+  OutputTokenTally tokens;  // output_tokens(): the server's usage when present, else counted
   std::uint64_t choices = 0;
   std::int64_t first_start_ns = 0;  // 0: no wall-clock times (imported traces)
   std::int64_t last_end_ns = 0;
@@ -41,9 +42,9 @@ void add(Summary& summary, const Exchange& exchange) {
   if (!exchange.session_id.empty()) summary.sessions.insert(exchange.session_id);
   for (const auto& choice : exchange.choices) {
     ++summary.choices;
-    summary.tokens += choice.tokens.size();
     ++summary.token_kinds[std::string(to_string(choice.kind))];
   }
+  summary.tokens.add(output_tokens(exchange));
   if (exchange.start_unix_ns > 0) {
     std::int64_t end = exchange.start_unix_ns + std::max<std::int64_t>(exchange.end_ns, 0);
     if (summary.first_start_ns == 0 || exchange.start_unix_ns < summary.first_start_ns)
@@ -67,7 +68,7 @@ int run_inspect(const std::string& path, bool as_json) {
   const TraceHeader& header = reader.header();
   const Recovery& recovery = reader.recovery();
   double ratio = reader.file_size() ? double(reader.decompressed_bytes()) / reader.file_size() : 0;
-  double bytes_per_token = summary.tokens ? double(reader.file_size()) / summary.tokens : 0;
+  double bytes_per_token = summary.tokens.total ? double(reader.file_size()) / summary.tokens.total : 0;
   double span_s = summary.first_start_ns ? (summary.last_end_ns - summary.first_start_ns) / 1e9 : 0;
 
   if (as_json) {
@@ -85,7 +86,8 @@ int run_inspect(const std::string& path, bool as_json) {
     counts["statuses"] = std::move(statuses);
     counts["sessions"] = summary.sessions.size();
     counts["choices"] = summary.choices;
-    counts["tokens"] = summary.tokens;
+    counts["tokens"] = summary.tokens.total;
+    counts["tokens_source"] = summary.tokens.source();
     boost::json::object kinds;
     for (const auto& [kind, count] : summary.token_kinds) kinds[kind] = count;
     counts["token_kinds"] = std::move(kinds);
@@ -104,7 +106,7 @@ int run_inspect(const std::string& path, bool as_json) {
     out["file_bytes"] = reader.file_size();
     out["decompressed_bytes"] = reader.decompressed_bytes();
     out["compression_ratio"] = ratio;
-    out["bytes_per_token"] = summary.tokens ? boost::json::value(bytes_per_token) : nullptr;
+    out["bytes_per_token"] = summary.tokens.total ? boost::json::value(bytes_per_token) : nullptr;
     out["torn"] = recovery.torn;
     if (!recovery.clean())
       out["recovery"] = boost::json::object{
@@ -147,7 +149,8 @@ int run_inspect(const std::string& path, bool as_json) {
     std::cout << "\n";
   }
   std::cout << "  sessions      " << summary.sessions.size() << "\n";
-  std::cout << "  tokens        " << summary.tokens << " in " << summary.choices << " choices";
+  std::cout << "  tokens        " << summary.tokens.total << " (" << summary.tokens.source() << ") in "
+            << summary.choices << " choices";
   for (const auto& [kind, count] : summary.token_kinds) std::cout << "  " << kind << "=" << count;
   std::cout << "\n";
   if (summary.first_start_ns)
@@ -156,7 +159,7 @@ int run_inspect(const std::string& path, bool as_json) {
     std::cout << "  time span     none (no exchange was sent)\n";
   std::cout << "  file size     " << reader.file_size() << " bytes ("
             << reader.decompressed_bytes() << " decompressed, ratio " << fixed(ratio, 2) << ")\n";
-  if (summary.tokens) std::cout << "  per token     " << fixed(bytes_per_token, 1) << " bytes\n";
+  if (summary.tokens.total) std::cout << "  per token     " << fixed(bytes_per_token, 1) << " bytes\n";
   if (recovery.clean())
     std::cout << "  damage        none\n";
   else

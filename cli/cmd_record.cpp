@@ -6,6 +6,8 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/durations.hpp"
+#include "cli/outputs.hpp"
 #include "net/url.hpp"
 #include "record/record.hpp"
 
@@ -23,19 +25,21 @@ struct RecordArgs {
   std::vector<std::string> include_paths;
   std::vector<std::string> exclude_paths;
   std::size_t max_body = 32u << 20;
-  std::int64_t flush_ms = 1000;
+  std::chrono::milliseconds flush_interval{1000};
   std::size_t flush_every = 64;
   std::string ca_file;
   bool insecure = false;
-  double upstream_timeout_s = 60;
-  double duration_s = 0;
+  std::chrono::milliseconds upstream_timeout{60'000};
+  std::chrono::milliseconds duration{0};  // 0: until stopped
   std::uint64_t max_exchanges = 0;
-  double drain_timeout_s = 5;
+  std::chrono::milliseconds drain_timeout{5000};
   unsigned threads = 0;
   bool no_server_info = false;
+  bool force = false;
 };
 
 int run_record(const RecordArgs& args) {
+  check_output_file(args.out, {}, args.force, "--out");
   record::RecordOptions options;
   options.upstream = net::parse_url(args.upstream);
   options.out = args.out;
@@ -46,15 +50,14 @@ int run_record(const RecordArgs& args) {
   options.include_paths = args.include_paths;
   options.exclude_paths = args.exclude_paths;
   options.max_body = args.max_body;
-  options.writer.flush_ms = args.flush_ms;
+  options.writer.flush_ms = args.flush_interval.count();
   options.writer.flush_every = args.flush_every;
   options.tls.ca_file = args.ca_file;
   options.tls.insecure = args.insecure;
-  auto ms = [](double seconds) { return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000)); };
-  options.upstream_timeout = ms(args.upstream_timeout_s);
-  options.duration = ms(args.duration_s);
+  options.upstream_timeout = args.upstream_timeout;
+  options.duration = args.duration;
   options.max_exchanges = args.max_exchanges;
-  options.drain_timeout = ms(args.drain_timeout_s);
+  options.drain_timeout = args.drain_timeout;
   options.threads = args.threads;
   options.fetch_server_info = !args.no_server_info;
   options.live_status = ::isatty(STDERR_FILENO) != 0;
@@ -105,6 +108,7 @@ void add_record(CLI::App& root, Registry& registry) {
   command->add_option("--upstream", args->upstream, "The server to forward to (http:// or https://)")
       ->required();
   command->add_option("--out,-o", args->out, "Trace file to write (.rtrace)")->required();
+  add_force_flag(*command, args->force, "Replace an existing --out");
   command->add_option("--listen", args->listen, "HOST:PORT to listen on; port 0 picks a free one")
       ->capture_default_str();
   command->add_option("--session-header", args->session_header,
@@ -122,25 +126,28 @@ void add_record(CLI::App& root, Registry& registry) {
                       "Do not record paths matching this glob (repeatable); still forwarded");
   command->add_option("--max-body", args->max_body, "Largest request body in bytes (413 above)")
       ->capture_default_str();
-  command->add_option("--flush-ms", args->flush_ms, "Flush the trace at least this often (ms)")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3'600'000}));
+  add_duration_option(*command, "--flush-interval", args->flush_interval,
+                      "Flush the trace at least this often, e.g. 500ms, 2s", std::chrono::milliseconds(1))
+      ->default_str(format_duration(args->flush_interval));
+  add_renamed_option(*command, "--flush-ms", "--flush-interval with a unit, e.g. --flush-interval 1s");
   command->add_option("--flush-every", args->flush_every, "Flush the trace every N exchanges")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}));
   command->add_option("--ca-file", args->ca_file, "PEM CA bundle to verify an https upstream with")
       ->check(CLI::ExistingFile);
   command->add_flag("--insecure", args->insecure, "Do not verify the https upstream's certificate");
-  command->add_option("--upstream-timeout", args->upstream_timeout_s,
-                      "Seconds to wait for the upstream to connect or send more bytes (504 / cut)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  command->add_option("--duration", args->duration_s, "Stop by itself after this many seconds");
+  add_duration_option(*command, "--upstream-timeout", args->upstream_timeout,
+                      "How long to wait for the upstream to connect or send more bytes (504 / cut)",
+                      std::chrono::milliseconds(1))
+      ->default_str(format_duration(args->upstream_timeout));
+  add_duration_option(*command, "--duration", args->duration,
+                      "Stop by itself after this long, e.g. 30s, 10m (default: until stopped)",
+                      std::chrono::milliseconds(1));
   command->add_option("--max-exchanges", args->max_exchanges,
                       "Stop by itself after recording this many exchanges");
-  command->add_option("--drain-timeout", args->drain_timeout_s,
-                      "On SIGINT/SIGTERM, seconds to let in-flight exchanges finish")
-      ->capture_default_str();
+  add_duration_option(*command, "--drain-timeout", args->drain_timeout,
+                      "On SIGINT/SIGTERM, how long in-flight exchanges may finish")
+      ->default_str(format_duration(args->drain_timeout));
   command->add_option("--threads", args->threads, "Proxy threads (0: one per core)")
       ->capture_default_str();
   command->add_flag("--no-server-info", args->no_server_info,

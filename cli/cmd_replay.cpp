@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/outputs.hpp"
 #include "cli/replay_flags.hpp"
 #include "format/trace.hpp"
 #include "replay/preflight.hpp"
@@ -26,9 +27,9 @@ struct ReplayArgs {
   std::string target;
   std::string out;
   std::optional<int> concurrency;
-  std::optional<double> rate;
-  std::string arrival = "poisson";
-  double burstiness = 1;
+  std::optional<std::string> rate;        // a number, or "inf": everything at once
+  std::optional<std::string> arrival;     // default poisson; gamma when only --burstiness is given
+  std::optional<double> burstiness;
   std::string timing;
   double speed = 1;
   std::uint64_t seed = 1;
@@ -40,6 +41,7 @@ struct ReplayArgs {
   std::string shard;
   bool json = false;
   std::string run_name;
+  bool force = false;
 };
 
 // SIGINT/SIGTERM are blocked in every thread and taken by one waiting thread, which turns them
@@ -83,24 +85,40 @@ class StopOnSignal {
 replay::Options make_options(const ReplayArgs& args) {
   replay::Options options;
   options.target = args.target;
-  int schedules = (args.concurrency ? 1 : 0) + (args.rate ? 1 : 0) + (args.timing.empty() ? 0 : 1);
+  // --rate inf is vllm bench serve's "send everything at once": a closed loop with one slot per
+  // request, or --max-concurrency of them.
+  bool all_at_once = args.rate && (*args.rate == "inf" || *args.rate == "infinity");
+  int schedules = (args.concurrency || all_at_once ? 1 : 0) + (args.rate && !all_at_once ? 1 : 0) +
+                  (args.timing.empty() ? 0 : 1);
   if (schedules != 1)
     throw std::invalid_argument(
-        "give exactly one schedule: -c N (closed loop), --rate R (open loop) or --timing recorded");
-  if (args.concurrency) {
+        "give exactly one schedule: -c N (closed loop), --rate R (open loop) or --timing recorded "
+        "(-c N --rate inf: N at a time, as vllm bench serve's --max-concurrency N --request-rate inf)");
+  if ((args.arrival || args.burstiness) && (!args.rate || all_at_once))
+    throw std::invalid_argument("--arrival and --burstiness shape an open loop: give --rate R (a number)");
+  if (args.concurrency || all_at_once) {
     options.schedule.kind = replay::ScheduleKind::concurrency;
-    options.schedule.concurrency = *args.concurrency;
-    if (*args.concurrency < 1) throw std::invalid_argument("-c/--concurrency must be at least 1");
+    options.schedule.concurrency = args.concurrency.value_or(0);  // 0: one per request, set by run()
+    if (args.concurrency && *args.concurrency < 1)
+      throw std::invalid_argument("-c/--concurrency must be at least 1");
   } else if (args.rate) {
     options.schedule.kind = replay::ScheduleKind::rate;
-    options.schedule.rate = *args.rate;
-    if (!(*args.rate > 0) || !std::isfinite(*args.rate))
-      throw std::invalid_argument("--rate must be a number above 0 (requests per second)");
-    auto arrival = replay::arrival_from_string(args.arrival);
+    char* end = nullptr;
+    options.schedule.rate = std::strtod(args.rate->c_str(), &end);
+    if (end == args.rate->c_str() || *end != '\0' || !(options.schedule.rate > 0) ||
+        !std::isfinite(options.schedule.rate))
+      throw std::invalid_argument("--rate " + *args.rate +
+                                  ": expected requests per second above 0, e.g. 5 or 0.5, or inf");
+    // vllm bench serve draws gamma arrivals whose shape is --burstiness; alone, it selects them.
+    auto arrival = replay::arrival_from_string(args.arrival.value_or(args.burstiness ? "gamma" : "poisson"));
     if (!arrival) throw std::invalid_argument("--arrival must be poisson, constant or gamma");
+    if (args.burstiness && *arrival != replay::Arrival::gamma)
+      throw std::invalid_argument("--burstiness is the shape of gamma arrivals; drop --arrival " +
+                                  *args.arrival + " or write --arrival gamma");
     options.schedule.arrival = *arrival;
-    if (!(args.burstiness > 0)) throw std::invalid_argument("--burstiness must be above 0");
-    options.schedule.burstiness = args.burstiness;
+    double burstiness = args.burstiness.value_or(1);
+    if (!(burstiness > 0)) throw std::invalid_argument("--burstiness must be above 0");
+    options.schedule.burstiness = burstiness;
   } else {
     if (args.timing != "recorded")
       throw std::invalid_argument("--timing takes 'recorded' (the trace's own send times)");
@@ -139,12 +157,16 @@ void draw_progress(const replay::Progress& progress) {
 int run(const ReplayArgs& args) {
   auto options = make_options(args);
   if (args.repeat < 1) throw std::invalid_argument("--repeat must be at least 1");
+  for (int k = 1; k <= args.repeat; ++k)
+    check_output_file(replay::repeat_path(args.out, k, args.repeat), {args.input}, args.force, "--out");
   auto input = load_trace(args.input);
   if (!input.recovery.clean())
     std::cerr << "retrace: warning: " << args.input << ": " << describe(input.recovery)
               << "; replaying the " << input.exchanges.size() << " readable exchanges\n";
   if (input.exchanges.empty())
     throw std::invalid_argument(args.input + " holds no exchanges to replay");
+  if (options.schedule.kind == replay::ScheduleKind::concurrency && options.schedule.concurrency == 0)
+    options.schedule.concurrency = static_cast<int>(input.exchanges.size());
 
   // Once for every repeat: nothing answering, or an ambiguous model, stops here (exit 2).
   options.preflight = std::make_shared<const replay::Preflight>(replay::preflight(input, options));
@@ -201,6 +223,7 @@ void add_replay(CLI::App& root, Registry& registry) {
       "Example:\n"
       "  retrace replay prod.rtrace --target http://127.0.0.1:8000 --out run.rtrace -c 16\n"
       "  retrace replay prod.rtrace --target http://gpu:8000 --out run.rtrace --rate 5 --slo ttft:200ms\n"
+      "vllm bench serve's flags work too: --max-concurrency N, --request-rate R|inf, --burstiness B.\n"
       "--repeat K writes RUN.r1.rtrace ... RUN.rK.rtrace, each labelled repeat=k.\n"
       "Before any traffic the target is reached, its /v1/models read and the server identified "
       "(recorded in the run's header); a --target ending in /v1 is its root.\n"
@@ -212,12 +235,17 @@ void add_replay(CLI::App& root, Registry& registry) {
   command->add_option("--target", args->target, "Base URL of the server, e.g. http://127.0.0.1:8000")
       ->required();
   command->add_option("--out,-o", args->out, "Output trace of this run")->required();
-  command->add_option("-c,--concurrency", args->concurrency, "Closed loop: N requests in flight");
-  command->add_option("--rate", args->rate, "Open loop: requests (sessions, with --sessions) per second");
-  command->add_option("--arrival", args->arrival, "Open-loop arrivals: poisson, constant or gamma")
-      ->capture_default_str();
-  command->add_option("--burstiness", args->burstiness, "Gamma shape (1 = Poisson, < 1 burstier)")
-      ->capture_default_str();
+  add_force_flag(*command, args->force, "Replace an existing --out (never the input trace)");
+  command->add_option("-c,--concurrency,--max-concurrency", args->concurrency,
+                      "Closed loop: N requests in flight");
+  command->add_option("--rate,--request-rate", args->rate,
+                      "Open loop: requests (sessions, with --sessions) per second; inf: all at once "
+                      "(with -c N: N at a time)")
+      ->type_name("R|inf");
+  command->add_option("--arrival", args->arrival,
+                      "Open-loop arrivals: poisson (default), constant or gamma");
+  command->add_option("--burstiness", args->burstiness,
+                      "Gamma shape (1 = Poisson, < 1 burstier); alone, it selects gamma arrivals");
   command->add_option("--seed", args->seed, "Seed of the arrival process")->capture_default_str();
   command->add_option("--timing", args->timing, "'recorded': the trace's own send times");
   command->add_option("--speed", args->speed, "With --timing recorded: 2 = twice as fast")

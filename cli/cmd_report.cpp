@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/outputs.hpp"
 #include "format/private_file.hpp"
 #include "report/html.hpp"
 #include "sweep/sweep.hpp"
@@ -19,9 +20,12 @@ struct ReportArgs {
   std::string out = "report.html";
   std::string match = "exact";
   double near_tie = diff::kDefaultNearTieMargin;
+  bool force = false;
 };
 
 int run_report_command(const ReportArgs& args) {
+  std::vector<fs::path> inputs(args.inputs.begin(), args.inputs.end());
+  check_output_file(args.out, inputs, args.force, "--out");
   report::HtmlReport page;
   const fs::path first = args.inputs.front();
   if (args.inputs.size() == 1 && fs::is_directory(first)) {
@@ -64,6 +68,7 @@ void add_report(CLI::App& root, Registry& registry) {
       ->required()
       ->check(CLI::ExistingPath);
   command->add_option("--out,-o", args->out, "The HTML file to write")->capture_default_str();
+  add_force_flag(*command, args->force, "Replace an existing --out (never an input)");
   command->add_option("--match", args->match,
                       "For a diff with expected answers: exact, normalized, contains, regex:RE, json:FIELD")
       ->capture_default_str();

@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "replay/flags.hpp"
+#include "cli/durations.hpp"
 #include "sim/server.hpp"
 
 namespace retrace::cli {
@@ -10,8 +10,7 @@ namespace retrace::cli {
 void add_serve(CLI::App& root, Registry& registry) {
   auto options = std::make_shared<sim::ServeOptions>();
   auto latency = std::make_shared<std::string>("on");
-  auto drain_ms = std::make_shared<int>(5000);
-  auto idle = std::make_shared<std::string>("60s");
+  auto drain_timeout = std::make_shared<std::chrono::milliseconds>(5000);
   CLI::App* command = root.add_subcommand(
       "serve",
       "Run the built-in OpenAI-compatible LLM server SIMULATOR (not a real model): a deterministic toy "
@@ -61,23 +60,24 @@ void add_serve(CLI::App& root, Registry& registry) {
       ->capture_default_str();
   command->add_option("--max-body", options->max_body, "Largest request body in bytes (413 above)")
       ->capture_default_str();
-  command->add_option("--idle-timeout", *idle,
-                      "Close a connection that sends no whole request header for this long (e.g. 60s, 500ms)")
-      ->capture_default_str();
-  command->add_option("--drain-timeout-ms", *drain_ms,
+  add_duration_option(*command, "--idle-timeout", options->idle_timeout,
+                      "Close a connection that sends no whole request header for this long",
+                      std::chrono::milliseconds(1))
+      ->default_str(format_duration(options->idle_timeout));
+  add_duration_option(*command, "--drain-timeout", *drain_timeout,
                       "On SIGINT/SIGTERM, how long in-flight requests may finish before connections are cut")
-      ->capture_default_str();
+      ->default_str(format_duration(*drain_timeout));
+  add_renamed_option(*command, "--drain-timeout-ms", "--drain-timeout with a unit, e.g. --drain-timeout 5s");
   command->footer(
       "Example:\n  retrace serve --listen 127.0.0.1:0 --batch-variance\n"
       "  curl -s http://127.0.0.1:PORT/v1/completions -d '{\"prompt\": \"Hello\", \"max_tokens\": 8, "
       "\"temperature\": 0}'\n"
       "Prints 'listening on http://HOST:PORT' once ready; SIGINT/SIGTERM stop it cleanly (exit 0).");
-  registry.add(command, [options, latency, drain_ms, idle, names] {
-    options->idle_timeout = replay::parse_positive_duration("--idle-timeout", *idle);
+  registry.add(command, [options, latency, drain_timeout, names] {
     options->model_name = names->front();
     options->more_model_names.assign(names->begin() + 1, names->end());
     options->latency_model = *latency == "on";
-    options->drain_timeout = std::chrono::milliseconds(*drain_ms);
+    options->drain_timeout = *drain_timeout;
     return sim::serve(*options, std::cout, std::cerr);
   });
 }

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/outputs.hpp"
 #include "cli/replay_flags.hpp"
 #include "sweep/sweep.hpp"
 
@@ -22,6 +23,7 @@ struct SweepArgs {
   std::string match = "exact";
   double near_tie = diff::kDefaultNearTieMargin;
   bool json = false;
+  bool force = false;
   sweep::ReplayArgs replay;
 };
 
@@ -47,8 +49,8 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
   if (!args.resume.empty()) {
     for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--repeat", "--order",
                       "--answers-from", "--match", "--near-tie", "--set", "--unset", "--token-ids", "--model",
-                      "--max-error-rate",
-                      "--api-key-env", "--timeout", "--label", "--limit", "--warmup", "--filter"})
+                      "--max-error-rate", "--api-key-env", "--timeout", "--label", "--limit",
+                      "--warmup", "--filter", "--force", "--no-stream"})
       if (command.count(flag) > 0)
         throw std::invalid_argument(std::string("--resume continues a sweep with its saved settings; ") +
                                     flag + " cannot change them (start a new sweep with --out instead)");
@@ -63,10 +65,11 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
     if (!fs::exists(args.trace))
       throw std::invalid_argument("TRACE " + args.trace + " does not exist");
     dir = args.out;
-    if (fs::exists(dir / "plan.json"))
+    if (fs::exists(dir / "plan.json") && !args.force)
       throw std::invalid_argument(dir.string() + " already holds a sweep (plan.json); continue it "
                                   "with `retrace sweep --resume " + dir.string() +
-                                  "` or choose another --out");
+                                  "`, choose another --out, or add --force to start it over");
+    check_output_dir(dir, args.force, "--out");
     auto order = sweep::order_from_string(args.order);
     if (!order) throw std::invalid_argument("--order: expected grouped or interleaved");
     plan.trace = fs::absolute(args.trace).string();
@@ -79,6 +82,9 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
     plan.match = args.match;
     plan.near_tie = args.near_tie;
     plan.runs = sweep::plan_runs(plan.levels, plan.repeats, plan.order);
+    std::vector<fs::path> inputs{args.trace};
+    if (!args.answers_from.empty()) inputs.emplace_back(args.answers_from);
+    for (const auto& run : plan.runs) check_output_file(dir / run.file, inputs, true, "--out");
     // Validate every setting before creating anything.
     sweep::to_replay_options(plan.replay, plan.target, 1, {});
     sweep::diff_options(plan, false);
@@ -132,12 +138,15 @@ void add_sweep(CLI::App& root, Registry& registry) {
       "--repeat 3 --out sweep1");
   command->add_option("TRACE", args->trace, "The trace to replay");
   command->add_option("--target", args->target, "Base URL of the server, e.g. http://127.0.0.1:8000");
-  command->add_option("--concurrency,-c", args->levels, "Concurrency levels, comma-separated")
+  command->add_option("--concurrency,-c,--max-concurrency", args->levels,
+                      "Concurrency levels, comma-separated")
       ->capture_default_str();
   command->add_option("--repeat", args->repeats, "Runs per level")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   command->add_option("--out,-o", args->out, "Directory for the runs, plan.json and the summary");
+  add_force_flag(*command, args->force,
+                 "Write into an existing, non-empty --out, starting over a sweep it holds");
   command->add_option("--order", args->order,
                       "grouped (a level's repeats together) or interleaved (levels in turn, to "
                       "expose drift)")

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/durations.hpp"
 #include "replay/flags.hpp"
 
 namespace retrace::cli {
@@ -28,7 +29,11 @@ inline void add_request_flags(CLI::App& command, replay::RequestFlags& flags) {
                      "= 5 %)")
       ->capture_default_str();
   command.add_option("--timeout", flags.timeout, "Per request, with a unit: 30s, 500ms, 2m")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->type_name("DURATION")
+      ->check(duration_check(std::chrono::milliseconds(1)));
+  command.add_flag("--no-stream", flags.no_stream,
+                   "Do not stream completions and chat (by default they stream, asking for usage)");
   command.add_option("--label", flags.labels, "KEY=VALUE on the run and every exchange (repeatable)");
   command.add_option("--warmup", flags.warmup, "Send N requests first, neither counted nor written");
   command.add_option("--limit", flags.limit, "Replay at most N exchanges");

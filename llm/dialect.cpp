@@ -76,6 +76,17 @@ Dialect detect_dialect(std::string_view target, std::string_view request_body) {
   return Dialect::unknown;
 }
 
+bool is_inference_request(std::string_view target, std::string_view request_body) {
+  if (detect_dialect(target, request_body) != Dialect::unknown) return true;
+  std::string_view path = target;
+  if (const auto cut = path.find_first_of("?#"); cut != std::string_view::npos) path = path.substr(0, cut);
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  for (std::string_view endpoint : {"/embeddings", "/embed", "/rerank", "/score", "/responses"})
+    if (ends_with(path, endpoint)) return true;
+  // SGLang's native /generate is generation too, in a shape the decoder does not know.
+  return ends_with(path, "/generate");
+}
+
 std::optional<TokenIdMode> token_id_mode_from_string(std::string_view name) {
   if (name == "off" || name == "none") return TokenIdMode::off;
   if (name == "vllm") return TokenIdMode::vllm;

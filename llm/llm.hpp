@@ -71,6 +71,9 @@ enum class Dialect : std::uint8_t {
 std::string_view to_string(Dialect);
 // From the request's path (query ignored) and, where the path is ambiguous, its body.
 Dialect detect_dialect(std::string_view target, std::string_view request_body);
+// An inference request (a known generation dialect, or embeddings, rerank, score, responses), as
+// opposed to a model listing, a health check or a metrics scrape: what `stats` counts as requests.
+bool is_inference_request(std::string_view target, std::string_view request_body);
 
 // Decodes one response. Feed it either SSE events (stream) or the whole body (non-stream), then
 // call finish() to write choices, usage, token kinds, dialect and decode_note into an Exchange.
@@ -139,5 +142,12 @@ std::string_view to_string(TokenIdMode);
 // the client's bytes as they were; only when an existing value must change is the body
 // re-serialized.
 std::string add_token_id_fields(std::string_view body, Dialect dialect, TokenIdMode mode);
+
+// Replay streams OpenAI completions and chat by default, so TTFT and inter-token latency exist,
+// and asks for the server's usage in the stream (`stream_options: {include_usage: true}`) so the
+// output token count is the server's. stream = false (--no-stream) sets `stream: false` and drops
+// stream_options. Other dialects and bodies that are not JSON objects are returned unchanged, as
+// is a body that already says what is wanted; otherwise it is re-serialised (key order kept).
+std::string set_streaming(std::string_view body, Dialect dialect, bool stream);
 
 }  // namespace retrace::llm

@@ -1,25 +1,16 @@
 #include "replay/flags.hpp"
 
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
 namespace retrace::replay {
 
-std::chrono::milliseconds parse_positive_duration(std::string_view flag, std::string_view text) {
-  auto named = std::string(flag) + " " + std::string(text);
-  bool bare_number = !text.empty() && std::isdigit(static_cast<unsigned char>(text.back()));
-  if (bare_number)
-    throw std::invalid_argument(named + ": give a unit, e.g. " + std::string(text) + "s or " +
-                                std::string(text) + "ms");
-  auto duration = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(text));
-  if (duration.count() <= 0) throw std::invalid_argument(named + ": must be at least 1ms");
-  return duration;
-}
-
 std::chrono::milliseconds parse_timeout(std::string_view text) {
-  return parse_positive_duration("--timeout", text);
+  auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(text, "--timeout"));
+  if (timeout.count() <= 0)
+    throw std::invalid_argument("--timeout " + std::string(text) + ": must be at least 1ms");
+  return timeout;
 }
 
 std::optional<std::string> failure_verdict(std::size_t failed, std::size_t total,
@@ -60,6 +51,11 @@ void apply_request_flags(const RequestFlags& flags, Options& options) {
     options.api_key_env = flags.api_key_env;
   }
   options.timeout = parse_timeout(flags.timeout);
+  // --set stream=... has the last word, as it is applied last; it then also decides
+  // stream_options, which a server refuses on a request that does not stream.
+  options.stream = !flags.no_stream;
+  for (const auto& [path, value] : options.set)
+    if (path == "stream") options.stream = value == "true";
   for (const auto& label : flags.labels) {
     auto [key, value] = split_assignment(label, "--label");
     options.labels.push_back({key, value});

@@ -23,6 +23,7 @@ struct RequestFlags {
   double max_error_rate = 0;         // --max-error-rate R: failed fraction tolerated (exit codes)
   std::string api_key_env;           // --api-key-env VAR: the variable's name, never its value
   std::string timeout = "120s";      // --timeout, with a unit
+  bool no_stream = false;            // --no-stream
   std::vector<std::string> labels;   // --label KEY=VALUE
   std::optional<std::size_t> limit;  // --limit N
   std::size_t warmup = 0;            // --warmup N
@@ -41,11 +42,7 @@ void apply_request_flags(const RequestFlags& flags, Options& options);
 // of `total` requests failed. Returns the summary line saying so, or nullopt when within it.
 std::optional<std::string> failure_verdict(std::size_t failed, std::size_t total, double max_error_rate);
 
-// --timeout: a duration with a unit ("30s", "500ms", "2m"). A bare number is refused: seconds or
-// milliseconds would be a guess.
+// --timeout: a duration (parse_duration: "30s", "500ms", "2m"), at least 1ms.
 std::chrono::milliseconds parse_timeout(std::string_view text);
-// A duration flag's value: a number with a unit (500ms, 30s, 2m), at least 1 ms; the error names
-// the flag and, for a bare number, suggests units.
-std::chrono::milliseconds parse_positive_duration(std::string_view flag, std::string_view text);
 
 }  // namespace retrace::replay

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -164,8 +165,12 @@ std::optional<Arrival> arrival_from_string(std::string_view text) {
   return std::nullopt;
 }
 
-std::chrono::nanoseconds parse_duration(std::string_view text) {
-  auto original = std::string(text);
+std::chrono::nanoseconds parse_duration(std::string_view text, std::string_view flag) {
+  auto value_text = std::string(trim(text));
+  auto bad = [&](const std::string& why) {
+    return std::invalid_argument((flag.empty() ? "" : std::string(flag) + " ") + "'" + value_text +
+                                 "': " + why);
+  };
   text = trim(text);
   std::size_t unit_at = 0;
   while (unit_at < text.size() &&
@@ -175,20 +180,21 @@ std::chrono::nanoseconds parse_duration(std::string_view text) {
   double value = 0;
   auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
   if (number.empty() || ec != std::errc() || ptr != number.data() + number.size())
-    throw std::invalid_argument("bad duration '" + original +
-                                "': expected a number with a unit, e.g. 200ms, 1.5s, 250us");
+    throw bad("expected a number with a unit, e.g. 500ms, 1.5s, 2m");
+  if (unit.empty())
+    throw bad("give a unit, e.g. " + value_text + "s or " + value_text +
+              "ms (a bare number could mean either)");
   double ns_per_unit = 0;
-  if (unit.empty() || unit == "ms") ns_per_unit = 1e6;
+  if (unit == "ms") ns_per_unit = 1e6;
   else if (unit == "s") ns_per_unit = 1e9;
   else if (unit == "us") ns_per_unit = 1e3;
   else if (unit == "ns") ns_per_unit = 1;
   else if (unit == "m" || unit == "min") ns_per_unit = 60e9;
+  else if (unit == "h") ns_per_unit = 3600e9;
   else
-    throw std::invalid_argument("bad duration '" + original + "': unknown unit '" +
-                                std::string(unit) + "' (use ns, us, ms, s or m)");
+    throw bad("unknown unit '" + std::string(unit) + "' (use ms, s, m or h; us and ns too)");
   double ns = value * ns_per_unit;
-  if (!(ns < 9e18))
-    throw std::invalid_argument("bad duration '" + original + "': too large");
+  if (!(ns < 9e18)) throw bad("too large (at most about 290 years)");
   return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(ns)));
 }
 
@@ -205,7 +211,7 @@ Slo parse_slo(std::string_view text) {
       throw std::invalid_argument("bad --slo part '" + std::string(part) +
                                   "': expected METRIC:DURATION, e.g. ttft:200ms");
     auto metric = trim(part.substr(0, colon));
-    auto limit = parse_duration(part.substr(colon + 1));
+    auto limit = parse_duration(part.substr(colon + 1), "--slo " + std::string(metric));
     if (metric == "ttft") slo.ttft = limit;
     else if (metric == "tpot") slo.tpot = limit;
     else if (metric == "e2e") slo.e2e = limit;
@@ -477,6 +483,7 @@ std::string settings_json(const Options& options, std::string_view input_path) {
   settings["token_ids"] = options.token_ids ? llm::to_string(*options.token_ids) : "auto";
   if (options.model) settings["model"] = *options.model;
   settings["timeout_ms"] = options.timeout.count();
+  settings["stream"] = options.stream;
   json::object labels;
   for (const auto& label : options.labels) labels[label.key] = label.value;
   settings["labels"] = std::move(labels);

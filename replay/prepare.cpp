@@ -91,6 +91,7 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
     if (checked.model) body = with_model(body, dialect, *checked.model);
     if (checked.token_ids != llm::TokenIdMode::off)
       body = llm::add_token_id_fields(body, dialect, checked.token_ids);
+    body = llm::set_streaming(body, dialect, options.stream);
     try {
       body = apply_body_overrides(body, options.set, options.unset);
     } catch (const std::invalid_argument& e) {

@@ -27,7 +27,9 @@
 //   previous turn ended, whichever is later. Exchanges without a session id are one-turn sessions.
 //   --shard splits by session so that a session is never cut across machines.
 // - Body rewriting happens in this order: the model (--model, or the target's one model standing
-//   in for one it does not serve; OpenAI-style bodies only), --token-ids fields, then --unset, then --set, then live
+//   in for one it does not serve; OpenAI-style bodies only), --token-ids fields, streaming (on by
+//   default for completions and chat, with stream_options.include_usage; --no-stream), then
+//   --unset, then --set, then live
 //   session substitution. A body that is rewritten is re-serialised (key order kept); a body that
 //   is not rewritten is sent byte for byte. The request key is that of the request as sent.
 // - The output header's server_info is JSON: {"models": <GET /v1/models answer or null>,
@@ -50,6 +52,7 @@
 #include <utility>
 #include <vector>
 
+#include "format/output_tokens.hpp"
 #include "format/redaction.hpp"  // secrets: what the trace and settings never hold
 #include "format/trace.hpp"
 #include "llm/llm.hpp"
@@ -80,7 +83,8 @@ struct Slo {
   std::optional<std::chrono::nanoseconds> e2e;
   bool any() const { return ttft || tpot || e2e; }
 };
-// "ttft:200ms,tpot:50ms,e2e:2s"; throws std::invalid_argument naming the bad part.
+// "ttft:200ms,tpot:50ms,e2e:2s" (every limit with a unit); throws std::invalid_argument naming
+// the bad part.
 Slo parse_slo(std::string_view text);
 
 struct Options {
@@ -99,6 +103,9 @@ struct Options {
   // nullopt: auto, chosen from the identified server (replay/preflight.hpp).
   std::optional<llm::TokenIdMode> token_ids = llm::TokenIdMode::off;
   std::optional<std::string> model;  // --model: the "model" of every inference request
+  // Completions and chat stream, with stream_options.include_usage (llm::set_streaming); false:
+  // --no-stream.
+  bool stream = true;
   std::chrono::milliseconds timeout{120'000};  // per request, from its send to its last byte
   std::vector<Label> labels;  // written to the header and every exchange
   std::string run_name;       // label "run" (default: the output file's stem)
@@ -122,14 +129,19 @@ struct Percentiles {
 };
 
 struct Stats {
-  std::size_t exchanges = 0;
+  std::size_t exchanges = 0;  // inference requests only (see other_requests)
   std::size_t completed = 0;  // no error
+  std::size_t not_sent = 0;   // neither a response nor an error: a plan, e.g. an imported trace
+  // Requests that are not inference (GET /v1/models, /metrics, /health): not counted above, listed
+  // by "METHOD path" with their number.
+  std::vector<std::pair<std::string, std::size_t>> other_requests;
   std::vector<std::pair<std::string, std::size_t>> errors_by_kind;
   std::size_t retried = 0;    // sent again on a fresh connection (a stale keep-alive one)
   double duration_s = 0;      // first send to last end
   double requests_per_s = 0;
   double output_tokens_per_s = 0;
-  std::uint64_t output_tokens = 0;
+  std::uint64_t output_tokens = 0;  // output_tokens() summed over completed exchanges
+  std::string output_tokens_source;  // OutputTokenTally::source(): "server usage", "counted", ...
   Percentiles ttft, itl, tpot, e2e;         // from the actual send
   Percentiles ttft_intended, e2e_intended;  // from the intended send (open-loop schedules)
   Percentiles schedule_slip;                // actual - intended
@@ -148,7 +160,10 @@ struct ExchangeMetrics {
   std::int64_t actual_send_ns = 0;
   std::int64_t first_token_ns = -1;  // from the send; -1 when no token arrived
   std::int64_t end_ns = -1;          // from the send
-  std::int64_t output_tokens = 0;    // usage.completion_tokens, else decoded tokens
+  OutputTokens output_tokens;        // usage.completion_tokens, else decoded tokens
+  bool inference = true;             // llm::is_inference_request
+  bool sent = true;                  // has a response or an error
+  std::string endpoint;              // "METHOD path" when not inference
   std::vector<std::int64_t> token_gaps_ns;  // between successive token-carrying events (choice 0)
 };
 ExchangeMetrics summarize(const Exchange& exchange);
@@ -191,8 +206,10 @@ std::filesystem::path repeat_path(const std::filesystem::path& out, int k, int r
 // ---------------------------------------------------------------------------------------------
 // Building blocks (public for tests, sweep and bisect)
 
-// "200ms", "1.5s", "250us", "100ns", "2m"; a bare number is milliseconds. Throws invalid_argument.
-std::chrono::nanoseconds parse_duration(std::string_view text);
+// The one duration syntax of every flag: a number with a unit, "500ms", "1.5s", "2m", "1h" (also
+// "250us", "100ns"). A bare number is refused: seconds or milliseconds would be a guess. Throws
+// invalid_argument "FLAG 'TEXT': why, e.g. ..." (`flag` may be empty: CLI11 adds the name itself).
+std::chrono::nanoseconds parse_duration(std::string_view text, std::string_view flag);
 
 // "I/N" with 0 <= I < N. Throws invalid_argument.
 std::pair<std::size_t, std::size_t> parse_shard(std::string_view text);

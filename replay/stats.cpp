@@ -26,15 +26,19 @@ ExchangeMetrics summarize(const Exchange& exchange) {
   metrics.intended_send_ns = exchange.intended_send_ns;
   metrics.actual_send_ns = exchange.actual_send_ns;
   metrics.end_ns = exchange.end_ns;
-  std::int64_t decoded_tokens = 0;
   for (const auto& choice : exchange.choices) {
-    decoded_tokens += static_cast<std::int64_t>(choice.tokens.size());
     if (!choice.tokens.empty() &&
         (metrics.first_token_ns < 0 || choice.tokens.front().offset_ns < metrics.first_token_ns))
       metrics.first_token_ns = choice.tokens.front().offset_ns;
   }
-  metrics.output_tokens =
-      exchange.usage.completion_tokens >= 0 ? exchange.usage.completion_tokens : decoded_tokens;
+  metrics.output_tokens = output_tokens(exchange);
+  metrics.sent = exchange.response.status != 0 || exchange.error.kind != ErrorKind::none;
+  metrics.inference = llm::is_inference_request(exchange.request.target, exchange.request.body);
+  if (!metrics.inference) {
+    std::string_view path = exchange.request.target;
+    path = path.substr(0, path.find('?'));
+    metrics.endpoint = exchange.request.method + " " + std::string(path);
+  }
   if (!exchange.choices.empty()) {
     const auto& tokens = exchange.choices.front().tokens;
     for (std::size_t i = 1; i < tokens.size(); ++i) {
@@ -106,8 +110,9 @@ Stats stats_of_trace(const std::filesystem::path& path, const Slo& slo, Recovery
 Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics, const Slo& slo) {
   Stats stats;
   stats.open_loop = open_loop;
-  stats.exchanges = metrics.size();
   std::map<ErrorKind, std::size_t> errors;
+  std::map<std::string, std::size_t> other_requests;
+  OutputTokenTally tokens;
   std::vector<double> ttft, itl, tpot, e2e, ttft_intended, e2e_intended, slip;
   std::int64_t first_send = std::numeric_limits<std::int64_t>::max();
   std::int64_t last_end = std::numeric_limits<std::int64_t>::min();
@@ -115,6 +120,15 @@ Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
   constexpr double kMs = 1e6;
 
   for (const auto& m : metrics) {
+    if (!m.inference) {
+      ++other_requests[m.endpoint];
+      continue;
+    }
+    ++stats.exchanges;
+    if (!m.sent) {
+      ++stats.not_sent;
+      continue;
+    }
     first_send = std::min(first_send, m.actual_send_ns);
     if (m.end_ns >= 0) last_end = std::max(last_end, m.actual_send_ns + m.end_ns);
     if (m.retried) ++stats.retried;
@@ -123,7 +137,8 @@ Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
       continue;
     }
     ++stats.completed;
-    stats.output_tokens += static_cast<std::uint64_t>(std::max<std::int64_t>(m.output_tokens, 0));
+    tokens.add(m.output_tokens);
+    auto output_count = m.output_tokens.count;
     auto slip_ns = m.actual_send_ns - m.intended_send_ns;
     slip.push_back(static_cast<double>(slip_ns) / kMs);
 
@@ -134,9 +149,9 @@ Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
       ttft.push_back(static_cast<double>(*first_token_ns) / kMs);
       ttft_intended.push_back(static_cast<double>(*first_token_ns + slip_ns) / kMs);
       for (auto gap : m.token_gaps_ns) itl.push_back(static_cast<double>(gap) / kMs);
-      if (m.output_tokens > 1 && m.end_ns >= *first_token_ns) {
+      if (output_count > 1 && m.end_ns >= *first_token_ns) {
         tpot_ns = static_cast<double>(m.end_ns - *first_token_ns) /
-                  static_cast<double>(m.output_tokens - 1);
+                  static_cast<double>(output_count - 1);
         tpot.push_back(*tpot_ns / kMs);
       }
     }
@@ -157,9 +172,12 @@ Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
     }
   }
 
+  stats.output_tokens = tokens.total;
+  stats.output_tokens_source = tokens.source();
+  stats.other_requests.assign(other_requests.begin(), other_requests.end());
   for (const auto& [kind, count] : errors)
     stats.errors_by_kind.emplace_back(std::string(to_string(kind)), count);
-  if (!metrics.empty() && last_end > first_send)
+  if (stats.exchanges > stats.not_sent && last_end > first_send)
     stats.duration_s = static_cast<double>(last_end - first_send) / 1e9;
   if (stats.duration_s > 0) {
     stats.requests_per_s = static_cast<double>(stats.completed) / stats.duration_s;

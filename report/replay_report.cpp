@@ -40,8 +40,12 @@ std::string render_stats_text(const replay::Stats& stats, const StatsContext& co
   std::string out;
   if (!context.title.empty()) out += context.title + "\n";
   if (context.interrupted) out += "  (interrupted: partial run)\n";
-  out += "  exchanges           " + std::to_string(stats.exchanges) + "\n";
-  out += "  completed           " + std::to_string(stats.completed) + "\n";
+  out += "  requests            " + std::to_string(stats.exchanges) + "\n";
+  if (stats.not_sent > 0)
+    out += "  never sent          " + std::to_string(stats.not_sent) +
+           "  (a plan, e.g. an imported trace: replay it to measure)\n";
+  if (stats.not_sent < stats.exchanges || stats.exchanges == 0)
+    out += "  completed           " + std::to_string(stats.completed) + "\n";
   std::size_t error_count = 0;
   for (const auto& [kind, count] : stats.errors_by_kind) error_count += count;
   out += "  errors              " + std::to_string(error_count);
@@ -61,7 +65,8 @@ std::string render_stats_text(const replay::Stats& stats, const StatsContext& co
            "  (sent again on a fresh connection: the server had closed a keep-alive one)\n";
   out += "  duration            " + format("%.3f s", stats.duration_s) + "\n";
   out += "  requests/s          " + format("%.2f", stats.requests_per_s) + "\n";
-  out += "  output tokens       " + std::to_string(stats.output_tokens) + "\n";
+  out += "  output tokens       " + std::to_string(stats.output_tokens) +
+         (stats.output_tokens_source.empty() ? "" : "  (" + stats.output_tokens_source + ")") + "\n";
   out += "  output tokens/s     " + format("%.1f", stats.output_tokens_per_s) + "\n";
   if (stats.goodput_per_s) {
     out += "  goodput             " + format("%.2f req/s", *stats.goodput_per_s);
@@ -69,6 +74,13 @@ std::string render_stats_text(const replay::Stats& stats, const StatsContext& co
       out += "  (" + std::to_string(*stats.slo_met) + " of " + std::to_string(stats.completed) +
              " met the SLO)";
     out += "\n";
+  }
+  if (!stats.other_requests.empty()) {
+    out += "  not inference       ";
+    std::size_t shown = 0;
+    for (const auto& [endpoint, count] : stats.other_requests)
+      out += (shown++ ? ", " : "") + endpoint + " " + std::to_string(count);
+    out += "  (not counted above)\n";
   }
   out += "  latency (ms)              p50       p90       p99       max\n";
   out += latency_row("TTFT", stats.ttft);
@@ -90,6 +102,10 @@ std::string render_stats_json(const replay::Stats& stats, const StatsContext& co
   out["interrupted"] = context.interrupted;
   out["exchanges"] = stats.exchanges;
   out["completed"] = stats.completed;
+  out["not_sent"] = stats.not_sent;
+  boost::json::object others;
+  for (const auto& [endpoint, count] : stats.other_requests) others[endpoint] = count;
+  out["other_requests"] = std::move(others);
   boost::json::object errors;
   for (const auto& [kind, count] : stats.errors_by_kind) errors[kind] = count;
   out["errors"] = std::move(errors);
@@ -97,6 +113,7 @@ std::string render_stats_json(const replay::Stats& stats, const StatsContext& co
   out["duration_s"] = stats.duration_s;
   out["requests_per_s"] = stats.requests_per_s;
   out["output_tokens"] = stats.output_tokens;
+  out["output_tokens_source"] = stats.output_tokens_source;
   out["output_tokens_per_s"] = stats.output_tokens_per_s;
   out["ttft_ms"] = percentiles_json(stats.ttft);
   out["itl_ms"] = percentiles_json(stats.itl);

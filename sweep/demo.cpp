@@ -105,9 +105,10 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
   ReplayArgs record_args;
   record_args.timeout = "30s";
   record_args.token_ids = "off";
+  record_args.no_stream = true;
   ReplayArgs replay_args = record_args;
   replay_args.token_ids = "logprobs";
-  replay_args.set = {"stream=true"};
+  replay_args.no_stream = options.no_stream;
 
   out << "retrace demo — everything here runs against `retrace serve`, the BUILT-IN SIMULATOR\n"
          "(a small deterministic stand-in for a model, with a batching latency model), not a real\n"

@@ -130,6 +130,7 @@ std::string plan_to_json(const Plan& plan) {
   replay["max_error_rate"] = plan.replay.max_error_rate;
   replay["api_key_env"] = plan.replay.api_key_env;
   replay["timeout"] = plan.replay.timeout;
+  replay["no_stream"] = plan.replay.no_stream;
   replay["labels"] = strings_to_json(plan.replay.labels);
   if (plan.replay.limit) replay["limit"] = *plan.replay.limit;
   replay["warmup"] = plan.replay.warmup;
@@ -266,6 +267,7 @@ Plan plan_from_json(std::string_view text, const std::string& where) {
     seconds << replay.number("timeout_s") << "s";
     plan.replay.timeout = seconds.str();
   }
+  plan.replay.no_stream = replay.object.contains("no_stream") && replay.boolean("no_stream");
   plan.replay.labels = replay.strings("labels");
   if (replay.object.contains("limit"))
     plan.replay.limit = static_cast<std::size_t>(replay.integer("limit"));

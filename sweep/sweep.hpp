@@ -214,6 +214,7 @@ struct DemoOptions {
   // `traces` is empty, so the demo needs no file beside the executable.
   std::vector<std::pair<std::string_view, std::string_view>> datasets;
   bool quick = false;            // fewer levels and repeats (the test suite's configuration)
+  bool no_stream = false;        // replay without streaming (--no-stream)
   std::filesystem::path self;    // this executable, re-run as `serve` / `record` / `import`
   const std::atomic<bool>* stop = nullptr;
 };

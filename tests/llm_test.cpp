@@ -991,3 +991,35 @@ TEST_CASE("Fast and general decoding agree on mutated simple events") {
     check_paths_agree({simple, event, chat}, round % 3 ? Dialect::openai_completions : Dialect::openai_chat);
   }
 }
+
+TEST_CASE("replay streams completions and chat with include_usage unless told not to") {
+  namespace json = boost::json;
+  const auto on = json::parse(set_streaming(R"({"model":"m","prompt":"x"})", Dialect::openai_completions, true));
+  CHECK(on.at("stream").as_bool());
+  CHECK(on.at("stream_options").at("include_usage").as_bool());
+  CHECK(on.as_object().begin()->key() == "model");  // key order kept
+  const std::string done = R"({"messages":[],"stream":true,"stream_options":{"include_usage":true}})";
+  CHECK(set_streaming(done, Dialect::openai_chat, true) == done);  // already as wanted: bytes kept
+  const auto merged = json::parse(set_streaming(R"({"messages":[],"stream_options":{"continuous_usage_stats":true}})",
+                                                Dialect::openai_chat, true));
+  CHECK(merged.at("stream_options").at("continuous_usage_stats").as_bool());
+  CHECK(merged.at("stream_options").at("include_usage").as_bool());
+  const auto off = json::parse(set_streaming(done, Dialect::openai_chat, false));
+  CHECK_FALSE(off.at("stream").as_bool());
+  CHECK_FALSE(off.as_object().contains("stream_options"));
+  const std::string plain = R"({"prompt":"x"})";
+  CHECK(set_streaming(plain, Dialect::openai_completions, false) == plain);
+  CHECK(set_streaming(plain, Dialect::tgi_generate, true) == plain);
+  CHECK(set_streaming("not json", Dialect::openai_chat, true) == "not json");
+}
+
+TEST_CASE("inference requests are told apart from listings and scrapes") {
+  CHECK(is_inference_request("/v1/chat/completions", "{}"));
+  CHECK(is_inference_request("/v1/completions?x=1", "{}"));
+  CHECK(is_inference_request("/v1/embeddings", "{}"));
+  CHECK(is_inference_request("/generate", R"({"text":"x"})"));
+  CHECK_FALSE(is_inference_request("/v1/models", ""));
+  CHECK_FALSE(is_inference_request("/metrics", ""));
+  CHECK_FALSE(is_inference_request("/health", ""));
+  CHECK_FALSE(is_inference_request("/", ""));
+}

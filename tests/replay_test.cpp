@@ -34,6 +34,8 @@ Exchange exchange_at(std::uint64_t id, std::string target, std::string session =
 ExchangeMetrics streamed(std::int64_t intended_ms, std::int64_t actual_ms,
                          std::vector<std::int64_t> token_offsets_ms, std::int64_t end_ms) {
   Exchange e;
+  e.request.method = "POST";
+  e.request.target = "/v1/completions";
   e.intended_send_ns = intended_ms * 1'000'000;
   e.actual_send_ns = actual_ms * 1'000'000;
   e.end_ns = end_ms * 1'000'000;
@@ -53,16 +55,27 @@ ExchangeMetrics streamed(std::int64_t intended_ms, std::int64_t actual_ms,
 
 }  // namespace
 
-TEST_CASE("durations parse with ns - us - ms - s and m units - bare numbers being milliseconds") {
-  CHECK(parse_duration("200ms") == std::chrono::milliseconds(200));
-  CHECK(parse_duration("1.5s") == std::chrono::milliseconds(1500));
-  CHECK(parse_duration("250us") == std::chrono::microseconds(250));
-  CHECK(parse_duration("7ns") == std::chrono::nanoseconds(7));
-  CHECK(parse_duration("2m") == std::chrono::minutes(2));
-  CHECK(parse_duration("40") == std::chrono::milliseconds(40));
-  CHECK_THROWS_AS(parse_duration("fast"), std::invalid_argument);
-  CHECK_THROWS_AS(parse_duration("10 parsecs"), std::invalid_argument);
-  CHECK_THROWS_AS(parse_duration(""), std::invalid_argument);
+TEST_CASE("durations parse with ns - us - ms - s - m and h units") {
+  CHECK(parse_duration("200ms", "--x") == std::chrono::milliseconds(200));
+  CHECK(parse_duration("1.5s", "--x") == std::chrono::milliseconds(1500));
+  CHECK(parse_duration("250us", "--x") == std::chrono::microseconds(250));
+  CHECK(parse_duration("7ns", "--x") == std::chrono::nanoseconds(7));
+  CHECK(parse_duration("2m", "--x") == std::chrono::minutes(2));
+  CHECK(parse_duration("1h", "--x") == std::chrono::hours(1));
+  CHECK(parse_duration(" 30s ", "") == std::chrono::seconds(30));
+  CHECK_THROWS_AS(parse_duration("fast", "--x"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_duration("10 parsecs", "--x"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_duration("", "--x"), std::invalid_argument);
+}
+
+TEST_CASE("a bare number is refused with a hint naming the flag and both readings") {
+  CHECK_THROWS_WITH(parse_duration("40", "--duration"),
+                    "--duration '40': give a unit, e.g. 40s or 40ms (a bare number could mean either)");
+  CHECK_THROWS_WITH(parse_duration("2", ""), Catch::Matchers::StartsWith("'2': give a unit"));
+  CHECK_THROWS_WITH(parse_duration("5x", "--timeout"),
+                    Catch::Matchers::Contains("--timeout '5x': unknown unit 'x'"));
+  CHECK_THROWS_WITH(parse_duration("1e400s", "--timeout"),
+                    Catch::Matchers::StartsWith("--timeout '1e400s'"));
 }
 
 TEST_CASE("an SLO names ttft - tpot and e2e limits and rejects anything else") {
@@ -76,6 +89,7 @@ TEST_CASE("an SLO names ttft - tpot and e2e limits and rejects anything else") {
   CHECK_THROWS_AS(parse_slo("latency:5ms"), std::invalid_argument);
   CHECK_THROWS_AS(parse_slo("ttft=5ms"), std::invalid_argument);
   CHECK_THROWS_AS(parse_slo("ttft:soon"), std::invalid_argument);
+  CHECK_THROWS_WITH(parse_slo("ttft:15"), Catch::Matchers::Contains("--slo ttft '15': give a unit"));
   CHECK_THROWS_AS(parse_slo(""), std::invalid_argument);
 }
 
@@ -384,6 +398,56 @@ TEST_CASE("repeat paths number the runs only when there are several") {
   CHECK(repeat_path("out/run.rtrace", 1, 1) == std::filesystem::path("out/run.rtrace"));
   CHECK(repeat_path("out/run.rtrace", 2, 3) == std::filesystem::path("out/run.r2.rtrace"));
   CHECK(repeat_path("run", 1, 2) == std::filesystem::path("run.r1.rtrace"));
+}
+
+TEST_CASE("stats count inference requests only and list the others apart") {
+  std::vector<Exchange> exchanges(4);
+  exchanges[0].request = {"POST", "/v1/chat/completions", {}, "{}"};
+  exchanges[1].request = {"POST", "/v1/embeddings", {}, "{}"};
+  exchanges[2].request = {"GET", "/v1/models", {}, ""};
+  exchanges[3].request = {"GET", "/metrics?x=1", {}, ""};
+  for (auto& exchange : exchanges) {
+    exchange.response.status = 200;
+    exchange.end_ns = 1'000'000;
+  }
+  exchanges[0].usage.completion_tokens = 7;
+  auto stats = compute_stats(TraceHeader{}, exchanges);
+  CHECK(stats.exchanges == 2);
+  CHECK(stats.completed == 2);
+  CHECK(stats.output_tokens == 7);
+  using Count = std::pair<std::string, std::size_t>;
+  CHECK(stats.other_requests == std::vector<Count>{{"GET /metrics", 1}, {"GET /v1/models", 1}});
+}
+
+TEST_CASE("a plan never sent is counted as not sent rather than completed") {
+  std::vector<Exchange> exchanges(3);
+  for (auto& exchange : exchanges) exchange.request = {"POST", "/v1/completions", {}, "{}"};
+  auto stats = compute_stats(TraceHeader{}, exchanges);
+  CHECK(stats.exchanges == 3);
+  CHECK(stats.not_sent == 3);
+  CHECK(stats.completed == 0);
+  CHECK(stats.duration_s == 0);
+  auto text = retrace::report::render_stats_text(stats);
+  CHECK(text.find("never sent") != std::string::npos);
+}
+
+TEST_CASE("output tokens are the server usage when present and counted tokens otherwise") {
+  Exchange exchange;
+  exchange.choices.resize(2);
+  exchange.choices[0].tokens.resize(3);
+  exchange.choices[1].tokens.resize(2);
+  CHECK(output_tokens(exchange).count == 5);
+  CHECK_FALSE(output_tokens(exchange).from_usage);
+  exchange.usage.completion_tokens = 9;
+  CHECK(output_tokens(exchange).count == 9);
+  CHECK(output_tokens(exchange).from_usage);
+  OutputTokenTally tally;
+  CHECK(tally.source() == "counted");
+  tally.add({9, true});
+  CHECK(tally.source() == "server usage");
+  tally.add({5, false});
+  CHECK(tally.total == 14);
+  CHECK(tally.source() == "server usage for 1 of 2, counted for the rest");
 }
 
 TEST_CASE("the JSON report carries every figure and the open-loop section only when open loop") {

@@ -88,6 +88,7 @@ TEST_CASE("A plan survives a round trip through plan.json - without secret heade
   auto plan = sample_plan();
   plan.runs[0].done = true;
   plan.runs[1].done = true;
+  plan.replay.no_stream = true;
   auto text = plan_to_json(plan);
   CHECK(text.find("sk-secret") == std::string::npos);
   CHECK(text.find("Authorization: [redacted]") != std::string::npos);
@@ -97,6 +98,7 @@ TEST_CASE("A plan survives a round trip through plan.json - without secret heade
   CHECK(back.repeats == 3);
   CHECK(back.replay.set == plan.replay.set);
   CHECK(back.replay.token_ids == "vllm");
+  CHECK(back.replay.no_stream);
   CHECK(back.replay.limit == std::optional<std::size_t>(5));
   REQUIRE(back.runs.size() == 9);
   CHECK(back.runs[0].done);

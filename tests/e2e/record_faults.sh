@@ -5,7 +5,7 @@
 
 start_listening faulty python3 "$ROOT/tests/e2e/record_faults_upstream.py"
 start_listening proxy "$RETRACE" record --upstream "$faulty_URL" --out "$WORK/faults.rtrace" \
-  --listen 127.0.0.1:0 --upstream-timeout 1 --max-body 1000 --drain-timeout 0.3 --no-server-info --flush-every 1
+  --listen 127.0.0.1:0 --upstream-timeout 1s --max-body 1000 --drain-timeout 300ms --no-server-info --flush-every 1
 P=$proxy_URL
 
 status() { curl -s -o "$WORK/body" -w '%{http_code}' "$@" || true; }

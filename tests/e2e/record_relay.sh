@@ -7,7 +7,7 @@
 
 start_listening upstream python3 "$ROOT/tests/e2e/record_faults_upstream.py"
 start_listening proxy "$RETRACE" record --upstream "$upstream_URL" --out "$WORK/relay.rtrace" \
-  --listen 127.0.0.1:0 --upstream-timeout 1 --no-server-info --flush-every 1
+  --listen 127.0.0.1:0 --upstream-timeout 1s --no-server-info --flush-every 1
 P=$proxy_URL
 SIZE=6000000
 

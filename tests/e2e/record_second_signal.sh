@@ -6,7 +6,7 @@
 
 start_listening faulty python3 "$ROOT/tests/e2e/record_faults_upstream.py"
 start_listening proxy "$RETRACE" record --upstream "$faulty_URL" --out "$WORK/run.rtrace" \
-  --listen 127.0.0.1:0 --drain-timeout 600 --no-server-info --flush-every 1
+  --listen 127.0.0.1:0 --drain-timeout 10m --no-server-info --flush-every 1
 P=$proxy_URL
 
 check_eq "$(curl -s -o /dev/null -w '%{http_code}' "$P/ok")" 200 "a completed exchange first"

@@ -57,7 +57,7 @@ check_eq "$(curl -sS -o /dev/null -w '%{http_code}' "$URL/health")" 200 "still h
 check_eq "$(curl -sS -o /dev/null -w '%{http_code}' -H 'content-type: application/json' -d '{"prompt":"x","max_tokens":3}' "$URL/v1/completions")" 200 "still serving"
 
 # SIGTERM while a stream is in flight: the stream finishes (or is cut) and the server exits 0
-start_listening SLOW "$RETRACE" serve --listen 127.0.0.1:0 --decode-step-ms 5 --drain-timeout-ms 3000
+start_listening SLOW "$RETRACE" serve --listen 127.0.0.1:0 --decode-step-ms 5 --drain-timeout 3s
 curl -sS -N -H 'content-type: application/json' -d '{"prompt":"x","max_tokens":40,"ignore_eos":true,"stream":true}' "$SLOW_URL/v1/completions" >"$WORK/inflight" 2>/dev/null &
 CURL_PID=$!
 sleep 0.1
