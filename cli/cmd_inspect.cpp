@@ -10,6 +10,7 @@
 #include "format/json.hpp"
 #include "format/trace.hpp"
 #include "report/header.hpp"
+#include "report/text.hpp"
 
 namespace retrace::cli {
 
@@ -52,11 +53,14 @@ void add(Summary& summary, const Exchange& exchange) {
   }
 }
 
-
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
+// A header field that holds JSON text (settings, server info), as the JSON it holds: an object
+// for a person or jq to read, not a string to parse again. null when empty; kept as a string when
+// it is not JSON (an old or foreign trace).
+boost::json::value nested_json(const std::string& text) {
+  if (text.empty()) return nullptr;
+  boost::json::error_code ec;
+  auto value = boost::json::parse(text, ec);
+  return ec ? boost::json::value(text) : value;
 }
 
 int run_inspect(const std::string& path, bool as_json) {
@@ -72,8 +76,12 @@ int run_inspect(const std::string& path, bool as_json) {
 
   if (as_json) {
     boost::json::object out;
+    out["schema_version"] = report::kJsonSchemaVersion;
     out["file"] = path;
-    out["header"] = to_json(header);
+    auto header_object = to_json(header);
+    header_object["settings"] = nested_json(header.settings);
+    header_object["server_info"] = nested_json(header.server_info);
+    out["header"] = std::move(header_object);
     boost::json::object counts;
     counts["exchanges"] = summary.exchanges;
     counts["with_expected"] = summary.with_expected;
@@ -111,7 +119,7 @@ int run_inspect(const std::string& path, bool as_json) {
                                             {"dropped_bytes", recovery.dropped_bytes},
                                             {"reason", recovery.reason}};
     out["index"] = reader.has_index();
-    std::cout << boost::json::serialize(out) << "\n";
+    std::cout << report::json_text(out) << "\n";
     return kExitOk;
   }
 
@@ -146,12 +154,12 @@ int run_inspect(const std::string& path, bool as_json) {
   for (const auto& [kind, count] : summary.token_kinds) std::cout << "  " << kind << "=" << count;
   std::cout << "\n";
   if (summary.first_start_ns)
-    std::cout << "  time span     " << fixed(span_s, 3) << " s from " << report::utc_time(summary.first_start_ns) << "\n";
+    std::cout << "  time span     " << report::fixed(span_s, 3) << " s from " << report::utc_time(summary.first_start_ns) << "\n";
   else
     std::cout << "  time span     none (no exchange was sent)\n";
   std::cout << "  file size     " << reader.file_size() << " bytes ("
-            << reader.decompressed_bytes() << " decompressed, ratio " << fixed(ratio, 2) << ")\n";
-  if (summary.tokens) std::cout << "  per token     " << fixed(bytes_per_token, 1) << " bytes\n";
+            << reader.decompressed_bytes() << " decompressed, ratio " << report::fixed(ratio, 2) << ")\n";
+  if (summary.tokens) std::cout << "  per token     " << report::fixed(bytes_per_token, 1) << " bytes\n";
   if (recovery.torn)
     std::cout << "  tail          TORN: dropped " << recovery.dropped_bytes << " bytes from offset "
               << recovery.dropped_from_offset << " (" << recovery.reason << ")\n";
