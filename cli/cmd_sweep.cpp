@@ -3,7 +3,9 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
+#include "report/terminal_table.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::cli {
@@ -22,6 +24,8 @@ struct SweepArgs {
   std::string match = "exact";
   double near_tie = diff::kDefaultNearTieMargin;
   bool json = false;
+  bool csv = false;
+  bool markdown = false;
   sweep::ReplayArgs replay;
 };
 
@@ -99,11 +103,16 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
   }
   if (args.json)
     std::cout << sweep::summary_to_json(*summary);
-  else
+  else if (args.csv)
+    std::cout << sweep::summary_to_csv(*summary);
+  else if (auto width = terminal_width(); width > 0 && !args.markdown)
+    std::cout << report::markdown_for_terminal(sweep::summary_to_markdown(*summary), width);
+  else  // piped or asked for: the Markdown itself
     std::cout << sweep::summary_to_markdown(*summary);
   std::cout << std::flush;
   std::cerr << "sweep: wrote " << (dir / "summary.json").string() << ", "
-            << (dir / "summary.md").string() << " and " << (dir / "report.html").string() << "\n";
+            << (dir / "summary.md").string() << ", " << (dir / "summary.csv").string() << " and "
+            << (dir / "report.html").string() << "\n";
   if (summary->errors > 0) {
     std::cerr << "sweep: " << summary->errors << " request(s) failed; results are incomplete\n";
     return kExitError;
@@ -150,7 +159,14 @@ void add_sweep(CLI::App& root, Registry& registry) {
   command->add_option("--near-tie", args->near_tie,
                       "Logprob margin under which a divergence counts as a near-tie flip")
       ->capture_default_str();
-  command->add_flag("--json", args->json, "Print summary.json instead of the Markdown table");
+  auto* json = command->add_flag("--json", args->json, "Print summary.json instead of the Markdown table");
+  auto* csv = command->add_flag("--csv", args->csv, "Print summary.csv (one row per level) instead")
+                  ->excludes(json);
+  command->add_flag("--markdown", args->markdown,
+                    "Print summary.md's Markdown even on a terminal (which otherwise gets aligned "
+                    "text; a pipe or file gets Markdown)")
+      ->excludes(json)
+      ->excludes(csv);
   add_request_flags(*command, args->replay);
   registry.add(command, [command, args] { return run_sweep_command(*command, *args); });
 }

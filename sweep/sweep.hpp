@@ -101,6 +101,7 @@ using report::Summary;
 using report::describe_divergence;
 using report::divergence_list;
 using report::levels_table;
+using report::summary_to_csv;
 using report::spread_of;
 using report::summary_to_json;
 using report::summary_to_markdown;
@@ -188,6 +189,10 @@ struct BisectAxis {
   diff::Options diff;
 };
 BisectResult run_bisect(const BisectAxis& axis, std::ostream& out);
+// `bisect --json`: the axis, every probe (point, differs, detail, divergences), the boundary (or
+// null), whether the monotonic assumption held, and where the runs are (null when none were made).
+std::string bisect_json(const BisectAxis& axis, const BisectResult& result,
+                        const std::filesystem::path& runs_dir);
 
 // The replay side of bisect --over concurrency: replays `trace` at `concurrency` into `out`.
 // Throws when the run was interrupted.
