@@ -240,14 +240,14 @@ json::object to_json(const Exchange& exchange) {
       json::object token_object;
       token_object["id"] = json_count(token.id);
       token_object["bytes"] = bytes_to_json(token.bytes);
-      token_object["logprob"] = token.has_logprob ? json::value(token.logprob) : json::value(nullptr);
+      token_object["logprob"] = token.has_logprob ? json_float(token.logprob) : json::value(nullptr);
       token_object["offset_ns"] = token.offset_ns;
       json::array top;
       top.reserve(token.top.size());
       for (const auto& alternative : token.top)
         top.push_back(json::object{{"id", json_count(alternative.id)},
                                    {"bytes", bytes_to_json(alternative.bytes)},
-                                   {"logprob", alternative.logprob}});
+                                   {"logprob", json_float(alternative.logprob)}});
       token_object["top"] = std::move(top);
       tokens.push_back(std::move(token_object));
     }

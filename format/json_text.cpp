@@ -66,6 +66,15 @@ json::value json_number(const std::optional<double>& value) {
   return *value;
 }
 
+json::value json_float(float value) {
+  if (!std::isfinite(value)) return nullptr;
+  char buffer[64];
+  auto end = std::to_chars(buffer, buffer + sizeof buffer, value).ptr;
+  double shortest = 0;
+  std::from_chars(buffer, end, shortest);
+  return shortest;
+}
+
 json::value json_count(std::int64_t value) {
   if (value < 0) return nullptr;
   return value;

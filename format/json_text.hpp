@@ -20,6 +20,10 @@ std::string json_text(const boost::json::value& value);
 // A number, or null when absent.
 boost::json::value json_number(const std::optional<double>& value);
 
+// A float (a logprob) as the double its shortest decimal names: -0.69f is written -0.69, not
+// -0.6899999976158142, and reads back to the same float.
+boost::json::value json_float(float value);
+
 // A count or id where the trace writes -1 for "absent" (token ids, usage counts, end times): the
 // value, or null when negative.
 boost::json::value json_count(std::int64_t value);

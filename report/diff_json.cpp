@@ -36,14 +36,14 @@ boost::json::value token_json(const std::optional<TokenView>& token) {
     object["text"] = printable(token->bytes);
     object["bytes_hex"] = hex;
   }
-  object["logprob"] = token->logprob ? boost::json::value(double(*token->logprob)) : boost::json::value(nullptr);
+  object["logprob"] = token->logprob ? json_float(*token->logprob) : boost::json::value(nullptr);
   if (!token->top.empty()) {
     boost::json::array top;
     for (const auto& alternative : token->top) {
       boost::json::object entry;
       entry["id"] = json_count(alternative.id);
       entry["text"] = printable(alternative.bytes);
-      entry["logprob"] = alternative.logprob;
+      entry["logprob"] = json_float(alternative.logprob);
       top.push_back(std::move(entry));
     }
     object["top"] = std::move(top);

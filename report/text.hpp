@@ -21,6 +21,7 @@ std::string fixed(double value, int digits);
 
 // The one JSON number rule (plain decimals, null for absent) is format/json_text.hpp's.
 using retrace::json_count;
+using retrace::json_float;
 using retrace::json_number;
 using retrace::json_text;
 

@@ -8,9 +8,11 @@
 #include <limits>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include <boost/json.hpp>
 
+#include "report/diff_report.hpp"
 #include "report/html.hpp"
 #include "report/replay_report.hpp"
 #include "report/request_rows.hpp"
@@ -347,4 +349,57 @@ TEST_CASE("Markdown tables become aligned columns on a terminal and blocks when 
         "# Sweep\n\nlevel  1\n  req/s  10.5\n  bound  ≤ 5.0 %\n\nlevel  16\n  req/s  120.25\n"
         "  bound  ≤ 13.9 %\n\ntext after\n");
   check_golden("sweep_summary_terminal.txt", markdown_for_terminal(summary_to_markdown(fixed_summary()), 0));
+}
+
+namespace {
+
+// A fixed diff: a baseline of four exchanges against one candidate run, with one real change, one
+// near-tie, gold answers matched by three of four, and a candidate-side token without an id.
+diff::Result fixed_diff() {
+  diff::Result result;
+  result.baseline_name = "base.rtrace";
+  result.baseline_exchanges = 4;
+  result.baseline_matches_expected = 4;
+  result.baseline_with_expected = 4;
+  diff::RunComparison run;
+  run.name = "run, 2.rtrace";
+  run.exchanges = run.aligned = 4;
+  run.identical = 2;
+  run.divergent = 2;
+  run.near_ties = run.real_changes = 1;
+  run.matches_expected = 3;
+  run.with_expected = 4;
+  run.failing_expected = {3};
+  run.matrix = "..DD";
+  for (auto [id, classification, margin] :
+       {std::tuple{2, diff::Classification::near_tie, 0.02}, std::tuple{3, diff::Classification::real_change, 1.25}}) {
+    diff::PairResult pair;
+    pair.baseline_id = pair.candidate_id = static_cast<std::uint64_t>(id);
+    pair.baseline_position = pair.candidate_position = static_cast<std::size_t>(id);
+    pair.key = RequestKey{0x0011223344556677, static_cast<std::uint64_t>(id)};
+    pair.verdict = diff::Verdict::divergent;
+    auto entry = divergence("run", static_cast<std::uint64_t>(id), classification, margin, " Paris", " Lyon");
+    entry.divergence.candidate_token->id = -1;
+    pair.divergences.push_back(entry.divergence);
+    run.pairs.push_back(pair);
+  }
+  result.runs.push_back(run);
+  result.unique_completions_histogram = {{1, 2}, {2, 2}};
+  result.first_divergence_positions = {7, 7};
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("The diff renders to its golden Markdown JSON and CSV") {
+  DiffRenderOptions options;
+  options.expect = true;
+  std::ostringstream markdown, json, csv;
+  render_diff_markdown(fixed_diff(), options, markdown);
+  render_diff_json(fixed_diff(), options, json);
+  render_diff_csv(fixed_diff(), csv);
+  check_golden("diff.md", markdown.str());
+  check_golden("diff.json", json.str());
+  check_golden("diff.csv", csv.str());
+  CHECK(json.str().find("\"id\":-1") == std::string::npos);  // an absent token id is null
 }
