@@ -29,6 +29,7 @@ struct BisectArgs {
   std::string out;
   double near_tie = diff::kDefaultNearTieMargin;
   bool force = false;
+  bool json = false;
   sweep::ReplayArgs replay;
 };
 
@@ -142,7 +143,7 @@ int run_bisect_command(BisectArgs& args) {
     axis.run_for = [&](std::size_t index) {
       const std::string& value = values[index];
       std::string shell_command = substitute(args.run, value);
-      std::cout << "  $ " << shell_command << "\n" << std::flush;
+      (args.json ? std::cerr : std::cout) << "  $ " << shell_command << "\n" << std::flush;
       auto result = sweep::run_shell(shell_command);
       if (result.exit_code != 0)
         throw std::runtime_error("--run command failed for value " + value + " (exit " +
@@ -160,12 +161,16 @@ int run_bisect_command(BisectArgs& args) {
   sweep::BisectResult result;
   try {
     sweep::StopOnSignals signals(stop);
-    result = sweep::run_bisect(axis, std::cout);
+    // With --json, stdout carries the one JSON document; the probes' progress goes to stderr.
+    result = sweep::run_bisect(axis, args.json ? std::cerr : std::cout);
   } catch (const sweep::RequestsFailed& e) {
     std::cerr << "bisect: " << e.what() << "\n";
     return kExitRunsFailed;
   }
-  if (!dir.empty()) std::cout << "runs are in " << dir.string() << "\n";
+  if (args.json)
+    std::cout << sweep::bisect_json(axis, result, dir);
+  else if (!dir.empty())
+    std::cout << "runs are in " << dir.string() << "\n";
   return result.boundary ? kExitDiffer : kExitOk;
 }
 
@@ -205,6 +210,8 @@ void add_bisect(CLI::App& root, Registry& registry) {
   command->add_option("--near-tie", args->near_tie,
                       "Logprob margin under which a divergence counts as a near-tie flip")
       ->capture_default_str();
+  command->add_flag("--json", args->json,
+                    "Print the result as one JSON document on stdout (progress goes to stderr)");
   add_request_flags(*command, args->replay);
   registry.add(command, [args] { return run_bisect_command(*args); });
 }

@@ -4,7 +4,9 @@
 #include "cli/commands.hpp"
 #include "format/json.hpp"
 #include "format/output_tokens.hpp"
+#include "format/json_text.hpp"
 #include "format/trace.hpp"
+#include "report/text.hpp"
 
 namespace retrace::cli {
 
@@ -64,11 +66,47 @@ void show(const Exchange& exchange, std::ostream& out) {
   if (exchange.expected) out << "  expected: " << printable(*exchange.expected) << "\n";
 }
 
-int run_cat(const std::string& path, const std::vector<std::uint64_t>& ids) {
+// The same view as JSON: what `show` prints, with the full texts (no cut, no escapes).
+boost::json::object view_json(const Exchange& exchange) {
+  namespace json = boost::json;
+  auto text_or_null = [](const std::string& text) {
+    return text.empty() ? json::value(nullptr) : json::value(text);
+  };
+  json::object labels;
+  for (const auto& label : exchange.labels) labels[label.key] = label.value;
+  json::array choices;
+  for (const auto& choice : exchange.choices)
+    choices.push_back(json::object{{"index", choice.index},
+                                   {"tokens", choice.tokens.size()},
+                                   {"kind", to_string(choice.kind)},
+                                   {"finish_reason", text_or_null(choice.finish_reason)},
+                                   {"text", bytes_to_json(output_text(choice))}});
+  bool failed = exchange.error.kind != ErrorKind::none;
+  return json::object{
+      {"id", exchange.id},
+      {"source_id", exchange.source_id ? json::value(*exchange.source_id) : json::value(nullptr)},
+      {"method", exchange.request.method},
+      {"target", exchange.request.target},
+      {"status", exchange.response.status ? json::value(std::uint64_t{exchange.response.status})
+                                          : json::value(nullptr)},
+      {"error", failed ? json::value(json::object{{"kind", to_string(exchange.error.kind)},
+                                                  {"message", exchange.error.message}})
+                       : json::value(nullptr)},
+      {"labels", std::move(labels)},
+      {"request", bytes_to_json(request_summary(exchange.request, 1'000'000))},
+      {"choices", std::move(choices)},
+      {"decode_note", text_or_null(exchange.decode_note)},
+      {"expected", exchange.expected ? bytes_to_json(*exchange.expected) : json::value(nullptr)}};
+}
+
+int run_cat(const std::string& path, const std::vector<std::uint64_t>& ids, bool as_json) {
   TraceReader reader(path);
   Exchange exchange;
   std::vector<bool> found(ids.size(), false);
   std::uint64_t shown = 0;
+  if (as_json)
+    std::cout << "{\"schema_version\":" << report::kJsonSchemaVersion
+              << ",\"trace\":" << json_text(boost::json::value(path)) << ",\"exchanges\":[";
   while (reader.next(exchange)) {
     if (!ids.empty()) {
       bool wanted = false;
@@ -76,12 +114,18 @@ int run_cat(const std::string& path, const std::vector<std::uint64_t>& ids) {
         if (ids[i] == exchange.id) wanted = found[i] = true;
       if (!wanted) continue;
     }
-    if (shown++ > 0) std::cout << "\n";
-    show(exchange, std::cout);
+    if (as_json) {
+      // One document, streamed: exchanges are written as they are read, never held together.
+      std::cout << (shown++ > 0 ? "," : "") << json_text(view_json(exchange));
+    } else {
+      if (shown++ > 0) std::cout << "\n";
+      show(exchange, std::cout);
+    }
     if (!std::cout) return kExitOk;  // stdout closed
   }
-  std::cout.flush();
   const Recovery& recovery = reader.recovery();
+  if (as_json) std::cout << "],\"torn\":" << (recovery.torn ? "true" : "false") << "}\n";
+  std::cout.flush();
   if (!recovery.clean())
     std::cerr << "retrace: warning: " << path << ": " << describe(recovery) << "\n";
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -99,6 +143,7 @@ int run_cat(const std::string& path, const std::vector<std::uint64_t>& ids) {
 void add_cat(CLI::App& root, Registry& registry) {
   auto path = std::make_shared<std::string>();
   auto ids = std::make_shared<std::vector<std::uint64_t>>();
+  auto as_json = std::make_shared<bool>(false);
   CLI::App* command = root.add_subcommand(
       "cat",
       "Show a trace's exchanges for a person to read: id, method and target, status or error, "
@@ -107,7 +152,10 @@ void add_cat(CLI::App& root, Registry& registry) {
   command->footer("Example:\n  retrace cat traces/gold-intents.rtrace --id 3");
   command->add_option("TRACE", *path, "the .rtrace file")->required();
   command->add_option("--id", *ids, "show only this exchange id (repeatable)");
-  registry.add(command, [path, ids] { return run_cat(*path, *ids); });
+  command->add_flag("--json", *as_json,
+                    "one JSON document: {schema_version, trace, exchanges: [...], torn}, with the "
+                    "full texts");
+  registry.add(command, [path, ids, as_json] { return run_cat(*path, *ids, *as_json); });
 }
 
 }  // namespace retrace::cli

@@ -16,7 +16,7 @@ namespace {
 struct DiffArgs {
   std::string baseline;
   std::vector<std::string> candidates;
-  bool json = false, markdown = false;
+  bool json = false, markdown = false, csv = false;
   std::size_t context = 5, show = 10, max_divergent = 0;
   bool expect = false;
   std::string match = "exact";
@@ -54,7 +54,7 @@ int run_diff(const DiffArgs& args) {
   render.expect = args.expect;
   render.fail_on = args.fail_on == "real" ? diff::FailOn::real : args.fail_on == "none" ? diff::FailOn::none
                                                                                          : diff::FailOn::any;
-  render.color = !args.json && !args.markdown && ::isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
+  render.color = !args.json && !args.markdown && !args.csv && ::isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
 
   std::vector<std::filesystem::path> candidates(args.candidates.begin(), args.candidates.end());
   diff::Result result = diff::compare_files(args.baseline, candidates, options);
@@ -62,6 +62,7 @@ int run_diff(const DiffArgs& args) {
 
   if (args.json) report::render_diff_json(result, render, std::cout);
   else if (args.markdown) report::render_diff_markdown(result, render, std::cout);
+  else if (args.csv) report::render_diff_csv(result, std::cout);
   else report::render_diff_terminal(result, render, std::cout);
   std::cout.flush();  // a closed pipe (EPIPE) is not an error: the verdict still stands
   return report::diff_exit_code(result, render);
@@ -79,7 +80,11 @@ void add_diff(CLI::App& root, Registry& registry) {
   command->add_option("baseline", args->baseline, "Baseline trace (.rtrace)")->required()->check(CLI::ExistingFile);
   command->add_option("candidates", args->candidates, "Candidate traces (.rtrace)")->required()->check(CLI::ExistingFile);
   auto* json = command->add_flag("--json", args->json, "Everything as one JSON document");
-  command->add_flag("--markdown", args->markdown, "A Markdown summary for pull requests")->excludes(json);
+  auto* markdown = command->add_flag("--markdown", args->markdown, "A Markdown summary for pull requests")
+                       ->excludes(json);
+  command->add_flag("--csv", args->csv, "The summary as CSV: one row per candidate run")
+      ->excludes(json)
+      ->excludes(markdown);
   command->add_option("--context", args->context, "Tokens of context either side of a divergence")
       ->capture_default_str();
   command->add_option("--show", args->show, "Divergences listed in full (terminal, Markdown)")->capture_default_str();

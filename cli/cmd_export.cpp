@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "format/json.hpp"
 #include "format/trace.hpp"
+#include "report/request_rows.hpp"
 
 namespace retrace::cli {
 
@@ -14,6 +15,17 @@ namespace {
 bool emit(const std::string& line) {
   if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size()) return false;
   return std::fputc('\n', stdout) != EOF;
+}
+
+int run_export_csv(const std::string& path) {
+  report::RequestRowOptions options;
+  options.with_text = true;
+  const Recovery recovery = report::write_request_rows(path, std::cout, options);
+  if (recovery.torn)
+    std::cerr << "retrace: warning: " << path << ": torn tail: dropped " << recovery.dropped_bytes
+              << " bytes from offset " << recovery.dropped_from_offset << " (" << recovery.reason
+              << "); exported the exchanges before it\n";
+  return kExitOk;
 }
 
 int run_export(const std::string& path) {
@@ -44,15 +56,23 @@ void add_export(CLI::App& root, Registry& registry) {
       "{\"header\": {...}}, then one {\"exchange\": {...}} per exchange. Byte fields are strings "
       "when valid UTF-8, else {\"base64\": ...}. A torn tail (a crashed writer) is reported on "
       "stderr with the offset and the bytes dropped; the records before it are still exported "
-      "and the exit status stays 0.");
+      "and the exit status stays 0. --csv prints one row per request instead, under a header "
+      "row (units in the column names).");
   command->footer(
       "Example:\n  retrace export run.rtrace | jq -c '.exchange | select(.) | {id, status: "
       ".response.status}'");
   command->add_option("TRACE", *path, "the .rtrace file")->required();
-  command->add_option("--format", *format, "output format")
-      ->check(CLI::IsMember({"jsonl"}))
-      ->capture_default_str();
-  registry.add(command, [path] { return run_export(*path); });
+  auto csv = std::make_shared<bool>(false);
+  auto* format_option = command->add_option("--format", *format,
+                                            "output format: jsonl (every field), or csv (one row "
+                                            "per request: figures, request and output text)")
+                            ->check(CLI::IsMember({"jsonl", "csv"}))
+                            ->capture_default_str();
+  command->add_flag("--csv", *csv, "Same as --format csv (the --csv of stats and replay)")
+      ->excludes(format_option);
+  registry.add(command, [path, format, csv] {
+    return *csv || *format == "csv" ? run_export_csv(*path) : run_export(*path);
+  });
 }
 
 }  // namespace retrace::cli

@@ -11,6 +11,7 @@
 #include "format/output_tokens.hpp"
 #include "format/trace.hpp"
 #include "report/header.hpp"
+#include "report/text.hpp"
 
 namespace retrace::cli {
 
@@ -53,11 +54,14 @@ void add(Summary& summary, const Exchange& exchange) {
   }
 }
 
-
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
+// A header field that holds JSON text (settings, server info), as the JSON it holds: an object
+// for a person or jq to read, not a string to parse again. null when empty; kept as a string when
+// it is not JSON (an old or foreign trace).
+boost::json::value nested_json(const std::string& text) {
+  if (text.empty()) return nullptr;
+  boost::json::error_code ec;
+  auto value = boost::json::parse(text, ec);
+  return ec ? boost::json::value(text) : value;
 }
 
 int run_inspect(const std::string& path, bool as_json) {
@@ -73,8 +77,12 @@ int run_inspect(const std::string& path, bool as_json) {
 
   if (as_json) {
     boost::json::object out;
+    out["schema_version"] = report::kJsonSchemaVersion;
     out["file"] = path;
-    out["header"] = to_json(header);
+    auto header_object = to_json(header);
+    header_object["settings"] = nested_json(header.settings);
+    header_object["server_info"] = nested_json(header.server_info);
+    out["header"] = std::move(header_object);
     boost::json::object counts;
     counts["exchanges"] = summary.exchanges;
     counts["with_expected"] = summary.with_expected;
@@ -118,7 +126,7 @@ int run_inspect(const std::string& path, bool as_json) {
           {"first_skipped_offset", recovery.skipped_regions ? boost::json::value(recovery.first_skipped_offset) : nullptr},
           {"skipped_reason", recovery.skipped_regions ? boost::json::value(recovery.skipped_reason) : nullptr}};
     out["index"] = reader.has_index();
-    std::cout << boost::json::serialize(out) << "\n";
+    std::cout << report::json_text(out) << "\n";
     return kExitOk;
   }
 
@@ -154,12 +162,12 @@ int run_inspect(const std::string& path, bool as_json) {
   for (const auto& [kind, count] : summary.token_kinds) std::cout << "  " << kind << "=" << count;
   std::cout << "\n";
   if (summary.first_start_ns)
-    std::cout << "  time span     " << fixed(span_s, 3) << " s from " << report::utc_time(summary.first_start_ns) << "\n";
+    std::cout << "  time span     " << report::fixed(span_s, 3) << " s from " << report::utc_time(summary.first_start_ns) << "\n";
   else
     std::cout << "  time span     none (no exchange was sent)\n";
   std::cout << "  file size     " << reader.file_size() << " bytes ("
-            << reader.decompressed_bytes() << " decompressed, ratio " << fixed(ratio, 2) << ")\n";
-  if (summary.tokens.total) std::cout << "  per token     " << fixed(bytes_per_token, 1) << " bytes\n";
+            << reader.decompressed_bytes() << " decompressed, ratio " << report::fixed(ratio, 2) << ")\n";
+  if (summary.tokens.total) std::cout << "  per token     " << report::fixed(bytes_per_token, 1) << " bytes\n";
   if (recovery.clean())
     std::cout << "  damage        none\n";
   else

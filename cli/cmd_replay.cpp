@@ -13,11 +13,13 @@
 
 #include "cli/commands.hpp"
 #include "cli/outputs.hpp"
+#include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
 #include "format/trace.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
 #include "report/replay_report.hpp"
+#include "report/request_rows.hpp"
 
 namespace retrace::cli {
 namespace {
@@ -39,7 +41,7 @@ struct ReplayArgs {
   replay::RequestFlags request;  // shared with sweep and bisect
   std::string slo;
   std::string shard;
-  bool json = false;
+  OutputFlags output;
   std::string run_name;
   bool force = false;
 };
@@ -189,18 +191,24 @@ int run(const ReplayArgs& args) {
     interrupted = result.interrupted;
     total += result.stats.exchanges;
     failed += result.stats.exchanges - result.stats.completed;
-    report::StatsContext context;
+    auto context = stats_context(args.output);
     context.title = out.string();
     context.interrupted = result.interrupted;
-    if (args.json) {
+    context.header = report::header_of_trace(out.string());
+    if (args.output.csv) {
+      report::RequestRowOptions rows;
+      rows.header_row = k == 1;  // every repeat's rows under one header
+      report::write_request_rows(out.string(), std::cout, rows);
+    } else if (args.output.json) {
       json_reports.push_back(report::render_stats_json(result.stats, context));
     } else {
-      std::cout << report::render_stats_text(result.stats, context);
+      std::cout << (args.output.markdown ? report::render_stats_markdown(result.stats, context)
+                                         : report::render_stats_text(result.stats, context));
       if (k < args.repeat) std::cout << "\n";
       std::cout.flush();
     }
   }
-  if (args.json) std::cout << report::join_json_reports(json_reports);
+  if (args.output.json) std::cout << report::join_json_reports(json_reports);
   std::cout.flush();
   if (interrupted) return 130;
   if (auto verdict = replay::failure_verdict(failed, total, args.request.max_error_rate)) {
@@ -260,7 +268,8 @@ void add_replay(CLI::App& root, Registry& registry) {
   command->add_option("--run-name", args->run_name, "Label 'run' (default: the output's name)");
   command->add_option("--slo", args->slo, "Goodput objective, e.g. ttft:200ms,tpot:50ms,e2e:2s");
   command->add_option("--shard", args->shard, "I/N: only every N-th exchange (session) from I");
-  command->add_flag("--json", args->json, "Print the report as JSON");
+  add_output_flags(*command, args->output,
+                   "Print one CSV row per request of the run (every repeat's rows under one header)");
   registry.add(command, [args] { return run(*args); });
 }
 

@@ -4,7 +4,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/outputs.hpp"
+#include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
+#include "report/terminal_table.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::cli {
@@ -24,6 +26,8 @@ struct SweepArgs {
   double near_tie = diff::kDefaultNearTieMargin;
   bool json = false;
   bool force = false;
+  bool csv = false;
+  bool markdown = false;
   sweep::ReplayArgs replay;
 };
 
@@ -106,11 +110,16 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
   }
   if (args.json)
     std::cout << sweep::summary_to_json(*summary);
-  else
+  else if (args.csv)
+    std::cout << sweep::summary_to_csv(*summary);
+  else if (auto width = terminal_width(); width > 0 && !args.markdown)
+    std::cout << report::markdown_for_terminal(sweep::summary_to_markdown(*summary), width);
+  else  // piped or asked for: the Markdown itself
     std::cout << sweep::summary_to_markdown(*summary);
   std::cout << std::flush;
   std::cerr << "sweep: wrote " << (dir / "summary.json").string() << ", "
-            << (dir / "summary.md").string() << " and " << (dir / "report.html").string() << "\n";
+            << (dir / "summary.md").string() << ", " << (dir / "summary.csv").string() << " and "
+            << (dir / "report.html").string() << "\n";
   std::size_t requests = 0;
   for (const auto& run : summary->runs) requests += run.exchanges;
   if (auto verdict = replay::failure_verdict(summary->errors, requests, plan.replay.max_error_rate)) {
@@ -163,7 +172,14 @@ void add_sweep(CLI::App& root, Registry& registry) {
   command->add_option("--near-tie", args->near_tie,
                       "Logprob margin under which a divergence counts as a near-tie flip")
       ->capture_default_str();
-  command->add_flag("--json", args->json, "Print summary.json instead of the Markdown table");
+  auto* json = command->add_flag("--json", args->json, "Print summary.json instead of the Markdown table");
+  auto* csv = command->add_flag("--csv", args->csv, "Print summary.csv (one row per level) instead")
+                  ->excludes(json);
+  command->add_flag("--markdown", args->markdown,
+                    "Print summary.md's Markdown even on a terminal (which otherwise gets aligned "
+                    "text; a pipe or file gets Markdown)")
+      ->excludes(json)
+      ->excludes(csv);
   add_request_flags(*command, args->replay);
   registry.add(command, [command, args] { return run_sweep_command(*command, *args); });
 }

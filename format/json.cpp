@@ -1,5 +1,7 @@
 #include "format/json.hpp"
 
+#include "format/json_text.hpp"
+
 #include <array>
 #include <charconv>
 
@@ -207,8 +209,8 @@ json::object to_json(const Exchange& exchange) {
   object["start_unix_ns"] = exchange.start_unix_ns;
   object["intended_send_ns"] = exchange.intended_send_ns;
   object["actual_send_ns"] = exchange.actual_send_ns;
-  object["first_byte_ns"] = exchange.first_byte_ns;
-  object["end_ns"] = exchange.end_ns;
+  object["first_byte_ns"] = json_count(exchange.first_byte_ns);
+  object["end_ns"] = json_count(exchange.end_ns);
 
   json::object request;
   request["method"] = exchange.request.method;
@@ -236,16 +238,16 @@ json::object to_json(const Exchange& exchange) {
     tokens.reserve(choice.tokens.size());
     for (const auto& token : choice.tokens) {
       json::object token_object;
-      token_object["id"] = token.id;
+      token_object["id"] = json_count(token.id);
       token_object["bytes"] = bytes_to_json(token.bytes);
-      token_object["logprob"] = token.has_logprob ? json::value(token.logprob) : json::value(nullptr);
+      token_object["logprob"] = token.has_logprob ? json_float(token.logprob) : json::value(nullptr);
       token_object["offset_ns"] = token.offset_ns;
       json::array top;
       top.reserve(token.top.size());
       for (const auto& alternative : token.top)
-        top.push_back(json::object{{"id", alternative.id},
+        top.push_back(json::object{{"id", json_count(alternative.id)},
                                    {"bytes", bytes_to_json(alternative.bytes)},
-                                   {"logprob", alternative.logprob}});
+                                   {"logprob", json_float(alternative.logprob)}});
       token_object["top"] = std::move(top);
       tokens.push_back(std::move(token_object));
     }
@@ -256,9 +258,9 @@ json::object to_json(const Exchange& exchange) {
   }
   object["choices"] = std::move(choices);
 
-  object["usage"] = json::object{{"prompt_tokens", exchange.usage.prompt_tokens},
-                                 {"completion_tokens", exchange.usage.completion_tokens},
-                                 {"total_tokens", exchange.usage.total_tokens}};
+  object["usage"] = json::object{{"prompt_tokens", json_count(exchange.usage.prompt_tokens)},
+                                 {"completion_tokens", json_count(exchange.usage.completion_tokens)},
+                                 {"total_tokens", json_count(exchange.usage.total_tokens)}};
   object["error"] = json::object{{"kind", to_string(exchange.error.kind)},
                                  {"message", exchange.error.message}};
   object["labels"] = labels_to_json(exchange.labels);
@@ -404,11 +406,11 @@ void exchange_from_json(const json::object& object, Exchange& out) {
 }
 
 std::string header_line(const TraceHeader& header) {
-  return json::serialize(json::object{{"header", to_json(header)}});
+  return json_text(json::object{{"header", to_json(header)}});
 }
 
 std::string exchange_line(const Exchange& exchange) {
-  return json::serialize(json::object{{"exchange", to_json(exchange)}});
+  return json_text(json::object{{"exchange", to_json(exchange)}});
 }
 
 namespace {

@@ -2,8 +2,9 @@
 //
 // One record is one JSON object: {"header":{...}} or {"exchange":{...}}. Field names are the
 // snake_case names of the structs in format/trace.hpp. Byte fields (bodies, event data, token
-// bytes) are JSON strings when they are valid UTF-8, else {"base64":"..."}; absent optionals are
-// null; `key` is the 32-digit hex request key; labels are an object {key: value}.
+// bytes) are JSON strings when they are valid UTF-8, else {"base64":"..."}; absent optionals and
+// the trace's -1 sentinels (token ids, usage counts, first_byte_ns, end_ns) are null; numbers are
+// plain decimals (format/json_text.hpp); `key` is the 32-digit hex request key; labels are an object {key: value}.
 #pragma once
 
 #include <boost/json.hpp>

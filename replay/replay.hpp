@@ -126,6 +126,13 @@ struct Options {
 struct Percentiles {
   std::size_t count = 0;
   double p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;  // milliseconds
+  double stddev = 0;  // sample standard deviation (n - 1); 0 below two samples
+  // Every sample, ascending, so a report can show any percentile it is asked for (--percentiles).
+  // As large as the samples the run already keeps (one gap per token in ExchangeMetrics).
+  std::vector<double> sorted;
+  // Nearest rank: the smallest sample with at least `percent` % of the samples at or below it;
+  // 0 without samples. at(50) == p50.
+  double at(double percent) const;
 };
 
 struct Stats {
@@ -142,6 +149,14 @@ struct Stats {
   double output_tokens_per_s = 0;
   std::uint64_t output_tokens = 0;  // output_tokens() summed over completed exchanges
   std::string output_tokens_source;  // OutputTokenTally::source(): "server usage", "counted", ...
+  // usage.prompt_tokens summed over the completed exchanges that reported it; absent when none did.
+  std::optional<std::uint64_t> input_tokens;
+  double input_tokens_per_s = 0;
+  double total_tokens_per_s = 0;  // (input + output) / duration
+  // Requests in flight (sent, last byte not yet in), over the run: the most at one instant and the
+  // time-weighted mean (sum of the exchanges' durations / the run's duration, Little's law).
+  std::size_t peak_in_flight = 0;
+  double mean_in_flight = 0;
   Percentiles ttft, itl, tpot, e2e;         // from the actual send
   Percentiles ttft_intended, e2e_intended;  // from the intended send (open-loop schedules)
   Percentiles schedule_slip;                // actual - intended
@@ -161,12 +176,17 @@ struct ExchangeMetrics {
   std::int64_t first_token_ns = -1;  // from the send; -1 when no token arrived
   std::int64_t end_ns = -1;          // from the send
   OutputTokens output_tokens;        // usage.completion_tokens, else decoded tokens
+  std::int64_t input_tokens = -1;    // usage.prompt_tokens; -1 when the server did not say
   bool inference = true;             // llm::is_inference_request
   bool sent = true;                  // has a response or an error
   std::string endpoint;              // "METHOD path" when not inference
   std::vector<std::int64_t> token_gaps_ns;  // between successive token-carrying events (choice 0)
 };
 ExchangeMetrics summarize(const Exchange& exchange);
+// TTFT in ns by the definition above; absent for a non-streamed response or one without a token.
+std::optional<std::int64_t> ttft_of(const ExchangeMetrics& metrics);
+// TPOT in ns by the definition above; absent for a non-streamed response or one token or fewer.
+std::optional<double> tpot_of(const ExchangeMetrics& metrics);
 
 // Open loop (rate or recorded timing) is read from the header's settings JSON.
 Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exchanges,

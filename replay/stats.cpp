@@ -32,6 +32,7 @@ ExchangeMetrics summarize(const Exchange& exchange) {
       metrics.first_token_ns = choice.tokens.front().offset_ns;
   }
   metrics.output_tokens = output_tokens(exchange);
+  metrics.input_tokens = exchange.usage.prompt_tokens;
   metrics.sent = exchange.response.status != 0 || exchange.error.kind != ErrorKind::none;
   metrics.inference = llm::is_inference_request(exchange.request.target, exchange.request.body);
   if (!metrics.inference) {
@@ -47,6 +48,19 @@ ExchangeMetrics summarize(const Exchange& exchange) {
     }
   }
   return metrics;
+}
+
+std::optional<std::int64_t> ttft_of(const ExchangeMetrics& m) {
+  if (!m.streamed || m.first_token_ns < 0) return std::nullopt;
+  return m.first_token_ns;
+}
+
+std::optional<double> tpot_of(const ExchangeMetrics& m) {
+  if (!m.streamed || m.first_token_ns < 0 || m.output_tokens.count <= 1 ||
+      m.end_ns < m.first_token_ns)
+    return std::nullopt;
+  return static_cast<double>(m.end_ns - m.first_token_ns) /
+         static_cast<double>(m.output_tokens.count - 1);
 }
 
 bool is_open_loop(const TraceHeader& header) {
@@ -76,6 +90,25 @@ void fill_offsets_from_wall_clock(std::vector<ExchangeMetrics>& metrics,
       metrics[i].actual_send_ns = start_unix_ns[i] - first;
       metrics[i].intended_send_ns = metrics[i].actual_send_ns;
     }
+}
+
+// Peak and time-weighted mean of the requests in flight between `first_send` and `last_end`.
+void fill_in_flight(const std::vector<ExchangeMetrics>& metrics, Stats& stats) {
+  std::vector<std::pair<std::int64_t, int>> edges;  // (time, +1 send / -1 end); ends sort first
+  double busy_ns = 0;
+  for (const auto& m : metrics) {
+    if (!m.inference || m.end_ns < 0) continue;
+    edges.emplace_back(m.actual_send_ns, +1);
+    edges.emplace_back(m.actual_send_ns + m.end_ns, -1);
+    busy_ns += static_cast<double>(m.end_ns);
+  }
+  std::sort(edges.begin(), edges.end());
+  long current = 0;
+  for (const auto& [time, step] : edges) {
+    current += step;
+    stats.peak_in_flight = std::max(stats.peak_in_flight, static_cast<std::size_t>(std::max(current, 0L)));
+  }
+  if (stats.duration_s > 0) stats.mean_in_flight = busy_ns / 1e9 / stats.duration_s;
 }
 
 }  // namespace
@@ -138,22 +171,18 @@ Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
     }
     ++stats.completed;
     tokens.add(m.output_tokens);
-    auto output_count = m.output_tokens.count;
+    if (m.input_tokens >= 0)
+      stats.input_tokens = stats.input_tokens.value_or(0) + static_cast<std::uint64_t>(m.input_tokens);
     auto slip_ns = m.actual_send_ns - m.intended_send_ns;
     slip.push_back(static_cast<double>(slip_ns) / kMs);
 
-    std::optional<std::int64_t> first_token_ns;
-    if (m.streamed && m.first_token_ns >= 0) first_token_ns = m.first_token_ns;
-    std::optional<double> tpot_ns;
+    std::optional<std::int64_t> first_token_ns = ttft_of(m);
+    std::optional<double> tpot_ns = tpot_of(m);
     if (first_token_ns) {
       ttft.push_back(static_cast<double>(*first_token_ns) / kMs);
       ttft_intended.push_back(static_cast<double>(*first_token_ns + slip_ns) / kMs);
       for (auto gap : m.token_gaps_ns) itl.push_back(static_cast<double>(gap) / kMs);
-      if (output_count > 1 && m.end_ns >= *first_token_ns) {
-        tpot_ns = static_cast<double>(m.end_ns - *first_token_ns) /
-                  static_cast<double>(output_count - 1);
-        tpot.push_back(*tpot_ns / kMs);
-      }
+      if (tpot_ns) tpot.push_back(*tpot_ns / kMs);
     }
     if (m.end_ns >= 0) {
       e2e.push_back(static_cast<double>(m.end_ns) / kMs);
@@ -182,7 +211,10 @@ Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
   if (stats.duration_s > 0) {
     stats.requests_per_s = static_cast<double>(stats.completed) / stats.duration_s;
     stats.output_tokens_per_s = static_cast<double>(stats.output_tokens) / stats.duration_s;
+    stats.input_tokens_per_s = static_cast<double>(stats.input_tokens.value_or(0)) / stats.duration_s;
+    stats.total_tokens_per_s = stats.input_tokens_per_s + stats.output_tokens_per_s;
   }
+  fill_in_flight(metrics, stats);
   stats.ttft = percentiles(ttft);
   stats.itl = percentiles(itl);
   stats.tpot = percentiles(tpot);

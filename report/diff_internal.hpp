@@ -15,4 +15,14 @@ std::size_t utf8_sequence_length(std::string_view bytes, std::size_t at);
 std::string run_label(std::size_t run, const diff::Result& result);
 std::string_view fail_on_name(diff::FailOn fail_on);
 
+// Outputs of a run that differ from the baseline (divergent, failed or missing on either side),
+// out of those compared: the count every renderer states with its bound.
+struct DifferCount {
+  std::size_t differ = 0, total = 0;
+};
+inline DifferCount differ_count(const diff::RunComparison& run) {
+  return {run.divergent + run.errors + run.missing_in_candidate + run.missing_in_baseline,
+          run.aligned + run.missing_in_candidate + run.missing_in_baseline};
+}
+
 }  // namespace retrace::report

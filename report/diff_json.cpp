@@ -19,7 +19,7 @@ namespace {
 boost::json::value token_json(const std::optional<TokenView>& token) {
   if (!token) return nullptr;
   boost::json::object object;
-  object["id"] = token->id;
+  object["id"] = json_count(token->id);
   object["text"] = token->bytes;  // Boost.JSON escapes; invalid UTF-8 is kept as is, see bytes_hex
   bool valid = true;
   for (std::size_t i = 0; i < token->bytes.size();) {
@@ -36,14 +36,14 @@ boost::json::value token_json(const std::optional<TokenView>& token) {
     object["text"] = printable(token->bytes);
     object["bytes_hex"] = hex;
   }
-  if (token->logprob) object["logprob"] = *token->logprob;
+  object["logprob"] = token->logprob ? json_float(*token->logprob) : boost::json::value(nullptr);
   if (!token->top.empty()) {
     boost::json::array top;
     for (const auto& alternative : token->top) {
       boost::json::object entry;
-      entry["id"] = alternative.id;
+      entry["id"] = json_count(alternative.id);
       entry["text"] = printable(alternative.bytes);
-      entry["logprob"] = alternative.logprob;
+      entry["logprob"] = json_float(alternative.logprob);
       top.push_back(std::move(entry));
     }
     object["top"] = std::move(top);
@@ -131,8 +131,7 @@ void render_diff_json(const Result& result, const DiffRenderOptions& options, st
     boost::json::array failing;
     for (auto id : run.failing_expected) failing.push_back(id);
     object["failing_expected"] = std::move(failing);
-    std::size_t differ = run.divergent + run.errors + run.missing_in_candidate + run.missing_in_baseline;
-    std::size_t total = run.aligned + run.missing_in_candidate + run.missing_in_baseline;
+    auto [differ, total] = differ_count(run);
     object["differ"] = differ;
     object["differ_rate_upper95"] = json_number(clopper_pearson_upper(differ, total));
     object["matrix"] = run.matrix;

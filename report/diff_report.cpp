@@ -213,8 +213,7 @@ void render_diff_terminal(const Result& result, const DiffRenderOptions& options
   for (const auto& warning : result.warnings) out << styles.yellow() << "warning: " << warning << styles.reset() << "\n";
 
   for (const auto& run : result.runs) {
-    std::size_t differ = run.divergent + run.errors + run.missing_in_candidate + run.missing_in_baseline;
-    std::size_t total = run.aligned + run.missing_in_candidate + run.missing_in_baseline;
+    auto [differ, total] = differ_count(run);
     out << "\n" << styles.bold() << run.name << styles.reset() << "\n";
     out << "  " << (differ ? styles.red() : styles.green()) << differ << " of " << total
         << " differ from baseline" << styles.reset() << " (95% upper bound on the rate "
@@ -325,8 +324,7 @@ void render_diff_markdown(const Result& result, const DiffRenderOptions& options
   out << "| run | differ | 95% bound on rate | identical | divergent | near-tie | real | unknown | errors | missing | expected |\n";
   out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& run : result.runs) {
-    std::size_t differ = run.divergent + run.errors + run.missing_in_candidate + run.missing_in_baseline;
-    std::size_t total = run.aligned + run.missing_in_candidate + run.missing_in_baseline;
+    auto [differ, total] = differ_count(run);
     out << "| `" << run.name << "` | " << differ << " of " << total << " (" << percent(differ, total) << ") | " << rate_bound_text(differ, total) << " | "
         << run.identical << " | " << run.divergent << " | " << run.near_ties << " | " << run.real_changes << " | "
         << run.unknown_changes << " | " << run.errors << " | " << run.missing_in_candidate + run.missing_in_baseline

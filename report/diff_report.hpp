@@ -27,6 +27,9 @@ int diff_exit_code(const diff::Result& result, const DiffRenderOptions& options)
 void render_diff_terminal(const diff::Result& result, const DiffRenderOptions& options, std::ostream& out);
 void render_diff_json(const diff::Result& result, const DiffRenderOptions& options, std::ostream& out);
 void render_diff_markdown(const diff::Result& result, const DiffRenderOptions& options, std::ostream& out);
+// The summary as CSV: one row per candidate run (counts, the bound on the difference rate, gold
+// matching) under a header row.
+void render_diff_csv(const diff::Result& result, std::ostream& out);
 
 // Token bytes made printable on one line: control characters as \n, \t, \xNN; invalid UTF-8
 // bytes as \xNN; valid UTF-8 kept.

@@ -79,6 +79,11 @@ ReportHeader header_from_trace(const TraceHeader& header) {
   return out;
 }
 
+ReportHeader header_of_trace(const std::string& path) {
+  TraceReader reader(path);
+  return header_from_trace(reader.header());
+}
+
 std::string header_line(const ReportHeader& header) {
   return "server " + or_unknown(header.server) + " · model " + or_unknown(header.model) +
          " · schedule " + or_unknown(header.schedule) + " · trace " + or_unknown(header.trace) +

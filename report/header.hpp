@@ -22,6 +22,8 @@ struct ReportHeader {
 };
 
 ReportHeader header_from_trace(const TraceHeader& header);
+// The header of the trace file at `path` (reads its first message only); throws TraceError.
+ReportHeader header_of_trace(const std::string& path);
 
 // Unix nanoseconds as UTC, ISO 8601 to the second: "2024-05-01T12:00:00Z".
 std::string utc_time(std::int64_t unix_ns);

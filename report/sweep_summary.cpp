@@ -127,8 +127,8 @@ std::string spread_cell(const Spread& spread) {
 
 json::value token_json(const std::optional<diff::TokenView>& view) {
   if (!view) return nullptr;  // that side's output ended here
-  json::object out{{"id", view->id}, {"bytes", view->bytes}};
-  out["logprob"] = view->logprob ? json::value(double(*view->logprob)) : json::value(nullptr);
+  json::object out{{"id", json_count(view->id)}, {"bytes", view->bytes}};
+  out["logprob"] = view->logprob ? json_float(*view->logprob) : json::value(nullptr);
   return out;
 }
 

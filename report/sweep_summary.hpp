@@ -92,6 +92,9 @@ int severity_rank(diff::Classification classification);  // 0 real change, 1 unk
 
 std::string summary_to_json(const Summary& summary);
 std::string summary_to_markdown(const Summary& summary);
+// One CSV row per level (throughput mean, stddev and 95 % CI; latency; errors; differing requests
+// with their bound; gold matching), under a header row.
+std::string summary_to_csv(const Summary& summary);
 std::string levels_table(const Summary& summary);  // the per-level Markdown table alone
 // Divergences as Markdown list items, at most `at_most` of them (real changes first).
 std::string divergence_list(const Summary& summary, std::size_t at_most);

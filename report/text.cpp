@@ -1,6 +1,5 @@
 #include "report/text.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -18,63 +17,6 @@ std::string fixed(double value, int digits) {
   std::string text = buffer;
   if (text.front() == '-' && text.find_first_not_of("-0.") == std::string::npos) text.erase(0, 1);
   return text;
-}
-
-namespace {
-
-void append_number(double value, std::string& out) {
-  if (!std::isfinite(value)) {
-    out += "null";
-    return;
-  }
-  // std::chars_format::fixed with no precision: the shortest fixed-notation text that round-trips.
-  char buffer[400];
-  auto result = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed);
-  out.append(buffer, result.ptr);
-}
-
-void append_json(const json::value& value, std::string& out) {
-  switch (value.kind()) {
-    case json::kind::double_: append_number(value.get_double(), out); break;
-    case json::kind::object: {
-      out += '{';
-      bool first = true;
-      for (const auto& entry : value.get_object()) {
-        if (!first) out += ',';
-        first = false;
-        out += json::serialize(json::string(entry.key()));
-        out += ':';
-        append_json(entry.value(), out);
-      }
-      out += '}';
-      break;
-    }
-    case json::kind::array: {
-      out += '[';
-      bool first = true;
-      for (const auto& element : value.get_array()) {
-        if (!first) out += ',';
-        first = false;
-        append_json(element, out);
-      }
-      out += ']';
-      break;
-    }
-    default: out += json::serialize(value); break;
-  }
-}
-
-}  // namespace
-
-std::string json_text(const json::value& value) {
-  std::string out;
-  append_json(value, out);
-  return out;
-}
-
-json::value json_number(const std::optional<double>& value) {
-  if (!value) return nullptr;
-  return *value;
 }
 
 std::string html_escape(std::string_view text) {
@@ -101,6 +43,15 @@ std::string csv_field(std::string_view text) {
     out += c;
   }
   return out + "\"";
+}
+
+std::string csv_row(const std::vector<std::string>& fields) {
+  std::string out;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i) out += ',';
+    out += csv_field(fields[i]);
+  }
+  return out + "\r\n";
 }
 
 std::string rate_bound_text(std::size_t k, std::size_t n) {

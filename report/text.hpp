@@ -6,8 +6,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include <boost/json/value.hpp>
+#include "format/json_text.hpp"
 
 namespace retrace::report {
 
@@ -18,19 +19,20 @@ inline constexpr int kJsonSchemaVersion = 2;
 // `value` with `digits` digits after the point ("-0.0" printed as "0.0").
 std::string fixed(double value, int digits);
 
-// JSON text in which every number is a plain decimal (no exponent: 0.05, not 5E-2), the shortest
-// that reads back to the same double; NaN and infinities become null. Otherwise as
-// boost::json::serialize (keys in insertion order, no whitespace).
-std::string json_text(const boost::json::value& value);
-
-// A double, or null when absent.
-boost::json::value json_number(const std::optional<double>& value);
+// The one JSON number rule (plain decimals, null for absent) is format/json_text.hpp's.
+using retrace::json_count;
+using retrace::json_float;
+using retrace::json_number;
+using retrace::json_text;
 
 // Text made safe inside HTML element content and attribute values (& < > " ').
 std::string html_escape(std::string_view text);
 
 // One CSV field (RFC 4180): quoted when it holds a comma, quote, CR or LF; quotes doubled.
 std::string csv_field(std::string_view text);
+// One CSV record (RFC 4180): the fields, each through csv_field, comma-separated, ended by CRLF.
+// The one CSV writer: every `--csv` output is rows of this. An absent value is an empty field.
+std::string csv_row(const std::vector<std::string>& fields);
 
 // "≤ 5.0 %" — the 95 % Clopper–Pearson upper bound on the per-request rate behind k of n, in
 // percent with one decimal (two below 1 %); "—" when n is 0.

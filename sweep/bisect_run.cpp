@@ -2,6 +2,10 @@
 #include <ostream>
 #include <stdexcept>
 
+#include <boost/json.hpp>
+
+#include "format/json_text.hpp"
+#include "report/text.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::sweep {
@@ -109,6 +113,39 @@ BisectResult run_bisect(const BisectAxis& axis, std::ostream& out) {
     break;
   }
   return result;
+}
+
+std::string bisect_json(const BisectAxis& axis, const BisectResult& result,
+                        const std::filesystem::path& runs_dir) {
+  namespace json = boost::json;
+  auto label = [&](std::size_t index) { return json::value(axis.point_labels.at(index)); };
+  json::array probes;
+  for (const auto& done : result.probes) {
+    json::array divergences;
+    for (const auto& line : done.outcome.divergences) divergences.push_back(json::value(line));
+    probes.push_back(json::object{{"point", done.index},
+                                  {"label", label(done.index)},
+                                  {"verification", done.verification},
+                                  {"differs", done.outcome.differs},
+                                  {"detail", done.outcome.detail},
+                                  {"divergences", std::move(divergences)}});
+  }
+  json::array points;
+  for (const auto& point : axis.point_labels) points.push_back(json::value(point));
+  json::object root{
+      {"schema_version", report::kJsonSchemaVersion},
+      {"axis", axis.name},
+      {"points", std::move(points)},
+      {"probes", std::move(probes)},
+      {"probes_run", result.probes.size() + 1},  // the baseline's run included
+      {"probe_budget", probe_budget(axis.point_labels.size())},
+      {"boundary", result.boundary ? json::value(json::object{{"point", *result.boundary},
+                                                               {"label", label(*result.boundary)}})
+                                   : json::value(nullptr)},
+      {"monotonic", result.monotonic},
+      {"note", result.note.empty() ? json::value(nullptr) : json::value(result.note)},
+      {"runs_dir", runs_dir.empty() ? json::value(nullptr) : json::value(runs_dir.string())}};
+  return json_text(root) + "\n";
 }
 
 }  // namespace retrace::sweep

@@ -112,6 +112,7 @@ std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, c
   auto summary = summarize_sweep(plan, dir);
   write_private_file(dir / "summary.json", summary_to_json(summary));
   write_private_file(dir / "summary.md", summary_to_markdown(summary));
+  write_private_file(dir / "summary.csv", summary_to_csv(summary));
   write_private_file(dir / "report.html", report::render_html(report::sweep_report(summary)));
   return summary;
 }

@@ -103,6 +103,7 @@ using report::Summary;
 using report::describe_divergence;
 using report::divergence_list;
 using report::levels_table;
+using report::summary_to_csv;
 using report::spread_of;
 using report::summary_to_json;
 using report::summary_to_markdown;
@@ -195,6 +196,10 @@ class RequestsFailed : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 BisectResult run_bisect(const BisectAxis& axis, std::ostream& out);
+// `bisect --json`: the axis, every probe (point, differs, detail, divergences), the boundary (or
+// null), whether the monotonic assumption held, and where the runs are (null when none were made).
+std::string bisect_json(const BisectAxis& axis, const BisectResult& result,
+                        const std::filesystem::path& runs_dir);
 
 // The replay side of bisect --over concurrency: replays `trace` at `concurrency` into `out`, with
 // the preflight made once for all probes. Throws when the run was interrupted.

@@ -8,10 +8,15 @@
 #include <limits>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include <boost/json.hpp>
 
+#include "report/diff_report.hpp"
 #include "report/html.hpp"
+#include "report/replay_report.hpp"
+#include "report/request_rows.hpp"
+#include "report/terminal_table.hpp"
 #include "report/statistics.hpp"
 #include "report/sweep_summary.hpp"
 #include "report/text.hpp"
@@ -98,6 +103,7 @@ Summary fixed_summary() {
     level.ttft.p99 = 20.25 * concurrency;
     level.e2e.p50 = 95.5 * concurrency;
     level.e2e.p99 = 140.0 * concurrency;
+    level.ttft.count = level.e2e.count = 60;
     for (int i = 0; i < 10; ++i) {
       level.latency.ttft_ms.push_back((10 + i) * concurrency * 0.5);
       level.latency.itl_ms.push_back(2 + i * 0.25);
@@ -186,9 +192,10 @@ TEST_CASE("HTML escaping covers markup and both quote kinds") {
   CHECK(csv_field("a,\"b\"") == "\"a,\"\"b\"\"\"");
 }
 
-TEST_CASE("The sweep summary renders to its golden Markdown and JSON") {
+TEST_CASE("The sweep summary renders to its golden Markdown JSON and CSV") {
   check_golden("sweep_summary.md", summary_to_markdown(fixed_summary()));
   check_golden("sweep_summary.json", summary_to_json(fixed_summary()));
+  check_golden("sweep_summary.csv", summary_to_csv(fixed_summary()));
 }
 
 TEST_CASE("The sweep HTML report renders to its golden file") {
@@ -220,4 +227,179 @@ TEST_CASE("Markdown lists real changes before near-ties with the bound beside ea
   CHECK(markdown.find("2 of 20 (≤ 28.3 %; 1 near-ties)") != std::string::npos);
   CHECK(markdown.find("0 of 20 (≤ 13.9 %)") != std::string::npos);
   CHECK(markdown.find("95% CI") != std::string::npos);
+}
+
+namespace {
+
+// Four requests at concurrency 2 on a fixed clock: three streamed (one of them with a second
+// choice-0 gap), one failed; three reported their prompt tokens.
+replay::Stats fixed_stats(bool open_loop) {
+  auto request = [](std::int64_t send, std::int64_t first_token, std::int64_t end,
+                    std::vector<std::int64_t> gaps, std::int64_t output_tokens,
+                    std::int64_t input_tokens) {
+    replay::ExchangeMetrics m;
+    m.streamed = true;
+    m.intended_send_ns = send;
+    m.actual_send_ns = send + 1'500'000;  // 1.5 ms of schedule slip each
+    m.first_token_ns = first_token;
+    m.end_ns = end;
+    m.token_gaps_ns = std::move(gaps);
+    m.output_tokens = {output_tokens, true};
+    m.input_tokens = input_tokens;
+    return m;
+  };
+  std::vector<replay::ExchangeMetrics> metrics{
+      request(0, 20'000'000, 100'000'000, {40'000'000, 40'000'000}, 3, 12),
+      request(10'000'000, 25'000'000, 150'000'000, {60'000'000, 65'000'000}, 3, 20),
+      request(110'000'000, 30'000'000, 90'000'000, {60'000'000}, 2, -1)};
+  replay::ExchangeMetrics failed;
+  failed.error = ErrorKind::connect;
+  failed.actual_send_ns = 120'000'000;
+  failed.end_ns = 5'000'000;
+  metrics.push_back(failed);
+  replay::Slo slo;
+  slo.ttft = std::chrono::milliseconds(24);
+  return replay::compute_stats(open_loop, metrics, slo);
+}
+
+StatsContext fixed_context() {
+  StatsContext context;
+  context.title = "run.rtrace";
+  context.header = ReportHeader{"http://127.0.0.1:8000", "tiny-model", "rate 5/s poisson",
+                                "prod.rtrace", "2024-05-01T12:00:00Z", "0.1.0"};
+  return context;
+}
+
+}  // namespace
+
+TEST_CASE("The stats report renders to its golden text Markdown and JSON") {
+  auto stats = fixed_stats(true);
+  auto context = fixed_context();
+  check_golden("stats.txt", render_stats_text(stats, context));
+  check_golden("stats.md", render_stats_markdown(stats, context));
+  check_golden("stats.json", render_stats_json(stats, context) + "\n");
+}
+
+TEST_CASE("A terminal too narrow for the latency table gets one figure per line") {
+  auto context = fixed_context();
+  context.width = 60;
+  context.percentiles = {50, 99.9};
+  auto text = render_stats_text(fixed_stats(false), context);
+  check_golden("stats_narrow.txt", text);
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("server ") == std::string::npos) CHECK(line.size() <= 60);
+}
+
+TEST_CASE("The stats figures count input tokens throughput and requests in flight") {
+  auto stats = fixed_stats(false);
+  REQUIRE(stats.input_tokens);
+  CHECK(*stats.input_tokens == 32);
+  CHECK(stats.output_tokens == 8);
+  CHECK(stats.total_tokens_per_s == Approx(stats.input_tokens_per_s + stats.output_tokens_per_s));
+  // Sends at 1.5, 11.5, 111.5 and 120 ms; ends at 101.5, 161.5, 201.5 and 125 ms.
+  CHECK(stats.peak_in_flight == 3);
+  CHECK(stats.duration_s == Approx(0.2));
+  CHECK(stats.mean_in_flight == Approx((100 + 150 + 90 + 5) / 200.0));
+  CHECK(stats.e2e.stddev == Approx(32.1455).epsilon(1e-4));
+  CHECK(stats.itl.at(50) == 60);
+  CHECK(stats.itl.at(95) == 65);
+}
+
+TEST_CASE("Percentile lists parse strictly and name their columns") {
+  CHECK(parse_percentiles("50,90,95,99.9") == std::vector<double>{50, 90, 95, 99.9});
+  CHECK(percentile_name(99.9) == "p99.9");
+  CHECK(percentile_name(50) == "p50");
+  CHECK_THROWS_AS(parse_percentiles("50,,99"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_percentiles("0"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_percentiles("101"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_percentiles("p99"), std::invalid_argument);
+}
+
+TEST_CASE("A request row is RFC 4180 CSV with empty fields for what is absent") {
+  Exchange exchange;
+  exchange.id = 7;
+  exchange.request.method = "POST";
+  exchange.request.target = "/v1/completions";
+  exchange.request.body = R"({"prompt":"Say \"hi\", twice\nplease"})";
+  exchange.response.status = 200;
+  exchange.actual_send_ns = exchange.intended_send_ns = 2'000'000;
+  exchange.end_ns = 12'345'678;
+  exchange.usage.completion_tokens = 2;
+  Choice choice;
+  choice.finish_reason = "stop";
+  Token hi;
+  hi.bytes = "hi,";
+  Token again;
+  again.bytes = " hi";
+  choice.tokens = {hi, again};
+  exchange.choices.push_back(choice);
+  RequestRowOptions options;
+  options.with_text = true;
+  check_golden("request_rows.csv",
+               request_rows_header(options) + request_row("run, 1.rtrace", exchange, options));
+}
+
+TEST_CASE("Markdown tables become aligned columns on a terminal and blocks when too narrow") {
+  std::string markdown = "# Sweep\n\n| level | req/s | bound |\n|---|--:|---|\n| 1 | 10.5 | ≤ 5.0 % |\n"
+                         "| 16 | 120.25 | ≤ 13.9 % |\n\ntext after\n";
+  CHECK(markdown_for_terminal(markdown, 0) ==
+        "# Sweep\n\nlevel  req/s   bound\n1      10.5    ≤ 5.0 %\n16     120.25  ≤ 13.9 %\n\ntext after\n");
+  CHECK(markdown_for_terminal(markdown, 20) ==
+        "# Sweep\n\nlevel  1\n  req/s  10.5\n  bound  ≤ 5.0 %\n\nlevel  16\n  req/s  120.25\n"
+        "  bound  ≤ 13.9 %\n\ntext after\n");
+  check_golden("sweep_summary_terminal.txt", markdown_for_terminal(summary_to_markdown(fixed_summary()), 0));
+}
+
+namespace {
+
+// A fixed diff: a baseline of four exchanges against one candidate run, with one real change, one
+// near-tie, gold answers matched by three of four, and a candidate-side token without an id.
+diff::Result fixed_diff() {
+  diff::Result result;
+  result.baseline_name = "base.rtrace";
+  result.baseline_exchanges = 4;
+  result.baseline_matches_expected = 4;
+  result.baseline_with_expected = 4;
+  diff::RunComparison run;
+  run.name = "run, 2.rtrace";
+  run.exchanges = run.aligned = 4;
+  run.identical = 2;
+  run.divergent = 2;
+  run.near_ties = run.real_changes = 1;
+  run.matches_expected = 3;
+  run.with_expected = 4;
+  run.failing_expected = {3};
+  run.matrix = "..DD";
+  for (auto [id, classification, margin] :
+       {std::tuple{2, diff::Classification::near_tie, 0.02}, std::tuple{3, diff::Classification::real_change, 1.25}}) {
+    diff::PairResult pair;
+    pair.baseline_id = pair.candidate_id = static_cast<std::uint64_t>(id);
+    pair.baseline_position = pair.candidate_position = static_cast<std::size_t>(id);
+    pair.key = RequestKey{0x0011223344556677, static_cast<std::uint64_t>(id)};
+    pair.verdict = diff::Verdict::divergent;
+    auto entry = divergence("run", static_cast<std::uint64_t>(id), classification, margin, " Paris", " Lyon");
+    entry.divergence.candidate_token->id = -1;
+    pair.divergences.push_back(entry.divergence);
+    run.pairs.push_back(pair);
+  }
+  result.runs.push_back(run);
+  result.unique_completions_histogram = {{1, 2}, {2, 2}};
+  result.first_divergence_positions = {7, 7};
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("The diff renders to its golden Markdown JSON and CSV") {
+  DiffRenderOptions options;
+  options.expect = true;
+  std::ostringstream markdown, json, csv;
+  render_diff_markdown(fixed_diff(), options, markdown);
+  render_diff_json(fixed_diff(), options, json);
+  render_diff_csv(fixed_diff(), csv);
+  check_golden("diff.md", markdown.str());
+  check_golden("diff.json", json.str());
+  check_golden("diff.csv", csv.str());
+  CHECK(json.str().find("\"id\":-1") == std::string::npos);  // an absent token id is null
 }
