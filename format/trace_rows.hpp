@@ -47,7 +47,8 @@ void read_sharegpt(CompressedInput& input, const RowSink& sink);
 
 // "YYYY-MM-DD HH:MM:SS[.F{1,9}][Z|+HH:MM|-HH:MM]" (a 'T' may stand for the space) as unix
 // nanoseconds, UTC unless an offset is given. Azure's traces write seven fractional digits,
-// which strptime's %f does not take. nullopt when the text is not such a time.
+// which strptime's %f does not take. nullopt when the text is not such a time, or its year is outside
+// 1970..2261 (int64 nanoseconds since 1970 end in 2262).
 std::optional<std::int64_t> parse_date_time_ns(std::string_view text);
 
 // "FILE:LINE: " for errors about the line `input` returned last.

@@ -145,7 +145,7 @@ std::optional<std::int64_t> parse_date_time_ns(std::string_view text) {
     return std::nullopt;
   static constexpr unsigned kDaysIn[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-  if (month < 1 || month > 12 || day < 1 || day > kDaysIn[month - 1] ||
+  if (year < 1970 || year > 2261 || month < 1 || month > 12 || day < 1 || day > kDaysIn[month - 1] ||
       (month == 2 && day == 29 && !leap) || hour > 23 || minute > 59 || second > 60)
     return std::nullopt;
   // The fraction: 1 to 9 digits, scaled to nanoseconds digit by digit (no floating point).

@@ -5,7 +5,9 @@
 #include "net/http_rules.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
+#include <utility>
 
 #include <brotli/decode.h>
 #include <zlib.h>
@@ -208,10 +210,46 @@ class ZstdStage : public ContentDecoder::Stage {
   }
   ~ZstdStage() override { ZSTD_freeDStream(stream_); }
 
+  // Each frame's 4-byte magic number is checked before zstd sees the frame: RFC 8878 frames and
+  // skippable frames go on, anything else (zstd's legacy pre-1.0 formats included, which libzstd
+  // would otherwise decode or refuse depending on how the body was split) is corrupt input. A
+  // magic that arrives in pieces is held until it is whole.
   bool run(std::string_view in, std::string& out) override {
+    if (!magic_.empty()) {
+      std::string joined = std::exchange(magic_, {});
+      joined.append(in);
+      return decompress(joined, out);
+    }
+    return decompress(in, out);
+  }
+  bool at_end() const override { return boundary_ && magic_.empty(); }
+
+ private:
+  static constexpr std::size_t kMagicBytes = 4;
+
+  static bool known_magic(const char* bytes) {
+    std::uint32_t magic = 0;
+    for (std::size_t i = 0; i < kMagicBytes; ++i)
+      magic |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+    return magic == ZSTD_MAGICNUMBER || (magic & ZSTD_MAGIC_SKIPPABLE_MASK) == ZSTD_MAGIC_SKIPPABLE_START;
+  }
+
+  bool decompress(std::string_view in, std::string& out) {
     ZSTD_inBuffer input{in.data(), in.size(), 0};
     bool output_pending = false;
     while (input.pos < input.size || output_pending) {
+      if (boundary_ && !output_pending) {
+        const char* next = in.data() + input.pos;
+        if (input.size - input.pos < kMagicBytes) {
+          magic_.assign(next, input.size - input.pos);
+          break;
+        }
+        if (!known_magic(next)) {
+          consumed += input.pos;
+          return corrupt("not a zstd frame: unknown magic number");
+        }
+        boundary_ = false;
+      }
       std::size_t room;
       char* tail = grow(out, input.size - input.pos, room);
       ZSTD_outBuffer output{tail, room, 0};
@@ -221,17 +259,16 @@ class ZstdStage : public ContentDecoder::Stage {
         consumed += input.pos;
         return corrupt(ZSTD_getErrorName(hint));
       }
-      frame_ended_ = hint == 0;  // a frame ended and is flushed; another may follow
+      boundary_ = hint == 0;  // a frame ended and is flushed; another may follow
       output_pending = output.pos == output.size;
     }
-    consumed += input.pos;
+    consumed += in.size() - magic_.size();
     return true;
   }
-  bool at_end() const override { return frame_ended_ || consumed == 0; }
 
- private:
   ZSTD_DStream* stream_;
-  bool frame_ended_ = false;
+  bool boundary_ = true;  // the next byte starts a frame (or the body could end here)
+  std::string magic_;     // the first bytes of a frame, held until its magic number is whole
 };
 
 }  // namespace

@@ -4,14 +4,14 @@
 # grew (build/fuzz/corpus/TARGET, kept between runs). Prints executions and coverage per target;
 # exits 1 when a target found a crash, a leak, undefined behaviour or an input that allocates past
 # 2 GiB (the reproducer is left in build/fuzz/findings/).
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: trace_reader sse decoder import url sim_request)
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: trace_reader sse decoder import trace_import content_coding url sim_request)
 # bench/fuzz.sh runs the same for hours.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-(( ${#targets[@]} )) || targets=(trace_reader sse decoder import url sim_request)
+(( ${#targets[@]} )) || targets=(trace_reader sse decoder import trace_import content_coding url sim_request)
 
 scripts/build.sh fuzz >/dev/null
 out=build/fuzz
@@ -37,6 +37,31 @@ for body in '0{"prompt":"Hello","max_tokens":8,"temperature":0,"logprobs":2}' \
             '2{"model":"m","prompt":"tokenize me"}'; do
   printf '%s' "$body" >"$out/corpus/sim_request/seed-$(printf '%s' "$body" | sha1sum | cut -c1-16)"
 done
+# trace_import: the first byte picks the format (its index in trace_formats(), or auto-detection);
+# the rows are traces/README.md's examples, plain and compressed.
+mkdir -p "$out/corpus/trace_import"
+block=0
+while IFS= read -r -d '' example; do
+  for form in plain gz zst; do
+    case $form in
+      plain) body=$(printf '%s' "$example" | base64 -w0) ;;
+      gz) body=$(printf '%s' "$example" | gzip -c | base64 -w0) ;;
+      zst) body=$(printf '%s' "$example" | zstd -q -c | base64 -w0) ;;
+    esac
+    { printf "\\x$(printf %02x "$block")"; base64 -d <<<"$body"; } \
+      >"$out/corpus/trace_import/seed-$block-$form"
+    { printf '\x7f'; base64 -d <<<"$body"; } >"$out/corpus/trace_import/seed-auto-$block-$form"
+  done
+  block=$((block + 1))
+done < <(awk '/^```$/{if (inside) {printf "%s", text; printf "%c", 0; text=""} inside=!inside; next}
+              inside{text = text $0 "\n"}' traces/README.md)
+# content_coding: the first byte picks the coding (gzip, deflate, br, zstd, ...), the second the split.
+mkdir -p "$out/corpus/content_coding"
+sample='data: {"choices":[{"text":" Paris"}]}'
+{ printf '\x00\x07'; printf '%s' "$sample" | gzip -c; } >"$out/corpus/content_coding/seed-gzip"
+{ printf '\x03\x05'; printf '%s' "$sample" | zstd -q -c; } >"$out/corpus/content_coding/seed-zstd"
+{ printf '\x01\x03'; python3 -c 'import sys,zlib; sys.stdout.buffer.write(zlib.compress(sys.argv[1].encode()))' "$sample"; } \
+  >"$out/corpus/content_coding/seed-deflate"
 mkdir -p "$out/corpus/url"
 for url in http://127.0.0.1:8000 https://api.example.com/v1 'http://[::1]:9/x/' 127.0.0.1:0; do
   printf '%s' "$url" >"$out/corpus/url/seed-$(printf '%s' "$url" | sha1sum | cut -c1-16)"

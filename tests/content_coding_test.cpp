@@ -209,3 +209,25 @@ TEST_CASE("an Accept-Encoding value keeps only the codings retrace decodes") {
   CHECK(net::decodable_accept_encoding("identity") == "");
   CHECK(net::decodable_accept_encoding("ZSTD") == "ZSTD");
 }
+
+TEST_CASE("a legacy zstd frame is corrupt input however the body is split") {
+  // Found by fuzz_content_coding: libzstd decodes its pre-1.0 formats only when the frame header
+  // arrives in one call; split after its first byte, these bytes were "Unknown frame descriptor",
+  // whole they were a body cut short. RFC 8878 frames only.
+  const std::string body("\x27\xb5\x2f\xfd\x04\x58\xba", 7);
+  auto outcome = [&](std::size_t at) {
+    ContentDecoder decoder("zstd", 1 << 20);
+    std::string out;
+    bool fed = decoder.feed(std::string_view(body).substr(0, at), out) &&
+               decoder.feed(std::string_view(body).substr(at), out);
+    return std::pair{fed, fed && decoder.finish()};
+  };
+  for (std::size_t at = 0; at <= body.size(); ++at) {
+    INFO("split at " << at);
+    CHECK(outcome(at) == std::pair{false, false});
+  }
+  ContentDecoder decoder("zstd");
+  std::string out;
+  CHECK_FALSE(decoder.feed(body, out));
+  CHECK(decoder.error().find("unknown magic number") != std::string::npos);
+}
