@@ -21,10 +21,9 @@ int run_export_csv(const std::string& path) {
   report::RequestRowOptions options;
   options.with_text = true;
   const Recovery recovery = report::write_request_rows(path, std::cout, options);
-  if (recovery.torn)
-    std::cerr << "retrace: warning: " << path << ": torn tail: dropped " << recovery.dropped_bytes
-              << " bytes from offset " << recovery.dropped_from_offset << " (" << recovery.reason
-              << "); exported the exchanges before it\n";
+  if (!recovery.clean())
+    std::cerr << "retrace: warning: " << path << ": " << describe(recovery)
+              << "; exported the readable exchanges\n";
   return kExitOk;
 }
 
@@ -54,9 +53,9 @@ void add_export(CLI::App& root, Registry& registry) {
       "export",
       "Print every record of a trace as one JSON object per line on stdout: first "
       "{\"header\": {...}}, then one {\"exchange\": {...}} per exchange. Byte fields are strings "
-      "when valid UTF-8, else {\"base64\": ...}. A torn tail (a crashed writer) is reported on "
-      "stderr with the offset and the bytes dropped; the records before it are still exported "
-      "and the exit status stays 0. --csv prints one row per request instead, under a header "
+      "when valid UTF-8, else {\"base64\": ...}. Damage (a torn tail left by a crashed writer, a "
+      "corrupt frame skipped) is reported on stderr with its offset and the bytes dropped; every "
+      "readable record is still exported and the exit status stays 0. --csv prints one row per request instead, under a header "
       "row (units in the column names).");
   command->footer(
       "Example:\n  retrace export run.rtrace | jq -c '.exchange | select(.) | {id, status: "

@@ -45,14 +45,14 @@ int main(int argc, char** argv) {
   retrace::cli::add_completion(app, registry);
   retrace::cli::group_commands(
       app, {{"Capture", {{"record", "Record traffic through a reverse proxy in front of a server"},
-                         {"import", "Turn a JSONL dataset into a trace of requests"}}},
+                         {"import", "Turn a dataset or a public serving trace into a trace of requests"}}},
             {"Replay", {{"replay", "Re-issue a trace at a concurrency, rate or recorded timing"}}},
             {"Compare", {{"diff", "Find where runs' outputs differ: the first divergent token"}}},
             {"Experiment", {{"sweep", "Replay at several concurrencies, repeated, with a summary"},
                             {"bisect", "Find the first concurrency, run or value whose outputs differ"}}},
             {"Inspect", {{"inspect", "Summarise a trace: header, counts, time span, sizes"},
                          {"cat", "Show a trace's exchanges for a person to read"},
-                         {"export", "Print a trace as JSON, one record per line"},
+                         {"export", "Print a trace as JSON lines (or CSV rows per request)"},
                          {"stats", "Latency and throughput figures of any trace"},
                          {"report", "A self-contained HTML report of a run, a sweep or a diff"}}},
             {"Simulate", {{"serve", "Run the built-in OpenAI-compatible server simulator"},
