@@ -77,169 +77,217 @@ std::string join_levels(const std::vector<int>& levels) {
   return text;
 }
 
-}  // namespace
-
-int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
-  Stage stage{log};
-  fs::path dir = options.dir.empty() ? default_demo_dir() : fs::absolute(options.dir);
-  fs::path traces = options.traces.empty() ? dir / "datasets" : options.traces;
-  if (options.traces.empty()) {
-    fs::create_directories(traces);
-    for (const auto& [name, bytes] : options.datasets) {
-      std::ofstream file(traces / name, std::ios::binary);
-      file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      if (!file.flush()) throw std::runtime_error("cannot write " + (traces / name).string());
-    }
+// One demo run: where it writes, what it runs, and one step per chapter of its story.
+class Demo {
+ public:
+  Demo(const DemoOptions& options, std::ostream& out, std::ostream& log)
+      : options_(options), out_(out), stage_{log},
+        dir_(options.dir.empty() ? default_demo_dir() : fs::absolute(options.dir)),
+        traces_(options.traces.empty() ? dir_ / "datasets" : options.traces),
+        levels_(options.quick ? std::vector<int>{1, 8} : std::vector<int>{1, 16, 32}),
+        repeats_(options.quick ? 2 : 3),
+        range_(options.quick ? "1..8" : "1..32") {
+    // The recorder pass sends the gold requests unchanged (so their request keys still find the
+    // gold answers); sweeps and bisect stream and ask for logprobs, which give every divergence
+    // its near-tie margin.
+    record_args_.timeout = "30s";
+    record_args_.token_ids = "off";
+    record_args_.no_stream = true;
+    replay_args_ = record_args_;
+    replay_args_.token_ids = "logprobs";
+    replay_args_.no_stream = options.no_stream;
   }
-  for (auto name : {"gold-intents.jsonl", "gold-intents.answers.jsonl", "open-ended.jsonl"})
-    if (!fs::exists(traces / name))
-      throw std::runtime_error((traces / name).string() + " is missing (--traces names the folder "
-                                                          "holding the shipped traces)");
-  fs::create_directories(dir);
-  const std::vector<int> levels = options.quick ? std::vector<int>{1, 8} : std::vector<int>{1, 16, 32};
-  const int repeats = options.quick ? 2 : 3;
-  const std::string range = options.quick ? "1..8" : "1..32";
-  // The recorder pass sends the gold requests unchanged (so their request keys still find the
-  // gold answers); sweeps and bisect stream and ask for logprobs, which give every divergence its
-  // near-tie margin.
-  ReplayArgs record_args;
-  record_args.timeout = "30s";
-  record_args.token_ids = "off";
-  record_args.no_stream = true;
-  ReplayArgs replay_args = record_args;
-  replay_args.token_ids = "logprobs";
-  replay_args.no_stream = options.no_stream;
 
-  out << "retrace demo — everything here runs against `retrace serve`, the BUILT-IN SIMULATOR\n"
-         "(a small deterministic stand-in for a model, with a batching latency model), not a real\n"
-         "model server. The commands at the end point the same experiment at a real one.\n"
-         "To keep the demo short the simulator runs a cheaper latency model than its default\n"
-         "(--decode-step-ms 1 --decode-ms-per-sequence 0.02 --prefill-ms-per-token 0.005).\n"
-         "Writing everything to "
-      << dir.string() << "\n\n"
-      << std::flush;
+  int run() {
+    prepare_datasets();
+    introduce();
+    gold_questions();
+    open_ended_prompts();
+    conclude();
+    return 0;
+  }
+
+ private:
+  // The datasets compiled into the binary, written out unless --traces names a folder.
+  void prepare_datasets() {
+    if (options_.traces.empty()) {
+      fs::create_directories(traces_);
+      for (const auto& [name, bytes] : options_.datasets) {
+        std::ofstream file(traces_ / name, std::ios::binary);
+        file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        if (!file.flush()) throw std::runtime_error("cannot write " + (traces_ / name).string());
+      }
+    }
+    for (auto name : {"gold-intents.jsonl", "gold-intents.answers.jsonl", "open-ended.jsonl"})
+      if (!fs::exists(traces_ / name))
+        throw std::runtime_error((traces_ / name).string() + " is missing (--traces names the "
+                                                             "folder holding the shipped traces)");
+    fs::create_directories(dir_);
+  }
+
+  void introduce() {
+    out_ << "retrace demo — everything here runs against `retrace serve`, the BUILT-IN SIMULATOR\n"
+            "(a small deterministic stand-in for a model, with a batching latency model), not a real\n"
+            "model server. The commands at the end point the same experiment at a real one.\n"
+            "To keep the demo short the simulator runs a cheaper latency model than its default\n"
+            "(--decode-step-ms 1 --decode-ms-per-sequence 0.02 --prefill-ms-per-token 0.005).\n"
+            "Writing everything to "
+         << dir_.string() << "\n\n"
+         << std::flush;
+  }
 
   // The shipped trace of the gold set, or (in a tree without it) imported from its JSONL.
-  fs::path gold_trace = traces / "gold-intents.rtrace";
-  if (!fs::exists(gold_trace)) {
-    gold_trace = dir / "gold-intents.rtrace";
+  fs::path gold_trace() {
+    fs::path shipped = traces_ / "gold-intents.rtrace";
+    if (fs::exists(shipped)) return shipped;
+    fs::path imported = dir_ / "gold-intents.rtrace";
     ImportOptions import_options;
     import_options.tool_version = kToolVersion;
-    import_dataset(traces / "gold-intents.jsonl", gold_trace, import_options);
+    import_dataset(traces_ / "gold-intents.jsonl", imported, import_options);
+    return imported;
   }
 
-  // 1. The gold questions: simulator with the gold answers, recorder in front of it.
-  stage.say("starting the simulator with the gold answers");
-  auto gold_server_command = serve_command(options.self);
-  gold_server_command.insert(gold_server_command.end(),
-                             {"--answers", (traces / "gold-intents.answers.jsonl").string()});
-  Child gold_server(gold_server_command, dir / "serve-gold.log");
-  std::string gold_url = gold_server.wait_listening(30'000);
-  stage.say("simulator (pid " + std::to_string(gold_server.pid()) + ") listening on " + gold_url);
-
-  stage.say("recording the 20 gold questions through `retrace record`");
-  fs::path recording = dir / "gold-recorded.rtrace";
-  {
-    Child recorder({options.self.string(), "record", "--upstream", gold_url, "--out",
+  // Sends the gold set through `retrace record` in front of `upstream`; returns the recording.
+  fs::path record_gold(const fs::path& gold, const std::string& upstream) {
+    stage_.say("recording the 20 gold questions through `retrace record`");
+    fs::path recording = dir_ / "gold-recorded.rtrace";
+    Child recorder({options_.self.string(), "record", "--upstream", upstream, "--out",
                     recording.string(), "--listen", "127.0.0.1:0",
                     // Only the questions: not the replayer's own /v1/models and version probes.
                     "--include-path", "/v1/chat/completions"},
-                   dir / "record.log");
+                   dir_ / "record.log");
     std::string recorder_url = recorder.wait_listening(30'000);
-    stage.say("recorder (pid " + std::to_string(recorder.pid()) + ") listening on " + recorder_url);
-    LoadedTrace gold = load_trace(gold_trace);
-    replay_at(gold, record_args, recorder_url, 1, {{"run", "through-recorder"}},
-              dir / "gold-client-side.rtrace", options.stop, nullptr);
+    stage_.say("recorder (pid " + std::to_string(recorder.pid()) + ") listening on " + recorder_url);
+    LoadedTrace trace = load_trace(gold);
+    replay_at(trace, record_args_, recorder_url, 1, {{"run", "through-recorder"}},
+              dir_ / "gold-client-side.rtrace", options_.stop, nullptr);
     int status = recorder.stop(10'000);
     if (status != 0)
       throw std::runtime_error("`retrace record` exited with status " + std::to_string(status) +
-                               "; see " + (dir / "record.log").string());
+                               "; see " + (dir_ / "record.log").string());
+    return recording;
   }
-  std::size_t recorded = load_trace(recording).exchanges.size();
-  out << "Recorded " << recorded << " exchanges through `retrace record` (upstream " << gold_url
-      << ") → " << recording.string() << "\n\n";
 
-  stage.say("sweeping the recording at concurrency " + join_levels(levels) + " × " +
-            std::to_string(repeats));
-  auto gold_summary = sweep_into(recording, gold_url, levels, repeats, dir / "gold-sweep",
-                                 gold_trace.string(), replay_args, options, log);
-  out << "## 1. Gold questions, concurrency " << join_levels(levels) << " × " << repeats
-      << " repeats (server without batch variance)\n\n"
-      << levels_table(gold_summary) << "\n"
-      << (gold_summary.any_differs()
-              ? "Some outputs differ from the sequential baseline:\n" + divergence_list(gold_summary, 10)
-              : "No output differs from the sequential baseline at any level: batching does not "
-                "change the answers here.\n")
-      << "(The simulator's answer file gets 15 of the 20 gold questions right; a lower match count "
-         "means answers came out cut short or changed.)\n"
-      << "HTML report: " << (dir / "gold-sweep" / "report.html").string() << "\n\n"
-      << std::flush;
-  gold_server.stop();
+  // 1. The gold questions: simulator with the gold answers, recorder in front of it, the
+  // recording swept.
+  void gold_questions() {
+    fs::path gold = gold_trace();
+    stage_.say("starting the simulator with the gold answers");
+    auto command = serve_command(options_.self);
+    command.insert(command.end(), {"--answers", (traces_ / "gold-intents.answers.jsonl").string()});
+    Child server(command, dir_ / "serve-gold.log");
+    std::string url = server.wait_listening(30'000);
+    stage_.say("simulator (pid " + std::to_string(server.pid()) + ") listening on " + url);
+
+    fs::path recording = record_gold(gold, url);
+    std::size_t recorded = load_trace(recording).exchanges.size();
+    out_ << "Recorded " << recorded << " exchanges through `retrace record` (upstream " << url
+         << ") → " << recording.string() << "\n\n";
+
+    stage_.say("sweeping the recording at concurrency " + join_levels(levels_) + " × " +
+               std::to_string(repeats_));
+    auto summary = sweep_into(recording, url, levels_, repeats_, dir_ / "gold-sweep",
+                              gold.string(), replay_args_, options_, stage_.log);
+    out_ << "## 1. Gold questions, concurrency " << join_levels(levels_) << " × " << repeats_
+         << " repeats (server without batch variance)\n\n"
+         << levels_table(summary) << "\n"
+         << (summary.any_differs()
+                 ? "Some outputs differ from the sequential baseline:\n" + divergence_list(summary, 10)
+                 : "No output differs from the sequential baseline at any level: batching does not "
+                   "change the answers here.\n")
+         << "(The simulator's answer file gets 15 of the 20 gold questions right; a lower match "
+            "count means answers came out cut short or changed.)\n"
+         << "HTML report: " << (dir_ / "gold-sweep" / "report.html").string() << "\n\n"
+         << std::flush;
+    server.stop();
+  }
 
   // 2. Open-ended prompts with batch variance: the reductions depend on the batch, as real
-  // batched kernels do, so near-ties flip under load.
-  stage.say("starting a second simulator with --batch-variance");
-  auto variance_command = serve_command(options.self);
-  variance_command.push_back("--batch-variance");
-  Child variance_server(variance_command, dir / "serve-batch-variance.log");
-  std::string variance_url = variance_server.wait_listening(30'000);
-  stage.say("simulator with batch variance (pid " + std::to_string(variance_server.pid()) +
-            ") listening on " + variance_url);
+  // batched kernels do, so near-ties flip under load. Then 3: bisect on the same server.
+  void open_ended_prompts() {
+    stage_.say("starting a second simulator with --batch-variance");
+    auto command = serve_command(options_.self);
+    command.push_back("--batch-variance");
+    Child server(command, dir_ / "serve-batch-variance.log");
+    std::string url = server.wait_listening(30'000);
+    stage_.say("simulator with batch variance (pid " + std::to_string(server.pid()) +
+               ") listening on " + url);
 
-  fs::path open_ended = dir / "open-ended.rtrace";
-  ImportOptions import_options;
-  import_options.tool_version = kToolVersion;
-  import_dataset(traces / "open-ended.jsonl", open_ended, import_options);
+    fs::path open_ended = dir_ / "open-ended.rtrace";
+    ImportOptions import_options;
+    import_options.tool_version = kToolVersion;
+    import_dataset(traces_ / "open-ended.jsonl", open_ended, import_options);
 
-  stage.say("sweeping 20 open-ended prompts at concurrency " + join_levels(levels) + " × " +
-            std::to_string(repeats));
-  auto variance_summary = sweep_into(open_ended, variance_url, levels, repeats,
-                                     dir / "open-ended-sweep", "", replay_args, options, log);
-  out << "## 2. Open-ended prompts (128 tokens), server with --batch-variance\n\n"
-      << levels_table(variance_summary) << "\n"
-      << "First divergent tokens (margin = logprob gap between the two candidates; a near-tie is "
-         "numeric noise, not a changed model):\n"
-      << divergence_list(variance_summary, 12) << "\n"
-      << "HTML report (charts, and each divergent output token by token): "
-      << (dir / "open-ended-sweep" / "report.html").string() << "\n\n"
-      << std::flush;
+    stage_.say("sweeping 20 open-ended prompts at concurrency " + join_levels(levels_) + " × " +
+               std::to_string(repeats_));
+    auto summary = sweep_into(open_ended, url, levels_, repeats_, dir_ / "open-ended-sweep", "",
+                              replay_args_, options_, stage_.log);
+    out_ << "## 2. Open-ended prompts (128 tokens), server with --batch-variance\n\n"
+         << levels_table(summary) << "\n"
+         << "First divergent tokens (margin = logprob gap between the two candidates; a near-tie "
+            "is numeric noise, not a changed model):\n"
+         << divergence_list(summary, 12) << "\n"
+         << "HTML report (charts, and each divergent output token by token): "
+         << (dir_ / "open-ended-sweep" / "report.html").string() << "\n\n"
+         << std::flush;
+    bisect(open_ended, url);
+    server.stop();
+  }
 
   // 3. Where does it start? Bisect the concurrency, reusing the sweep's baseline run.
-  stage.say("bisecting the concurrency over " + range);
-  auto range_values = parse_range(range);
-  fs::path bisect_dir = dir / "bisect";
-  fs::create_directories(bisect_dir);
-  LoadedTrace open_ended_trace = load_trace(open_ended);
-  BisectAxis axis;
-  axis.name = "concurrency";
-  for (int value : range_values) axis.point_labels.push_back("concurrency " + std::to_string(value));
-  axis.diff = diff_options(Plan{}, false);
-  const fs::path sweep_baseline = dir / "open-ended-sweep" / "c1-r1.rtrace";
-  axis.run_for = [&](std::size_t index) -> fs::path {
-    int concurrency = range_values[index];
-    if (index == 0 && concurrency == 1) return sweep_baseline;
-    return replay_at(open_ended_trace, replay_args, variance_url, concurrency,
-                     {{"run", "bisect-c" + std::to_string(concurrency)}},
-                     bisect_dir / ("c" + std::to_string(concurrency) + ".rtrace"), options.stop,
-                     nullptr);
-  };
-  out << "## 3. Bisect: the smallest concurrency whose outputs differ from concurrency 1\n\n";
-  run_bisect(axis, out);
-  variance_server.stop();
+  void bisect(const fs::path& open_ended, const std::string& url) {
+    stage_.say("bisecting the concurrency over " + range_);
+    auto values = parse_range(range_);
+    fs::path bisect_dir = dir_ / "bisect";
+    fs::create_directories(bisect_dir);
+    LoadedTrace trace = load_trace(open_ended);
+    BisectAxis axis;
+    axis.name = "concurrency";
+    for (int value : values) axis.point_labels.push_back("concurrency " + std::to_string(value));
+    axis.diff = diff_options(Plan{}, false);
+    const fs::path sweep_baseline = dir_ / "open-ended-sweep" / "c1-r1.rtrace";
+    axis.run_for = [&](std::size_t index) -> fs::path {
+      int concurrency = values[index];
+      if (index == 0 && concurrency == 1) return sweep_baseline;
+      return replay_at(trace, replay_args_, url, concurrency,
+                       {{"run", "bisect-c" + std::to_string(concurrency)}},
+                       bisect_dir / ("c" + std::to_string(concurrency) + ".rtrace"), options_.stop,
+                       nullptr);
+    };
+    out_ << "## 3. Bisect: the smallest concurrency whose outputs differ from concurrency 1\n\n";
+    run_bisect(axis, out_);
+  }
 
-  out << "\n## The same against a real server (vLLM, SGLang, TGI, llama.cpp, any OpenAI-compatible "
-         "endpoint)\n\n"
-      << "  retrace record --upstream http://YOUR-SERVER:8000 --out my.rtrace --listen 127.0.0.1:9000\n"
-      << "      # point your client at http://127.0.0.1:9000, or: retrace import questions.jsonl --out my.rtrace\n"
-      << "  retrace sweep my.rtrace --target http://YOUR-SERVER:8000 --concurrency " << "1,16,32"
-      << " --repeat 3 --token-ids logprobs --set stream=true --out my-sweep\n"
-      << "  retrace bisect --over concurrency --range 1..64 --trace my.rtrace --target http://YOUR-SERVER:8000\n"
-      << "  retrace diff " << (dir / "open-ended-sweep" / "c1-r1.rtrace").string() << " "
-      << (dir / "open-ended-sweep" / ("c" + std::to_string(levels.back()) + "-r1.rtrace")).string() << "\n\n"
-      << "Everything this demo wrote is in " << dir.string() << " ("
-      << static_cast<int>(seconds_since(stage.start)) << " s).\n"
-      << std::flush;
-  return 0;
+  void conclude() {
+    out_ << "\n## The same against a real server (vLLM, SGLang, TGI, llama.cpp, any "
+            "OpenAI-compatible endpoint)\n\n"
+         << "  retrace record --upstream http://YOUR-SERVER:8000 --out my.rtrace --listen 127.0.0.1:9000\n"
+         << "      # point your client at http://127.0.0.1:9000, or: retrace import questions.jsonl --out my.rtrace\n"
+         << "  retrace sweep my.rtrace --target http://YOUR-SERVER:8000 --concurrency 1,16,32 "
+            "--repeat 3 --out my-sweep\n"
+         << "  retrace bisect --over concurrency --range 1..64 --trace my.rtrace --target http://YOUR-SERVER:8000\n"
+         << "  retrace diff " << (dir_ / "open-ended-sweep" / "c1-r1.rtrace").string() << " "
+         << (dir_ / "open-ended-sweep" / ("c" + std::to_string(levels_.back()) + "-r1.rtrace")).string()
+         << "\n\n"
+         << "Everything this demo wrote is in " << dir_.string() << " ("
+         << static_cast<int>(seconds_since(stage_.start)) << " s).\n"
+         << std::flush;
+  }
+
+  const DemoOptions& options_;
+  std::ostream& out_;
+  Stage stage_;
+  fs::path dir_, traces_;
+  std::vector<int> levels_;
+  int repeats_;
+  std::string range_;
+  ReplayArgs record_args_, replay_args_;
+};
+
+}  // namespace
+
+int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
+  return Demo(options, out, log).run();
 }
 
 }  // namespace retrace::sweep
