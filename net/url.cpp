@@ -1,7 +1,11 @@
 #include "net/url.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <stdexcept>
+
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
 
 namespace retrace::net {
 namespace {
@@ -34,6 +38,23 @@ std::pair<std::string, std::string_view> split_host_port(std::string_view author
   return {std::string(authority.substr(0, colon)), authority.substr(colon + 1)};
 }
 
+// The text in quotes for an error message, control characters shown as \xNN so that a CR or LF in a
+// bad URL cannot break the message's line.
+std::string quoted(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "'";
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "'";
+}
+
 }  // namespace
 
 std::string Url::host_header() const {
@@ -55,37 +76,41 @@ std::string Url::join(std::string_view target) const {
   return out;
 }
 
+// Parsed by Boost.URL (RFC 3986), header-only (net/url_impl.cpp compiles its sources once): it
+// refuses what a hand-written split let through (spaces, control characters, bad percent-escapes,
+// malformed IPv6 literals), so nothing a URL carries can break a request line or a Host header.
+// The checks below only say, in our words, what retrace does not take.
 Url parse_url(std::string_view text) {
-  Url url;
+  const std::string shown = quoted(text);
   auto sep = text.find("://");
   if (sep == std::string_view::npos)
-    throw std::invalid_argument("missing scheme in URL '" + std::string(text) +
-                                "': try http://" + std::string(text));
-  url.scheme = std::string(text.substr(0, sep));
+    throw std::invalid_argument("missing scheme in URL " + shown + ": try http://" + std::string(text));
+  auto parsed = boost::urls::parse_uri(text);
+  if (!parsed) {
+    auto rest = text.substr(sep + 3);
+    if (rest.starts_with('[') && rest.find(']') == std::string_view::npos)
+      throw std::invalid_argument("unclosed '[' in " + shown);
+    throw std::invalid_argument("malformed URL " + shown + " (RFC 3986: " + parsed.error().message() +
+                                "; spaces, control characters and a bare % must be percent-encoded)");
+  }
+  const boost::urls::url_view& u = *parsed;
+  Url url;
+  url.scheme = std::string(u.scheme());
   for (auto& c : url.scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (url.scheme != "http" && url.scheme != "https")
-    throw std::invalid_argument("unsupported scheme '" + url.scheme + "' in URL '" +
-                                std::string(text) + "': use http:// or https://");
-  auto rest = text.substr(sep + 3);
-  auto slash = rest.find_first_of("/?#");
-  auto authority = rest.substr(0, slash);
-  if (authority.find('@') != std::string_view::npos)
-    throw std::invalid_argument("credentials in URL '" + std::string(text) +
-                                "' are not supported: pass them with --header or --api-key-env");
-  auto [host, port] = split_host_port(authority, text);
-  if (host.empty()) throw std::invalid_argument("missing host in URL '" + std::string(text) + "'");
-  url.host = std::move(host);
+    throw std::invalid_argument("unsupported scheme '" + url.scheme + "' in URL " + shown +
+                                ": use http:// or https://");
+  if (u.has_userinfo())
+    throw std::invalid_argument("credentials in URL " + shown +
+                                " are not supported: pass them with --header or --api-key-env");
+  url.host = std::string(u.encoded_host_address());
+  if (url.host.empty()) throw std::invalid_argument("missing host in URL " + shown);
   // "http://h:" names no port: an error, not the default.
-  url.port = port.data() == nullptr ? (url.tls() ? 443 : 80) : parse_port(port, text);
-  if (slash != std::string_view::npos) {
-    auto path = rest.substr(slash);
-    auto q = path.find_first_of("?#");
-    if (q != std::string_view::npos)
-      throw std::invalid_argument("URL '" + std::string(text) +
-                                  "' has a query or fragment; give the server's base URL only");
-    url.base_path = std::string(path);
-    while (!url.base_path.empty() && url.base_path.back() == '/') url.base_path.pop_back();
-  }
+  url.port = u.has_port() ? parse_port(u.port(), text) : (url.tls() ? 443 : 80);
+  if (u.has_query() || u.has_fragment())
+    throw std::invalid_argument("URL " + shown + " has a query or fragment; give the server's base URL only");
+  url.base_path = std::string(u.encoded_path());
+  while (!url.base_path.empty() && url.base_path.back() == '/') url.base_path.pop_back();
   return url;
 }
 
