@@ -1,0 +1,63 @@
+// `retrace merge`: one run from the N shard runs of one replay (`replay --shard I/N`, usually with
+// a common --start-at; replay/shard.hpp), as if one client had made it.
+//
+// Contract:
+// - Refused before anything is written (MergeRefused, exit 2): a file that is not a sharded
+//   replay run; shards of different input traces (the "input_identity" their settings record);
+//   different shard counts; a shard index given twice; missing shard indices (all listed); settings
+//   that differ other than in shard, start_at, host, clock_offset_ns, selected and run (the
+//   differing keys named).
+// - The merge is streaming: one reader per shard, a k-way merge by intended send time (on the
+//   common clock: a shard whose start_at is later is shifted by the difference), so memory is k
+//   frames, whatever the run's size. The merged exchanges get ids 0, 1, ... in that order and keep
+//   their source ids, so diff aligns them with an unsharded run as with any other.
+// - The merged header is shard 0's with settings saying: "shards" (each one's index, file, host,
+//   start_at, clock_offset_ns — null for a shard that never finished — and selected), no "shard",
+//   and for a closed loop the total concurrency (the sum; "concurrency_per_shard" keeps the
+//   shard's). The exchanges' and header's labels "run" and "concurrency" say the merged run's.
+// - A shard with fewer exchanges than it selected (killed mid-run: its OUT.partial, with a torn
+//   tail; or stopped with Ctrl-C) is merged with what it has; the result lists how many of each
+//   shard's selection are missing, and the caller decides (merge exits 1 unless --allow-missing).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "format/trace.hpp"
+
+namespace retrace::replay {
+
+class MergeRefused : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct MergedShard {
+  std::filesystem::path path;
+  std::size_t index = 0;
+  std::string host;
+  std::string start_at;                       // RFC 3339; "" when the shard had no --start-at
+  std::optional<std::int64_t> clock_offset_ns;  // absent when the shard did not finish
+  std::uint64_t selected = 0;                 // exchanges the shard was to send
+  std::uint64_t present = 0;                  // exchanges found in its file
+  Recovery recovery;
+  std::uint64_t missing() const { return present < selected ? selected - present : 0; }
+};
+
+struct MergeResult {
+  std::vector<MergedShard> shards;  // by index
+  std::uint64_t exchanges = 0;
+  std::uint64_t missing = 0;
+  int total_concurrency = 0;        // closed loop; 0 otherwise
+};
+
+// Merges `shards` into `out` (created; the caller applies the no-overwrite rule). Throws
+// MergeRefused for the refusals above, TraceError for unreadable files.
+MergeResult merge_shards(const std::vector<std::filesystem::path>& shards,
+                         const std::filesystem::path& out, const WriterOptions& writer = {});
+
+}  // namespace retrace::replay
