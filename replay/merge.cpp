@@ -190,8 +190,7 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
   set_label(header.labels, "run", run);
   if (closed_loop) set_label(header.labels, "concurrency", std::to_string(result.total_concurrency));
 
-  // k-way merge by completion on the common clock: each shard's file is in completion order
-  // (replay writes an exchange when it ends), so the merged file is too, as an unsharded run's is.
+  // A k-way merge by completion on the common clock (replay/merge.hpp says why).
   auto completion = [](const Shard& shard) {
     const auto& e = shard.current;
     return e.actual_send_ns + std::max<std::int64_t>(e.end_ns, 0) + shard.shift_ns;
@@ -201,11 +200,17 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
     return ka != kb ? ka > kb : a > b;
   };
   std::priority_queue<std::size_t, std::vector<std::size_t>, decltype(later)> heads(later);
+  // A drained shard's reader goes at once: at its end it has read the file's index (every key),
+  // which the merge does not need.
   auto advance = [&](std::size_t s) {
     if (shards[s].reader->next(shards[s].current)) {
       ++shards[s].present;
       heads.push(s);
+      return;
     }
+    result.shards[s].recovery = shards[s].reader->recovery();
+    shards[s].reader.reset();
+    shards[s].current = Exchange{};
   };
   TraceWriter writer(out, header, writer_options);
   for (std::size_t s = 0; s < shards.size(); ++s) advance(s);
@@ -227,7 +232,6 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
   result.exchanges = next_id;
   for (std::size_t s = 0; s < shards.size(); ++s) {
     result.shards[s].present = shards[s].present;
-    result.shards[s].recovery = shards[s].reader->recovery();
     result.missing += result.shards[s].missing();
   }
   return result;

@@ -7,10 +7,15 @@
 //   different shard counts; a shard index given twice; missing shard indices (all listed); settings
 //   that differ other than in shard, start_at, host, clock_offset_ns, selected and run (the
 //   differing keys named).
-// - The merge is streaming: one reader per shard, a k-way merge by intended send time (on the
-//   common clock: a shard whose start_at is later is shifted by the difference), so memory is k
-//   frames, whatever the run's size. The merged exchanges get ids 0, 1, ... in that order and keep
-//   their source ids, so diff aligns them with an unsharded run as with any other.
+// - The merge is streaming: one reader per shard and a k-way merge on the common clock (a shard
+//   whose start_at is later is shifted by the difference, on its intended and actual send times).
+//   Each shard's file is in completion order (replay writes an exchange when it ends), so the
+//   merge is by completion (send + end), and the merged file is in completion order as an
+//   unsharded run's is; a merge by intended send time would have to sort within each shard, which
+//   bounded memory rules out. Memory: one frame per shard, plus the merged file's index that the
+//   writer builds (about 32 bytes per exchange, as for any trace). The merged exchanges get ids
+//   0, 1, ... in that order and keep their source ids, so diff aligns them with an unsharded run
+//   as with any other.
 // - The merged header is shard 0's with settings saying: "shards" (each one's index, file, host,
 //   start_at, clock_offset_ns — null for a shard that never finished — and selected), no "shard",
 //   and for a closed loop the total concurrency (the sum; "concurrency_per_shard" keeps the
