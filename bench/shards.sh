@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Peak RSS and CPU of the sharded-replay steps as the run grows (10k, 100k, 1M exchanges by
 # default): `replay --shard 0/4` up to its preflight (it loads the input trace whole before
-# selecting), `merge` of four shard runs, `stats` of the merged run, and the floor, `zstd -dc` of
+# selecting), `merge` of four shard runs, `stats` and `diff` of the merged run, and the floor, `zstd -dc` of
 # the four shards, in the same session. Traces come from bench/shard_bench.cpp.
 #   bench/shards.sh BUILD_DIR [SIZES...]
 set -euo pipefail
@@ -28,6 +28,8 @@ for n in "${SIZES[@]}"; do
   measure "merge" "$BUILD/retrace" merge "$DIR"/shard{0,1,2,3}.rtrace -o "$DIR/merged.rtrace" --force
   grep -q . "$DIR/err" && head -3 "$DIR/err"
   measure "stats merged" "$BUILD/retrace" stats "$DIR/merged.rtrace"
+  cp "$DIR/merged.rtrace" "$DIR/copy.rtrace"
+  measure "diff merged, a copy of it" "$BUILD/retrace" diff "$DIR/merged.rtrace" "$DIR/copy.rtrace"
   measure "replay --shard 0/4 (load, to preflight)" "$BUILD/retrace" replay "$DIR/trace.rtrace" \
     --target http://127.0.0.1:9 --shard 0/4 -c 8 --out "$DIR/never.rtrace" --force
 done

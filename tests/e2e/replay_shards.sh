@@ -28,7 +28,7 @@ run_shards() {
 
 # --- closed loop: 4 shards at -c 1 against one run at -c 4.
 "$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/whole.rtrace" -c 4 >/dev/null
-run_shards c "$(( $(date +%s) + 3 ))" -c 1
+run_shards c "$(( $(date +%s) + 4 ))" -c 1
 "$RETRACE" merge "$WORK"/c{0,1,2,3}.rtrace -o "$WORK/merged.rtrace" >"$WORK/merge.out" \
   || fail "merge of four complete shards exited non-zero"
 check_contains "$WORK/merge.out" "merged 20 exchanges from 4 shards" "merge summary"
@@ -55,7 +55,7 @@ check_contains "$WORK/merged.html" "<svg" "report of the merged run has charts"
 
 # --- open loop: the shards keep the whole trace's arrival process (same seed, same times).
 "$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/rate.rtrace" --rate 40 --seed 7 >/dev/null
-run_shards r "$(( $(date +%s) + 3 ))" --rate 40 --seed 7
+run_shards r "$(( $(date +%s) + 4 ))" --rate 40 --seed 7
 "$RETRACE" merge "$WORK"/r{3,1,0,2}.rtrace -o "$WORK/rmerged.rtrace" >/dev/null || fail "merge of the rate shards"
 check_eq "$(ex "$WORK/rmerged.rtrace" | jq -r '[.source_id, .intended_send_ns] | @tsv' | sort -n | md5sum)" \
   "$(ex "$WORK/rate.rtrace" | jq -r '[.source_id, .intended_send_ns] | @tsv' | sort -n | md5sum)" \
@@ -87,7 +87,7 @@ check_contains "$WORK/late.err" "in the past" "a late --start-at"
 
 # --- a shard killed mid-run: constant arrivals at 2/s put shard 1's five sends 2 s apart; it is
 # killed once its first exchange is on disk (the writer closes a frame when one is 1 s old).
-start=$(( $(date +%s) + 3 ))
+start=$(( $(date +%s) + 4 ))
 pids=()
 for i in 0 1 2 3; do
   "$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/k$i.rtrace" --shard "$i/4" \
