@@ -200,6 +200,14 @@ int run(const ReplayArgs& args) {
     if (run_options.run_name.empty()) run_options.run_name = replay::repeat_path(args.out, 1, 1).stem().string();
     std::function<void(const replay::Progress&)> progress;
     if (tty) progress = draw_progress;
+    if (options.start_at_unix_ns) {
+      auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+      std::fprintf(stderr, "retrace: the schedule starts at %s (in %.1f s); waiting (Ctrl-C stops)\n",
+                   replay::format_rfc3339(*options.start_at_unix_ns).c_str(),
+                   static_cast<double>(*options.start_at_unix_ns - now) / 1e9);
+    }
     auto result = replay::run_replay(input, run_options, out, &signals.flag(), progress);
     if (tty) std::fprintf(stderr, "\n");
     interrupted = result.interrupted;

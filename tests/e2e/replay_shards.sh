@@ -85,6 +85,18 @@ fi
 check_contains "$WORK/late.err" "in the past" "a late --start-at"
 [[ ! -e "$WORK/late.rtrace" ]] || fail "a late --start-at wrote a trace"
 
+# --- Ctrl-C while waiting for the start: exit 130 at once, a readable trace of nothing sent.
+"$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/wait.rtrace" -c 1 --shard 0/4 \
+  --start-at "$(( $(date +%s) + 600 ))" >/dev/null 2>"$WORK/wait.err" &
+waiting=$!
+_PIDS+=("$waiting")
+wait_for_line "$WORK/wait.err" "waiting (Ctrl-C stops)" "$waiting"
+kill -INT "$waiting"
+status=0
+wait "$waiting" || status=$?
+check_eq "$status" 130 "exit status of Ctrl-C before the start"
+check_eq "$(ex "$WORK/wait.rtrace" | wc -l)" 0 "exchanges sent before the start"
+
 # --- a shard killed mid-run: constant arrivals at 2/s put shard 1's five sends 2 s apart; it is
 # killed once its first exchange is on disk (the writer closes a frame when one is 1 s old).
 start=$(( $(date +%s) + 4 ))
