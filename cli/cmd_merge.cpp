@@ -15,6 +15,7 @@ struct MergeArgs {
   std::string out;
   bool force = false;
   bool allow_missing = false;
+  std::string source;
 };
 
 std::string offset_text(const std::optional<std::int64_t>& offset_ns) {
@@ -26,8 +27,14 @@ std::string offset_text(const std::optional<std::int64_t>& offset_ns) {
 
 int run(const MergeArgs& args) {
   std::vector<std::filesystem::path> inputs(args.shards.begin(), args.shards.end());
+  replay::MergeOptions options;
+  if (!args.source.empty()) {
+    options.source_trace = args.source;
+    inputs.push_back(args.source);
+  }
   check_output_file(args.out, inputs, args.force, "--out");
-  auto result = replay::merge_shards(inputs, args.out);
+  inputs.resize(args.shards.size());
+  auto result = replay::merge_shards(inputs, args.out, options);
   for (const auto& shard : result.shards) {
     std::cout << "shard " << shard.index << "/" << result.shards.size() << "  " << shard.path.string()
               << "  host " << (shard.host.empty() ? "?" : shard.host) << "  start "
@@ -44,11 +51,18 @@ int run(const MergeArgs& args) {
   std::cout << "\n";
   std::cout.flush();
   if (result.missing == 0) return kExitOk;
-  for (const auto& shard : result.shards)
-    if (shard.missing())
-      std::cerr << "retrace: shard " << shard.index << "/" << result.shards.size() << " ("
-                << shard.path.string() << ") is missing " << shard.missing() << " of its "
-                << shard.selected << " exchanges\n";
+  constexpr std::size_t kListed = 20;
+  for (const auto& shard : result.shards) {
+    if (!shard.missing()) continue;
+    std::cerr << "retrace: shard " << shard.index << "/" << result.shards.size() << " ("
+              << shard.path.string() << ") is missing " << shard.missing() << " of its "
+              << shard.selected << " exchanges";
+    for (std::size_t i = 0; i < shard.missing_ids.size() && i < kListed; ++i)
+      std::cerr << (i ? ", " : ": source ids ") << shard.missing_ids[i];
+    if (shard.missing_ids.size() > kListed)
+      std::cerr << " and " << shard.missing_ids.size() - kListed << " more";
+    std::cerr << "\n";
+  }
   std::cerr << "retrace: " << result.missing << " exchanges missing from " << args.out
             << (args.allow_missing ? " (allowed by --allow-missing)\n"
                                    : "; the merged run holds the rest. Re-run the incomplete "
@@ -73,13 +87,17 @@ void add_merge(CLI::App& root, Registry& registry) {
       "Refused (exit 2, nothing written): shards of different traces, different shard counts, a "
       "shard given twice, missing shards, other settings (anything but --shard and --start-at).\n"
       "A shard killed mid-run leaves OUT.partial: give it instead; its exchanges are merged and "
-      "the missing ones counted (exit 1 unless --allow-missing).\n"
+      "the missing ones counted, or named with --trace SRC (exit 1 unless --allow-missing).\n"
       "Exit status: 0 merged, every exchange present; 1 merged with exchanges missing; 2 refused.");
   command->add_option("shards", args->shards, "Every shard's output (.rtrace, or .rtrace.partial)")
       ->required()
       ->check(CLI::ExistingFile);
   command->add_option("--out,-o", args->out, "The merged run")->required();
   add_force_flag(*command, args->force, "Replace an existing --out (never a shard)");
+  command->add_option("--trace", args->source,
+                      "The trace the shards replayed: name the missing exchanges by source id "
+                      "(loads it whole)")
+      ->check(CLI::ExistingFile);
   command->add_flag("--allow-missing", args->allow_missing,
                     "Exit 0 even when shards lack exchanges they selected (killed or stopped)");
   registry.add(command, [args] { return run(*args); });

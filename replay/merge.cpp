@@ -8,6 +8,7 @@
 #include <set>
 
 #include "replay/replay.hpp"
+#include "replay/shard.hpp"
 
 namespace retrace::replay {
 namespace json = boost::json;
@@ -126,16 +127,41 @@ void set_label(std::vector<Label>& labels, const std::string& key, const std::st
     }
 }
 
+bool sessions_of(const json::object& settings) {
+  auto* sessions = settings.if_contains("sessions");
+  return sessions && sessions->is_bool() && sessions->as_bool();
+}
+
+// The Options that select a shard's exchanges, from the settings replay wrote (settings_json).
+Options selection_of(const json::object& settings) {
+  Options options;
+  std::tie(options.shard_index, options.shard_count) = parse_shard(string_field(settings, "shard"));
+  if (auto* filters = settings.if_contains("filters"); filters && filters->is_array())
+    for (const auto& filter : filters->as_array())
+      if (filter.is_string()) options.filters.emplace_back(filter.as_string());
+  if (auto limit = int_field(settings, "limit")) options.limit = static_cast<std::size_t>(*limit);
+  return options;
+}
+
 }  // namespace
 
 MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
-                         const std::filesystem::path& out, const WriterOptions& writer_options) {
+                         const std::filesystem::path& out, const MergeOptions& options) {
   if (paths.empty()) throw MergeRefused("no shards to merge");
   std::vector<Shard> shards;
   for (const auto& path : paths) shards.push_back(open_shard(path));
   check_shards(shards);
   std::sort(shards.begin(), shards.end(),
             [](const Shard& a, const Shard& b) { return a.index < b.index; });
+  std::optional<LoadedTrace> source;
+  if (options.source_trace) {
+    source = load_trace(*options.source_trace);
+    if (json::parse(input_identity_json(*source)) != shards.front().settings.at("input_identity"))
+      throw MergeRefused("--trace " + name(*options.source_trace) + " is not the trace the shards "
+                         "replayed (its identity " + input_identity_json(*source) + " is not " +
+                         json::serialize(shards.front().settings.at("input_identity")) + ")");
+  }
+  std::vector<std::vector<std::uint64_t>> present_ids(source ? shards.size() : 0);
 
   // The common clock: the earliest start_at; a shard that started later is shifted by the gap.
   std::optional<std::int64_t> common_start;
@@ -205,6 +231,7 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
   auto advance = [&](std::size_t s) {
     if (shards[s].reader->next(shards[s].current)) {
       ++shards[s].present;
+      if (source && shards[s].current.source_id) present_ids[s].push_back(*shards[s].current.source_id);
       heads.push(s);
       return;
     }
@@ -212,7 +239,7 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
     shards[s].reader.reset();
     shards[s].current = Exchange{};
   };
-  TraceWriter writer(out, header, writer_options);
+  TraceWriter writer(out, header, options.writer);
   for (std::size_t s = 0; s < shards.size(); ++s) advance(s);
   std::uint64_t next_id = 0;
   while (!heads.empty()) {
@@ -233,6 +260,16 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
   for (std::size_t s = 0; s < shards.size(); ++s) {
     result.shards[s].present = shards[s].present;
     result.missing += result.shards[s].missing();
+    if (source) {
+      auto& present = present_ids[s];
+      std::sort(present.begin(), present.end());
+      for (auto index : select_exchanges(source->exchanges, selection_of(shards[s].settings),
+                                         sessions_of(shards[s].settings))) {
+        auto id = source->exchanges[index].id;
+        if (!std::binary_search(present.begin(), present.end(), id))
+          result.shards[s].missing_ids.push_back(id);
+      }
+    }
   }
   return result;
 }

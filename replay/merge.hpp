@@ -23,6 +23,10 @@
 // - A shard with fewer exchanges than it selected (killed mid-run: its OUT.partial, with a torn
 //   tail; or stopped with Ctrl-C) is merged with what it has; the result lists how many of each
 //   shard's selection are missing, and the caller decides (merge exits 1 unless --allow-missing).
+//   Given the source trace (`--trace SRC`, which must have the shards' input identity), each
+//   shard's selection is recomputed from it with replay's own rule (select_exchanges, from the
+//   settings' filters, sessions, limit and shard) and the missing exchanges are named by source id.
+//   That loads SRC whole, as replay does; without it merge counts and holds no ids.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +55,7 @@ struct MergedShard {
   std::uint64_t present = 0;                  // exchanges found in its file
   Recovery recovery;
   std::uint64_t missing() const { return present < selected ? selected - present : 0; }
+  std::vector<std::uint64_t> missing_ids;     // source ids, ascending; with a source trace only
 };
 
 struct MergeResult {
@@ -62,7 +67,11 @@ struct MergeResult {
 
 // Merges `shards` into `out` (created; the caller applies the no-overwrite rule). Throws
 // MergeRefused for the refusals above, TraceError for unreadable files.
+struct MergeOptions {
+  std::optional<std::filesystem::path> source_trace;  // --trace SRC: name the missing exchanges
+  WriterOptions writer;
+};
 MergeResult merge_shards(const std::vector<std::filesystem::path>& shards,
-                         const std::filesystem::path& out, const WriterOptions& writer = {});
+                         const std::filesystem::path& out, const MergeOptions& options = {});
 
 }  // namespace retrace::replay

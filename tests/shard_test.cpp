@@ -29,7 +29,7 @@ void write_shard(const std::filesystem::path& path, std::size_t index, std::size
   options.shard_index = index;
   options.shard_count = shards;
   ShardFacts facts;
-  facts.input_identity = json::serialize(json::object{{"digest", input}});
+  facts.input_identity = input.front() == '{' ? input : json::serialize(json::object{{"digest", input}});
   facts.selected = selected;
   facts.host = "host" + std::to_string(index);
   facts.start_at_ns = 1764583200 * kSecond;
@@ -203,4 +203,41 @@ TEST_CASE("merge counts the exchanges a shard selected but does not hold") {
   CHECK(result.missing == 3);
   CHECK(result.shards[1].missing() == 3);
   CHECK(result.shards[0].missing() == 0);
+}
+
+TEST_CASE("merge names the missing exchanges by source id from the source trace, and refuses another") {
+  TempDir dir;
+  TraceHeader header;
+  header.source = Source::imported;
+  header.created_unix_ns = 42;
+  {
+    TraceWriter writer(dir / "src", header);
+    for (std::uint64_t id = 0; id < 6; ++id) {
+      Exchange e;
+      e.id = id;
+      e.request.method = "POST";
+      e.request.body = std::to_string(id);
+      e.key = request_key("POST", "/", e.request.body);
+      writer.write(e);
+    }
+  }
+  auto identity = input_identity_json(load_trace(dir / "src"));
+  write_shard(dir / "s0", 0, 2, 3, 3, identity);
+  write_shard(dir / "s1", 1, 2, 1, 3, identity);  // holds source id 1 of 1, 3, 5
+  MergeOptions options;
+  options.source_trace = dir / "src";
+  auto result = merge_shards({dir / "s0", dir / "s1"}, dir / "out", options);
+  CHECK(result.missing == 2);
+  CHECK(result.shards[0].missing_ids.empty());
+  CHECK(result.shards[1].missing_ids == std::vector<std::uint64_t>{3, 5});
+
+  write_shard(dir / "t0", 0, 2, 3, 3, "A");
+  write_shard(dir / "t1", 1, 2, 3, 3, "A");
+  try {
+    merge_shards({dir / "t0", dir / "t1"}, dir / "out2", options);
+    FAIL("merged shards of another trace with it");
+  } catch (const MergeRefused& e) {
+    CHECK_THAT(e.what(), Catch::Contains("is not the trace the shards replayed"));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir / "out2"));
 }

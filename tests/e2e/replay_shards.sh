@@ -125,6 +125,16 @@ check_eq "$status" 1 "exit status of a merge with exchanges missing"
 check_contains "$WORK/kmerge.err" "is missing $(( 5 - present )) of its 5 exchanges" "missing exchanges of shard 1"
 check_contains "$WORK/kmerge.err" "$(( 5 - present )) exchanges missing" "missing total"
 check_eq "$(ex "$WORK/kmerged.rtrace" | wc -l)" "$(( 15 + present ))" "exchanges in the merge with a killed shard"
+# With the source trace, the missing ones are named: shard 1's selection is the input's exchanges
+# 2, 6, 10, 14 and 18 (counting from 1), sent in that order at constant arrivals, so the last
+# 5 - present are missing.
+mapfile -t ids < <(ex "$WORK/gold.rtrace" | jq -r .id | sed -n '2p;6p;10p;14p;18p')
+missing_ids=$(IFS=,; echo "${ids[*]:present}" | sed 's/,/, /g')
+status=0
+"$RETRACE" merge "$WORK"/k{0,2,3}.rtrace "$WORK/k1.rtrace.partial" -o "$WORK/kmerged2.rtrace" \
+  --trace "$WORK/gold.rtrace" >/dev/null 2>"$WORK/kmerge2.err" || status=$?
+check_eq "$status" 1 "exit status of a merge with --trace and exchanges missing"
+check_contains "$WORK/kmerge2.err" "exchanges: source ids $missing_ids" "missing source ids"
 "$RETRACE" merge "$WORK"/k{0,2,3}.rtrace "$WORK/k1.rtrace.partial" -o "$WORK/kmerged.rtrace" --force \
   --allow-missing >/dev/null 2>&1 || fail "--allow-missing still exited non-zero"
 
