@@ -107,12 +107,14 @@ for i in 0 1 2 3; do
   pids+=($!)
 done
 _PIDS+=("${pids[@]}")
+on_disk=0
 for attempt in $(seq 1 300); do
   [[ -f "$WORK/k1.rtrace.partial" ]] && \
-    (( $("$RETRACE" export "$WORK/k1.rtrace.partial" 2>/dev/null | grep -c '"exchange"' || true) > 0 )) && break
+    (( $("$RETRACE" export "$WORK/k1.rtrace.partial" 2>/dev/null | grep -c '"exchange"' || true) > 0 )) && { on_disk=1; break; }
   kill -0 "${pids[1]}" 2>/dev/null || fail "shard 1 ended before its first exchange was on disk"
   sleep 0.1
 done
+(( on_disk )) || fail "shard 1 wrote no exchange to disk within 30 s"
 kill -KILL "${pids[1]}"
 wait "${pids[1]}" 2>/dev/null || true
 for i in 0 2 3; do wait "${pids[$i]}" || fail "shard $i/4 exited non-zero"; done
