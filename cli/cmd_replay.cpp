@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "format/trace.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
+#include "replay/shard.hpp"
 #include "report/replay_report.hpp"
 #include "report/request_rows.hpp"
 
@@ -41,6 +43,7 @@ struct ReplayArgs {
   replay::RequestFlags request;  // shared with sweep and bisect
   std::string slo;
   std::string shard;
+  std::string start_at;
   OutputFlags output;
   std::string run_name;
   bool force = false;
@@ -140,6 +143,17 @@ replay::Options make_options(const ReplayArgs& args) {
   if (!args.slo.empty()) options.slo = replay::parse_slo(args.slo);
   if (!args.shard.empty())
     std::tie(options.shard_index, options.shard_count) = replay::parse_shard(args.shard);
+  if (!args.start_at.empty()) {
+    if (args.repeat > 1)
+      throw std::invalid_argument("--start-at starts one run at one instant; drop --repeat, or run "
+                                  "each repeat with its own --start-at");
+    options.start_at_unix_ns = replay::parse_start_at(args.start_at);
+    // Early, before the trace loads; run_replay checks again just before the traffic.
+    replay::check_start_at(*options.start_at_unix_ns,
+                           std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count());
+  }
   options.run_name = args.run_name;
   return options;
 }
@@ -186,6 +200,14 @@ int run(const ReplayArgs& args) {
     if (run_options.run_name.empty()) run_options.run_name = replay::repeat_path(args.out, 1, 1).stem().string();
     std::function<void(const replay::Progress&)> progress;
     if (tty) progress = draw_progress;
+    if (options.start_at_unix_ns) {
+      auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+      std::fprintf(stderr, "retrace: the schedule starts at %s (in %.1f s); waiting (Ctrl-C stops)\n",
+                   replay::format_rfc3339(*options.start_at_unix_ns).c_str(),
+                   static_cast<double>(*options.start_at_unix_ns - now) / 1e9);
+    }
     auto result = replay::run_replay(input, run_options, out, &signals.flag(), progress);
     if (tty) std::fprintf(stderr, "\n");
     interrupted = result.interrupted;
@@ -267,7 +289,14 @@ void add_replay(CLI::App& root, Registry& registry) {
   add_request_flags(*command, args->request);
   command->add_option("--run-name", args->run_name, "Label 'run' (default: the output's name)");
   command->add_option("--slo", args->slo, "Goodput objective, e.g. ttft:200ms,tpot:50ms,e2e:2s");
-  command->add_option("--shard", args->shard, "I/N: only every N-th exchange (session) from I");
+  command->add_option("--shard", args->shard,
+                      "I/N: only every N-th exchange (session) from I; --rate and --timing recorded "
+                      "keep the whole trace's send times, -c is per shard; join with `retrace merge`");
+  command->add_option("--start-at", args->start_at,
+                      "Start the schedule's clock at this wall-clock instant (waiting for it): RFC "
+                      "3339 with a zone, e.g. 2026-12-01T10:00:00Z, or epoch seconds; more than 1 s "
+                      "in the past is an error")
+      ->type_name("TIME");
   add_output_flags(*command, args->output,
                    "Print one CSV row per request of the run (every repeat's rows under one header)");
   registry.add(command, [args] { return run(*args); });

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   retrace::cli::add_record(app, registry);
   retrace::cli::add_import(app, registry);
   retrace::cli::add_replay(app, registry);
+  retrace::cli::add_merge(app, registry);
   retrace::cli::add_diff(app, registry);
   retrace::cli::add_sweep(app, registry);
   retrace::cli::add_bisect(app, registry);
@@ -46,7 +47,8 @@ int main(int argc, char** argv) {
   retrace::cli::group_commands(
       app, {{"Capture", {{"record", "Record traffic through a reverse proxy in front of a server"},
                          {"import", "Turn a dataset or a public serving trace into a trace of requests"}}},
-            {"Replay", {{"replay", "Re-issue a trace at a concurrency, rate or recorded timing"}}},
+            {"Replay", {{"replay", "Re-issue a trace at a concurrency, rate or recorded timing"},
+                        {"merge", "Join the shards of one sharded replay into one run"}}},
             {"Compare", {{"diff", "Find where runs' outputs differ: the first divergent token"}}},
             {"Experiment", {{"sweep", "Replay at several concurrencies, repeated, with a summary"},
                             {"bisect", "Find the first concurrency, run or value whose outputs differ"}}},

@@ -16,6 +16,7 @@
 #include "net/fetch.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
+#include "replay/shard.hpp"
 #include "replay/worker.hpp"
 #include "version.hpp"
 
@@ -53,15 +54,50 @@ std::string server_info_json(const Preflight& checked, const Fetched& metrics_be
   return json::serialize(info);
 }
 
-// Runs one phase (warmup or the measured run) on the workers until it is done or stopped.
+std::int64_t unix_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// --start-at: waits (polling `stop`) for the instant, then sets the run's clock so that offset 0
+// is that instant even when this process got there late. Returns how late it began (ns), or
+// nullopt when stopped while waiting.
+std::optional<std::int64_t> start_clock_at(Shared& shared, std::int64_t start_at_ns,
+                                           const std::atomic<bool>* stop) {
+  while (true) {
+    auto left = start_at_ns - unix_now_ns();
+    if (left <= 0) break;
+    if (stop && stop->load()) return std::nullopt;
+    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(std::chrono::nanoseconds(left),
+                                                                   std::chrono::milliseconds(50)));
+  }
+  auto steady = Clock::now();
+  auto late_ns = unix_now_ns() - start_at_ns;
+  shared.run_start = steady - std::chrono::nanoseconds(late_ns);
+  shared.run_start_unix_ns = start_at_ns;
+  return late_ns;
+}
+
+// Runs one phase (warmup or the measured run) on the workers until it is done or stopped. With
+// `start_at`, the phase's clock starts at that wall-clock instant (`clock_offset` says how late
+// this process got there).
 void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
                const std::atomic<bool>* stop, const std::function<void()>& on_tick,
-               bool& interrupted) {
+               bool& interrupted, std::optional<std::int64_t> start_at = std::nullopt,
+               std::optional<std::int64_t>* clock_offset = nullptr) {
   shared.next_chain = 0;
-  shared.run_start = Clock::now();
-  shared.run_start_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
+  if (start_at) {
+    auto late = start_clock_at(shared, *start_at, stop);
+    if (!late) {
+      interrupted = true;
+      return;
+    }
+    if (clock_offset) *clock_offset = *late;
+  } else {
+    shared.run_start = Clock::now();
+    shared.run_start_unix_ns = unix_now_ns();
+  }
   auto worker_count = workers.size();
   if (shared.kind == ScheduleKind::concurrency) {
     auto slots = static_cast<std::size_t>(std::max(shared.options.schedule.concurrency, 1));
@@ -156,6 +192,17 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   settled.model = checked->model;
   TraceHeader header =
       new_trace_header(Source::replayed, kToolVersion, url.str(), settings_json(settled));
+  // What `retrace merge` checks and records (replay/shard.hpp); the clock offset once known.
+  bool sharded = options.shard_count > 1 || options.start_at_unix_ns.has_value();
+  ShardFacts facts;
+  if (sharded) {
+    if (options.start_at_unix_ns) check_start_at(*options.start_at_unix_ns, unix_now_ns());
+    facts.input_identity = input_identity_json(input);
+    facts.selected = shared.prepared.size();
+    facts.host = header.host;
+    facts.start_at_ns = options.start_at_unix_ns;
+    header.settings = with_shard_facts(header.settings, facts);
+  }
   header.labels = labels;
   header.server_info = server_info_json(*checked, metrics_before, std::nullopt);
 
@@ -228,7 +275,8 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   });
 
   progress.total = shared.prepared.size();
-  if (!interrupted) run_phase(shared, workers, stop, tick, interrupted);
+  if (!interrupted)
+    run_phase(shared, workers, stop, tick, interrupted, options.start_at_unix_ns, &facts.clock_offset_ns);
   queue.close();
   writer_thread.join();
   workers.clear();
@@ -241,8 +289,9 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   std::optional<Fetched> metrics_after;
   if (metrics_before.status == 200)
     metrics_after = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
-  if (metrics_after) {
-    header.server_info = server_info_json(*checked, metrics_before, metrics_after);
+  if (facts.clock_offset_ns) header.settings = with_shard_facts(settings_json(settled), facts);
+  if (metrics_after || facts.clock_offset_ns) {
+    if (metrics_after) header.server_info = server_info_json(*checked, metrics_before, metrics_after);
     TraceReader reader(partial_path);
     TraceWriter final_writer(out, header, options.writer);
     Exchange exchange;

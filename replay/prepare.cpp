@@ -121,19 +121,33 @@ std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepa
   }
   const auto& schedule = options.schedule;
   if (schedule.kind == ScheduleKind::rate) {
-    auto offsets = arrival_offsets_ns(chains.size(), schedule, options.seed);
-    for (std::size_t c = 0; c < chains.size(); ++c) chains[c].start_ns = offsets[c];
+    // The arrival process of the whole trace: shard I of N holds chains I, I + N, I + 2N, ... of
+    // the unsharded run (select_exchanges numbers exchanges, or sessions, densely and keeps every
+    // N-th), so each gets the arrival time it has there.
+    std::size_t stride = options.shard_count, first = options.shard_index;
+    std::size_t needed = chains.empty() ? 0 : first + (chains.size() - 1) * stride + 1;
+    auto offsets = arrival_offsets_ns(needed, schedule, options.seed);
+    for (std::size_t c = 0; c < chains.size(); ++c) chains[c].start_ns = offsets[first + c * stride];
   } else if (schedule.kind == ScheduleKind::recorded) {
-    // The recorded send offsets, else wall-clock starts; relative to the earliest chosen one.
-    bool have_offsets = std::any_of(prepared.begin(), prepared.end(), [&](const Prepared& p) {
-      return input.exchanges[p.input_index].actual_send_ns != 0;
-    });
-    auto when = [&](const Prepared& p) {
-      const auto& e = input.exchanges[p.input_index];
+    // The recorded send offsets, else wall-clock starts; relative to the earliest chosen one, or,
+    // for a shard, the earliest of the whole selection (so shards keep the global times).
+    std::vector<const Exchange*> reference;
+    if (options.shard_count > 1) {
+      for (const auto& e : input.exchanges)
+        if (std::all_of(options.filters.begin(), options.filters.end(),
+                        [&](const std::string& f) { return matches_filter(e, f); }))
+          reference.push_back(&e);
+    } else {
+      for (const auto& p : prepared) reference.push_back(&input.exchanges[p.input_index]);
+    }
+    bool have_offsets = std::any_of(reference.begin(), reference.end(),
+                                    [](const Exchange* e) { return e->actual_send_ns != 0; });
+    auto when_exchange = [&](const Exchange& e) {
       return have_offsets ? e.actual_send_ns : e.start_unix_ns;
     };
+    auto when = [&](const Prepared& p) { return when_exchange(input.exchanges[p.input_index]); };
     std::int64_t first = std::numeric_limits<std::int64_t>::max();
-    for (const auto& p : prepared) first = std::min(first, when(p));
+    for (const auto* e : reference) first = std::min(first, when_exchange(*e));
     double speed = schedule.speed > 0 ? schedule.speed : 1;
     for (auto& chain : chains) {
       for (auto item : chain.items)

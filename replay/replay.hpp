@@ -26,6 +26,8 @@
 //   their turns follow back to back. Recorded: a turn goes at its recorded time or when the
 //   previous turn ended, whichever is later. Exchanges without a session id are one-turn sessions.
 //   --shard splits by session so that a session is never cut across machines.
+// - Sharded runs (--shard I/N, --start-at): see replay/shard.hpp; `retrace merge` joins them
+//   (replay/merge.hpp).
 // - Body rewriting happens in this order: the model (--model, or the target's one model standing
 //   in for one it does not serve; OpenAI-style bodies only), --token-ids fields, streaming (on by
 //   default for completions and chat, with stream_options.include_usage; --no-stream), then
@@ -112,6 +114,8 @@ struct Options {
   int repeat_index = 0;       // label "repeat" when > 0
   Slo slo;
   std::size_t shard_index = 0, shard_count = 1;
+  // --start-at: the wall-clock instant (Unix ns) the schedule's clock starts at (replay/shard.hpp).
+  std::optional<std::int64_t> start_at_unix_ns;
   std::uint64_t seed = 1;     // arrival process
   unsigned threads = 0;       // worker threads; 0 = one per core
   std::string ca_file;

@@ -7,7 +7,7 @@
 for heading in Capture Replay Compare Experiment Inspect Simulate; do
   grep -qx "$heading:" "$WORK/help" || fail "no '$heading:' heading in retrace help"
 done
-commands=(record import replay diff sweep bisect inspect cat export stats serve demo)
+commands=(record import replay merge diff sweep bisect inspect cat export stats serve demo)
 for command in "${commands[@]}"; do
   line=$(grep -E "^  $command +[A-Z]" "$WORK/help") || fail "retrace help does not list $command"
   (( ${#line} <= 80 )) || fail "the help line of $command is wider than 80 columns: $line"

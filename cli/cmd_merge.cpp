@@ -1,0 +1,106 @@
+// `retrace merge SHARD... -o RUN.rtrace`: the shard runs of one replay as one run (replay/merge.hpp).
+#include <cinttypes>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/outputs.hpp"
+#include "replay/merge.hpp"
+
+namespace retrace::cli {
+namespace {
+
+struct MergeArgs {
+  std::vector<std::string> shards;
+  std::string out;
+  bool force = false;
+  bool allow_missing = false;
+  std::string source;
+};
+
+std::string offset_text(const std::optional<std::int64_t>& offset_ns) {
+  if (!offset_ns) return "unknown (the shard did not finish)";
+  char text[48];
+  std::snprintf(text, sizeof text, "%+.3f ms", static_cast<double>(*offset_ns) / 1e6);
+  return text;
+}
+
+int run(const MergeArgs& args) {
+  std::vector<std::filesystem::path> inputs(args.shards.begin(), args.shards.end());
+  replay::MergeOptions options;
+  if (!args.source.empty()) {
+    options.source_trace = args.source;
+    inputs.push_back(args.source);
+  }
+  check_output_file(args.out, inputs, args.force, "--out");
+  inputs.resize(args.shards.size());
+  auto result = replay::merge_shards(inputs, args.out, options);
+  for (const auto& shard : result.shards) {
+    std::cout << "shard " << shard.index << "/" << result.shards.size() << "  " << shard.path.string()
+              << "  host " << (shard.host.empty() ? "?" : shard.host) << "  start "
+              << (shard.start_at.empty() ? "(own clock)" : shard.start_at) << "  clock offset "
+              << offset_text(shard.clock_offset_ns) << "  " << shard.present << " of "
+              << shard.selected << " exchanges\n";
+    if (!shard.recovery.clean())
+      std::cerr << "retrace: warning: " << shard.path.string() << ": " << describe(shard.recovery)
+                << "\n";
+  }
+  std::cout << "merged " << result.exchanges << " exchanges from " << result.shards.size()
+            << " shards into " << args.out;
+  if (result.total_concurrency > 0) std::cout << " (total concurrency " << result.total_concurrency << ")";
+  std::cout << "\n";
+  std::cout.flush();
+  if (result.missing == 0) return kExitOk;
+  constexpr std::size_t kListed = 20;
+  for (const auto& shard : result.shards) {
+    if (!shard.missing()) continue;
+    std::cerr << "retrace: shard " << shard.index << "/" << result.shards.size() << " ("
+              << shard.path.string() << ") is missing " << shard.missing() << " of its "
+              << shard.selected << " exchanges";
+    for (std::size_t i = 0; i < shard.missing_ids.size() && i < kListed; ++i)
+      std::cerr << (i ? ", " : ": source ids ") << shard.missing_ids[i];
+    if (shard.missing_ids.size() > kListed)
+      std::cerr << " and " << shard.missing_ids.size() - kListed << " more";
+    std::cerr << "\n";
+  }
+  std::cerr << "retrace: " << result.missing << " exchanges missing from " << args.out
+            << (args.allow_missing ? " (allowed by --allow-missing)\n"
+                                   : "; the merged run holds the rest. Re-run the incomplete "
+                                     "shards, or pass --allow-missing to accept it\n");
+  return args.allow_missing ? kExitOk : kExitRequestsFailed;
+}
+
+}  // namespace
+
+void add_merge(CLI::App& root, Registry& registry) {
+  auto args = std::make_shared<MergeArgs>();
+  auto* command = root.add_subcommand(
+      "merge",
+      "Merge the shard runs of one sharded replay (replay --shard I/N) into one run that stats, "
+      "diff and report read as an unsharded one.");
+  command->footer(
+      "Example:\n"
+      "  T=$(( $(date +%s) + 30 ))\n"
+      "  for i in 0 1 2 3; do retrace replay prod.rtrace --target http://gpu:8000 --rate 40 \\\n"
+      "      --shard $i/4 --start-at $T --out shard$i.rtrace & done; wait\n"
+      "  retrace merge shard*.rtrace -o run.rtrace\n"
+      "Refused (exit 2, nothing written): shards of different traces, different shard counts, a "
+      "shard given twice, missing shards, other settings (anything but --shard and --start-at).\n"
+      "A shard killed mid-run leaves OUT.partial: give it instead; its exchanges are merged and "
+      "the missing ones counted, or named with --trace SRC (exit 1 unless --allow-missing).\n"
+      "Exit status: 0 merged, every exchange present; 1 merged with exchanges missing; 2 refused.");
+  command->add_option("shards", args->shards, "Every shard's output (.rtrace, or .rtrace.partial)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--out,-o", args->out, "The merged run")->required();
+  add_force_flag(*command, args->force, "Replace an existing --out (never a shard)");
+  command->add_option("--trace", args->source,
+                      "The trace the shards replayed: name the missing exchanges by source id "
+                      "(loads it whole)")
+      ->check(CLI::ExistingFile);
+  command->add_flag("--allow-missing", args->allow_missing,
+                    "Exit 0 even when shards lack exchanges they selected (killed or stopped)");
+  registry.add(command, [args] { return run(*args); });
+}
+
+}  // namespace retrace::cli

@@ -1,0 +1,277 @@
+// retrace merge: see replay/merge.hpp.
+#include "replay/merge.hpp"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <memory>
+#include <queue>
+#include <set>
+
+#include "replay/replay.hpp"
+#include "replay/shard.hpp"
+
+namespace retrace::replay {
+namespace json = boost::json;
+
+namespace {
+
+// What may differ between the shards of one replay; everything else in the settings must agree.
+constexpr const char* kPerShardKeys[] = {"shard", "start_at", "start_at_unix_ns", "host",
+                                         "clock_offset_ns", "selected", "run"};
+
+struct Shard {
+  std::filesystem::path path;
+  std::unique_ptr<TraceReader> reader;
+  json::object settings;
+  std::size_t index = 0, count = 0;
+  std::optional<std::int64_t> start_at_ns;
+  std::int64_t shift_ns = 0;  // its clock's start minus the earliest shard's
+  Exchange current;
+  std::uint64_t present = 0;
+};
+
+std::string name(const std::filesystem::path& path) { return path.string(); }
+
+json::object comparable(json::object settings) {
+  for (const char* key : kPerShardKeys) settings.erase(key);
+  return settings;
+}
+
+std::optional<std::int64_t> int_field(const json::object& object, std::string_view key) {
+  auto* value = object.if_contains(key);
+  if (!value) return std::nullopt;
+  if (value->is_int64()) return value->as_int64();
+  if (value->is_uint64()) return static_cast<std::int64_t>(value->as_uint64());
+  return std::nullopt;
+}
+
+std::string string_field(const json::object& object, std::string_view key) {
+  auto* value = object.if_contains(key);
+  return value && value->is_string() ? std::string(value->as_string()) : std::string();
+}
+
+Shard open_shard(const std::filesystem::path& path) {
+  Shard shard;
+  shard.path = path;
+  shard.reader = std::make_unique<TraceReader>(path);
+  const auto& header = shard.reader->header();
+  json::error_code ec;
+  auto settings = json::parse(header.settings, ec);
+  if (header.source != Source::replayed || ec || !settings.is_object() ||
+      !settings.as_object().contains("input_identity") || !settings.as_object().contains("shard"))
+    throw MergeRefused(name(path) + " is not a shard of a replay: its settings name no input "
+                       "trace (`retrace replay --shard I/N` records one); merge takes the outputs "
+                       "of one sharded replay");
+  shard.settings = std::move(settings.as_object());
+  std::tie(shard.index, shard.count) = parse_shard(string_field(shard.settings, "shard"));
+  shard.start_at_ns = int_field(shard.settings, "start_at_unix_ns");
+  return shard;
+}
+
+void check_shards(const std::vector<Shard>& shards) {
+  const auto& first = shards.front();
+  for (const auto& shard : shards) {
+    if (shard.settings.at("input_identity") != first.settings.at("input_identity"))
+      throw MergeRefused(name(shard.path) + " replays a different trace than " + name(first.path) +
+                         " (input " + json::serialize(shard.settings.at("input_identity")) + " vs " +
+                         json::serialize(first.settings.at("input_identity")) +
+                         "); merge only the shards of one replay");
+    if (shard.count != first.count)
+      throw MergeRefused(name(shard.path) + " is shard " + std::to_string(shard.index) + "/" +
+                         std::to_string(shard.count) + " but " + name(first.path) + " is one of " +
+                         std::to_string(first.count) + "; merge only the shards of one replay");
+  }
+  std::vector<const Shard*> by_index(first.count, nullptr);
+  for (const auto& shard : shards) {
+    if (by_index[shard.index])
+      throw MergeRefused("shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) +
+                         " is given twice: " + name(by_index[shard.index]->path) + " and " +
+                         name(shard.path));
+    by_index[shard.index] = &shard;
+  }
+  std::string missing;
+  std::size_t missing_count = 0;
+  for (std::size_t i = 0; i < by_index.size(); ++i)
+    if (!by_index[i]) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+      ++missing_count;
+    }
+  if (missing_count)
+    throw MergeRefused("missing " + std::string(missing_count == 1 ? "shard " : "shards ") + missing +
+                       " of " + std::to_string(first.count) +
+                       "; give every shard's output (a killed shard leaves OUT.partial)");
+  auto reference = comparable(first.settings);
+  for (const auto& shard : shards) {
+    auto settings = comparable(shard.settings);
+    if (settings == reference) continue;
+    std::set<std::string> keys;
+    for (const auto& [key, value] : settings) keys.insert(std::string(key));
+    for (const auto& [key, value] : reference) keys.insert(std::string(key));
+    std::string differing;
+    for (const auto& key : keys) {
+      auto* a = settings.if_contains(key);
+      auto* b = reference.if_contains(key);
+      if (!a || !b || *a != *b) differing += (differing.empty() ? "" : ", ") + key;
+    }
+    throw MergeRefused(name(shard.path) + " was run with other settings than " + name(first.path) +
+                       " (they differ in: " + differing +
+                       "); every shard of one run takes the same flags but --shard and --start-at");
+  }
+}
+
+void set_label(std::vector<Label>& labels, const std::string& key, const std::string& value) {
+  for (auto& label : labels)
+    if (label.key == key) {
+      label.value = value;
+      return;
+    }
+}
+
+bool sessions_of(const json::object& settings) {
+  auto* sessions = settings.if_contains("sessions");
+  return sessions && sessions->is_bool() && sessions->as_bool();
+}
+
+// The Options that select a shard's exchanges, from the settings replay wrote (settings_json).
+Options selection_of(const json::object& settings) {
+  Options options;
+  std::tie(options.shard_index, options.shard_count) = parse_shard(string_field(settings, "shard"));
+  if (auto* filters = settings.if_contains("filters"); filters && filters->is_array())
+    for (const auto& filter : filters->as_array())
+      if (filter.is_string()) options.filters.emplace_back(filter.as_string());
+  if (auto limit = int_field(settings, "limit")) options.limit = static_cast<std::size_t>(*limit);
+  return options;
+}
+
+}  // namespace
+
+MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
+                         const std::filesystem::path& out, const MergeOptions& options) {
+  if (paths.empty()) throw MergeRefused("no shards to merge");
+  std::vector<Shard> shards;
+  for (const auto& path : paths) shards.push_back(open_shard(path));
+  check_shards(shards);
+  std::sort(shards.begin(), shards.end(),
+            [](const Shard& a, const Shard& b) { return a.index < b.index; });
+  std::optional<LoadedTrace> source;
+  if (options.source_trace) {
+    source = load_trace(*options.source_trace);
+    if (json::parse(input_identity_json(*source)) != shards.front().settings.at("input_identity"))
+      throw MergeRefused("--trace " + name(*options.source_trace) + " is not the trace the shards "
+                         "replayed (its identity " + input_identity_json(*source) + " is not " +
+                         json::serialize(shards.front().settings.at("input_identity")) + ")");
+  }
+  std::vector<std::vector<std::uint64_t>> present_ids(source ? shards.size() : 0);
+
+  // The common clock: the earliest start_at; a shard that started later is shifted by the gap.
+  std::optional<std::int64_t> common_start;
+  for (const auto& shard : shards)
+    if (shard.start_at_ns) common_start = std::min(common_start.value_or(*shard.start_at_ns), *shard.start_at_ns);
+  for (auto& shard : shards)
+    if (shard.start_at_ns) shard.shift_ns = *shard.start_at_ns - *common_start;
+
+  // The merged header: shard 0's, saying every shard's facts and the total concurrency.
+  MergeResult result;
+  TraceHeader header = shards.front().reader->header();
+  json::object settings = shards.front().settings;
+  json::array facts;
+  std::uint64_t selected_total = 0;
+  std::string run = string_field(settings, "run");
+  for (auto& shard : shards) {
+    MergedShard merged;
+    merged.path = shard.path;
+    merged.index = shard.index;
+    merged.host = string_field(shard.settings, "host");
+    merged.start_at = string_field(shard.settings, "start_at");
+    merged.clock_offset_ns = int_field(shard.settings, "clock_offset_ns");
+    merged.selected = static_cast<std::uint64_t>(int_field(shard.settings, "selected").value_or(0));
+    selected_total += merged.selected;
+    if (string_field(shard.settings, "run") != run) run.clear();
+    json::object fact;
+    fact["index"] = shard.index;
+    fact["file"] = shard.path.filename().string();
+    fact["host"] = merged.host;
+    fact["start_at"] = merged.start_at.empty() ? json::value(nullptr) : json::value(merged.start_at);
+    fact["clock_offset_ns"] =
+        merged.clock_offset_ns ? json::value(*merged.clock_offset_ns) : json::value(nullptr);
+    fact["selected"] = merged.selected;
+    facts.push_back(std::move(fact));
+    result.shards.push_back(std::move(merged));
+  }
+  if (run.empty()) run = out.stem().string();
+  for (const char* key : kPerShardKeys) settings.erase(key);
+  settings["run"] = run;
+  settings["selected"] = selected_total;
+  if (common_start) settings["start_at_unix_ns"] = *common_start;
+  settings["shards"] = std::move(facts);
+  auto& schedule = settings["schedule"];
+  bool closed_loop = schedule.is_object() && string_field(schedule.as_object(), "kind") == "concurrency";
+  if (closed_loop) {
+    auto per_shard = int_field(schedule.as_object(), "concurrency").value_or(0);
+    result.total_concurrency = static_cast<int>(per_shard * static_cast<std::int64_t>(shards.size()));
+    schedule.as_object()["concurrency"] = result.total_concurrency;
+    schedule.as_object()["concurrency_per_shard"] = per_shard;
+  }
+  header.settings = json::serialize(settings);
+  set_label(header.labels, "run", run);
+  if (closed_loop) set_label(header.labels, "concurrency", std::to_string(result.total_concurrency));
+
+  // A k-way merge by completion on the common clock (replay/merge.hpp says why).
+  auto completion = [](const Shard& shard) {
+    const auto& e = shard.current;
+    return e.actual_send_ns + std::max<std::int64_t>(e.end_ns, 0) + shard.shift_ns;
+  };
+  auto later = [&](std::size_t a, std::size_t b) {
+    auto ka = completion(shards[a]), kb = completion(shards[b]);
+    return ka != kb ? ka > kb : a > b;
+  };
+  std::priority_queue<std::size_t, std::vector<std::size_t>, decltype(later)> heads(later);
+  // A drained shard's reader goes at once: at its end it has read the file's index (every key),
+  // which the merge does not need.
+  auto advance = [&](std::size_t s) {
+    if (shards[s].reader->next(shards[s].current)) {
+      ++shards[s].present;
+      if (source && shards[s].current.source_id) present_ids[s].push_back(*shards[s].current.source_id);
+      heads.push(s);
+      return;
+    }
+    result.shards[s].recovery = shards[s].reader->recovery();
+    shards[s].reader.reset();
+    shards[s].current = Exchange{};
+  };
+  TraceWriter writer(out, header, options.writer);
+  for (std::size_t s = 0; s < shards.size(); ++s) advance(s);
+  std::uint64_t next_id = 0;
+  while (!heads.empty()) {
+    auto s = heads.top();
+    heads.pop();
+    auto& exchange = shards[s].current;
+    exchange.id = next_id++;
+    exchange.intended_send_ns += shards[s].shift_ns;
+    exchange.actual_send_ns += shards[s].shift_ns;
+    set_label(exchange.labels, "run", run);
+    if (closed_loop) set_label(exchange.labels, "concurrency", std::to_string(result.total_concurrency));
+    writer.write(exchange);
+    advance(s);
+  }
+  writer.close();
+
+  result.exchanges = next_id;
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    result.shards[s].present = shards[s].present;
+    result.missing += result.shards[s].missing();
+    if (source) {
+      auto& present = present_ids[s];
+      std::sort(present.begin(), present.end());
+      for (auto index : select_exchanges(source->exchanges, selection_of(shards[s].settings),
+                                         sessions_of(shards[s].settings))) {
+        auto id = source->exchanges[index].id;
+        if (!std::binary_search(present.begin(), present.end(), id))
+          result.shards[s].missing_ids.push_back(id);
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace retrace::replay

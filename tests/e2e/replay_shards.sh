@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# A cluster simulated on loopback: one `retrace serve`, four `retrace replay --shard i/4` processes
+# started together through --start-at, joined by `retrace merge`. The merged run diffs identical to
+# an unsharded run at the same total concurrency, holds every exchange exactly once, and keeps the
+# whole trace's open-loop arrival times; merge refuses what is not one run's shards; a shard
+# killed mid-run is merged with what it has and its missing exchanges are reported (exit 1).
+. "$(dirname "$0")/lib.sh"
+
+start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
+"$RETRACE" import "$ROOT/traces/gold-intents.jsonl" --out "$WORK/gold.rtrace" >/dev/null
+ex() { "$RETRACE" export "$1" | jq -c 'select(.exchange) | .exchange'; }
+header() { "$RETRACE" export "$1" | jq -c 'select(.header) | .header'; }
+FLAGS=(--target "$SIM_URL" --set max_tokens=12 --set temperature=0)
+
+# run_shards NAME START_AT ARGS...: the four shards in parallel; fails unless each exits 0.
+run_shards() {
+  local name=$1 start=$2 i pids=()
+  shift 2
+  for i in 0 1 2 3; do
+    "$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/$name$i.rtrace" --shard "$i/4" \
+      --start-at "$start" "$@" >"$WORK/$name$i.out" 2>"$WORK/$name$i.err" &
+    pids+=($!)
+  done
+  for i in 0 1 2 3; do
+    wait "${pids[$i]}" || { cat "$WORK/$name$i.err" >&2; fail "shard $i/4 ($name) exited non-zero"; }
+  done
+}
+
+# --- closed loop: 4 shards at -c 1 against one run at -c 4.
+"$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/whole.rtrace" -c 4 >/dev/null
+run_shards c "$(( $(date +%s) + 4 ))" -c 1
+"$RETRACE" merge "$WORK"/c{0,1,2,3}.rtrace -o "$WORK/merged.rtrace" >"$WORK/merge.out" \
+  || fail "merge of four complete shards exited non-zero"
+check_contains "$WORK/merge.out" "merged 20 exchanges from 4 shards" "merge summary"
+check_contains "$WORK/merge.out" "total concurrency 4" "total concurrency in the summary"
+"$RETRACE" diff "$WORK/whole.rtrace" "$WORK/merged.rtrace" >"$WORK/diff.out" \
+  || { cat "$WORK/diff.out" >&2; fail "the merged run differs from the unsharded one"; }
+ex "$WORK/merged.rtrace" >"$WORK/merged.jsonl"
+ex "$WORK/whole.rtrace" >"$WORK/whole.jsonl"
+check_eq "$(wc -l <"$WORK/merged.jsonl")" 20 "exchanges in the merged run"
+check_eq "$(jq -r .source_id "$WORK/merged.jsonl" | sort -n | uniq | wc -l)" 20 "distinct source ids"
+check_eq "$(jq -r .id "$WORK/merged.jsonl" | sort -n | tr '\n' ' ')" "$(seq 0 19 | tr '\n' ' ')" "merged ids"
+check_eq "$(jq -r '[.source_id, .key] | @tsv' "$WORK/merged.jsonl" | sort -n | md5sum)" \
+  "$(jq -r '[.source_id, .key] | @tsv' "$WORK/whole.jsonl" | sort -n | md5sum)" "request keys by source id"
+check_eq "$(jq -r '.labels.concurrency' "$WORK/merged.jsonl" | sort -u)" 4 "concurrency label of merged exchanges"
+header "$WORK/merged.rtrace" | jq '.settings | fromjson' >"$WORK/merged.settings"
+check_eq "$(jq -r '.schedule.concurrency, .schedule.concurrency_per_shard' "$WORK/merged.settings" | tr '\n' ' ')" "4 1 " "merged schedule"
+check_eq "$(jq -r '.shards | map(.index) | @csv' "$WORK/merged.settings")" "0,1,2,3" "shards in the header"
+check_eq "$(jq -r '.shards[].start_at' "$WORK/merged.settings" | sort -u | wc -l)" 1 "one common start"
+check_eq "$(jq -r '.shards[] | select(.clock_offset_ns == null or .host == "") | .index' "$WORK/merged.settings")" "" "every shard's host and clock offset"
+"$RETRACE" stats "$WORK/merged.rtrace" --json >"$WORK/stats.json"
+check_eq "$(jq -r .completed "$WORK/stats.json")" 20 "stats of the merged run"
+"$RETRACE" report "$WORK/merged.rtrace" -o "$WORK/merged.html" >/dev/null 2>&1 || fail "report of the merged run"
+check_contains "$WORK/merged.html" "<svg" "report of the merged run has charts"
+
+# --- open loop: the shards keep the whole trace's arrival process (same seed, same times).
+"$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/rate.rtrace" --rate 40 --seed 7 >/dev/null
+run_shards r "$(( $(date +%s) + 4 ))" --rate 40 --seed 7
+"$RETRACE" merge "$WORK"/r{3,1,0,2}.rtrace -o "$WORK/rmerged.rtrace" >/dev/null || fail "merge of the rate shards"
+check_eq "$(ex "$WORK/rmerged.rtrace" | jq -r '[.source_id, .intended_send_ns] | @tsv' | sort -n | md5sum)" \
+  "$(ex "$WORK/rate.rtrace" | jq -r '[.source_id, .intended_send_ns] | @tsv' | sort -n | md5sum)" \
+  "intended send times of the merged shards vs the unsharded run"
+"$RETRACE" diff "$WORK/rate.rtrace" "$WORK/rmerged.rtrace" >/dev/null || fail "merged rate run differs"
+
+# --- refusals: nothing is written, exit 2, the reason named.
+refused() {  # refused WHAT TEXT ARGS...
+  local what=$1 text=$2 status=0
+  shift 2
+  "$RETRACE" merge "$@" -o "$WORK/refused.rtrace" 2>"$WORK/refused.err" >/dev/null || status=$?
+  check_eq "$status" 2 "exit status of merge with $what"
+  check_contains "$WORK/refused.err" "$text" "$what"
+  [[ ! -e "$WORK/refused.rtrace" ]] || fail "merge with $what wrote its output"
+}
+refused "a missing shard" "missing shards 1, 3 of 4" "$WORK/c0.rtrace" "$WORK/c2.rtrace"
+refused "a duplicate shard" "shard 2/4 is given twice" "$WORK"/c{0,1,2,3}.rtrace "$WORK/c2.rtrace"
+refused "shards of two runs" "differ in: schedule" "$WORK"/c{0,1}.rtrace "$WORK"/r{2,3}.rtrace
+refused "an unsharded run" "is not a shard of a replay" "$WORK/whole.rtrace"
+"$RETRACE" merge "$WORK"/c{0,1,2,3}.rtrace -o "$WORK/merged.rtrace" 2>"$WORK/force.err" >/dev/null \
+  && fail "merge overwrote an existing output without --force"
+check_contains "$WORK/force.err" "--force" "an existing output"
+if "$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/late.rtrace" -c 1 \
+     --start-at "$(( $(date +%s) - 60 ))" 2>"$WORK/late.err"; then
+  fail "a --start-at a minute ago was accepted"
+fi
+check_contains "$WORK/late.err" "in the past" "a late --start-at"
+[[ ! -e "$WORK/late.rtrace" ]] || fail "a late --start-at wrote a trace"
+
+# --- Ctrl-C while waiting for the start: exit 130 at once, a readable trace of nothing sent.
+"$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/wait.rtrace" -c 1 --shard 0/4 \
+  --start-at "$(( $(date +%s) + 600 ))" >/dev/null 2>"$WORK/wait.err" &
+waiting=$!
+_PIDS+=("$waiting")
+wait_for_line "$WORK/wait.err" "waiting (Ctrl-C stops)" "$waiting"
+kill -INT "$waiting"
+status=0
+wait "$waiting" || status=$?
+check_eq "$status" 130 "exit status of Ctrl-C before the start"
+check_eq "$(ex "$WORK/wait.rtrace" | wc -l)" 0 "exchanges sent before the start"
+
+# --- a shard killed mid-run: constant arrivals at 2/s put shard 1's five sends 2 s apart; it is
+# killed once its first exchange is on disk (the writer closes a frame when one is 1 s old).
+start=$(( $(date +%s) + 4 ))
+pids=()
+for i in 0 1 2 3; do
+  "$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/k$i.rtrace" --shard "$i/4" \
+    --start-at "$start" --rate 2 --arrival constant >/dev/null 2>"$WORK/k$i.err" &
+  pids+=($!)
+done
+_PIDS+=("${pids[@]}")
+on_disk=0
+for attempt in $(seq 1 300); do
+  [[ -f "$WORK/k1.rtrace.partial" ]] && \
+    (( $("$RETRACE" export "$WORK/k1.rtrace.partial" 2>/dev/null | grep -c '"exchange"' || true) > 0 )) && { on_disk=1; break; }
+  kill -0 "${pids[1]}" 2>/dev/null || fail "shard 1 ended before its first exchange was on disk"
+  sleep 0.1
+done
+(( on_disk )) || fail "shard 1 wrote no exchange to disk within 30 s"
+kill -KILL "${pids[1]}"
+wait "${pids[1]}" 2>/dev/null || true
+for i in 0 2 3; do wait "${pids[$i]}" || fail "shard $i/4 exited non-zero"; done
+present=$("$RETRACE" export "$WORK/k1.rtrace.partial" 2>/dev/null | grep -c '"exchange"' || true)
+(( present >= 1 && present < 5 )) || fail "the killed shard holds $present of its 5 exchanges"
+status=0
+"$RETRACE" merge "$WORK"/k{0,2,3}.rtrace "$WORK/k1.rtrace.partial" -o "$WORK/kmerged.rtrace" \
+  >"$WORK/kmerge.out" 2>"$WORK/kmerge.err" || status=$?
+check_eq "$status" 1 "exit status of a merge with exchanges missing"
+check_contains "$WORK/kmerge.err" "is missing $(( 5 - present )) of its 5 exchanges" "missing exchanges of shard 1"
+check_contains "$WORK/kmerge.err" "$(( 5 - present )) exchanges missing" "missing total"
+check_eq "$(ex "$WORK/kmerged.rtrace" | wc -l)" "$(( 15 + present ))" "exchanges in the merge with a killed shard"
+# With the source trace, the missing ones are named: shard 1's selection is the input's exchanges
+# 2, 6, 10, 14 and 18 (counting from 1), sent in that order at constant arrivals, so the last
+# 5 - present are missing.
+mapfile -t ids < <(ex "$WORK/gold.rtrace" | jq -r .id | sed -n '2p;6p;10p;14p;18p')
+missing_ids=$(IFS=,; echo "${ids[*]:present}" | sed 's/,/, /g')
+status=0
+"$RETRACE" merge "$WORK"/k{0,2,3}.rtrace "$WORK/k1.rtrace.partial" -o "$WORK/kmerged2.rtrace" \
+  --trace "$WORK/gold.rtrace" >/dev/null 2>"$WORK/kmerge2.err" || status=$?
+check_eq "$status" 1 "exit status of a merge with --trace and exchanges missing"
+check_contains "$WORK/kmerge2.err" "exchanges: source ids $missing_ids" "missing source ids"
+"$RETRACE" merge "$WORK"/k{0,2,3}.rtrace "$WORK/k1.rtrace.partial" -o "$WORK/kmerged.rtrace" --force \
+  --allow-missing >/dev/null 2>&1 || fail "--allow-missing still exited non-zero"
+
+stop "$SIM_PID" || fail "serve exited non-zero"
+echo "replay_shards: ok"

@@ -1,0 +1,243 @@
+// Unit tests of sharded replay: --start-at parsing, the global schedule of a shard, and the
+// refusals and bookkeeping of `retrace merge` (replay/shard.hpp, replay/merge.hpp).
+#include <catch2/catch.hpp>
+
+#include <boost/json.hpp>
+
+#include "replay/merge.hpp"
+#include "replay/prepare.hpp"
+#include "replay/replay.hpp"
+#include "replay/shard.hpp"
+#include "tests/temp_dir.hpp"
+
+using namespace retrace;
+using namespace retrace::replay;
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::int64_t kSecond = 1'000'000'000;
+
+// A shard's output as replay writes it: settings with the shard facts, `count` exchanges whose
+// source ids are index, index + shards, ...
+void write_shard(const std::filesystem::path& path, std::size_t index, std::size_t shards,
+                 std::size_t count, std::size_t selected, const std::string& input = "A",
+                 int concurrency = 1) {
+  Options options;
+  options.target = "http://127.0.0.1:1";
+  options.schedule.concurrency = concurrency;
+  options.shard_index = index;
+  options.shard_count = shards;
+  ShardFacts facts;
+  facts.input_identity = input.front() == '{' ? input : json::serialize(json::object{{"digest", input}});
+  facts.selected = selected;
+  facts.host = "host" + std::to_string(index);
+  facts.start_at_ns = 1764583200 * kSecond;
+  facts.clock_offset_ns = 1000 + static_cast<std::int64_t>(index);
+  TraceHeader header;
+  header.source = Source::replayed;
+  header.settings = with_shard_facts(settings_json(options), facts);
+  header.labels = {{"run", "shard" + std::to_string(index)}, {"concurrency", std::to_string(concurrency)}};
+  TraceWriter writer(path, header);
+  for (std::size_t k = 0; k < count; ++k) {
+    Exchange e;
+    e.id = k;
+    e.source_id = index + k * shards;
+    e.request.method = "POST";
+    e.request.target = "/v1/completions";
+    e.actual_send_ns = e.intended_send_ns = static_cast<std::int64_t>(*e.source_id) * 1000;
+    e.end_ns = 10;
+    e.labels = header.labels;
+    writer.write(e);
+  }
+  writer.close();
+}
+
+std::string refusal(const std::vector<std::filesystem::path>& shards, const std::filesystem::path& out) {
+  try {
+    merge_shards(shards, out);
+  } catch (const MergeRefused& e) {
+    CHECK_FALSE(std::filesystem::exists(out));
+    return e.what();
+  }
+  FAIL("merge was not refused");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("start-at reads RFC 3339 with Z or an offset and epoch seconds with a fraction") {
+  CHECK(parse_start_at("2026-12-01T10:00:00Z") == 1796119200 * kSecond);
+  CHECK(parse_start_at("2026-12-01T11:00:00+01:00") == 1796119200 * kSecond);
+  CHECK(parse_start_at("2026-12-01T09:30:00.25-00:30") == 1796119200 * kSecond + kSecond / 4);
+  CHECK(parse_start_at("2024-02-29t00:00:00.000000001z") == 1709164800 * kSecond + 1);
+  CHECK(parse_start_at("1796119200") == 1796119200 * kSecond);
+  CHECK(parse_start_at("1796119200.5") == 1796119200 * kSecond + kSecond / 2);
+  CHECK(format_rfc3339(1796119200 * kSecond + kSecond / 4) == "2026-12-01T10:00:00.250000000Z");
+  CHECK(parse_start_at(format_rfc3339(1709164800 * kSecond + 123)) == 1709164800 * kSecond + 123);
+}
+
+TEST_CASE("start-at refuses a time without a zone and impossible dates, naming the form") {
+  for (const char* bad : {"2026-12-01T10:00:00", "2026-13-01T10:00:00Z", "2025-02-29T10:00:00Z",
+                          "2026-12-01T24:00:00Z", "2026-12-01T10:00:00+1", "tomorrow", "",
+                          "1796119200.", "1796119200s", "2026-12-01T10:00:00Z trailing"}) {
+    INFO(bad);
+    try {
+      parse_start_at(bad);
+      FAIL("accepted");
+    } catch (const std::invalid_argument& e) {
+      CHECK_THAT(e.what(), Catch::Contains("--start-at") && Catch::Contains("RFC 3339"));
+    }
+  }
+}
+
+TEST_CASE("start-at may be up to a second in the past but not more") {
+  auto at = 1796119200 * kSecond;
+  CHECK_NOTHROW(check_start_at(at, at - 30 * kSecond));
+  CHECK_NOTHROW(check_start_at(at, at + kSecond));
+  CHECK_THROWS_WITH(check_start_at(at, at + 3 * kSecond), Catch::Contains("3.000 s in the past"));
+}
+
+TEST_CASE("a shard's open-loop arrivals are those of the whole trace") {
+  LoadedTrace input;
+  for (std::uint64_t i = 0; i < 10; ++i) {
+    auto& e = input.exchanges.emplace_back();
+    e.id = i;
+    e.request.method = "POST";
+    e.request.target = "/v1/completions";
+  }
+  Options whole;
+  whole.schedule.kind = ScheduleKind::rate;
+  whole.schedule.rate = 10;
+  whole.seed = 3;
+  auto global = arrival_offsets_ns(10, whole.schedule, whole.seed);
+  for (std::size_t shard = 0; shard < 3; ++shard) {
+    Options options = whole;
+    options.shard_index = shard;
+    options.shard_count = 3;
+    auto chosen = select_exchanges(input.exchanges, options, false);
+    std::vector<Prepared> prepared(chosen.size());
+    for (std::size_t i = 0; i < chosen.size(); ++i) prepared[i].input_index = chosen[i];
+    auto chains = make_chains(input, prepared, options);
+    REQUIRE(chains.size() == chosen.size());
+    for (std::size_t c = 0; c < chains.size(); ++c)
+      CHECK(chains[c].start_ns == global[input.exchanges[prepared[chains[c].items[0]].input_index].id]);
+  }
+}
+
+TEST_CASE("a shard's recorded timing keeps the offsets from the whole trace's first send") {
+  LoadedTrace input;
+  for (std::int64_t i = 0; i < 6; ++i) {
+    auto& e = input.exchanges.emplace_back();
+    e.request.method = "POST";
+    e.actual_send_ns = (i + 1) * 100;
+  }
+  Options options;
+  options.schedule.kind = ScheduleKind::recorded;
+  options.shard_index = 1;
+  options.shard_count = 2;
+  auto chosen = select_exchanges(input.exchanges, options, false);
+  std::vector<Prepared> prepared(chosen.size());
+  for (std::size_t i = 0; i < chosen.size(); ++i) prepared[i].input_index = chosen[i];
+  auto chains = make_chains(input, prepared, options);
+  REQUIRE(chains.size() == 3);
+  CHECK(chains[0].start_ns == 100);  // exchange 1, at 200, is 100 after exchange 0
+  CHECK(chains[2].start_ns == 500);
+}
+
+TEST_CASE("merge joins every shard once and says the total concurrency and each shard's facts") {
+  TempDir dir;
+  for (std::size_t i = 0; i < 3; ++i) write_shard(dir / ("s" + std::to_string(i)), i, 3, 4, 4, "A", 2);
+  auto result = merge_shards({dir / "s2", dir / "s0", dir / "s1"}, dir / "out");
+  CHECK(result.exchanges == 12);
+  CHECK(result.missing == 0);
+  CHECK(result.total_concurrency == 6);
+  auto merged = load_trace(dir / "out");
+  REQUIRE(merged.exchanges.size() == 12);
+  for (std::size_t k = 0; k < 12; ++k) {
+    CHECK(merged.exchanges[k].id == k);
+    CHECK(*merged.exchanges[k].source_id == k);  // completion order across shards
+    CHECK(*merged.exchanges[k].label("run") == "out");
+    CHECK(*merged.exchanges[k].label("concurrency") == "6");
+  }
+  auto settings = json::parse(merged.header.settings).as_object();
+  CHECK(settings.at("schedule").at("concurrency") == 6);
+  CHECK_FALSE(settings.contains("shard"));
+  auto& shards = settings.at("shards").as_array();
+  REQUIRE(shards.size() == 3);
+  CHECK(shards[2].at("host") == "host2");
+  CHECK(shards[2].at("clock_offset_ns") == 1002);
+  CHECK(shards[0].at("start_at") == "2025-12-01T10:00:00.000000000Z");
+}
+
+TEST_CASE("merge refuses missing and duplicate shards, listing them") {
+  TempDir dir;
+  for (std::size_t i = 0; i < 4; ++i) write_shard(dir / ("s" + std::to_string(i)), i, 4, 1, 1);
+  CHECK_THAT(refusal({dir / "s0", dir / "s2"}, dir / "out"), Catch::Contains("missing shards 1, 3 of 4"));
+  CHECK_THAT(refusal({dir / "s0", dir / "s1", dir / "s1", dir / "s2", dir / "s3"}, dir / "out"),
+             Catch::Contains("shard 1/4 is given twice"));
+}
+
+TEST_CASE("merge refuses shards of another trace, another shard count or other settings") {
+  TempDir dir;
+  write_shard(dir / "a0", 0, 2, 1, 1, "A");
+  write_shard(dir / "b1", 1, 2, 1, 1, "B");
+  write_shard(dir / "c1", 1, 3, 1, 1, "A");
+  write_shard(dir / "d1", 1, 2, 1, 1, "A", 5);
+  CHECK_THAT(refusal({dir / "a0", dir / "b1"}, dir / "out"), Catch::Contains("replays a different trace"));
+  CHECK_THAT(refusal({dir / "a0", dir / "c1"}, dir / "out"), Catch::Contains("is shard 1/3"));
+  CHECK_THAT(refusal({dir / "a0", dir / "d1"}, dir / "out"), Catch::Contains("differ in: schedule"));
+  TraceHeader plain;
+  plain.source = Source::replayed;
+  plain.settings = "{}";
+  TraceWriter(dir / "plain", plain).close();
+  CHECK_THAT(refusal({dir / "plain"}, dir / "out"), Catch::Contains("is not a shard of a replay"));
+}
+
+TEST_CASE("merge counts the exchanges a shard selected but does not hold") {
+  TempDir dir;
+  write_shard(dir / "s0", 0, 2, 5, 5);
+  write_shard(dir / "s1", 1, 2, 2, 5);
+  auto result = merge_shards({dir / "s0", dir / "s1"}, dir / "out");
+  CHECK(result.exchanges == 7);
+  CHECK(result.missing == 3);
+  CHECK(result.shards[1].missing() == 3);
+  CHECK(result.shards[0].missing() == 0);
+}
+
+TEST_CASE("merge names the missing exchanges by source id from the source trace, and refuses another") {
+  TempDir dir;
+  TraceHeader header;
+  header.source = Source::imported;
+  header.created_unix_ns = 42;
+  {
+    TraceWriter writer(dir / "src", header);
+    for (std::uint64_t id = 0; id < 6; ++id) {
+      Exchange e;
+      e.id = id;
+      e.request.method = "POST";
+      e.request.body = std::to_string(id);
+      e.key = request_key("POST", "/", e.request.body);
+      writer.write(e);
+    }
+  }
+  auto identity = input_identity_json(load_trace(dir / "src"));
+  write_shard(dir / "s0", 0, 2, 3, 3, identity);
+  write_shard(dir / "s1", 1, 2, 1, 3, identity);  // holds source id 1 of 1, 3, 5
+  MergeOptions options;
+  options.source_trace = dir / "src";
+  auto result = merge_shards({dir / "s0", dir / "s1"}, dir / "out", options);
+  CHECK(result.missing == 2);
+  CHECK(result.shards[0].missing_ids.empty());
+  CHECK(result.shards[1].missing_ids == std::vector<std::uint64_t>{3, 5});
+
+  write_shard(dir / "t0", 0, 2, 3, 3, "A");
+  write_shard(dir / "t1", 1, 2, 3, 3, "A");
+  try {
+    merge_shards({dir / "t0", dir / "t1"}, dir / "out2", options);
+    FAIL("merged shards of another trace with it");
+  } catch (const MergeRefused& e) {
+    CHECK_THAT(e.what(), Catch::Contains("is not the trace the shards replayed"));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir / "out2"));
+}
