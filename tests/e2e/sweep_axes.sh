@@ -64,6 +64,8 @@ sent=$(ex "$WORK/timed.rtrace" | wc -l)
 check_eq "$(ex "$WORK/timed.rtrace" | jq -r 'select(.intended_send_ns >= 1000000000) | .id' | wc -l)" 0 \
   "requests planned after --duration"
 check_eq "$(settings "$WORK/timed.rtrace" | jq -c '[.duration_ms, .requests]')" "[1000,200]" "--duration in the settings"
+"$RETRACE" stats "$WORK/timed.rtrace" >"$WORK/timed.txt"
+check_contains "$WORK/timed.txt" "200 requests, no new request after 1000 ms" "--duration in the report's header"
 
 # --- recorded timing over a Mooncake-format file: a burst at 1 s, then 5 s, 65 s and 66 s.
 cat >"$WORK/mooncake.jsonl" <<'ROWS'
@@ -83,6 +85,9 @@ check_eq "$(intended_ms "$WORK/window.rtrace")" "0 0 500 " "intended offsets in 
 check_eq "$(ex "$WORK/window.rtrace" | jq -r .source_id | sort -n | tr '\n' ' ')" "2 3 4 " "exchanges in the window (ids from 1)"
 check_eq "$(settings "$WORK/window.rtrace" | jq -c '[.window_from_ms, .window_to_ms, .max_idle_gap_ms, .schedule.speed]')" \
   "[1000,60000,500,2]" "the window and the gap in the settings"
+"$RETRACE" stats "$WORK/window.rtrace" >"$WORK/window.txt"
+check_contains "$WORK/window.txt" "recorded timing ×2, window 1000 ms to 60000 ms, idle gaps ≤ 500 ms" \
+  "the window and the gap in the report's header"
 # The whole file at --speed 10 (0, 100, 100, 500, 6500, 6600 ms) with --max-idle-gap 1s: only the
 # 6 s silence shrinks. Capping before the speed would have made it 100 ms, not 1 s.
 "$RETRACE" replay "$WORK/mooncake.rtrace" --target "$SIM_URL" --timing recorded --speed 10 \
