@@ -145,6 +145,7 @@ Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir) {
   summary.header.schedule = summary.axis + " " + levels + " × " + std::to_string(plan.repeats) + " repeats";
   if (plan.axis == Axis::rate) summary.header.schedule += " (" + plan.arrival + " arrivals)";
   if (plan.axis == Axis::speed) summary.header.schedule += " (recorded timing)";
+  summary.header.schedule += report::trace_controls(baseline.header);
   for (double level : plan.levels) {
     std::vector<const PlannedRun*> planned;
     for (const auto& run : plan.runs)

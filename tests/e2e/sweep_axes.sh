@@ -42,6 +42,8 @@ check_eq "$(jq -c '[.levels[].requests]' "$WORK/summary.json")" "[30,30]" "reque
 check_eq "$(head -1 "$WORK/sweep/summary.csv" | cut -d, -f1)" rate "summary.csv's axis column"
 check_contains "$WORK/sweep/summary.md" "| rate | runs |" "summary.md's axis column"
 check_eq "$(jq -r .axis "$WORK/sweep/plan.json")" rate "plan.json axis"
+check_eq "$(jq -r .header.schedule "$WORK/summary.json")" "rate 20,40 × 1 repeats (poisson arrivals), 30 requests" \
+  "the sweep's schedule"
 
 # One axis only, and --requests is not for the recorded clock.
 if "$RETRACE" sweep "$WORK/gold.rtrace" --target "$SIM_URL" --rate 1 -c 2 --out "$WORK/bad" 2>"$WORK/bad.err"; then
