@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cmath>
@@ -166,7 +167,8 @@ int run(const ReplayArgs& args) {
   if (input.exchanges.empty())
     throw std::invalid_argument(args.input + " holds no exchanges to replay");
   if (options.schedule.kind == replay::ScheduleKind::concurrency && options.schedule.concurrency == 0)
-    options.schedule.concurrency = static_cast<int>(input.exchanges.size());
+    options.schedule.concurrency =
+        static_cast<int>(std::max(input.exchanges.size(), options.requests.value_or(0)));
 
   // Once for every repeat: nothing answering, or an ambiguous model, stops here (exit 2).
   options.preflight = std::make_shared<const replay::Preflight>(replay::preflight(input, options));
