@@ -99,6 +99,12 @@ check_eq "$(intended_ms "$WORK/gap.rtrace")" "0 100 100 500 1500 1600 " "intende
 "$RETRACE" replay "$WORK/mooncake.rtrace" --target "$SIM_URL" --timing recorded --speed 1000 \
   --window-from 60s --out "$WORK/tail.rtrace" >/dev/null
 check_eq "$(intended_ms "$WORK/tail.rtrace")" "5 6 " "intended offsets from --window-from at --speed 1000"
+# sweep --speed passes the trace controls down to every run: at 10× and 20× with the gap capped.
+"$RETRACE" sweep "$WORK/mooncake.rtrace" --target "$SIM_URL" --speed 10,20 --max-idle-gap 1s --repeat 1 \
+  --out "$WORK/speeds" --csv >"$WORK/speeds.csv" 2>"$WORK/speeds.err" || { cat "$WORK/speeds.err" >&2; fail "sweep --speed"; }
+check_eq "$(intended_ms "$WORK/speeds/speed10-r1.rtrace")" "0 100 100 500 1500 1600 " "intended offsets at speed 10"
+check_eq "$(intended_ms "$WORK/speeds/speed20-r1.rtrace")" "0 50 50 250 1250 1300 " "intended offsets at speed 20"
+check_eq "$(cut -d, -f1 "$WORK/speeds.csv" | tr '\n' ' ')" "speed 10 20 " "summary.csv's speed levels"
 if "$RETRACE" replay "$WORK/mooncake.rtrace" --target "$SIM_URL" -c 2 --max-idle-gap 1s \
     --out "$WORK/bad.rtrace" 2>"$WORK/bad.err"; then
   fail "--max-idle-gap without recorded timing accepted"
