@@ -85,8 +85,8 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
     plan.target = args.target;
     auto given = command.count("--concurrency") + command.count("--rate") + command.count("--speed");
     if (given > 1)
-      throw std::invalid_argument("give one axis to sweep: --concurrency LEVELS, --rate LEVELS or "
-                                  "--speed LEVELS (the others stay as the schedule leaves them)");
+      throw std::invalid_argument("give one axis to sweep: --concurrency LEVELS (closed loop), "
+                                  "--rate LEVELS (open loop) or --speed LEVELS (recorded timing)");
     plan.axis = command.count("--rate")    ? sweep::Axis::rate
                 : command.count("--speed") ? sweep::Axis::speed
                                            : sweep::Axis::concurrency;
