@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -36,7 +37,6 @@ struct ReplayArgs {
   std::optional<double> burstiness;
   std::string timing;
   double speed = 1;
-  std::uint64_t seed = 1;
   bool sessions = false;
   std::string session_mode = "recorded";
   int repeat = 1;
@@ -134,7 +134,6 @@ replay::Options make_options(const ReplayArgs& args) {
       throw std::invalid_argument("--speed must be between 0.000001 and 1000000 (2 = twice as fast)");
     options.schedule.speed = args.speed;
   }
-  options.seed = args.seed;
   if (args.session_mode != "recorded" && args.session_mode != "live")
     throw std::invalid_argument("--session-mode must be recorded or live");
   options.live_sessions = args.session_mode == "live";
@@ -182,7 +181,8 @@ int run(const ReplayArgs& args) {
   if (input.exchanges.empty())
     throw std::invalid_argument(args.input + " holds no exchanges to replay");
   if (options.schedule.kind == replay::ScheduleKind::concurrency && options.schedule.concurrency == 0)
-    options.schedule.concurrency = static_cast<int>(input.exchanges.size());
+    options.schedule.concurrency =
+        static_cast<int>(std::max(input.exchanges.size(), options.requests.value_or(0)));
 
   // Once for every repeat: nothing answering, or an ambiguous model, stops here (exit 2).
   options.preflight = std::make_shared<const replay::Preflight>(replay::preflight(input, options));
@@ -276,7 +276,6 @@ void add_replay(CLI::App& root, Registry& registry) {
                       "Open-loop arrivals: poisson (default), constant or gamma");
   command->add_option("--burstiness", args->burstiness,
                       "Gamma shape (1 = Poisson, < 1 burstier); alone, it selects gamma arrivals");
-  command->add_option("--seed", args->seed, "Seed of the arrival process")->capture_default_str();
   command->add_option("--timing", args->timing, "'recorded': the trace's own send times");
   command->add_option("--speed", args->speed, "With --timing recorded: 2 = twice as fast")
       ->capture_default_str();

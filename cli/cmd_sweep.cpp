@@ -16,7 +16,10 @@ namespace {
 struct SweepArgs {
   std::string trace;
   std::string target;
-  std::string levels = "1,16,32";
+  std::string levels = "1,16,32";  // --concurrency
+  std::string rates;               // --rate
+  std::string speeds;              // --speed
+  std::string arrival;             // --arrival (rate axis)
   int repeats = 3;
   std::string out;
   std::string order = "grouped";
@@ -51,10 +54,12 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
   sweep::Plan plan;
   fs::path dir;
   if (!args.resume.empty()) {
-    for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--repeat", "--order",
-                      "--answers-from", "--match", "--near-tie", "--set", "--unset", "--token-ids", "--model",
-                      "--max-error-rate", "--api-key-env", "--timeout", "--label", "--limit",
-                      "--warmup", "--filter", "--force", "--no-stream"})
+    for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--rate", "--speed", "--arrival",
+                      "--repeat", "--order", "--answers-from", "--match", "--near-tie", "--set",
+                      "--unset", "--token-ids", "--model", "--max-error-rate", "--api-key-env",
+                      "--timeout", "--label", "--limit", "--warmup", "--filter", "--force",
+                      "--no-stream", "--seed", "--window-from", "--window-to", "--max-idle-gap",
+                      "--sample-sessions", "--requests", "--duration"})
       if (command.count(flag) > 0)
         throw std::invalid_argument(std::string("--resume continues a sweep with its saved settings; ") +
                                     flag + " cannot change them (start a new sweep with --out instead)");
@@ -78,19 +83,33 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
     if (!order) throw std::invalid_argument("--order: expected grouped or interleaved");
     plan.trace = fs::absolute(args.trace).string();
     plan.target = args.target;
-    plan.levels = sweep::parse_levels(args.levels);
+    auto given = command.count("--concurrency") + command.count("--rate") + command.count("--speed");
+    if (given > 1)
+      throw std::invalid_argument("give one axis to sweep: --concurrency LEVELS (closed loop), "
+                                  "--rate LEVELS (open loop) or --speed LEVELS (recorded timing)");
+    plan.axis = command.count("--rate")    ? sweep::Axis::rate
+                : command.count("--speed") ? sweep::Axis::speed
+                                           : sweep::Axis::concurrency;
+    if (!args.arrival.empty() && plan.axis != sweep::Axis::rate)
+      throw std::invalid_argument("--arrival shapes the open loop of a --rate sweep; give --rate LEVELS");
+    if (!args.arrival.empty()) plan.arrival = args.arrival;
+    plan.levels = sweep::parse_levels(plan.axis == sweep::Axis::rate    ? args.rates
+                                      : plan.axis == sweep::Axis::speed ? args.speeds
+                                                                        : args.levels,
+                                      plan.axis);
     plan.repeats = args.repeats;
     plan.order = *order;
     plan.replay = args.replay;
     if (!args.answers_from.empty()) plan.answers_from = fs::absolute(args.answers_from).string();
     plan.match = args.match;
     plan.near_tie = args.near_tie;
-    plan.runs = sweep::plan_runs(plan.levels, plan.repeats, plan.order);
+    plan.runs = sweep::plan_runs(plan.levels, plan.repeats, plan.order, plan.axis);
     std::vector<fs::path> inputs{args.trace};
     if (!args.answers_from.empty()) inputs.emplace_back(args.answers_from);
     for (const auto& run : plan.runs) check_output_file(dir / run.file, inputs, true, "--out");
     // Validate every setting before creating anything.
-    sweep::to_replay_options(plan.replay, plan.target, 1, {});
+    for (double level : plan.levels)
+      sweep::to_replay_options(plan.replay, plan.target, sweep::schedule_at(plan, level), {});
     sweep::diff_options(plan, false);
     fs::create_directories(dir);
     sweep::save_plan(plan, dir);
@@ -135,7 +154,8 @@ void add_sweep(CLI::App& root, Registry& registry) {
   auto args = std::make_shared<SweepArgs>();
   CLI::App* command = root.add_subcommand(
       "sweep",
-      "Replay a trace at several concurrency levels, several times each, and report per level: "
+      "Replay a trace at several concurrency levels (or open-loop rates, or speeds of the recorded "
+      "timing), several times each, and report per level: "
       "outputs matching the expected answers, outputs differing from the baseline (the first "
       "level's first repeat) with their first divergent tokens, unique completions across repeats, "
       "throughput with its spread, and TTFT/e2e percentiles. Each run is its own trace in --out; "
@@ -143,13 +163,29 @@ void add_sweep(CLI::App& root, Registry& registry) {
       "output differs from the baseline, 1 when some do, 2 when nothing could run (bad input, "
       "nothing answers at the target), 3 when more requests failed than --max-error-rate allows.");
   command->footer(
-      "Example: retrace sweep gold.rtrace --target http://127.0.0.1:8000 --concurrency 1,16,32 "
-      "--repeat 3 --out sweep1");
+      "Examples:\n"
+      "  retrace sweep gold.rtrace --target http://127.0.0.1:8000 --concurrency 1,16,32 --repeat 3 --out sweep1\n"
+      "  retrace sweep gold.rtrace --target http://127.0.0.1:8000 --rate 1,2,4,8 --requests 150 --out sweep2\n"
+      "  retrace sweep prod.rtrace --target http://127.0.0.1:8000 --speed 0.5,1,2 --max-idle-gap 5s --out sweep3\n"
+      "One axis per sweep: --concurrency (closed loop; runs c16-r1.rtrace ...), --rate (open loop, "
+      "poisson unless --arrival; rate2-r1.rtrace ...) or --speed (the recorded timing; "
+      "speed0.5-r1.rtrace ...). The summary's first column, summary.json's \"axis\" and "
+      "summary.csv's first header name it.\n"
+      "With --requests N every run sends N requests cycling through the trace; each copy of a "
+      "request is compared with the baseline's copy of the same request (k-th with k-th).");
   command->add_option("TRACE", args->trace, "The trace to replay");
   command->add_option("--target", args->target, "Base URL of the server, e.g. http://127.0.0.1:8000");
   command->add_option("--concurrency,-c,--max-concurrency", args->levels,
-                      "Concurrency levels, comma-separated")
+                      "Concurrency levels, comma-separated (the default axis)")
       ->capture_default_str();
+  command->add_option("--rate", args->rates,
+                      "Open-loop rates to sweep instead, requests per second, comma-separated")
+      ->type_name("LEVELS");
+  command->add_option("--speed", args->speeds,
+                      "Speeds of the recorded timing to sweep instead, comma-separated (2 = twice as fast)")
+      ->type_name("LEVELS");
+  command->add_option("--arrival", args->arrival,
+                      "--rate sweep: poisson (default), constant or gamma arrivals");
   command->add_option("--repeat", args->repeats, "Runs per level")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

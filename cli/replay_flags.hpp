@@ -37,6 +37,34 @@ inline void add_request_flags(CLI::App& command, replay::RequestFlags& flags) {
   command.add_option("--label", flags.labels, "KEY=VALUE on the run and every exchange (repeatable)");
   command.add_option("--warmup", flags.warmup, "Send N requests first, neither counted nor written");
   command.add_option("--limit", flags.limit, "Replay at most N exchanges");
+  command.add_option("--seed", flags.seed, "Seed of the arrival process and of --sample-sessions")
+      ->capture_default_str();
+  // Not --from/--to: `import --from` names a trace format.
+  command.add_option("--window-from", flags.window_from,
+                     "Keep exchanges sent at or after this offset of the trace's own clock (a "
+                     "session by its first turn); recorded timing starts here")
+      ->type_name("DURATION")
+      ->check(duration_check({}));
+  command.add_option("--window-to", flags.window_to,
+                     "Keep exchanges sent before this offset of the trace's own clock")
+      ->type_name("DURATION")
+      ->check(duration_check({}));
+  command.add_option("--max-idle-gap", flags.max_idle_gap,
+                     "Recorded timing: shorten any wait between sends longer than this to it "
+                     "(applied after --speed)")
+      ->type_name("DURATION")
+      ->check(duration_check({}));
+  command.add_option("--sample-sessions", flags.sample_sessions,
+                     "Keep this fraction (0 < F <= 1) of sessions, chosen by a hash of the session "
+                     "id and --seed (the same ones on every shard and repeat)")
+      ->type_name("F");
+  command.add_option("--requests", flags.requests,
+                     "Send N requests, cycling through the selected exchanges (not with recorded "
+                     "timing)");
+  command.add_option("--duration", flags.duration,
+                     "Send no new request after this long; those in flight finish")
+      ->type_name("DURATION")
+      ->check(duration_check(std::chrono::milliseconds(1)));
   command.add_option("--filter", flags.filters,
                      "path:GLOB, label:KEY=GLOB or session:GLOB (repeatable)");
   command.add_option("--threads", flags.threads, "Worker threads (default: one per core)");

@@ -2,11 +2,16 @@
 // every output that differs find the first divergent token.
 //
 // Alignment (per baseline/candidate pair of traces, decided from each trace's first exchange):
-//   both sides carry source ids (both replays of one trace)  candidate.source_id <-> baseline.source_id
+//   both sides carry source ids (both replays of one trace)  (candidate.source_id, occurrence) <->
+//                                                              (baseline.source_id, occurrence)
 //   only the candidate does (baseline is the replayed trace)  candidate.source_id <-> baseline.id
 //   only the baseline does                                    candidate.id        <-> baseline.source_id
 //   neither                                                   (request key, occurrence number)
-// Exchanges on one side only are reported as missing; an error on either side is its own verdict.
+// The occurrence with source ids counts earlier exchanges of the same trace with the same source id,
+// in file order: a run that cycles a short trace (replay --requests N) re-issues each source
+// several times, and its k-th copy of a question pairs with the baseline's k-th copy of the same
+// question (never with another question). The other modes pair each id once; further copies are
+// missing. Exchanges on one side only are reported as missing; an error on either side is its own verdict.
 //
 // Comparison, per choice (choices pair up by index; an absent choice compares as empty):
 //   * basis token_ids when both sides' streams are token_ids with every id present: the first

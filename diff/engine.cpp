@@ -37,6 +37,9 @@ struct Summary {
   std::optional<std::uint64_t> source_id;
   RequestKey key;
   std::uint32_t occurrence = 0;
+  // How many earlier exchanges of this trace re-issued the same source: a run that cycles a short
+  // trace (replay --requests N) sends each source several times.
+  std::uint32_t source_occurrence = 0;
   std::vector<ChoiceDigest> choices;
   std::uint64_t completion_hash = 0;  // all choices' bytes: what "same completion" means N-way
   bool failed = false;
@@ -71,6 +74,7 @@ class Summarizer {
     out.source_id = exchange.source_id;
     out.key = exchange.key;
     out.occurrence = occurrences_[exchange.key]++;
+    out.source_occurrence = exchange.source_id ? source_occurrences_[*exchange.source_id]++ : 0;
     out.failed = exchange.error.kind != ErrorKind::none;
     out.error.clear();
     if (out.failed) {
@@ -114,6 +118,7 @@ class Summarizer {
   };
   const Options& options_;
   std::unordered_map<RequestKey, std::uint32_t, KeyHash> occurrences_;
+  std::unordered_map<std::uint64_t, std::uint32_t> source_occurrences_;
   std::string bytes_;
   std::vector<std::int32_t> ids_;
   std::unique_ptr<XXH3_state_t, StateDeleter> state_{XXH3_createState()};
@@ -133,6 +138,7 @@ bool same_output(const Summary& baseline, const Summary& candidate) {
 AlignKey baseline_key(const Summary& summary, Alignment alignment) {
   switch (alignment) {
     case Alignment::source_to_source:
+      return {summary.source_id.value_or(~0ull), 1, summary.source_occurrence};
     case Alignment::id_to_source:
       return {summary.source_id.value_or(~0ull), 1, 0};
     case Alignment::source_to_id:
@@ -146,6 +152,8 @@ AlignKey baseline_key(const Summary& summary, Alignment alignment) {
 std::optional<AlignKey> candidate_key(const Summary& summary, Alignment alignment) {
   switch (alignment) {
     case Alignment::source_to_source:
+      if (!summary.source_id) return std::nullopt;
+      return AlignKey{*summary.source_id, 1, summary.source_occurrence};
     case Alignment::source_to_id:
       if (!summary.source_id) return std::nullopt;
       return AlignKey{*summary.source_id, 1, 0};

@@ -61,12 +61,24 @@ void apply_request_flags(const RequestFlags& flags, Options& options) {
     options.labels.push_back({key, value});
   }
   options.limit = flags.limit;
+  options.seed = flags.seed;
+  auto duration = [](const std::string& text, const char* flag) -> std::optional<std::chrono::nanoseconds> {
+    if (text.empty()) return std::nullopt;
+    return parse_duration(text, flag);
+  };
+  options.window_from = duration(flags.window_from, "--window-from");
+  options.window_to = duration(flags.window_to, "--window-to");
+  options.max_idle_gap = duration(flags.max_idle_gap, "--max-idle-gap");
+  options.sample_sessions = flags.sample_sessions;
+  options.requests = flags.requests;
+  options.duration = duration(flags.duration, "--duration");
   options.warmup = flags.warmup;
   for (const auto& filter : flags.filters) validate_filter(filter);
   options.filters = flags.filters;
   options.ca_file = flags.ca_file;
   options.insecure = flags.insecure;
   options.threads = flags.threads;
+  validate_trace_controls(options);  // against the schedule the caller set before
 }
 
 }  // namespace retrace::replay

@@ -26,6 +26,12 @@ struct RequestFlags {
   bool no_stream = false;            // --no-stream
   std::vector<std::string> labels;   // --label KEY=VALUE
   std::optional<std::size_t> limit;  // --limit N
+  std::uint64_t seed = 1;            // --seed: arrivals and --sample-sessions
+  std::string window_from, window_to;  // --window-from/--window-to DURATION ("" = open)
+  std::string max_idle_gap;          // --max-idle-gap DURATION ("" = none)
+  std::optional<double> sample_sessions;  // --sample-sessions F
+  std::optional<std::size_t> requests;    // --requests N
+  std::string duration;              // --duration DURATION ("" = none)
   std::size_t warmup = 0;            // --warmup N
   std::vector<std::string> filters;  // --filter path:GLOB | label:K=GLOB | session:GLOB
   std::string ca_file;               // --ca-file PEM
@@ -34,7 +40,8 @@ struct RequestFlags {
 };
 
 // Validates the flags and sets the fields of `options` they name (the schedule, run name and
-// everything else are left alone). Reads the --api-key-env variable. Throws std::invalid_argument
+// everything else are left alone; the schedule must be set before, as the trace controls are
+// checked against it). Reads the --api-key-env variable. Throws std::invalid_argument
 // naming the flag and what to write instead.
 void apply_request_flags(const RequestFlags& flags, Options& options);
 

@@ -291,32 +291,6 @@ bool matches_filter(const Exchange& exchange, std::string_view filter) {
   return false;
 }
 
-std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
-                                          const Options& options, bool by_session) {
-  for (const auto& filter : options.filters) validate_filter(filter);
-  std::vector<std::size_t> chosen;
-  std::unordered_map<std::string, std::size_t> session_ordinal;
-  std::size_t position = 0;
-  for (std::size_t i = 0; i < exchanges.size(); ++i) {
-    const auto& exchange = exchanges[i];
-    bool keep = std::all_of(options.filters.begin(), options.filters.end(),
-                            [&](const std::string& f) { return matches_filter(exchange, f); });
-    if (!keep) continue;
-    std::size_t shard_key;
-    if (by_session && !exchange.session_id.empty()) {
-      auto [it, inserted] = session_ordinal.try_emplace(exchange.session_id, position);
-      if (inserted) ++position;
-      shard_key = it->second;
-    } else {
-      shard_key = position++;
-    }
-    if (shard_key % options.shard_count != options.shard_index) continue;
-    chosen.push_back(i);
-  }
-  if (options.limit && chosen.size() > *options.limit) chosen.resize(*options.limit);
-  return chosen;
-}
-
 std::string apply_body_overrides(std::string_view body,
                                  const std::vector<std::pair<std::string, std::string>>& set,
                                  const std::vector<std::string>& unset) {
@@ -472,6 +446,17 @@ std::string settings_json(const Options& options, std::string_view input_path) {
   settings["session_mode"] = options.live_sessions ? "live" : "recorded";
   settings["warmup"] = options.warmup;
   if (options.limit) settings["limit"] = *options.limit;
+  // The trace controls (replay/select.cpp).
+  if (options.window_from) settings["window_from_ms"] = options.window_from->count() / 1e6;
+  if (options.window_to) settings["window_to_ms"] = options.window_to->count() / 1e6;
+  if (options.max_idle_gap) settings["max_idle_gap_ms"] = options.max_idle_gap->count() / 1e6;
+  if (options.sample_sessions) {
+    settings["sample_sessions"] = *options.sample_sessions;
+    settings["sample_seed"] = options.seed;
+  }
+  if (options.requests) settings["requests"] = *options.requests;
+  // A time-limited run: no request was sent later than this after the start; in-flight ones ended.
+  if (options.duration) settings["duration_ms"] = options.duration->count() / 1e6;
   json::array filters;
   for (const auto& f : options.filters) filters.emplace_back(f);
   settings["filters"] = std::move(filters);

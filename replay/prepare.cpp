@@ -47,10 +47,12 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
   for (const auto& header : options.headers) overridden.insert(lower(header.name));
   if (options.api_key) overridden.insert("authorization");
 
+  std::unordered_map<std::size_t, std::size_t> copies;
   for (auto index : chosen) {
     const auto& source = input.exchanges[index];
     Prepared p;
     p.input_index = index;
+    p.cycle = copies[index]++;
     p.method = source.request.method.empty() ? "POST" : source.request.method;
     p.verb = http::string_to_verb(p.method);
     if (p.verb == http::verb::unknown)
@@ -112,7 +114,8 @@ std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepa
   for (std::size_t i = 0; i < prepared.size(); ++i) {
     const auto& session = input.exchanges[prepared[i].input_index].session_id;
     if (sessions && !session.empty()) {
-      auto [it, inserted] = chain_of_session.try_emplace(session, chains.size());
+      auto key = prepared[i].cycle == 0 ? session : session + "\n" + std::to_string(prepared[i].cycle);
+      auto [it, inserted] = chain_of_session.try_emplace(key, chains.size());
       if (inserted) chains.emplace_back();
       chains[it->second].items.push_back(i);
     } else {
@@ -129,30 +132,42 @@ std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepa
     auto offsets = arrival_offsets_ns(needed, schedule, options.seed);
     for (std::size_t c = 0; c < chains.size(); ++c) chains[c].start_ns = offsets[first + c * stride];
   } else if (schedule.kind == ScheduleKind::recorded) {
-    // The recorded send offsets, else wall-clock starts; relative to the earliest chosen one, or,
-    // for a shard, the earliest of the whole selection (so shards keep the global times).
-    std::vector<const Exchange*> reference;
+    // The trace's own clock, relative to the window's start, else to the earliest chosen send;
+    // for a shard, to the earliest of the whole selection, and idle gaps capped over the whole
+    // selection too, so that every shard keeps the unsharded run's times.
+    auto clock = trace_clock_ns(input.exchanges);
+    std::vector<std::size_t> reference;
     if (options.shard_count > 1) {
-      for (const auto& e : input.exchanges)
-        if (std::all_of(options.filters.begin(), options.filters.end(),
-                        [&](const std::string& f) { return matches_filter(e, f); }))
-          reference.push_back(&e);
+      Options whole = options;
+      whole.shard_count = 1;
+      whole.shard_index = 0;
+      whole.limit.reset();
+      reference = select_exchanges(input.exchanges, whole, options.sessions || options.live_sessions);
     } else {
-      for (const auto& p : prepared) reference.push_back(&input.exchanges[p.input_index]);
+      for (const auto& p : prepared) reference.push_back(p.input_index);
     }
-    bool have_offsets = std::any_of(reference.begin(), reference.end(),
-                                    [](const Exchange* e) { return e->actual_send_ns != 0; });
-    auto when_exchange = [&](const Exchange& e) {
-      return have_offsets ? e.actual_send_ns : e.start_unix_ns;
-    };
-    auto when = [&](const Prepared& p) { return when_exchange(input.exchanges[p.input_index]); };
     std::int64_t first = std::numeric_limits<std::int64_t>::max();
-    for (const auto* e : reference) first = std::min(first, when_exchange(*e));
+    for (auto index : reference) first = std::min(first, clock[index]);
+    if (options.window_from) first = options.window_from->count();  // the schedule starts there
     double speed = schedule.speed > 0 ? schedule.speed : 1;
-    for (auto& chain : chains) {
+    std::vector<std::int64_t> offsets;
+    offsets.reserve(prepared.size());
+    for (const auto& chain : chains)
       for (auto item : chain.items)
-        chain.offsets_ns.push_back(
-            static_cast<std::int64_t>(static_cast<double>(when(prepared[item]) - first) / speed));
+        offsets.push_back(static_cast<std::int64_t>(
+            static_cast<double>(clock[prepared[item].input_index] - first) / speed));
+    if (options.max_idle_gap) {
+      // Capped together with the reference selection's offsets, of which these are a subset: a
+      // shard's gaps are the whole run's gaps.
+      auto own = offsets.size();
+      for (auto index : reference)
+        offsets.push_back(static_cast<std::int64_t>(static_cast<double>(clock[index] - first) / speed));
+      cap_idle_gaps(offsets, options.max_idle_gap->count());
+      offsets.resize(own);
+    }
+    std::size_t next = 0;
+    for (auto& chain : chains) {
+      for (std::size_t k = 0; k < chain.items.size(); ++k) chain.offsets_ns.push_back(offsets[next++]);
       chain.start_ns = chain.offsets_ns.front();
     }
     std::stable_sort(chains.begin(), chains.end(),

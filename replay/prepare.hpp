@@ -18,6 +18,7 @@ namespace retrace::replay {
 // A request as it goes out.
 struct Prepared {
   std::size_t input_index = 0;
+  std::size_t cycle = 0;  // --requests: how many earlier copies of this input exchange were prepared
   boost::beast::http::verb verb = boost::beast::http::verb::post;
   std::string method;
   std::string target;               // joined with the base path
@@ -42,7 +43,9 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input,
                                        const Options& options, const Preflight& checked);
 
 // The prepared requests as chains, with the schedule's start times (rate: the arrival process;
-// recorded: the recorded offsets, scaled by --speed, sorted by start).
+// recorded: the trace's clock from --window-from (else from the earliest chosen), divided by
+// --speed, gaps capped by --max-idle-gap, sorted by start). Copies made by --requests are chains
+// of their own (a session's copy is a new session).
 std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepared>& prepared,
                                const Options& options);
 

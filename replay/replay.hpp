@@ -20,7 +20,10 @@
 // - --warmup N sends the first N selected requests (cycling) before the measured run, closed loop
 //   at the run's concurrency (1 for rate/recorded schedules); they are neither written nor
 //   counted, and the run's clock starts after them. Every selected exchange is in the output.
-// - Order of selection: --filter, then --shard, then --limit.
+// - Order of selection: --filter, --window-from/--window-to, --sample-sessions, then --shard, then
+//   --limit, then --requests (cycling what is left). Recorded offsets: the trace's clock, minus
+//   --window-from (else minus the earliest chosen offset), divided by --speed, then gaps capped by
+//   --max-idle-gap.
 // - Sessions (--sessions): the exchanges of one session_id run in recorded order, each after the
 //   previous one ended. Closed loop: N sessions in flight. Rate: *sessions* arrive at the rate,
 //   their turns follow back to back. Recorded: a turn goes at its recorded time or when the
@@ -96,6 +99,20 @@ struct Options {
   bool live_sessions = false;  // chat turns carry this run's earlier answers (implies sessions)
   std::size_t warmup = 0;      // requests sent before the run, neither counted nor written
   std::optional<std::size_t> limit;
+  // The trace's own clock (trace_clock_ns): exchanges whose offset is in [window_from, window_to)
+  // are kept (a session by its first turn's offset), and recorded timing starts at window_from.
+  std::optional<std::chrono::nanoseconds> window_from, window_to;
+  // Recorded timing: a gap between successive intended sends (and the wait before the first)
+  // longer than this is shortened to it; applied after --speed, to the schedule as replayed.
+  std::optional<std::chrono::nanoseconds> max_idle_gap;
+  // Keep this fraction (0, 1] of sessions, chosen by a hash of the session id and `seed`, so
+  // shards and repeats keep the same ones. An exchange without a session id is its own session.
+  std::optional<double> sample_sessions;
+  // Send this many requests, cycling through the selection (fewer: its first N). Not with recorded
+  // timing, whose clock does not repeat.
+  std::optional<std::size_t> requests;
+  // Stop sending new requests this long after the run's start; those in flight finish.
+  std::optional<std::chrono::nanoseconds> duration;
   std::vector<std::string> filters;  // "path:GLOB", "label:KEY=GLOB", "session:GLOB"; all must match
   std::vector<std::pair<std::string, std::string>> set;  // JSON body path = JSON (or string) value
   std::vector<std::string> unset;
@@ -247,10 +264,27 @@ HttpHeader parse_header(std::string_view text);
 void validate_filter(std::string_view filter);
 bool matches_filter(const Exchange& exchange, std::string_view filter);
 
-// Input positions to replay, in input order, after filters, shard (by position, or by session when
-// `by_session`) and limit.
+// Input positions to replay, in input order, after filters, window, session sample, shard (by
+// position, or by session when `by_session`) and limit; then cycled to --requests.
 std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
                                           const Options& options, bool by_session);
+
+// The trace's own clock: each exchange's send offset (ns) from the trace's earliest one. The
+// recorded offsets (actual_send_ns, which an import sets from the dataset's timestamps) when any
+// exchange has one, else the wall-clock starts.
+std::vector<std::int64_t> trace_clock_ns(const std::vector<Exchange>& exchanges);
+
+// Whether --sample-sessions `fraction` keeps the session `key` under `seed`: a splitmix64 of the
+// key's FNV-1a hash and the seed, below fraction × 2^64. The same on every machine.
+bool session_sampled(std::string_view key, double fraction, std::uint64_t seed);
+
+// --max-idle-gap: `offsets` (ns, any order) with every gap between successive distinct values,
+// and the wait from 0 to the first, shortened to at most `gap`; order and ties are kept.
+void cap_idle_gaps(std::vector<std::int64_t>& offsets, std::int64_t gap);
+
+// Throws std::invalid_argument when the trace-control settings do not fit together or with the
+// schedule (a window that ends before it starts, --max-idle-gap without recorded timing, ...).
+void validate_trace_controls(const Options& options);
 
 // --set/--unset on a JSON body. Paths are dot-separated object keys; a segment that is a number
 // indexes an array ("messages.0.content"). --set creates missing objects on the way; --unset of a

@@ -131,8 +131,15 @@ asio::awaitable<bool> Worker::wait_until(std::int64_t offset_ns) {
   co_return false;
 }
 
+bool Worker::past_duration(std::int64_t intended_ns) const {
+  const auto& duration = shared_.options.duration;
+  if (!duration || !shared_.record) return false;
+  auto elapsed = nanoseconds(Clock::now() - shared_.run_start);
+  return std::max(intended_ns, elapsed) >= duration->count();
+}
+
 asio::awaitable<void> Worker::run_closed_slot() {
-  while (!stopping_) {
+  while (!stopping_ && !past_duration(0)) {
     auto index = shared_.next_chain.fetch_add(1);
     if (index >= shared_.chains.size()) break;
     co_await run_chain(index, true);
@@ -142,6 +149,7 @@ asio::awaitable<void> Worker::run_closed_slot() {
 // Detached chains lose nothing: run_exchange does not throw.
 asio::awaitable<void> Worker::run_launcher(std::vector<std::size_t> chain_indices) {
   for (auto index : chain_indices) {
+    if (past_duration(shared_.chains[index].start_ns)) break;
     if (!co_await wait_until(shared_.chains[index].start_ns)) break;
     asio::co_spawn(io_, run_chain(index, false), asio::detached);
   }
@@ -157,10 +165,11 @@ asio::awaitable<void> Worker::run_chain(std::size_t chain_index, bool closed_loo
       intended = nanoseconds(Clock::now() - shared_.run_start);  // the slot (or turn) just freed
     } else if (shared_.kind == ScheduleKind::recorded) {
       intended = chain.offsets_ns[k];
-      if (!co_await wait_until(intended)) break;
+      if (past_duration(intended) || !co_await wait_until(intended)) break;
     } else {
       intended = k == 0 ? chain.start_ns : nanoseconds(Clock::now() - shared_.run_start);
     }
+    if (past_duration(intended)) break;
     auto answer = co_await run_exchange(chain.items[k], intended, live ? &answers : nullptr);
     if (live) answers.push_back(std::move(answer));
   }

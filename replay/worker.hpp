@@ -106,6 +106,9 @@ class Worker {
   boost::asio::awaitable<void> run_launcher(std::vector<std::size_t> chain_indices);
   // Stops sending and closes every connection, cutting what is in flight. On io()'s thread.
   void stop_now();
+  // --duration: whether a request meant for `intended_ns` (or sent now) would start after the
+  // run's sending time is over. Never during warmup.
+  bool past_duration(std::int64_t intended_ns) const;
 
  private:
   using Request = boost::beast::http::request<boost::beast::http::string_body>;

@@ -29,16 +29,35 @@ std::string string_at(const json::value& value, std::string_view key) {
   return {};
 }
 
+// The trace controls (replay/select.cpp) change what was measured, so the schedule says them:
+// ", window 1000 ms to 60000 ms, idle gaps ≤ 500 ms, ..."; empty when none was used.
+std::string trace_controls_of(const json::value& settings) {
+  std::string text;
+  auto from = string_at(settings, "window_from_ms"), to = string_at(settings, "window_to_ms");
+  if (!from.empty() || !to.empty())
+    text += ", window " + (from.empty() ? "0" : from) + " ms to " + (to.empty() ? "end" : to + " ms");
+  if (auto gap = string_at(settings, "max_idle_gap_ms"); !gap.empty())
+    text += ", idle gaps ≤ " + gap + " ms";
+  if (auto sample = string_at(settings, "sample_sessions"); !sample.empty())
+    text += ", sessions sampled " + sample + " (seed " + string_at(settings, "sample_seed") + ")";
+  if (auto requests = string_at(settings, "requests"); !requests.empty())
+    text += ", " + requests + " requests";
+  if (auto duration = string_at(settings, "duration_ms"); !duration.empty())
+    text += ", no new request after " + duration + " ms";
+  return text;
+}
+
 std::string schedule_of(const json::value& settings) {
   const auto* object = settings.if_object();
   const json::value* schedule = object ? object->if_contains("schedule") : nullptr;
   if (!schedule) return {};
   std::string kind = string_at(*schedule, "kind");
-  if (kind == "concurrency") return "concurrency " + string_at(*schedule, "concurrency");
+  std::string text = kind;
+  if (kind == "concurrency") text = "concurrency " + string_at(*schedule, "concurrency");
   if (kind == "rate")
-    return "rate " + string_at(*schedule, "rate") + "/s " + string_at(*schedule, "arrival");
-  if (kind == "recorded") return "recorded timing ×" + string_at(*schedule, "speed");
-  return kind;
+    text = "rate " + string_at(*schedule, "rate") + "/s " + string_at(*schedule, "arrival");
+  if (kind == "recorded") text = "recorded timing ×" + string_at(*schedule, "speed");
+  return text + trace_controls_of(settings);
 }
 
 std::string model_of(const json::value& server_info) {
@@ -65,6 +84,10 @@ std::string utc_time(std::int64_t unix_ns) {
   char buffer[40];
   std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &parts);
   return buffer;
+}
+
+std::string trace_controls(const TraceHeader& header) {
+  return trace_controls_of(parse_or_null(header.settings));
 }
 
 ReportHeader header_from_trace(const TraceHeader& header) {

@@ -22,6 +22,9 @@ struct ReportHeader {
 };
 
 ReportHeader header_from_trace(const TraceHeader& header);
+// The trace controls a run used (window, idle-gap cap, session sample, --requests, --duration), as
+// the end of its schedule text: ", window 1000 ms to 60000 ms, 30 requests"; "" when none.
+std::string trace_controls(const TraceHeader& header);
 // The header of the trace file at `path` (reads its first message only); throws TraceError.
 ReportHeader header_of_trace(const std::string& path);
 

@@ -41,7 +41,7 @@ HtmlReport sweep_report(const Summary& summary) {
   report.generator = kToolVersion;
   for (const auto& level : summary.levels) {
     HtmlSeries series;
-    series.label = "c" + std::to_string(level.concurrency);
+    series.label = (summary.axis == "concurrency" ? "c" : summary.axis + " ") + level_text(level.level);
     series.requests_per_s = level.requests_per_s;
     series.output_tokens_per_s = level.output_tokens_per_s;
     series.latency = level.latency;

@@ -1,4 +1,5 @@
-// `sweep --csv` and the sweep's summary.csv: one row per concurrency level.
+// `sweep --csv` and the sweep's summary.csv: one row per level; the first column is named by the
+// sweep's axis (concurrency, rate or speed).
 #include "report/statistics.hpp"
 #include "report/sweep_summary.hpp"
 #include "report/text.hpp"
@@ -19,7 +20,7 @@ std::string optional_number(const std::optional<double>& value, int digits) {
 
 std::string summary_to_csv(const Summary& summary) {
   std::string out = csv_row(
-      {"concurrency", "runs", "requests", "requests_per_s_mean", "requests_per_s_stddev",
+      {summary.axis, "runs", "requests", "requests_per_s_mean", "requests_per_s_stddev",
        "requests_per_s_ci95_low", "requests_per_s_ci95_high", "output_tokens_per_s_mean",
        "output_tokens_per_s_stddev", "output_tokens_per_s_ci95_low", "output_tokens_per_s_ci95_high",
        "ttft_p50_ms", "ttft_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "errors", "differing_requests",
@@ -30,7 +31,7 @@ std::string summary_to_csv(const Summary& summary) {
     auto latency = [](const replay::Percentiles& p, double value) {
       return p.count ? fixed(value, 3) : std::string();
     };
-    out += csv_row({std::to_string(level.concurrency), std::to_string(level.runs),
+    out += csv_row({level_text(level.level), std::to_string(level.runs),
                     std::to_string(level.requests), fixed(level.requests_per_s.mean, 3),
                     fixed(level.requests_per_s.stddev, 3), optional_number(level.requests_per_s.ci_low, 3),
                     optional_number(level.requests_per_s.ci_high, 3),

@@ -4,6 +4,8 @@
 #include "report/sweep_summary.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include <boost/json.hpp>
@@ -13,6 +15,17 @@
 namespace retrace::report {
 
 namespace json = boost::json;
+
+std::string level_text(double level) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", level);
+  return text;
+}
+
+json::value level_json(double level) {
+  if (level == std::floor(level) && std::abs(level) < 1e15) return static_cast<std::int64_t>(level);
+  return level;
+}
 
 LatencySamples latency_samples(const std::vector<replay::ExchangeMetrics>& metrics) {
   LatencySamples samples;
@@ -154,7 +167,7 @@ std::string summary_to_json(const Summary& summary) {
                                ? json::object{{"min", *level.matches_min}, {"max", *level.matches_max}}
                                : json::object{};
     levels.push_back(json::object{
-        {"concurrency", level.concurrency},
+        {summary.axis, level_json(level.level)},
         {"runs", level.runs},
         {"requests", level.requests},
         {"matches_expected", level.matches_min ? json::value(std::move(matches)) : json::value(nullptr)},
@@ -175,7 +188,7 @@ std::string summary_to_json(const Summary& summary) {
   for (const auto& run : summary.runs) {
     runs.push_back(json::object{{"name", run.name},
                                 {"file", run.file},
-                                {"concurrency", run.concurrency},
+                                {summary.axis, level_json(run.level)},
                                 {"repeat", run.repeat},
                                 {"baseline", run.baseline},
                                 {"exchanges", run.exchanges},
@@ -195,7 +208,7 @@ std::string summary_to_json(const Summary& summary) {
   for (const auto& entry : summary.divergences) {
     const auto& divergence = entry.divergence;
     divergences.push_back(json::object{
-        {"concurrency", entry.concurrency},
+        {summary.axis, level_json(entry.level)},
         {"run", entry.run},
         {"baseline_id", entry.baseline_id},
         {"key", entry.key},
@@ -214,6 +227,7 @@ std::string summary_to_json(const Summary& summary) {
                     {"trace", summary.trace},
                     {"target", summary.target},
                     {"baseline_run", summary.baseline_run},
+                    {"axis", summary.axis},
                     {"differs", summary.any_differs()},
                     {"errors", summary.errors},
                     {"levels", std::move(levels)},
@@ -224,7 +238,7 @@ std::string summary_to_json(const Summary& summary) {
 
 std::string levels_table(const Summary& summary) {
   std::ostringstream out;
-  out << "| concurrency | runs | match expected | differ from baseline (95% bound on rate) | unique "
+  out << "| " << summary.axis << " | runs | match expected | differ from baseline (95% bound on rate) | unique "
          "completions (mean, max) | req/s | output tok/s | TTFT p50 / p99 ms | e2e p50 / p99 ms | "
          "errors |\n"
       << "|---:|---:|---|---|---|---|---|---|---|---:|\n";
@@ -235,7 +249,7 @@ std::string levels_table(const Summary& summary) {
                   ? of_n(*level.matches_min, level.requests)
                   : std::to_string(*level.matches_min) + "–" + of_n(*level.matches_max, level.requests);
     }
-    out << "| " << level.concurrency << " | " << level.runs << " | " << match << " | "
+    out << "| " << level_text(level.level) << " | " << level.runs << " | " << match << " | "
         << of_n(level.differing_requests, level.requests) << " ("
         << rate_bound_text(level.differing_requests, level.requests);
     if (level.differing_requests > 0) out << "; " << level.near_tie_requests << " near-ties";

@@ -34,7 +34,7 @@ std::vector<FailedQuestion> failed_questions(const std::vector<Exchange>& exchan
 struct RunFigures {
   std::string name;
   std::string file;
-  int concurrency = 1;
+  double level = 1;  // on Summary::axis
   int repeat = 1;
   bool baseline = false;
   std::size_t exchanges = 0, errors = 0;
@@ -47,7 +47,7 @@ struct RunFigures {
 };
 
 struct LevelSummary {
-  int concurrency = 1;
+  double level = 1;  // on Summary::axis
   std::size_t runs = 0;
   std::size_t requests = 0;  // baseline exchanges: the N of "k of N"
   // Matching the expected answer: fewest and most across this level's repeats.
@@ -68,7 +68,7 @@ struct LevelSummary {
 };
 
 struct DivergenceEntry {
-  int concurrency = 1;
+  double level = 1;  // on Summary::axis
   std::string run;
   std::uint64_t baseline_id = 0;
   std::string key;
@@ -77,6 +77,7 @@ struct DivergenceEntry {
 
 struct Summary {
   ReportHeader header;  // of the baseline run
+  std::string axis = "concurrency";  // what the levels are: concurrency, rate (req/s) or speed
   std::string trace, target;
   std::string baseline_run;
   std::vector<LevelSummary> levels;
@@ -85,6 +86,11 @@ struct Summary {
   std::size_t errors = 0;
   bool any_differs() const;
 };
+
+// A sweep level as written in run names, tables and CSV: "16", "0.5", "2.5" (%.6g).
+std::string level_text(double level);
+// A level in JSON: an integer when it is one (16, not 16.0), else its shortest decimal.
+boost::json::value level_json(double level);
 
 // Real changes first, then unclassified ones, then near-ties; stable otherwise.
 void order_by_severity(std::vector<DivergenceEntry>& entries);

@@ -59,12 +59,12 @@ Summary sweep_into(const fs::path& trace, const std::string& target, const std::
   Plan plan;
   plan.trace = fs::absolute(trace).string();
   plan.target = target;
-  plan.levels = levels;
+  plan.levels.assign(levels.begin(), levels.end());
   plan.repeats = repeats;
   plan.replay = replay_args;
   plan.answers_from = answers_from;
   plan.match = "normalized";
-  plan.runs = plan_runs(levels, repeats, plan.order);
+  plan.runs = plan_runs(plan.levels, repeats, plan.order);
   save_plan(plan, dir);
   auto summary = run_sweep(plan, dir, SweepIo{&log, options.stop});
   if (!summary) throw std::runtime_error("interrupted; the partial sweep is in " + dir.string());

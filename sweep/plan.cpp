@@ -8,12 +8,15 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
+#include "format/json_text.hpp"
 #include "format/private_file.hpp"
 #include "format/redaction.hpp"
 #include "sweep/sweep.hpp"
@@ -30,13 +33,23 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-int parse_positive(std::string_view item, std::string_view what) {
+double parse_level(std::string_view item, Axis axis) {
   item = trim(item);
-  int value = 0;
+  std::string flag = "--" + std::string(to_string(axis));
+  if (axis == Axis::concurrency) {
+    int value = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (ec != std::errc{} || end != item.data() + item.size() || value < 1)
+      throw std::invalid_argument(flag + ": '" + std::string(item) + "' is not a positive integer");
+    return value;
+  }
+  double value = 0;
   auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-  if (ec != std::errc{} || end != item.data() + item.size() || value < 1)
-    throw std::invalid_argument(std::string(what) + ": '" + std::string(item) +
-                                "' is not a positive integer");
+  // The same bounds as replay's --rate and --speed.
+  double most = axis == Axis::speed ? 1e6 : 1e9, least = axis == Axis::speed ? 1e-6 : 1e-9;
+  if (ec != std::errc{} || end != item.data() + item.size() || !(value >= least && value <= most))
+    throw std::invalid_argument(flag + ": '" + std::string(item) + "' is not a number above 0" +
+                                (axis == Axis::speed ? " (2 = twice as fast)" : " (requests per second)"));
   return value;
 }
 
@@ -50,10 +63,18 @@ json::array strings_to_json(const std::vector<std::string>& items) {
 
 replay::Options to_replay_options(const ReplayArgs& args, const std::string& target,
                                   int concurrency, const std::vector<Label>& run_labels) {
+  replay::Schedule schedule;
+  schedule.kind = replay::ScheduleKind::concurrency;
+  schedule.concurrency = concurrency;
+  return to_replay_options(args, target, schedule, run_labels);
+}
+
+replay::Options to_replay_options(const ReplayArgs& args, const std::string& target,
+                                  const replay::Schedule& schedule,
+                                  const std::vector<Label>& run_labels) {
   replay::Options options;
   options.target = target;
-  options.schedule.kind = replay::ScheduleKind::concurrency;
-  options.schedule.concurrency = concurrency;
+  options.schedule = schedule;
   replay::apply_request_flags(args, options);
   for (const auto& header : options.headers)
     if (is_redaction_marker(header.value))
@@ -74,14 +95,56 @@ std::string_view to_string(Order order) {
   return order == Order::grouped ? "grouped" : "interleaved";
 }
 
-std::vector<int> parse_levels(std::string_view text) {
-  std::vector<int> levels;
-  std::set<int> seen;
+std::optional<Axis> axis_from_string(std::string_view text) {
+  if (text == "concurrency") return Axis::concurrency;
+  if (text == "rate") return Axis::rate;
+  if (text == "speed") return Axis::speed;
+  return std::nullopt;
+}
+
+std::string_view to_string(Axis axis) {
+  switch (axis) {
+    case Axis::concurrency: return "concurrency";
+    case Axis::rate: return "rate";
+    case Axis::speed: return "speed";
+  }
+  return "?";
+}
+
+replay::Schedule schedule_at(const Plan& plan, double level) {
+  replay::Schedule schedule;
+  switch (plan.axis) {
+    case Axis::concurrency:
+      schedule.kind = replay::ScheduleKind::concurrency;
+      schedule.concurrency = static_cast<int>(level);
+      break;
+    case Axis::rate: {
+      schedule.kind = replay::ScheduleKind::rate;
+      schedule.concurrency = 0;  // no cap on requests in flight
+      schedule.rate = level;
+      auto arrival = replay::arrival_from_string(plan.arrival);
+      if (!arrival) throw std::invalid_argument("--arrival must be poisson, constant or gamma");
+      schedule.arrival = *arrival;
+      break;
+    }
+    case Axis::speed:
+      schedule.kind = replay::ScheduleKind::recorded;
+      schedule.concurrency = 0;
+      schedule.speed = level;
+      break;
+  }
+  return schedule;
+}
+
+std::vector<double> parse_levels(std::string_view text, Axis axis) {
+  std::vector<double> levels;
+  std::set<double> seen;
   while (true) {
     auto comma = text.find(',');
-    int level = parse_positive(text.substr(0, comma), "--concurrency");
+    double level = parse_level(text.substr(0, comma), axis);
     if (!seen.insert(level).second)
-      throw std::invalid_argument("--concurrency: level " + std::to_string(level) + " is listed twice");
+      throw std::invalid_argument("--" + std::string(to_string(axis)) + ": level " +
+                                  level_text(level) + " is listed twice");
     levels.push_back(level);
     if (comma == std::string_view::npos) break;
     text.remove_prefix(comma + 1);
@@ -89,24 +152,27 @@ std::vector<int> parse_levels(std::string_view text) {
   return levels;
 }
 
-std::vector<PlannedRun> plan_runs(const std::vector<int>& levels, int repeats, Order order) {
-  if (levels.empty()) throw std::invalid_argument("a sweep needs at least one concurrency level");
+std::vector<PlannedRun> plan_runs(const std::vector<double>& levels, int repeats, Order order,
+                                  Axis axis) {
+  if (levels.empty())
+    throw std::invalid_argument("a sweep needs at least one " + std::string(to_string(axis)) + " level");
   if (repeats < 1) throw std::invalid_argument("--repeat must be at least 1");
-  auto make = [](int level, int repeat) {
+  std::string prefix = axis == Axis::concurrency ? "c" : std::string(to_string(axis));
+  auto make = [&](double level, int repeat) {
     PlannedRun run;
-    run.concurrency = level;
+    run.level = level;
     run.repeat = repeat;
-    run.name = "c" + std::to_string(level) + "-r" + std::to_string(repeat);
+    run.name = prefix + level_text(level) + "-r" + std::to_string(repeat);
     run.file = run.name + ".rtrace";
     return run;
   };
   std::vector<PlannedRun> runs;
   if (order == Order::grouped) {
-    for (int level : levels)
+    for (double level : levels)
       for (int repeat = 1; repeat <= repeats; ++repeat) runs.push_back(make(level, repeat));
   } else {
     for (int repeat = 1; repeat <= repeats; ++repeat)
-      for (int level : levels) runs.push_back(make(level, repeat));
+      for (double level : levels) runs.push_back(make(level, repeat));
   }
   // Both orders start with (levels[0], repeat 1): the baseline every other run is compared with.
   runs.front().baseline = true;
@@ -138,21 +204,30 @@ std::string plan_to_json(const Plan& plan) {
   replay["ca_file"] = plan.replay.ca_file;
   replay["insecure"] = plan.replay.insecure;
   replay["threads"] = plan.replay.threads;
+  replay["seed"] = plan.replay.seed;
+  replay["window_from"] = plan.replay.window_from;
+  replay["window_to"] = plan.replay.window_to;
+  replay["max_idle_gap"] = plan.replay.max_idle_gap;
+  if (plan.replay.sample_sessions) replay["sample_sessions"] = *plan.replay.sample_sessions;
+  if (plan.replay.requests) replay["requests"] = *plan.replay.requests;
+  replay["duration"] = plan.replay.duration;
 
   json::array runs;
   for (const auto& run : plan.runs) {
     runs.push_back(json::object{{"name", run.name},
-                                {"concurrency", run.concurrency},
+                                {"level", report::level_json(run.level)},
                                 {"repeat", run.repeat},
                                 {"file", run.file},
                                 {"baseline", run.baseline},
                                 {"status", run.done ? "done" : "pending"}});
   }
   json::array levels;
-  for (int level : plan.levels) levels.emplace_back(level);
+  for (double level : plan.levels) levels.push_back(report::level_json(level));
   json::object root{{"retrace_sweep_plan", 1},
                     {"trace", plan.trace},
                     {"target", plan.target},
+                    {"axis", std::string(to_string(plan.axis))},
+                    {"arrival", plan.arrival},
                     {"levels", std::move(levels)},
                     {"repeats", plan.repeats},
                     {"order", std::string(to_string(plan.order))},
@@ -161,7 +236,7 @@ std::string plan_to_json(const Plan& plan) {
                     {"near_tie", plan.near_tie},
                     {"replay", std::move(replay)},
                     {"runs", std::move(runs)}};
-  return json::serialize(root) + "\n";
+  return json_text(root) + "\n";  // plain decimals: 0.5, not 5E-1
 }
 
 namespace {
@@ -238,9 +313,17 @@ Plan plan_from_json(std::string_view text, const std::string& where) {
   plan.target = fields.str("target");
   auto& levels = fields.get("levels");
   if (!levels.is_array()) throw std::runtime_error(where + ": field 'levels' must be an array");
+  // Plans written before the rate and speed axes are concurrency sweeps.
+  if (fields.object.contains("axis")) {
+    auto axis = axis_from_string(fields.str("axis"));
+    if (!axis) throw std::runtime_error(where + ": 'axis' must be concurrency, rate or speed");
+    plan.axis = *axis;
+  }
+  if (fields.object.contains("arrival")) plan.arrival = fields.str("arrival");
   for (auto& level : levels.get_array()) {
-    if (!level.is_int64()) throw std::runtime_error(where + ": 'levels' must hold integers");
-    plan.levels.push_back(static_cast<int>(level.get_int64()));
+    if (!level.is_number() || !(level.to_number<double>() > 0))
+      throw std::runtime_error(where + ": 'levels' must hold numbers above 0");
+    plan.levels.push_back(level.to_number<double>());
   }
   plan.repeats = static_cast<int>(fields.integer("repeats"));
   auto order = order_from_string(fields.str("order"));
@@ -276,6 +359,16 @@ Plan plan_from_json(std::string_view text, const std::string& where) {
   plan.replay.ca_file = replay.str("ca_file");
   plan.replay.insecure = replay.boolean("insecure");
   plan.replay.threads = static_cast<unsigned>(replay.integer("threads"));
+  // Plans written before the trace controls keep their defaults.
+  if (replay.object.contains("seed")) plan.replay.seed = static_cast<std::uint64_t>(replay.integer("seed"));
+  if (replay.object.contains("window_from")) plan.replay.window_from = replay.str("window_from");
+  if (replay.object.contains("window_to")) plan.replay.window_to = replay.str("window_to");
+  if (replay.object.contains("max_idle_gap")) plan.replay.max_idle_gap = replay.str("max_idle_gap");
+  if (replay.object.contains("sample_sessions"))
+    plan.replay.sample_sessions = replay.number("sample_sessions");
+  if (replay.object.contains("requests"))
+    plan.replay.requests = static_cast<std::size_t>(replay.integer("requests"));
+  if (replay.object.contains("duration")) plan.replay.duration = replay.str("duration");
 
   auto& runs = fields.get("runs");
   if (!runs.is_array() || runs.get_array().empty())
@@ -285,7 +378,8 @@ Plan plan_from_json(std::string_view text, const std::string& where) {
     Fields run_fields{item.get_object(), where};
     PlannedRun run;
     run.name = run_fields.str("name");
-    run.concurrency = static_cast<int>(run_fields.integer("concurrency"));
+    run.level = run_fields.object.contains("level") ? run_fields.number("level")
+                                                    : static_cast<double>(run_fields.integer("concurrency"));
     run.repeat = static_cast<int>(run_fields.integer("repeat"));
     run.file = run_fields.str("file");
     if (run.file.empty() || run.file.find('/') != std::string::npos)

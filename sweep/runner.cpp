@@ -18,9 +18,9 @@ namespace retrace::sweep {
 
 namespace {
 
-std::vector<Label> run_labels(const PlannedRun& run) {
+std::vector<Label> run_labels(const Plan& plan, const PlannedRun& run) {
   return {{"run", run.name},
-          {"concurrency", std::to_string(run.concurrency)},
+          {std::string(to_string(plan.axis)), level_text(run.level)},
           {"repeat", std::to_string(run.repeat)},
           {"sweep_role", run.baseline ? "baseline" : "candidate"}};
 }
@@ -72,11 +72,12 @@ std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, c
   if (input.exchanges.empty())
     throw std::runtime_error(plan.trace + ": the trace holds no exchanges to replay");
   // Check every run's options before any traffic flows: a bad flag fails at once, not at run 7.
-  for (const auto& run : plan.runs) to_replay_options(plan.replay, plan.target, run.concurrency, {});
+  for (const auto& run : plan.runs)
+    to_replay_options(plan.replay, plan.target, schedule_at(plan, run.level), {});
   diff_options(plan, false);
   // Once for every run: nothing answering, or an ambiguous model, stops the sweep before traffic.
   auto checked = std::make_shared<const replay::Preflight>(replay::preflight(
-      input, to_replay_options(plan.replay, plan.target, plan.runs.front().concurrency, {})));
+      input, to_replay_options(plan.replay, plan.target, schedule_at(plan, plan.runs.front().level), {})));
   if (io.log)
     for (const auto& note : checked->notes) *io.log << "sweep: " << note << "\n";
 
@@ -88,11 +89,13 @@ std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, c
   for (std::size_t index : pending) {
     if (io.stop && io.stop->load()) return std::nullopt;
     auto& run = plan.runs[index];
-    auto options = to_replay_options(plan.replay, plan.target, run.concurrency, run_labels(run));
+    auto options = to_replay_options(plan.replay, plan.target, schedule_at(plan, run.level),
+                                     run_labels(plan, run));
     options.preflight = checked;
     if (io.log)
       *io.log << "sweep: run " << (index + 1) << "/" << plan.runs.size() << " " << run.name
-              << (run.baseline ? " (baseline)" : "") << ": concurrency " << run.concurrency
+              << (run.baseline ? " (baseline)" : "") << ": " << to_string(plan.axis) << " "
+              << level_text(run.level)
               << ", repeat " << run.repeat << " ..." << std::flush;
     auto result = replay::run_replay(input, options, dir / run.file, io.stop);
     if (result.interrupted) {
@@ -137,12 +140,16 @@ Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir) {
   if (summary.header.trace.empty()) summary.header.trace = plan.trace;
   // The baseline's own schedule is only the first level; the sweep's is every level.
   std::string levels;
-  for (int level : plan.levels) levels += (levels.empty() ? "" : ",") + std::to_string(level);
-  summary.header.schedule = "concurrency " + levels + " × " + std::to_string(plan.repeats) + " repeats";
-  for (int level : plan.levels) {
+  for (double level : plan.levels) levels += (levels.empty() ? "" : ",") + level_text(level);
+  summary.axis = std::string(to_string(plan.axis));
+  summary.header.schedule = summary.axis + " " + levels + " × " + std::to_string(plan.repeats) + " repeats";
+  if (plan.axis == Axis::rate) summary.header.schedule += " (" + plan.arrival + " arrivals)";
+  if (plan.axis == Axis::speed) summary.header.schedule += " (recorded timing)";
+  summary.header.schedule += report::trace_controls(baseline.header);
+  for (double level : plan.levels) {
     std::vector<const PlannedRun*> planned;
     for (const auto& run : plan.runs)
-      if (run.concurrency == level) planned.push_back(&run);
+      if (run.level == level) planned.push_back(&run);
     std::sort(planned.begin(), planned.end(),
               [](const PlannedRun* a, const PlannedRun* b) { return a->repeat < b->repeat; });
 
@@ -168,7 +175,7 @@ Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir) {
       RunFigures run;
       run.name = planned[i]->name;
       run.file = planned[i]->file;
-      run.concurrency = level;
+      run.level = level;
       run.repeat = planned[i]->repeat;
       run.baseline = planned[i]->baseline;
       run.exchanges = stats.exchanges;

@@ -11,11 +11,11 @@
 
 namespace retrace::sweep {
 
-LevelSummary summarize_level(int concurrency, const diff::Result& level_diff,
+LevelSummary summarize_level(double level_value, const diff::Result& level_diff,
                              const std::vector<RunFigures>& level_runs,
                              const replay::Stats& pooled) {
   LevelSummary level;
-  level.concurrency = concurrency;
+  level.level = level_value;
   level.runs = level_runs.size();
   level.requests = level_diff.baseline_exchanges;
 
@@ -81,14 +81,14 @@ LevelSummary summarize_level(int concurrency, const diff::Result& level_diff,
   return level;
 }
 
-std::vector<DivergenceEntry> collect_divergences(int concurrency, const diff::Result& level_diff) {
+std::vector<DivergenceEntry> collect_divergences(double level, const diff::Result& level_diff) {
   std::vector<DivergenceEntry> entries;
   for (const auto& run : level_diff.runs)
     for (const auto& pair : run.pairs) {
       if (pair.verdict != diff::Verdict::divergent) continue;
       for (const auto& divergence : pair.divergences)
         entries.push_back(
-            {concurrency, run.name, pair.baseline_id.value_or(0), pair.key.hex(), divergence});
+            {level, run.name, pair.baseline_id.value_or(0), pair.key.hex(), divergence});
     }
   return entries;
 }

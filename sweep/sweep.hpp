@@ -7,8 +7,8 @@
 //   plan.json        settings and every run with its status; rewritten atomically (write to
 //                    plan.json.tmp, fsync, rename) after each finished run, so `--resume` redoes
 //                    only runs that never finished (a half-written trace is simply rewritten)
-//   c16-r2.rtrace    one trace per run (concurrency 16, repeat 2); the baseline is the first
-//                    level's first repeat
+//   c16-r2.rtrace    one trace per run (concurrency 16, repeat 2; rate2-r1, speed0.5-r1 on the
+//                    other axes); the baseline is the first level's first repeat
 //   summary.json, summary.md, report.html
 #pragma once
 
@@ -40,7 +40,11 @@ namespace retrace::sweep {
 // never stored (see plan_to_json).
 using ReplayArgs = replay::RequestFlags;
 
-// replay::Options for one run. Throws std::invalid_argument naming the bad flag value.
+// replay::Options for one run under `schedule` (closed loop at `concurrency`). Throws
+// std::invalid_argument naming the bad flag value.
+replay::Options to_replay_options(const ReplayArgs& args, const std::string& target,
+                                  const replay::Schedule& schedule,
+                                  const std::vector<Label>& run_labels);
 replay::Options to_replay_options(const ReplayArgs& args, const std::string& target,
                                   int concurrency, const std::vector<Label>& run_labels);
 
@@ -51,9 +55,17 @@ enum class Order : std::uint8_t { grouped, interleaved };
 std::optional<Order> order_from_string(std::string_view);
 std::string_view to_string(Order);
 
+// What a sweep varies: closed-loop concurrency (c16-r1.rtrace), open-loop rate in requests per
+// second (rate2-r1.rtrace, arrivals from Plan::arrival), or the speed of the recorded timing
+// (speed0.5-r1.rtrace). Files say "rate"/"speed" in full because "r" already means the repeat.
+enum class Axis : std::uint8_t { concurrency, rate, speed };
+std::optional<Axis> axis_from_string(std::string_view);
+std::string_view to_string(Axis);
+using report::level_text;  // "16", "0.5": a level in names and tables
+
 struct PlannedRun {
-  std::string name;  // "c16-r2"
-  int concurrency = 1;
+  std::string name;  // "c16-r2", "rate2-r1", "speed0.5-r3"
+  double level = 1;  // on the plan's axis
   int repeat = 1;    // 1-based
   std::string file;  // relative to the sweep directory
   bool baseline = false;
@@ -63,7 +75,9 @@ struct PlannedRun {
 struct Plan {
   std::string trace;  // input trace (absolute path)
   std::string target;
-  std::vector<int> levels;
+  Axis axis = Axis::concurrency;
+  std::vector<double> levels;
+  std::string arrival = "poisson";  // rate axis: poisson, constant or gamma
   int repeats = 1;
   Order order = Order::grouped;
   ReplayArgs replay;
@@ -73,12 +87,18 @@ struct Plan {
   std::vector<PlannedRun> runs;  // in execution order; runs[0] is the baseline
 };
 
-// Parses "1,16,32" (positive, distinct); throws std::invalid_argument naming the bad item.
-std::vector<int> parse_levels(std::string_view text);
+// Parses "1,16,32" (positive, distinct; integers for concurrency, any number above 0 for rate and
+// speed); throws std::invalid_argument naming the flag and the bad item.
+std::vector<double> parse_levels(std::string_view text, Axis axis = Axis::concurrency);
 
 // Lays out the runs: the baseline (first level, first repeat) first, then grouped (every repeat of
 // a level, level by level) or interleaved (every level once per repeat, which exposes drift).
-std::vector<PlannedRun> plan_runs(const std::vector<int>& levels, int repeats, Order order);
+std::vector<PlannedRun> plan_runs(const std::vector<double>& levels, int repeats, Order order,
+                                  Axis axis = Axis::concurrency);
+
+// The schedule of a run at `level` on the plan's axis (rate: open loop with the plan's arrivals;
+// speed: the recorded timing). Throws std::invalid_argument for an unknown arrival.
+replay::Schedule schedule_at(const Plan& plan, double level);
 
 std::string plan_to_json(const Plan& plan);
 // Throws std::runtime_error naming `where` and the field when the JSON is not a plan.
@@ -111,12 +131,12 @@ using report::summary_to_markdown;
 // Aggregates one level from its diff (candidates = this level's runs, in repeat order, against the
 // sweep's baseline) and its runs' figures. `pooled` carries latency percentiles over all of the
 // level's exchanges. Pure: no I/O.
-LevelSummary summarize_level(int concurrency, const diff::Result& level_diff,
+LevelSummary summarize_level(double level, const diff::Result& level_diff,
                              const std::vector<RunFigures>& level_runs,
                              const replay::Stats& pooled);
 
 // Divergences of one level's diff, for the list below the table.
-std::vector<DivergenceEntry> collect_divergences(int concurrency, const diff::Result& level_diff);
+std::vector<DivergenceEntry> collect_divergences(double level, const diff::Result& level_diff);
 
 // ---------------------------------------------------------------------------------------------
 // Running a sweep

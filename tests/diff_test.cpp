@@ -410,6 +410,31 @@ TEST_CASE("Replays align by source id - and a replay aligns to its source trace 
   CHECK(between.runs[0].pairs[0].candidate_id == 83u);
 }
 
+TEST_CASE("Runs that cycle a short trace pair each copy with a copy of its own source") {
+  // replay --requests 5 over sources 0 and 1: each run sends 0 three times and 1 twice, written in
+  // completion order, which differs between the runs. Every question answers the same ("a0"/"a1").
+  auto copy = [](std::uint64_t id, std::uint64_t source) {
+    Exchange exchange = exchange_with(id, 3, {text_choice({"a" + std::to_string(source)})});
+    exchange.source_id = source;
+    return exchange;
+  };
+  std::vector<Exchange> baseline{copy(0, 0), copy(1, 1), copy(2, 0), copy(3, 0), copy(4, 1)};
+  std::vector<Exchange> candidate{copy(0, 1), copy(1, 0), copy(2, 0), copy(3, 1), copy(4, 0)};
+  LoadedTrace base{{}, baseline, {}}, cand{{}, candidate, {}};
+  auto result = compare(base, {&cand}, {"c"}, Options{});
+  CHECK(result.runs[0].alignment == Alignment::source_to_source);
+  CHECK(result.runs[0].identical == 5);
+  CHECK(result.runs[0].missing_in_candidate == 0);
+  CHECK(result.runs[0].missing_in_baseline == 0);
+  // A changed answer to one copy of source 1 is that copy's divergence, not another question's.
+  candidate[3].choices[0] = text_choice({"changed"});
+  LoadedTrace changed{{}, candidate, {}};
+  result = compare(base, {&changed}, {"c"}, Options{});
+  CHECK(result.runs[0].identical == 4);
+  CHECK(result.runs[0].divergent == 1);
+  CHECK(result.runs[0].matrix == "....D");  // the baseline's second copy of source 1
+}
+
 TEST_CASE("Repeated requests align by occurrence number") {
   std::vector<Exchange> baseline, candidate;
   for (std::uint64_t i = 0; i < 3; ++i) baseline.push_back(exchange_with(i, 5, {text_choice({"r" + std::to_string(i)})}));

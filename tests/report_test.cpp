@@ -53,7 +53,7 @@ diff::TokenView token(std::string bytes, std::optional<float> logprob = std::nul
 DivergenceEntry divergence(std::string run, std::uint64_t id, diff::Classification classification, double margin,
                            std::string baseline, std::string candidate) {
   DivergenceEntry entry;
-  entry.concurrency = 16;
+  entry.level = 16;
   entry.run = std::move(run);
   entry.baseline_id = id;
   entry.key = "00112233445566778899aabbccddeeff";
@@ -87,7 +87,7 @@ Summary fixed_summary() {
   summary.baseline_run = "c1-r1";
   for (int concurrency : {1, 16}) {
     LevelSummary level;
-    level.concurrency = concurrency;
+    level.level = concurrency;
     level.runs = 3;
     level.requests = 20;
     level.matches_min = 18;
@@ -116,7 +116,7 @@ Summary fixed_summary() {
   RunFigures run;
   run.name = "c16-r1";
   run.file = "c16-r1.rtrace";
-  run.concurrency = 16;
+  run.level = 16;
   run.exchanges = 20;
   run.requests_per_s = 80.25;
   run.output_tokens_per_s = 963;

@@ -1,5 +1,7 @@
 // Unit tests of sharded replay: --start-at parsing, the global schedule of a shard, and the
 // refusals and bookkeeping of `retrace merge` (replay/shard.hpp, replay/merge.hpp).
+#include <map>
+
 #include <catch2/catch.hpp>
 
 #include <boost/json.hpp>
@@ -143,6 +145,42 @@ TEST_CASE("a shard's recorded timing keeps the offsets from the whole trace's fi
   REQUIRE(chains.size() == 3);
   CHECK(chains[0].start_ns == 100);  // exchange 1, at 200, is 100 after exchange 0
   CHECK(chains[2].start_ns == 500);
+}
+
+TEST_CASE("shards of a windowed recorded run with capped idle gaps keep the unsharded times") {
+  LoadedTrace input;
+  for (std::int64_t at : {0, 100, 5000, 5100, 20000, 20050, 90000}) {  // ms
+    auto& e = input.exchanges.emplace_back();
+    e.request.method = "POST";
+    e.actual_send_ns = at * 1'000'000;
+  }
+  Options options;
+  options.schedule.kind = ScheduleKind::recorded;
+  options.window_from = std::chrono::milliseconds(100);
+  options.window_to = std::chrono::milliseconds(60000);
+  options.max_idle_gap = std::chrono::milliseconds(1000);
+  auto offsets_of = [&](std::size_t index, std::size_t count) {
+    Options shard = options;
+    shard.shard_index = index;
+    shard.shard_count = count;
+    auto chosen = select_exchanges(input.exchanges, shard, false);
+    std::vector<Prepared> prepared(chosen.size());
+    for (std::size_t i = 0; i < chosen.size(); ++i) prepared[i].input_index = chosen[i];
+    std::map<std::size_t, std::int64_t> out;  // input index -> intended offset
+    for (const auto& chain : make_chains(input, prepared, shard))
+      for (std::size_t k = 0; k < chain.items.size(); ++k)
+        out[prepared[chain.items[k]].input_index] = chain.offsets_ns[k];
+    return out;
+  };
+  auto whole = offsets_of(0, 1);
+  CHECK(whole == std::map<std::size_t, std::int64_t>{{1, 0},
+                                                     {2, 1'000'000'000},
+                                                     {3, 1'100'000'000},
+                                                     {4, 2'100'000'000},
+                                                     {5, 2'150'000'000}});
+  std::map<std::size_t, std::int64_t> joined;
+  for (std::size_t shard = 0; shard < 2; ++shard) joined.merge(offsets_of(shard, 2));
+  CHECK(joined == whole);
 }
 
 TEST_CASE("merge joins every shard once and says the total concurrency and each shard's facts") {

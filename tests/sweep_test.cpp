@@ -76,12 +76,91 @@ TEST_CASE("Grouped order runs a level's repeats together and interleaved cycles 
 }
 
 TEST_CASE("Concurrency levels parse as distinct positive integers") {
-  CHECK(parse_levels("1,16,32") == std::vector<int>{1, 16, 32});
-  CHECK(parse_levels(" 8 ") == std::vector<int>{8});
+  CHECK(parse_levels("1,16,32") == std::vector<double>{1, 16, 32});
+  CHECK(parse_levels(" 8 ") == std::vector<double>{8});
+  CHECK_THROWS_WITH(parse_levels("1.5"), Catch::Contains("--concurrency"));
   CHECK_THROWS_WITH(parse_levels("1,x"), Catch::Contains("'x'"));
   CHECK_THROWS_WITH(parse_levels("1,0"), Catch::Contains("positive"));
   CHECK_THROWS_WITH(parse_levels("4,4"), Catch::Contains("twice"));
   CHECK_THROWS(plan_runs({1}, 0, Order::grouped));
+}
+
+TEST_CASE("Rate and speed levels parse as distinct numbers above 0 naming their flag") {
+  CHECK(parse_levels("1,2,4,8", Axis::rate) == std::vector<double>{1, 2, 4, 8});
+  CHECK(parse_levels("0.5,1,2", Axis::speed) == std::vector<double>{0.5, 1, 2});
+  CHECK_THROWS_WITH(parse_levels("1,0", Axis::rate), Catch::Contains("--rate: '0'"));
+  CHECK_THROWS_WITH(parse_levels("x", Axis::speed), Catch::Contains("--speed: 'x'"));
+  CHECK_THROWS_WITH(parse_levels("2,2.0", Axis::rate), Catch::Contains("twice"));
+  CHECK(axis_from_string("rate") == Axis::rate);
+  CHECK_FALSE(axis_from_string("threads"));
+}
+
+TEST_CASE("Runs on the rate and speed axes are named by axis and level") {
+  auto rates = plan_runs({2, 0.5}, 2, Order::grouped, Axis::rate);
+  CHECK(rates[0].name == "rate2-r1");
+  CHECK(rates[2].file == "rate0.5-r1.rtrace");
+  auto speeds = plan_runs({0.5}, 1, Order::grouped, Axis::speed);
+  CHECK(speeds[0].file == "speed0.5-r1.rtrace");
+}
+
+TEST_CASE("Each axis gives its schedule - rate with the plan's arrivals and speed recorded timing") {
+  Plan plan;
+  plan.axis = Axis::rate;
+  plan.arrival = "constant";
+  auto schedule = schedule_at(plan, 4);
+  CHECK(schedule.kind == replay::ScheduleKind::rate);
+  CHECK(schedule.rate == 4);
+  CHECK(schedule.arrival == replay::Arrival::constant);
+  plan.axis = Axis::speed;
+  schedule = schedule_at(plan, 0.5);
+  CHECK(schedule.kind == replay::ScheduleKind::recorded);
+  CHECK(schedule.speed == 0.5);
+  plan.axis = Axis::concurrency;
+  schedule = schedule_at(plan, 16);
+  CHECK(schedule.kind == replay::ScheduleKind::concurrency);
+  CHECK(schedule.concurrency == 16);
+  plan.axis = Axis::rate;
+  plan.arrival = "bursty";
+  CHECK_THROWS_WITH(schedule_at(plan, 1), Catch::Contains("--arrival"));
+}
+
+TEST_CASE("A rate sweep's plan keeps its axis - levels - arrival and trace controls through plan.json") {
+  auto plan = sample_plan();
+  plan.axis = Axis::rate;
+  plan.levels = {0.5, 2};
+  plan.arrival = "gamma";
+  plan.runs = plan_runs(plan.levels, 1, plan.order, plan.axis);
+  plan.replay.requests = 150;
+  plan.replay.duration = "30s";
+  plan.replay.window_from = "10m";
+  plan.replay.sample_sessions = 0.25;
+  plan.replay.seed = 9;
+  auto text = plan_to_json(plan);
+  CHECK(text.find("\"levels\":[0.5,2]") != std::string::npos);
+  auto back = plan_from_json(text, "plan.json");
+  CHECK(back.axis == Axis::rate);
+  CHECK(back.levels == plan.levels);
+  CHECK(back.arrival == "gamma");
+  CHECK(back.runs[0].level == 0.5);
+  CHECK(back.runs[0].name == "rate0.5-r1");
+  CHECK(back.replay.requests == 150u);
+  CHECK(back.replay.duration == "30s");
+  CHECK(back.replay.window_from == "10m");
+  CHECK(back.replay.sample_sessions == 0.25);
+  CHECK(back.replay.seed == 9u);
+}
+
+TEST_CASE("A plan written before the axes is a concurrency sweep") {
+  auto text = plan_to_json(sample_plan());
+  auto strip = [&](const std::string& field_start, const std::string& field_end) {
+    auto at = text.find(field_start);
+    REQUIRE(at != std::string::npos);
+    text.erase(at, text.find(field_end, at) - at);
+  };
+  strip("\"axis\"", "\"levels\"");  // also drops "arrival"
+  auto back = plan_from_json(text, "plan.json");
+  CHECK(back.axis == Axis::concurrency);
+  CHECK(back.levels == std::vector<double>{1, 16, 32});
 }
 
 TEST_CASE("A plan survives a round trip through plan.json - without secret header values") {
@@ -273,7 +352,7 @@ TEST_CASE("The summary renders as JSON and Markdown with every level and diverge
   summary.target = "http://x";
   summary.baseline_run = "c1-r1";
   LevelSummary level;
-  level.concurrency = 16;
+  level.level = 16;
   level.requests = 20;
   level.differing_requests = 2;
   level.near_tie_requests = 1;

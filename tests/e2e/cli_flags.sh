@@ -37,6 +37,14 @@ refused "sweep --timeout 30" "give a unit" \
   "$RETRACE" sweep "$WORK/gold.rtrace" --target "$SIM_URL" --out "$WORK/sw0" --timeout 30
 refused "bisect --timeout 30" "give a unit" \
   "$RETRACE" bisect --over concurrency --range 1..2 --trace "$WORK/gold.rtrace" --target "$SIM_URL" --timeout 30
+refused "replay --window-from 10" "--window-from: '10': give a unit, e.g. 10s or 10ms" \
+  "$RETRACE" replay "$WORK/gold.rtrace" --target "$SIM_URL" --out "$WORK/t.rtrace" --timing recorded --window-from 10
+refused "replay --window-to 2x" "--window-to: '2x': unknown unit 'x'" \
+  "$RETRACE" replay "$WORK/gold.rtrace" --target "$SIM_URL" --out "$WORK/t.rtrace" --timing recorded --window-to 2x
+refused "replay --max-idle-gap 5" "--max-idle-gap: '5': give a unit" \
+  "$RETRACE" replay "$WORK/gold.rtrace" --target "$SIM_URL" --out "$WORK/t.rtrace" --timing recorded --max-idle-gap 5
+refused "sweep --duration 30" "--duration: '30': give a unit" \
+  "$RETRACE" sweep "$WORK/gold.rtrace" --target "$SIM_URL" --out "$WORK/sw0" --duration 30
 refused "stats --slo ttft:15" "--slo ttft '15': give a unit, e.g. 15s or 15ms" \
   "$RETRACE" stats "$WORK/gold.rtrace" --slo ttft:15
 for path in r.rtrace t.rtrace sw0; do [[ ! -e "$WORK/$path" ]] || fail "a refused command wrote $path"; done

@@ -1,0 +1,134 @@
+// Which exchanges a replay sends, and the trace's own clock: filters, the time window, the session
+// sample, shards, --limit and --requests (the order is in replay/replay.hpp); idle-gap capping.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include "replay/replay.hpp"
+
+namespace retrace::replay {
+
+std::vector<std::int64_t> trace_clock_ns(const std::vector<Exchange>& exchanges) {
+  bool have_offsets = std::any_of(exchanges.begin(), exchanges.end(),
+                                  [](const Exchange& e) { return e.actual_send_ns != 0; });
+  std::vector<std::int64_t> clock;
+  clock.reserve(exchanges.size());
+  for (const auto& e : exchanges) clock.push_back(have_offsets ? e.actual_send_ns : e.start_unix_ns);
+  if (clock.empty()) return clock;
+  auto earliest = *std::min_element(clock.begin(), clock.end());
+  for (auto& offset : clock) offset -= earliest;
+  return clock;
+}
+
+bool session_sampled(std::string_view key, double fraction, std::uint64_t seed) {
+  if (fraction >= 1) return true;
+  std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char c : key) hash = (hash ^ c) * 0x100000001b3ull;
+  std::uint64_t z = hash + seed * 0x9e3779b97f4a7c15ull;  // splitmix64 finaliser
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53 < fraction;
+}
+
+void cap_idle_gaps(std::vector<std::int64_t>& offsets, std::int64_t gap) {
+  std::vector<std::int64_t> distinct(offsets);
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  std::vector<std::int64_t> capped(distinct.size());
+  std::int64_t previous_old = 0, previous_new = 0;
+  for (std::size_t i = 0; i < distinct.size(); ++i) {
+    previous_new += std::min(distinct[i] - previous_old, gap);
+    previous_old = distinct[i];
+    capped[i] = previous_new;
+  }
+  for (auto& offset : offsets)
+    offset = capped[std::lower_bound(distinct.begin(), distinct.end(), offset) - distinct.begin()];
+}
+
+void validate_trace_controls(const Options& options) {
+  if (options.window_from && options.window_from->count() < 0)
+    throw std::invalid_argument("--window-from must not be negative");
+  if (options.window_from && options.window_to && *options.window_to <= *options.window_from)
+    throw std::invalid_argument("--window-to must be after --window-from (the window is [from, to))");
+  if (options.max_idle_gap) {
+    if (options.max_idle_gap->count() < 0)
+      throw std::invalid_argument("--max-idle-gap must not be negative");
+    if (options.schedule.kind != ScheduleKind::recorded)
+      throw std::invalid_argument("--max-idle-gap shortens the recorded clock: use it with "
+                                  "--timing recorded (or sweep --speed)");
+  }
+  if (options.sample_sessions && !(*options.sample_sessions > 0 && *options.sample_sessions <= 1))
+    throw std::invalid_argument("--sample-sessions must be a fraction above 0 and at most 1, e.g. 0.1");
+  if (options.requests) {
+    if (*options.requests == 0) throw std::invalid_argument("--requests must be at least 1");
+    if (options.schedule.kind == ScheduleKind::recorded)
+      throw std::invalid_argument("--requests cycles the trace, and the recorded clock does not "
+                                  "repeat: use -c N or --rate R with it");
+  }
+  if (options.duration && options.duration->count() <= 0)
+    throw std::invalid_argument("--duration must be above 0");
+}
+
+std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
+                                          const Options& options, bool by_session) {
+  for (const auto& filter : options.filters) validate_filter(filter);
+  validate_trace_controls(options);
+  bool windowed = options.window_from || options.window_to;
+  std::vector<std::int64_t> clock;
+  // A session is kept or left whole, by its first turn's offset.
+  std::unordered_map<std::string, std::int64_t> session_start;
+  if (windowed) {
+    clock = trace_clock_ns(exchanges);
+    for (std::size_t i = 0; i < exchanges.size(); ++i) {
+      const auto& session = exchanges[i].session_id;
+      if (session.empty()) continue;
+      auto [it, inserted] = session_start.try_emplace(session, clock[i]);
+      if (!inserted) it->second = std::min(it->second, clock[i]);
+    }
+  }
+  auto in_window = [&](std::size_t i) {
+    const auto& session = exchanges[i].session_id;
+    std::int64_t at = session.empty() ? clock[i] : session_start.at(session);
+    if (options.window_from && at < options.window_from->count()) return false;
+    if (options.window_to && at >= options.window_to->count()) return false;
+    return true;
+  };
+  auto sampled = [&](std::size_t i) {
+    const auto& e = exchanges[i];
+    auto key = e.session_id.empty() ? "#" + std::to_string(e.id) : e.session_id;
+    return session_sampled(key, *options.sample_sessions, options.seed);
+  };
+
+  std::vector<std::size_t> chosen;
+  std::unordered_map<std::string, std::size_t> session_ordinal;
+  std::size_t position = 0;
+  for (std::size_t i = 0; i < exchanges.size(); ++i) {
+    const auto& exchange = exchanges[i];
+    bool keep = std::all_of(options.filters.begin(), options.filters.end(),
+                            [&](const std::string& f) { return matches_filter(exchange, f); });
+    if (!keep || (windowed && !in_window(i)) || (options.sample_sessions && !sampled(i))) continue;
+    std::size_t shard_key;
+    if (by_session && !exchange.session_id.empty()) {
+      auto [it, inserted] = session_ordinal.try_emplace(exchange.session_id, position);
+      if (inserted) ++position;
+      shard_key = it->second;
+    } else {
+      shard_key = position++;
+    }
+    if (shard_key % options.shard_count != options.shard_index) continue;
+    chosen.push_back(i);
+  }
+  if (options.limit && chosen.size() > *options.limit) chosen.resize(*options.limit);
+  if (options.requests && !chosen.empty()) {
+    auto selected = chosen.size();
+    chosen.resize(*options.requests);
+    for (std::size_t i = selected; i < chosen.size(); ++i) chosen[i] = chosen[i % selected];
+  }
+  return chosen;
+}
+
+}  // namespace retrace::replay
