@@ -89,6 +89,7 @@ int run_record(const RecordArgs& args) {
             << " forwarded, " << summary.tokens << " tokens, " << errors << " error(s)"
             << (by_kind.empty() ? "" : " (" + by_kind + ")") << " to " << args.out << " ("
             << summary.trace_bytes << " bytes)\n";
+  if (!summary.index_note.empty()) std::cerr << "retrace record: note: " << summary.index_note << "\n";
   if (!summary.write_error.empty()) {
     std::cerr << "retrace record: ERROR: the trace could not be written to the end: "
               << summary.write_error << "\nretrace record: " << summary.lost
@@ -146,7 +147,7 @@ void add_record(CLI::App& root, Registry& registry) {
   command->add_option("--max-exchanges", args->max_exchanges,
                       "Stop by itself after recording this many exchanges");
   add_duration_option(*command, "--drain-timeout", args->drain_timeout,
-                      "On SIGINT/SIGTERM, how long in-flight exchanges may finish")
+                      "On SIGINT/SIGTERM or a trace write failure, how long in-flight exchanges may finish")
       ->default_str(format_duration(args->drain_timeout));
   command->add_option("--threads", args->threads, "Proxy threads (0: one per core)")
       ->capture_default_str();
@@ -156,7 +157,8 @@ void add_record(CLI::App& root, Registry& registry) {
       "Example: retrace record --upstream http://127.0.0.1:8000 --out prod.rtrace --listen :8080\n"
       "Prints 'listening on http://HOST:PORT' once ready; SIGINT/SIGTERM stop it cleanly (exit 0).\n"
       "Ctrl-C again during the drain cuts the exchanges in flight now (recorded as cut); once more\n"
-      "quits at once.");
+      "quits at once. A trace that cannot be written (a full disk) stops it the same way: in-flight\n"
+      "exchanges finish (up to --drain-timeout), then exit 2 with the exact count of exchanges lost.");
   registry.add(command, [args] { return run_record(*args); });
 }
 

@@ -182,7 +182,8 @@ struct WriterOptions {
   std::int64_t flush_ms = 1000;     // ...or when the oldest unflushed exchange is this old
   std::uint64_t max_frame_bytes = kMaxFrameBytes;  // ...or before it would pass this size
   int zstd_level = 3;
-  bool write_index = true;          // the skippable index frame at close()
+  bool write_index = true;          // the skippable index frame at close() (spilled to disk
+                                    // meanwhile, so memory stays flat)
 };
 
 // Writes a trace. Not thread-safe: one writer per file, fed from one strand/thread.
@@ -207,6 +208,13 @@ class TraceWriter {
   void close();  // flush, append the index, close the file
   std::uint64_t exchanges_written() const;
   std::uint64_t bytes_written() const;
+  // Exchanges in frames wholly written to the file: after a write failure (a full disk), the
+  // ones a reader will get back; the rest of exchanges_written() were lost with the open frame.
+  std::uint64_t exchanges_flushed() const;
+  // After close(): why the index was not written ("" when it was, or was not asked for). An
+  // index that would pass max_frame_bytes is left out rather than make the file unreadable;
+  // the reader reads every frame in order either way.
+  const std::string& index_note() const;
 
  private:
   struct Impl;

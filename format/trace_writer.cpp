@@ -10,7 +10,8 @@
 //
 // This file is the writer: one Cap'n Proto builder per record over a reused zeroed scratch
 // segment, compressed into the open frame, a frame closed on every flush and before a record
-// would take it past max_frame_bytes (what the reader accepts).
+// would take it past max_frame_bytes (what the reader accepts). The index grows on disk, not in
+// memory (index_spill.hpp), so a recording of any length runs in flat memory.
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <fcntl.h>
@@ -21,8 +22,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <tuple>
 
+#include "format/index_spill.hpp"
 #include "format/trace.hpp"
 #include "format/wire.hpp"
 
@@ -50,9 +51,11 @@ struct TraceWriter::Impl {
   std::uint32_t frame_records = 0;
   std::uint64_t frame_bytes = 0;  // decompressed
   std::chrono::steady_clock::time_point frame_started;
-  // For the index.
-  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>> frames;
-  std::vector<std::tuple<std::uint64_t, RequestKey, std::uint32_t>> keys;
+  std::uint32_t frames = 0;  // closed so far
+  std::uint64_t frame_exchanges = 0;  // in the open frame
+  std::uint64_t flushed_exchanges = 0;  // in frames wholly written to the file
+  std::unique_ptr<IndexSpill> index;  // null without write_index
+  std::string index_note;
   bool closed = false;
 
   ~Impl() {
@@ -140,35 +143,36 @@ struct TraceWriter::Impl {
   void end_frame() {
     if (!frame_open) return;
     compress(nullptr, 0, ZSTD_e_end);
-    frames.emplace_back(frame_offset, frame_first_record, frame_records);
+    if (index) index->add_frame(frame_offset, frame_first_record, frame_records);
+    ++frames;
     frame_open = false;
     write_out();
+    flushed_exchanges += frame_exchanges;
+    frame_exchanges = 0;
   }
 
+  // Appends the index frame; when it cannot be written whole, the file is cut back to where it
+  // began and index_note says why. It never throws: the frames before it are all written.
   void write_index() {
-    capnp::MallocMessageBuilder builder;
-    auto index = builder.initRoot<wire::TraceIndex>();
-    auto frame_list = index.initFrames(frames.size());
-    for (unsigned i = 0; i < frames.size(); ++i) {
-      auto entry = frame_list[i];
-      entry.setOffset(std::get<0>(frames[i]));
-      entry.setFirstRecord(std::get<1>(frames[i]));
-      entry.setRecords(std::get<2>(frames[i]));
-    }
-    auto key_list = index.initKeys(keys.size());
-    for (unsigned i = 0; i < keys.size(); ++i) {
-      auto entry = key_list[i];
-      entry.setExchangeId(std::get<0>(keys[i]));
-      entry.setKeyHi(std::get<1>(keys[i]).hi);
-      entry.setKeyLo(std::get<1>(keys[i]).lo);
-      entry.setFrame(std::get<2>(keys[i]));
-    }
-    kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
-    auto bytes = words.asBytes();
-    std::uint32_t prefix[2] = {kIndexMagic, static_cast<std::uint32_t>(bytes.size())};
+    std::uint64_t start = file_offset;
+    std::uint32_t prefix[2] = {kIndexMagic, static_cast<std::uint32_t>(index->message_bytes())};
     compressed.append(reinterpret_cast<const char*>(prefix), sizeof prefix);
-    compressed.append(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
-    write_out();
+    try {
+      bool whole = index->write([this](const void* bytes, std::size_t size) {
+        compressed.append(static_cast<const char*>(bytes), size);
+        if (compressed.size() >= (1u << 20)) write_out();
+      });
+      if (whole) {
+        write_out();
+        return;
+      }
+      index_note = index->note();
+    } catch (const TraceError& e) {
+      // Every frame is in the file; only the optional index did not fit (a full disk).
+      index_note = std::string("no index written: ") + e.what();
+    }
+    compressed.clear();
+    if (file_offset != start && ::ftruncate(fd, static_cast<off_t>(start)) == 0) file_offset = start;
   }
 };
 
@@ -193,7 +197,9 @@ TraceWriter::TraceWriter(const std::filesystem::path& path, const TraceHeader& h
   if (!impl_->compressor) throw TraceError("cannot create a zstd compressor (out of memory)");
   ZSTD_CCtx_setParameter(impl_->compressor, ZSTD_c_compressionLevel, options.zstd_level);
   ZSTD_CCtx_setParameter(impl_->compressor, ZSTD_c_checksumFlag, 1);
-  impl_->scratch.assign(64 * 1024, 0);  // 512 KiB: a long streamed exchange fits one segment
+  impl_->scratch.assign(64 * 1024, 0);
+  if (impl_->options.write_index)
+    impl_->index = std::make_unique<IndexSpill>(path, impl_->options.max_frame_bytes);  // 512 KiB: a long streamed exchange fits one segment
 
   // The file is written in this writer's format, whatever version the caller's header came from.
   TraceHeader stamped = header;
@@ -240,8 +246,8 @@ void TraceWriter::write(const Exchange& exchange) {
                        " bytes a trace message may hold");
   }
   ++impl.exchanges;
-  if (impl.options.write_index)
-    impl.keys.emplace_back(exchange.id, exchange.key, static_cast<std::uint32_t>(impl.frames.size()));
+  ++impl.frame_exchanges;
+  if (impl.index) impl.index->add_key(exchange.id, exchange.key, impl.frames);
   if (impl.frame_records >= impl.options.flush_every)
     impl.end_frame();
   else
@@ -268,7 +274,11 @@ void TraceWriter::close() {
   if (impl.closed) return;
   impl.closed = true;  // even when the flush below throws: a broken file is not retried
   impl.end_frame();
-  if (impl.options.write_index) impl.write_index();
+  if (impl.index) {
+    impl.write_index();
+    if (impl.index_note.empty()) impl.index_note = impl.index->note();
+    impl.index.reset();
+  }
   int fd = impl.fd;
   impl.fd = -1;
   if (::close(fd) != 0) {
@@ -279,5 +289,7 @@ void TraceWriter::close() {
 
 std::uint64_t TraceWriter::exchanges_written() const { return impl_->exchanges; }
 std::uint64_t TraceWriter::bytes_written() const { return impl_->file_offset; }
+std::uint64_t TraceWriter::exchanges_flushed() const { return impl_->flushed_exchanges; }
+const std::string& TraceWriter::index_note() const { return impl_->index_note; }
 
 }  // namespace retrace

@@ -83,6 +83,7 @@ struct RecordSummary {
   std::uint64_t lost = 0;  // captured but not written (trace write failure)
   std::uint64_t trace_bytes = 0;
   std::string write_error;  // non-empty when the trace could not be written to the end
+  std::string index_note;   // why the trace has no index ("" when it has one)
   std::string stop_reason;  // "interrupted", "--duration elapsed", ...
 };
 

@@ -351,6 +351,7 @@ RecordSummary run_recorder(const RecordOptions& options,
   summary.lost = sink.lost;
   summary.trace_bytes = sink.bytes();
   summary.write_error = sink.error();
+  summary.index_note = sink.index_note();
   summary.stop_reason = stop_reason;
   return summary;
 }

@@ -35,6 +35,7 @@ void TraceSink::close() {
       writer_.close();
     } catch (const std::exception& e) {
       if (error_.empty()) error_ = e.what();
+      count_unflushed_as_lost();
     }
   }
 }
@@ -78,6 +79,7 @@ void TraceSink::run() {
       } catch (const std::exception& e) {
         fail(e.what());
         ++lost;
+        count_unflushed_as_lost();
         continue;
       }
       ++errors_by_kind[static_cast<std::size_t>(exchange.error.kind) % errors_by_kind.size()];
@@ -98,7 +100,15 @@ void TraceSink::flush() {
     writer_.flush();
   } catch (const std::exception& e) {
     fail(e.what());
+    count_unflushed_as_lost();
   }
+}
+
+void TraceSink::count_unflushed_as_lost() {
+  std::uint64_t durable = writer_.exchanges_flushed();
+  if (written <= durable) return;
+  lost += written - durable;
+  written = durable;
 }
 
 void TraceSink::fail(const std::string& message) {

@@ -17,7 +17,9 @@
 namespace retrace::record {
 
 // Exchanges arrive from any worker through submit(); only the trace thread touches the
-// TraceWriter. A write failure (a full disk) stops the run: later exchanges are counted as lost.
+// TraceWriter. A write failure (a full disk) stops the run: the exchanges of the frame that did
+// not reach the file and every later one are counted as lost, and `written` is what a reader
+// gets back.
 class TraceSink {
  public:
   // Writes the trace header at once: an unwritable path fails here (TraceError), before traffic.
@@ -38,11 +40,13 @@ class TraceSink {
   std::array<std::atomic<std::uint64_t>, 8> errors_by_kind{};
   std::uint64_t bytes() const { return writer_.bytes_written(); }
   const std::string& error() const { return error_; }  // after close()
+  const std::string& index_note() const { return writer_.index_note(); }  // after close()
 
  private:
   void run();
   void flush();
   void fail(const std::string& message);
+  void count_unflushed_as_lost();
 
   TraceWriter writer_;
   WriterOptions options_;

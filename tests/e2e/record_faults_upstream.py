@@ -8,10 +8,12 @@ recorder decodes the stream as chat), picks the misbehaviour:
   /stall-mid   SSE headers and one chunk, then silence
   /status/N    answers status N with a JSON error body
   /slow        one chat chunk every 50 ms for up to 30 s; logs when the proxy hangs up
+  /slow?n=N    the same, N chunks, then [DONE] and the end of the body: a slow stream that ends well
   /big?n=N&framing=chunked|length|eof
                N bytes of a repeating pattern (`pattern(N)`), chunked in pieces of uneven sizes,
                with a Content-Length, or delimited by closing the connection; logs when the
                client side went away before the end
+  /malformed   SSE chat stream whose second event is not JSON, then a good one and [DONE]
   /interim     a 100 Continue and a 103 Early Hints before the real response (below)
   /drop-next   a whole SSE chat stream, kept alive (no Connection: close); the next request on
                the same connection is read and answered by closing it, as llama.cpp's server
@@ -19,7 +21,8 @@ recorder decodes the stream as chat), picks the misbehaviour:
   HEAD on any path: 405 with a body, which a response to HEAD must not have
   anything else: 200 with a small JSON body naming the path and the request's header names
                (Content-Length)
-Prints "listening on http://127.0.0.1:PORT"; logs events to stderr.
+Listens on the port given as the first argument (default: any free one), prints
+"listening on http://127.0.0.1:PORT"; logs events to stderr.
 """
 import json
 import socket
@@ -100,6 +103,10 @@ class Handler(socketserver.BaseRequestHandler):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 sock.close()
                 return
+            if path.endswith("/malformed"):
+                sock.sendall(SSE_HEAD + chunk(event("Hel")) + chunk(b"data: {not json\n\n") +
+                             chunk(event("lo")) + chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+                continue
             if path.endswith("/drop-next"):
                 sock.sendall(SSE_HEAD + chunk(event("Hel")) + chunk(event("lo")) +
                              chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
@@ -119,15 +126,21 @@ class Handler(socketserver.BaseRequestHandler):
                 sock.sendall(b"HTTP/1.1 %d Test\r\nContent-Type: application/json\r\n"
                              b"Content-Length: %d\r\n\r\n%s" % (status, len(body), body))
                 continue
-            if path.endswith("/slow"):
+            if path.endswith("/slow") or "/slow?" in path:
+                query = request[1].partition("?")[2]  # as sent: fault= above kept only the path
+                params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
+                limit = int(params.get("n", "0"))
                 sock.sendall(SSE_HEAD)
                 sent = 0
                 try:
                     deadline = time.time() + 30
-                    while time.time() < deadline:
+                    while time.time() < deadline and (limit == 0 or sent < limit):
                         sock.sendall(chunk(event("tok%d " % sent)))
                         sent += 1
                         time.sleep(0.05)
+                    if limit:
+                        sock.sendall(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+                        continue
                 except OSError as e:
                     log(f"proxy closed the upstream connection after {sent} events ({e.__class__.__name__})")
                 return
@@ -185,6 +198,7 @@ class Server(socketserver.ThreadingTCPServer):
 
 
 if __name__ == "__main__":
-    with Server(("127.0.0.1", 0), Handler) as server:
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    with Server(("127.0.0.1", port), Handler) as server:
         print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
         server.serve_forever()
