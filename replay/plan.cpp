@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "net/http_rules.hpp"
 #include "replay/replay.hpp"
 
 namespace retrace::replay {
@@ -18,11 +19,6 @@ namespace json = boost::json;
 
 namespace {
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
 
 bool glob_match(const std::string& pattern, const std::string& text) {
   return ::fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
@@ -166,12 +162,12 @@ std::optional<Arrival> arrival_from_string(std::string_view text) {
 }
 
 std::chrono::nanoseconds parse_duration(std::string_view text, std::string_view flag) {
-  auto value_text = std::string(trim(text));
+  auto value_text = std::string(net::trim_ows(text));
   auto bad = [&](const std::string& why) {
     return std::invalid_argument((flag.empty() ? "" : std::string(flag) + " ") + "'" + value_text +
                                  "': " + why);
   };
-  text = trim(text);
+  text = net::trim_ows(text);
   std::size_t unit_at = 0;
   while (unit_at < text.size() &&
          (std::isdigit(static_cast<unsigned char>(text[unit_at])) || text[unit_at] == '.'))
@@ -201,16 +197,16 @@ std::chrono::nanoseconds parse_duration(std::string_view text, std::string_view 
 Slo parse_slo(std::string_view text) {
   Slo slo;
   std::string_view rest = text;
-  if (trim(rest).empty()) throw std::invalid_argument("empty --slo: try ttft:200ms,tpot:50ms");
+  if (net::trim_ows(rest).empty()) throw std::invalid_argument("empty --slo: try ttft:200ms,tpot:50ms");
   while (!rest.empty()) {
     auto comma = rest.find(',');
-    auto part = trim(rest.substr(0, comma));
+    auto part = net::trim_ows(rest.substr(0, comma));
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     auto colon = part.find(':');
     if (colon == std::string_view::npos)
       throw std::invalid_argument("bad --slo part '" + std::string(part) +
                                   "': expected METRIC:DURATION, e.g. ttft:200ms");
-    auto metric = trim(part.substr(0, colon));
+    auto metric = net::trim_ows(part.substr(0, colon));
     auto limit = parse_duration(part.substr(colon + 1), "--slo " + std::string(metric));
     if (metric == "ttft") slo.ttft = limit;
     else if (metric == "tpot") slo.tpot = limit;
@@ -229,8 +225,8 @@ std::pair<std::size_t, std::size_t> parse_shard(std::string_view text) {
                                  " (expected I/N with 0 <= I < N, e.g. 0/4)");
   };
   if (slash == std::string_view::npos) throw bad("no '/'");
-  auto index = parse_index(trim(text.substr(0, slash)));
-  auto count = parse_index(trim(text.substr(slash + 1)));
+  auto index = parse_index(net::trim_ows(text.substr(0, slash)));
+  auto count = parse_index(net::trim_ows(text.substr(slash + 1)));
   if (!index || !count) throw bad("not two numbers");
   if (*count == 0 || *index >= *count) throw bad("I must be less than N");
   return {*index, *count};
@@ -241,20 +237,20 @@ std::pair<std::string, std::string> split_assignment(std::string_view text, std:
   if (eq == std::string_view::npos || eq == 0)
     throw std::invalid_argument("bad " + std::string(what) + " '" + std::string(text) +
                                 "': expected KEY=VALUE");
-  return {std::string(trim(text.substr(0, eq))), std::string(text.substr(eq + 1))};
+  return {std::string(net::trim_ows(text.substr(0, eq))), std::string(text.substr(eq + 1))};
 }
 
 HttpHeader parse_header(std::string_view text) {
   auto colon = text.find(':');
-  if (colon == std::string_view::npos || trim(text.substr(0, colon)).empty())
+  if (colon == std::string_view::npos || net::trim_ows(text.substr(0, colon)).empty())
     throw std::invalid_argument("bad --header '" + std::string(text) +
                                 "': expected 'Name: value'");
-  auto name = trim(text.substr(0, colon));
+  auto name = net::trim_ows(text.substr(0, colon));
   for (char c : name)
     if (c <= ' ' || c == ':' || c >= 127)
       throw std::invalid_argument("bad --header '" + std::string(text) +
                                   "': the name may not contain spaces or control characters");
-  auto value = trim(text.substr(colon + 1));
+  auto value = net::trim_ows(text.substr(colon + 1));
   for (char c : value)
     if (c == '\r' || c == '\n')
       throw std::invalid_argument("bad --header '" + std::string(name) +

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <boost/beast/core/string.hpp>
 #include <boost/json.hpp>
 
 #include "llm/json_fields.hpp"
@@ -64,7 +65,7 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
     p.headers.push_back({"Host", url.host_header()});
     std::string_view connection;
     for (const auto& header : source.request.headers)
-      if (lower(header.name) == "connection") connection = header.value;
+      if (boost::beast::iequals(header.name, "connection")) connection = header.value;
     net::HopByHop hop_by_hop(connection);
     for (const auto& header : source.request.headers) {
       auto name = lower(header.name);
@@ -83,7 +84,7 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
     for (const auto& header : options.headers) p.headers.push_back(header);
     if (options.api_key) p.headers.push_back({"Authorization", "Bearer " + *options.api_key});
     bool has_type = std::any_of(p.headers.begin(), p.headers.end(), [](const HttpHeader& h) {
-      return lower(h.name) == "content-type";
+      return boost::beast::iequals(h.name, "content-type");
     });
     if (!has_type && !source.request.body.empty())
       p.headers.push_back({"Content-Type", "application/json"});

@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "format/json_text.hpp"
+#include "net/http_rules.hpp"
 #include "format/private_file.hpp"
 #include "format/redaction.hpp"
 #include "sweep/sweep.hpp"
@@ -27,14 +28,9 @@ namespace json = boost::json;
 
 namespace {
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
 
 double parse_level(std::string_view item, Axis axis) {
-  item = trim(item);
+  item = net::trim_ows(item);
   std::string flag = "--" + std::string(to_string(axis));
   if (axis == Axis::concurrency) {
     int value = 0;
