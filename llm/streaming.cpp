@@ -28,9 +28,11 @@ std::string set_streaming(std::string_view body, Dialect dialect, bool stream) {
                                                     : nullptr;
   if (streams && include_usage && include_usage->is_bool() && include_usage->get_bool())
     return std::string(body);
+  // Inserting "stream" may rehash the object: the pointers above are not used past this line.
   object["stream"] = true;
-  if (!stream_options || !stream_options->is_object()) object["stream_options"] = json::object();
-  object["stream_options"].get_object()["include_usage"] = true;
+  json::value& options = object["stream_options"];
+  if (!options.is_object()) options = json::object();
+  options.get_object()["include_usage"] = true;
   return json::serialize(parsed);
 }
 

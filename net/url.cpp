@@ -110,6 +110,11 @@ Url parse_url(std::string_view text) {
   if (u.has_query() || u.has_fragment())
     throw std::invalid_argument("URL " + shown + " has a query or fragment; give the server's base URL only");
   url.base_path = std::string(u.encoded_path());
+  // RFC 3986 3.3: after an authority the path is empty or starts with '/'. Boost.URL 1.81 lets
+  // "http://[::1]9/x" through with the path "9/x" (found by fuzz_url), which would read as port 809.
+  if (!url.base_path.empty() && url.base_path.front() != '/')
+    throw std::invalid_argument("malformed URL " + shown + ": after the host and port the path must "
+                                "start with '/'");
   while (!url.base_path.empty() && url.base_path.back() == '/') url.base_path.pop_back();
   return url;
 }

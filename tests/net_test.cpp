@@ -324,5 +324,8 @@ TEST_CASE("URLs that could break a request line or a Host header are refused by 
   CHECK_THROWS_WITH(parse_url("http://[::zz]:80"), Catch::Contains("malformed URL"));
   CHECK_THROWS_WITH(parse_url("http://h/%zz"), Catch::Contains("malformed URL"));
   CHECK(parse_url("http://h/a%20b/").base_path == "/a%20b");
+  // Found by fuzz_url: Boost.URL 1.81 takes "9/:x/" as the path after "[::0]"; str() then read
+  // "http://[::0]:809/:x".
+  CHECK_THROWS_WITH(parse_url("http://[::0]9/:x/"), Catch::Contains("must start with '/'"));
   CHECK(parse_url("http://[::1]:8000/v1/").host == "::1");
 }

@@ -5,6 +5,15 @@
 # held them go away. Each then answers a normal request.
 . "$(dirname "$0")/lib.sh"
 
+# Under UBSan this cannot be observed: its vptr check tests whether memory is readable through a
+# pipe(2), which fails when the process is out of descriptors — exactly the state under test — so
+# every error_code check there is reported as "invalid vptr" and the process stops. The release
+# build runs it; the sanitized build skips it, saying why.
+if [[ "${RETRACE_SANITIZE:-OFF}" == ON ]]; then
+  echo "SKIP: UBSan's vptr check needs a free descriptor, which this test takes away"
+  exit 77
+fi
+
 # hold URL N: opens N connections to URL that send nothing, prints "held N" and keeps them open
 # until killed. Connections past the server's descriptor limit wait in its listen backlog.
 cat >"$WORK/hold.py" <<'PY'
