@@ -51,6 +51,10 @@ void read_sharegpt(CompressedInput& input, const RowSink& sink);
 // 1970..2261 (int64 nanoseconds since 1970 end in 2262).
 std::optional<std::int64_t> parse_date_time_ns(std::string_view text);
 
+// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's days_from_civil); also
+// serves replay --start-at.
+std::int64_t days_from_civil(std::int64_t year, unsigned month, unsigned day);
+
 // "FILE:LINE: " for errors about the line `input` returned last.
 std::string where(const CompressedInput& input);
 

@@ -101,16 +101,6 @@ std::int64_t seconds_field(const CompressedInput& input, std::string_view text, 
   return std::llround(seconds * 1e9);
 }
 
-// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's days_from_civil).
-std::int64_t days_from_civil(std::int64_t year, unsigned month, unsigned day) {
-  year -= month <= 2;
-  const std::int64_t era = (year >= 0 ? year : year - 399) / 400;
-  const unsigned year_of_era = static_cast<unsigned>(year - era * 400);
-  const unsigned day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
-  const unsigned day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-  return era * 146097 + static_cast<std::int64_t>(day_of_era) - 719468;
-}
-
 // Reads exactly `width` digits at `at`.
 bool digits(std::string_view text, std::size_t& at, std::size_t width, unsigned& out) {
   if (at + width > text.size()) return false;
@@ -131,6 +121,15 @@ bool expect(std::string_view text, std::size_t& at, char c) {
 }
 
 }  // namespace
+
+std::int64_t days_from_civil(std::int64_t year, unsigned month, unsigned day) {
+  year -= month <= 2;
+  const std::int64_t era = (year >= 0 ? year : year - 399) / 400;
+  const unsigned year_of_era = static_cast<unsigned>(year - era * 400);
+  const unsigned day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+  const unsigned day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+  return era * 146097 + static_cast<std::int64_t>(day_of_era) - 719468;
+}
 
 std::optional<std::int64_t> parse_date_time_ns(std::string_view text) {
   std::size_t at = 0;

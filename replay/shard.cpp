@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "format/trace_rows.hpp"
+
 namespace retrace::replay {
 namespace json = boost::json;
 
@@ -16,16 +18,6 @@ std::invalid_argument bad_start(std::string_view text, const std::string& why) {
   return std::invalid_argument("--start-at '" + std::string(text) + "': " + why +
                                " (expected RFC 3339 with a zone, e.g. 2026-12-01T10:00:00Z or "
                                "2026-12-01T11:00:00.5+01:00, or epoch seconds, e.g. 1764583200.5)");
-}
-
-// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's days_from_civil).
-std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
 
 bool leap(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
@@ -104,7 +96,7 @@ std::int64_t parse_rfc3339(std::string_view text) {
   }
   if (at != text.size()) throw bad_start(text, "unexpected '" + std::string(text.substr(at)) + "'");
   // A leap second (:60) is read as the first instant of the next minute.
-  std::int64_t seconds = days_from_civil(*year, *month, *day) * 86400 + *hour * 3600 +
+  std::int64_t seconds = rows::days_from_civil(*year, *month, *day) * 86400 + *hour * 3600 +
                          *minute * 60 + *second - zone_s;
   return seconds * 1'000'000'000 + ns;
 }
