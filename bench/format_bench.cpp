@@ -28,9 +28,9 @@
 using namespace retrace;
 // Thread CPU time, not wall time: the machine these runs share is busy, and CPU time is what the
 // format costs. (Wall time is printed too.)
-struct Clock {
+struct Stopwatch {
   using duration = std::chrono::nanoseconds;
-  using time_point = std::chrono::time_point<Clock, duration>;
+  using time_point = std::chrono::time_point<Stopwatch, duration>;
   static time_point now() {
     timespec now{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
@@ -155,46 +155,46 @@ struct Result {
   std::uint64_t digest = 0;
 };
 
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(Stopwatch::duration d) { return std::chrono::duration<double>(d).count(); }
 
 Result bench_rtrace(const std::filesystem::path& path, std::uint64_t count,
                     const std::vector<std::string>& words, int level) {
   Result result;
   Exchange exchange;
-  Clock::duration writing{};
+  Stopwatch::duration writing{};
   {
     TraceHeader header;
     header.tool_version = "bench";
     header.source = Source::replayed;
     WriterOptions options;
     options.zstd_level = level;
-    auto start = Clock::now();
+    auto start = Stopwatch::now();
     TraceWriter writer(path, header, options);
-    writing += Clock::now() - start;
+    writing += Stopwatch::now() - start;
     for (std::uint64_t n = 0; n < count; ++n) {
       synthesize(n, words, exchange);
-      start = Clock::now();
+      start = Stopwatch::now();
       writer.write(exchange);
-      writing += Clock::now() - start;
+      writing += Stopwatch::now() - start;
     }
-    start = Clock::now();
+    start = Stopwatch::now();
     writer.close();
-    writing += Clock::now() - start;
+    writing += Stopwatch::now() - start;
   }
   result.write_s = seconds(writing);
   result.bytes = std::filesystem::file_size(path);
 
   ContentHash hash;
-  Clock::duration reading{};
-  auto start = Clock::now();
+  Stopwatch::duration reading{};
+  auto start = Stopwatch::now();
   TraceReader reader(path);
   while (reader.next(exchange)) {
-    reading += Clock::now() - start;
+    reading += Stopwatch::now() - start;
     hash.add(exchange);
     ++result.read_count;
-    start = Clock::now();
+    start = Stopwatch::now();
   }
-  reading += Clock::now() - start;
+  reading += Stopwatch::now() - start;
   result.read_s = seconds(reading);
   result.digest = hash.digest();
   return result;
@@ -204,9 +204,9 @@ Result bench_jsonl(const std::filesystem::path& path, std::uint64_t count,
                    const std::vector<std::string>& words) {
   Result result;
   Exchange exchange;
-  Clock::duration writing{};
+  Stopwatch::duration writing{};
   {
-    auto start = Clock::now();
+    auto start = Stopwatch::now();
     std::FILE* file = std::fopen(path.c_str(), "wb");
     if (!file) throw std::runtime_error("cannot create " + path.string());
     ZSTD_CCtx* compressor = ZSTD_createCCtx();
@@ -226,27 +226,27 @@ Result bench_jsonl(const std::filesystem::path& path, std::uint64_t count,
     header.tool_version = "bench";
     header.source = Source::replayed;
     feed(header_line(header) + "\n", ZSTD_e_continue);
-    writing += Clock::now() - start;
+    writing += Stopwatch::now() - start;
     std::string line;
     for (std::uint64_t n = 0; n < count; ++n) {
       synthesize(n, words, exchange);
-      start = Clock::now();
+      start = Stopwatch::now();
       line = exchange_line(exchange);
       line += '\n';
       feed(line, ZSTD_e_continue);
-      writing += Clock::now() - start;
+      writing += Stopwatch::now() - start;
     }
-    start = Clock::now();
+    start = Stopwatch::now();
     feed(std::string(), ZSTD_e_end);
     ZSTD_freeCCtx(compressor);
     std::fclose(file);
-    writing += Clock::now() - start;
+    writing += Stopwatch::now() - start;
   }
   result.write_s = seconds(writing);
   result.bytes = std::filesystem::file_size(path);
 
   ContentHash hash;
-  auto start = Clock::now();
+  auto start = Stopwatch::now();
   {
     std::FILE* file = std::fopen(path.c_str(), "rb");
     ZSTD_DCtx* decompressor = ZSTD_createDCtx();
@@ -286,7 +286,7 @@ Result bench_jsonl(const std::filesystem::path& path, std::uint64_t count,
     ZSTD_freeDCtx(decompressor);
     std::fclose(file);
   }
-  result.read_s = seconds(Clock::now() - start);
+  result.read_s = seconds(Stopwatch::now() - start);
   result.digest = hash.digest();
   return result;
 }

@@ -14,11 +14,11 @@ std::string host_name() {
 }
 
 TraceHeader new_trace_header(Source source, std::string tool_version, std::string target,
-                             std::string settings) {
+                             std::string settings, const Clock& clock) {
   TraceHeader header;
   header.tool_version = std::move(tool_version);
   header.created_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
+                               clock.wall().time_since_epoch())
                                .count();
   header.source = source;
   header.target = std::move(target);

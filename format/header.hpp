@@ -4,14 +4,16 @@
 
 #include <string>
 
+#include "format/clock.hpp"
 #include "format/trace.hpp"
 
 namespace retrace {
 
 // A header for a trace made now on this machine: the writer's format version, `tool_version`, the
-// creation time (wall clock), this host's name, and what made it (source, target, settings).
+// creation time (`clock`'s wall time), this host's name, and what made it (source, target,
+// settings).
 TraceHeader new_trace_header(Source source, std::string tool_version, std::string target,
-                             std::string settings);
+                             std::string settings, const Clock& clock);
 
 // This machine's host name, "" when the system does not say.
 std::string host_name();

@@ -238,7 +238,8 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
                                    {"endpoint", options.endpoint},
                                    {"model", options.model.empty() ? json::value(nullptr)
                                                                    : json::value(options.model)},
-                                   {"max_tokens", options.max_tokens}}));
+                                   {"max_tokens", options.max_tokens}}),
+      *options.writer.clock);
 
   std::uint64_t written = 0;
   {

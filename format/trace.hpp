@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "format/clock.hpp"
+
 namespace retrace {
 
 inline constexpr std::uint16_t kFormatMajor = 1;
@@ -184,6 +186,7 @@ struct WriterOptions {
   int zstd_level = 3;
   bool write_index = true;          // the skippable index frame at close() (spilled to disk
                                     // meanwhile, so memory stays flat)
+  const Clock* clock = &Clock::system();  // what flush_ms is measured on; outlives the writer
 };
 
 // Writes a trace. Not thread-safe: one writer per file, fed from one strand/thread.

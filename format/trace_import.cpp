@@ -163,7 +163,7 @@ TraceImportSummary import_trace(const std::filesystem::path& in, const std::file
   StagedOutput staged(in, out);
 
   TraceHeader header = new_trace_header(Source::imported, options.tool_version, in.string(),
-                                        settings_json(options));
+                                        settings_json(options), *options.writer.clock);
   TraceImportSummary summary;
   {
     TraceWriter writer(staged.temporary(), header, options.writer);

@@ -129,7 +129,7 @@ struct TraceWriter::Impl {
       frame_first_record = records;
       frame_records = 0;
       frame_bytes = 0;
-      frame_started = std::chrono::steady_clock::now();
+      frame_started = options.clock->now();
     }
     compress(segment_table.data(), segment_table.size() * 4, ZSTD_e_continue);
     for (auto segment : segments)
@@ -257,7 +257,7 @@ void TraceWriter::write(const Exchange& exchange) {
 bool TraceWriter::flush_if_due() {
   Impl& impl = *impl_;
   if (impl.closed || !impl.frame_open || impl.options.flush_ms < 0) return false;
-  if (std::chrono::steady_clock::now() - impl.frame_started <
+  if (impl.options.clock->now() - impl.frame_started <
       std::chrono::milliseconds(impl.options.flush_ms))
     return false;
   impl.end_frame();

@@ -112,6 +112,7 @@ void UpstreamConnection::async_connect(std::chrono::steady_clock::duration timeo
                                        ConnectHandler handler) {
   connect_handler_ = std::move(handler);
   connect_timeout_ = timeout;
+  // A deadline for waiting, so on real time (an Asio timer's), not a measurement.
   connect_deadline_ = std::chrono::steady_clock::now() + timeout;
   // The resolver has no deadline of its own; numeric hosts (the common case) resolve at once.
   resolver_.async_resolve(url_.host, std::to_string(url_.port),
@@ -155,7 +156,7 @@ std::unique_ptr<UpstreamConnection> ConnectionPool::take(const Url& url) {
   auto found = idle_.find(pool_key(url));
   if (found == idle_.end()) return nullptr;
   auto& queue = found->second;
-  auto now = std::chrono::steady_clock::now();
+  auto now = clock_.now();
   // Most recently used first: it is the least likely to have been closed by the upstream.
   while (!queue.empty()) {
     auto connection = std::move(queue.back());
@@ -174,7 +175,7 @@ void ConnectionPool::put(std::unique_ptr<UpstreamConnection> connection) {
     return;
   }
   auto& queue = idle_[connection->pool_key()];
-  connection->idle_since = std::chrono::steady_clock::now();
+  connection->idle_since = clock_.now();
   connection->expires_never();
   queue.push_back(std::move(connection));
   while (queue.size() > max_idle_per_upstream_) {

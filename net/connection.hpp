@@ -27,6 +27,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
+#include "format/clock.hpp"
 #include "net/errors.hpp"
 #include "net/url.hpp"
 
@@ -124,9 +125,10 @@ std::string pool_key(const Url& url);
 // Idle keep-alive connections by upstream. Not thread-safe: one per io_context thread.
 class ConnectionPool {
  public:
-  explicit ConnectionPool(std::size_t max_idle_per_upstream = 256,
+  // `clock` measures how long a connection has been idle; it outlives the pool.
+  explicit ConnectionPool(const Clock& clock, std::size_t max_idle_per_upstream = 256,
                           std::chrono::steady_clock::duration max_idle_age = std::chrono::seconds(30))
-      : max_idle_per_upstream_(max_idle_per_upstream), max_idle_age_(max_idle_age) {}
+      : clock_(clock), max_idle_per_upstream_(max_idle_per_upstream), max_idle_age_(max_idle_age) {}
 
   // An idle connection to `url`'s upstream, or nullptr (then connect a new one). Connections idle
   // longer than max_idle_age are closed and skipped: upstreams drop idle connections.
@@ -137,6 +139,7 @@ class ConnectionPool {
   void clear();
 
  private:
+  const Clock& clock_;
   std::size_t max_idle_per_upstream_;
   std::chrono::steady_clock::duration max_idle_age_;
   std::map<std::string, std::deque<std::unique_ptr<UpstreamConnection>>, std::less<>> idle_;

@@ -91,7 +91,7 @@ class Worker {
   net::asio::io_context io_{1};
   std::optional<net::asio::executor_work_guard<net::asio::io_context::executor_type>> work_;
   // Declared after io_: pooled sockets must close before their io_context goes.
-  net::ConnectionPool pool_;
+  net::ConnectionPool pool_{retrace::Clock::system()};
 };
 
 }  // namespace retrace::record

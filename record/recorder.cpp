@@ -325,7 +325,7 @@ RecordSummary run_recorder(const RecordOptions& options,
   if (options.upstream.tls()) tls = net::make_client_tls_context(options.tls);
 
   TraceHeader header = new_trace_header(Source::recorded, kToolVersion, options.upstream.str(),
-                                        settings_json(options));
+                                        settings_json(options), retrace::Clock::system());
   if (options.fetch_server_info) header.server_info = fetch_server_info(options, tls);
 
   asio::io_context control{1};

@@ -191,7 +191,8 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   settled.token_ids = checked->token_ids;
   settled.model = checked->model;
   TraceHeader header =
-      new_trace_header(Source::replayed, kToolVersion, url.str(), settings_json(settled));
+      new_trace_header(Source::replayed, kToolVersion, url.str(), settings_json(settled),
+                       retrace::Clock::system());
   // What `retrace merge` checks and records (replay/shard.hpp); the clock offset once known.
   bool sharded = options.shard_count > 1 || options.start_at_unix_ns.has_value();
   ShardFacts facts;

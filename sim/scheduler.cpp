@@ -11,7 +11,6 @@
 namespace retrace::sim {
 
 namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
 
 ActiveRequest::ActiveRequest(ApiRequest api_request, std::shared_ptr<Session> session_, std::string id_,
                              const Model& model, const ServeOptions& options)
@@ -92,11 +91,11 @@ void Scheduler::run_steps() {
   // Flat out, several iterations run back to back before the sockets are written, so one write
   // carries several events (as a loaded server's would) instead of one syscall per token: at least
   // 250 us and 8 iterations, at most 2 ms.
-  const auto burst_start = Clock::now();
+  const auto burst_start = options_.clock->now();
   for (int iterations = 1;; ++iterations) {
     step();
     if (options_.latency_model || running_.empty()) break;
-    auto elapsed = Clock::now() - burst_start;
+    auto elapsed = options_.clock->now() - burst_start;
     if (elapsed >= std::chrono::milliseconds(2) ||
         (iterations >= 8 && elapsed >= std::chrono::microseconds(250)))
       break;

@@ -30,7 +30,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
 
 // ---------------------------------------------------------------------------------------------
 // The server: acceptor, routing, shutdown.
@@ -255,7 +254,7 @@ void Server::handle(Session& session, std::shared_ptr<Session> self, HttpRequest
 
   ++request_counter_;
   ParseContext context{model_, answers_, options_,
-                       std::uint64_t(Clock::now().time_since_epoch().count()) ^ (request_counter_ << 32)};
+                       std::uint64_t(options_.clock->now().time_since_epoch().count()) ^ (request_counter_ << 32)};
   ApiRequest api;
   try {
     api = parse_request(endpoint, request.body(), context);

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "format/clock.hpp"
+
 namespace retrace::sim {
 
 struct ServeOptions {
@@ -49,6 +51,8 @@ struct ServeOptions {
   // keep-alive connections and slow senders alike), so that held sockets cannot use up the
   // process's file descriptors.
   std::chrono::milliseconds idle_timeout{60000};
+  // What a batching burst is timed on and what seeds each request's sampling; outlives serve().
+  const Clock* clock = &Clock::system();
 };
 
 // Serves until SIGINT or SIGTERM, then stops accepting, lets in-flight requests finish for up to

@@ -33,10 +33,6 @@ fs::path default_demo_dir() {
   return dir;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 // The simulator's latency model, made cheaper than its defaults so the demo's 300-odd requests
 // fit in well under 90 s on 2 cores, while throughput still responds to batching.
 std::vector<std::string> serve_command(const fs::path& self) {
@@ -44,11 +40,16 @@ std::vector<std::string> serve_command(const fs::path& self) {
           "--decode-ms-per-sequence", "0.02", "--prefill-ms-per-token", "0.005"};
 }
 
+// The demo's log, each line with the whole seconds since the demo began.
 struct Stage {
   std::ostream& log;
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  const Clock& clock = Clock::system();
+  Clock::time_point start = clock.now();
+  int seconds() const {
+    return static_cast<int>(std::chrono::duration<double>(clock.now() - start).count());
+  }
   void say(const std::string& what) {
-    log << "demo [" << static_cast<int>(seconds_since(start)) << " s] " << what << "\n" << std::flush;
+    log << "demo [" << seconds() << " s] " << what << "\n" << std::flush;
   }
 };
 
@@ -270,7 +271,7 @@ class Demo {
          << (dir_ / "open-ended-sweep" / ("c" + std::to_string(levels_.back()) + "-r1.rtrace")).string()
          << "\n\n"
          << "Everything this demo wrote is in " << dir_.string() << " ("
-         << static_cast<int>(seconds_since(stage_.start)) << " s).\n"
+         << stage_.seconds() << " s).\n"
          << std::flush;
   }
 

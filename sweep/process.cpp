@@ -101,6 +101,7 @@ Child::~Child() {
 }
 
 std::string Child::wait_listening(int timeout_ms) {
+  // Deadlines here bound waiting, so they run on real time (the poll's), not on an injected Clock.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   const std::string marker = "listening on ";
   while (true) {

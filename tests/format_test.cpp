@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "format/header.hpp"
 #include "format/import.hpp"
 #include "format/json.hpp"
 #include "format/trace.hpp"
@@ -485,6 +486,37 @@ TEST_CASE("frames never pass what the reader accepts whatever the flush settings
   CHECK_FALSE(reader.recovery().torn);
   REQUIRE(reader.has_index());
   CHECK(reader.index().frames.size() > 3);
+}
+
+TEST_CASE("a frame closes when its oldest exchange is flush_ms old on the writer's clock") {
+  TempDir dir;
+  ManualClock clock;
+  TraceWriter writer(dir / "t.rtrace", TraceHeader{},
+                     WriterOptions{.flush_every = 1'000'000, .flush_ms = 1000, .clock = &clock});
+  writer.write(small_exchange(0));
+  CHECK_FALSE(writer.flush_if_due());
+  clock.advance(std::chrono::milliseconds(999));
+  writer.write(small_exchange(1));  // write() checks too, and the frame is not yet due
+  CHECK_FALSE(writer.flush_if_due());
+  CHECK(writer.exchanges_flushed() == 0);
+  clock.advance(std::chrono::milliseconds(1));
+  CHECK(writer.flush_if_due());
+  CHECK(writer.exchanges_flushed() == 2);
+  CHECK_FALSE(writer.flush_if_due());  // nothing open now
+  writer.write(small_exchange(2));      // a new frame starts its own second
+  clock.advance(std::chrono::milliseconds(999));
+  CHECK_FALSE(writer.flush_if_due());
+  writer.close();
+  CHECK(load_trace(dir / "t.rtrace").exchanges.size() == 3);
+}
+
+TEST_CASE("a new trace header is dated by the clock it is given") {
+  using namespace std::chrono;
+  ManualClock clock(nanoseconds(0), system_clock::time_point(seconds(1'700'000'000)));
+  clock.advance(milliseconds(250));
+  auto header = new_trace_header(Source::recorded, "v", "http://127.0.0.1:1", "{}", clock);
+  CHECK(header.created_unix_ns == 1'700'000'000'250'000'000);
+  CHECK(header.source == Source::recorded);
 }
 
 TEST_CASE("an exchange too large for one frame is kept without its bodies and says so") {

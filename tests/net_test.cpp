@@ -191,7 +191,7 @@ TEST_CASE("the pool hands back an idle connection to the same upstream only", "[
   auto connection = upstream.connect();
   auto* raw = connection.get();
 
-  ConnectionPool pool;
+  ConnectionPool pool(Clock::system());
   pool.put(std::move(connection));
   CHECK(pool.idle() == 1);
   CHECK(pool.take(parse_url("http://127.0.0.1:1")) == nullptr);
@@ -207,9 +207,16 @@ TEST_CASE("the pool hands back an idle connection to the same upstream only", "[
 
 TEST_CASE("the pool drops connections idle longer than its limit", "[net][pool]") {
   LoopbackUpstream upstream;
-  ConnectionPool pool(8, std::chrono::nanoseconds(0));
+  ManualClock clock;
+  ConnectionPool pool(clock, 8, std::chrono::seconds(30));
   pool.put(upstream.connect());
-  CHECK(pool.take(upstream.url) == nullptr);
+  clock.advance(std::chrono::seconds(29));
+  auto connection = pool.take(upstream.url);
+  REQUIRE(connection != nullptr);  // idle 29 s of 30: still reused
+  pool.put(std::move(connection));
+  clock.advance(std::chrono::seconds(30));
+  CHECK(pool.take(upstream.url) == nullptr);  // idle 30 s since it came back: dropped
+  CHECK(pool.idle() == 0);
 }
 
 TEST_CASE("a connection the upstream closed is not pooled", "[net][pool]") {
@@ -224,7 +231,7 @@ TEST_CASE("a connection the upstream closed is not pooled", "[net][pool]") {
   connection->tcp_layer().socket().receive(asio::buffer(&byte, 1), tcp::socket::message_peek, ec);
   REQUIRE(ec == asio::error::eof);
   CHECK_FALSE(connection->idle_clean());
-  ConnectionPool pool;
+  ConnectionPool pool(Clock::system());
   pool.put(std::move(connection));
   CHECK(pool.idle() == 0);
 }
@@ -250,7 +257,7 @@ TEST_CASE("the pool honours the upstream's keep-alive timeout and request limit"
   CHECK(connection->idle_limit == std::chrono::milliseconds(500));
   CHECK(connection->max_responses == 2);
 
-  ConnectionPool pool;
+  ConnectionPool pool(Clock::system());
   connection->responses = 1;
   connection->honour_keep_alive("timeout=0");  // the server keeps no idle connection
   pool.put(std::move(connection));
