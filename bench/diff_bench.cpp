@@ -3,19 +3,13 @@
 //
 //   diff_bench DIR [EXCHANGES] [TOKENS] [DIVERGENT_PER_MILLE]
 //   -> DIR/baseline.rtrace  DIR/identical.rtrace  DIR/divergent.rtrace
-//
-// Also turns `retrace export` JSON lines back into a trace, so that end-to-end tests can write
-// exact scenarios by hand:
-//   diff_bench --from-jsonl IN.jsonl OUT.rtrace
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 
-#include "format/json.hpp"
 #include "format/trace.hpp"
 
 using namespace retrace;
@@ -54,42 +48,9 @@ Exchange make_exchange(std::uint64_t id, std::size_t tokens, std::mt19937& rng) 
   return exchange;
 }
 
-int from_jsonl(const char* in_path, const char* out_path) {
-  std::ifstream in(in_path);
-  if (!in) {
-    std::fprintf(stderr, "diff_bench: cannot read %s\n", in_path);
-    return 2;
-  }
-  std::optional<TraceWriter> writer;
-  TraceHeader header;
-  std::string line;
-  for (std::size_t number = 1; std::getline(in, line); ++number) {
-    if (line.empty()) continue;
-    boost::system::error_code ec;
-    auto value = boost::json::parse(line, ec);
-    if (ec || !value.is_object()) {
-      std::fprintf(stderr, "diff_bench: %s:%zu: not a JSON object\n", in_path, number);
-      return 2;
-    }
-    const auto& object = value.get_object();
-    if (auto* h = object.if_contains("header")) {
-      header = header_from_json(h->as_object());
-      continue;
-    }
-    if (!writer) writer.emplace(out_path, header);
-    Exchange exchange;
-    exchange_from_json(object.at("exchange").as_object(), exchange);
-    writer->write(exchange);
-  }
-  if (!writer) writer.emplace(out_path, header);
-  writer->close();
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 4 && std::strcmp(argv[1], "--from-jsonl") == 0) return from_jsonl(argv[2], argv[3]);
   if (argc < 2) {
     std::fprintf(stderr, "usage: diff_bench DIR [EXCHANGES=100000] [TOKENS=128] [DIVERGENT_PER_MILLE=10]\n");
     return 2;

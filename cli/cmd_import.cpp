@@ -27,13 +27,17 @@ void add_import(CLI::App& root, Registry& registry) {
       "target's. Public serving traces (Mooncake, Qwen-Bailian, Azure, BurstGPT, ShareGPT; plain, "
       ".gz or .zst) keep each row's send time for replay --timing recorded and their conversations "
       "as sessions; length-only rows get synthetic prompts whose bodies carry max_tokens (the "
-      "recorded output length) and ignore_eos (see traces/README.md). The format is told from the "
+      "recorded output length) and ignore_eos (see traces/README.md). What `retrace export` writes "
+      "comes back as the trace it was (header kept, secrets redacted again), so a trace can be "
+      "filtered or edited as text. The format is told from the "
       "first line unless --from names it. A bad line stops the import with its line number and "
       "leaves no output file.");
   command->footer(
       "Example:\n  retrace import traces/gold-intents.jsonl --out gold.rtrace\n"
       "  retrace import batch.jsonl --from openai-batch --out batch.rtrace\n"
       "  retrace import mooncake_trace.jsonl --out mooncake.rtrace\n"
+      "  retrace export run.rtrace | jq -c 'select(.header or .exchange.response.status == 200)' "
+      "> ok.jsonl && retrace import ok.jsonl --out ok.rtrace\n"
       "  retrace replay mooncake.rtrace --target http://127.0.0.1:8000 --timing recorded --speed 2 "
       "--out run.rtrace");
   command->add_option("IN", *input, "the file to read")->required();
@@ -41,7 +45,7 @@ void add_import(CLI::App& root, Registry& registry) {
   add_force_flag(*command, *force, "replace an existing --out (never IN)");
   options->from = "auto";
   command->add_option("--from", options->from, "input format (auto: told from the first line)")
-      ->check(CLI::IsMember({"auto", "jsonl", "openai-batch", "mooncake", "bailian", "azure",
+      ->check(CLI::IsMember({"auto", "jsonl", "openai-batch", "export", "mooncake", "bailian", "azure",
                              "burstgpt", "sharegpt"}))
       ->capture_default_str();
   command->add_option("--endpoint", options->endpoint,
@@ -92,6 +96,12 @@ void add_import(CLI::App& root, Registry& registry) {
     if (!tokenizer_url->empty())
       throw std::invalid_argument("--tokenizer-url is for length-only traces (mooncake, bailian, "
                                   "azure, burstgpt) and sharegpt, not " + options->from);
+    if (options->from == "export") {
+      std::uint64_t count = import_export_lines(*input, *output, *options);
+      std::cerr << "imported " << count << (count == 1 ? " exchange" : " exchanges") << " from "
+                << *input << " (retrace export lines) into " << *output << "\n";
+      return kExitOk;
+    }
     std::uint64_t count = import_dataset(*input, *output, *options);
     std::cerr << "imported " << count << " requests from " << *input << " into " << *output
               << "\n";

@@ -34,4 +34,14 @@ struct ImportOptions {
 std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesystem::path& out,
                              const ImportOptions& options);
 
+// `retrace export`'s JSON lines ({"header": ...} then one {"exchange": ...} per line; plain, .gz
+// or .zst) back into a trace, so that a trace filtered or edited as text (jq) is a trace again.
+// The header line is kept as it was (the trace's own source, target and settings); lines without
+// one get an "imported" header. Request and response headers, query parameters and body fields
+// go through the default redaction policy again. Written through OUT.tmp like import_dataset;
+// throws TraceError "IN:LINE: what is wrong". Returns the number of exchanges written (0 for an
+// exported empty trace).
+std::uint64_t import_export_lines(const std::filesystem::path& in, const std::filesystem::path& out,
+                                  const ImportOptions& options);
+
 }  // namespace retrace

@@ -26,7 +26,7 @@ bool is_trace_format(std::string_view name) {
 namespace {
 
 constexpr std::string_view kAllFormats =
-    "mooncake, bailian, azure, burstgpt, sharegpt, jsonl or openai-batch";
+    "mooncake, bailian, azure, burstgpt, sharegpt, jsonl, openai-batch or export";
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -40,6 +40,7 @@ std::optional<std::string> format_of_object(const json::object& row) {
   if (row.contains("hash_ids") || (row.contains("timestamp") && row.contains("input_length")))
     return "mooncake";
   if (row.contains("custom_id") && row.contains("body")) return "openai-batch";
+  if (row.contains("header") || row.contains("exchange")) return "export";
   if (row.contains("prompt") || row.contains("messages") || row.contains("request")) return "jsonl";
   return std::nullopt;
 }

@@ -1,5 +1,6 @@
-// `retrace import` on arbitrary bytes, as JSONL and as OpenAI Batch input (the first byte
-// chooses): a trace or a TraceError naming the line; never a crash, never a partial output file.
+// `retrace import` on arbitrary bytes, as JSONL, as OpenAI Batch input and as `retrace export`
+// lines (the first byte chooses): a trace or a TraceError naming the line; never a crash, never a
+// partial output file.
 #include <unistd.h>
 
 #include <cstddef>
@@ -17,11 +18,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const auto out = std::filesystem::temp_directory_path() /
                           ("retrace-fuzz-import-" + std::to_string(::getpid()) + ".rtrace");
   retrace::ImportOptions options;
-  options.from = data[0] % 2 ? "openai-batch" : "jsonl";
-  options.endpoint = data[0] % 4 < 2 ? "chat" : "completions";
+  const char* formats[] = {"jsonl", "openai-batch", "export"};
+  options.from = formats[data[0] % 3];
+  options.endpoint = data[0] % 6 < 3 ? "chat" : "completions";
   bool written = false;
   try {
-    retrace::import_dataset(input.path(), out, options);
+    if (options.from == "export")
+      retrace::import_export_lines(input.path(), out, options);
+    else
+      retrace::import_dataset(input.path(), out, options);
     written = true;
   } catch (const retrace::TraceError&) {
   } catch (const std::invalid_argument&) {

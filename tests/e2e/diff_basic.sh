@@ -3,10 +3,7 @@
 # missing exchanges, re-chunked identical text, N-way and --expect.
 . "$(dirname "$0")/lib.sh"
 
-# Traces are written from `retrace export`-style JSON lines by the bench helper built next to the
-# binary (bench/diff_bench.cpp).
-MAKE_TRACE="$(dirname "$RETRACE")/bench/diff_bench"
-[[ -x "$MAKE_TRACE" ]] || fail "need $MAKE_TRACE (build the diff_bench target)"
+# Traces are written as `retrace export` lines and turned into traces by `retrace import`.
 
 python3 - "$WORK" <<'PY'
 import json, sys, os
@@ -56,7 +53,8 @@ err[1]["choices"] = []
 write("err", err)
 PY
 for name in base same div near err; do
-  "$MAKE_TRACE" --from-jsonl "$WORK/$name.jsonl" "$WORK/$name.rtrace" || fail "could not write $name.rtrace"
+  "$RETRACE" import "$WORK/$name.jsonl" --out "$WORK/$name.rtrace" 2>"$WORK/import.err" \
+    || { cat "$WORK/import.err" >&2; fail "could not import $name.jsonl"; }
 done
 
 run() {  # expected-exit out-file args...

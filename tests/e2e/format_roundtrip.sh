@@ -81,6 +81,37 @@ check_contains "$WORK/bad.err" "$WORK/bad.jsonl:3: not valid JSON" "bad line mes
 check "no output file" test ! -e "$WORK/bad.rtrace"
 check "no temporary file" test ! -e "$WORK/bad.rtrace.tmp"
 
+# export → import → export is the identity, header included; a filtered export is a trace again.
+"$RETRACE" import "$WORK/export.jsonl" --out "$WORK/again.rtrace" 2>"$WORK/again.err" \
+  || { cat "$WORK/again.err" >&2; fail "import of export lines failed"; }
+check_contains "$WORK/again.err" "imported 20 exchanges" "import of export lines"
+"$RETRACE" export "$WORK/again.rtrace" >"$WORK/again.jsonl"
+check "export of the re-imported trace is byte-identical" cmp -s "$WORK/export.jsonl" "$WORK/again.jsonl"
+grep -v '"expected":"billing"' "$WORK/export.jsonl" | zstd -q >"$WORK/filtered.jsonl.zst"
+billing=$(grep -c '"expected":"billing"' "$WORK/export.jsonl")
+"$RETRACE" import "$WORK/filtered.jsonl.zst" --out "$WORK/filtered.rtrace" 2>/dev/null \
+  || fail "import of filtered, compressed export lines failed"
+"$RETRACE" inspect "$WORK/filtered.rtrace" --json >"$WORK/filtered.json"
+check_contains "$WORK/filtered.json" "\"exchanges\":$((20 - billing))" "filtered trace keeps the rest"
+# A credential added by hand does not reach the file; a bad line is named and leaves nothing.
+python3 - "$WORK/export.jsonl" >"$WORK/planted.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+record = json.loads(lines[1])
+record["exchange"]["request"]["headers"].append(["Authorization", "Bearer sk-planted"])
+lines[1] = json.dumps(record)
+print("\n".join(lines))
+PY
+check "the credential was planted" grep -q sk-planted "$WORK/planted.jsonl"
+"$RETRACE" import "$WORK/planted.jsonl" --out "$WORK/planted.rtrace" 2>/dev/null || fail "import of planted"
+check "the planted credential is redacted" bash -c "! $RETRACE export $WORK/planted.rtrace | grep -q sk-planted"
+{ head -3 "$WORK/export.jsonl"; echo '{"exchange": {"id": "three"}}'; } >"$WORK/badexport.jsonl"
+status=0
+"$RETRACE" import "$WORK/badexport.jsonl" --out "$WORK/badexport.rtrace" 2>"$WORK/badexport.err" || status=$?
+check_eq "$status" 2 "exit status of a bad export line"
+check_contains "$WORK/badexport.err" "$WORK/badexport.jsonl:4: " "bad export line is named"
+check "no output file for a bad export line" test ! -e "$WORK/badexport.rtrace"
+
 # Something that is not a trace is described.
 status=0
 "$RETRACE" inspect "$ROOT/traces/gold-intents.jsonl" >/dev/null 2>"$WORK/notrace.err" || status=$?

@@ -90,7 +90,7 @@ check_contains "$WORK/bad.err" "bad.jsonl:2: \"input_length\" must be a whole nu
 # --- a file of no known format: the error names the formats.
 printf 'when,what\n1,2\n' >"$WORK/unknown.csv"
 if "$RETRACE" import "$WORK/unknown.csv" --out "$WORK/unknown.rtrace" 2>"$WORK/unknown.err"; then fail "an unknown format imported"; fi
-check_contains "$WORK/unknown.err" "--from mooncake, bailian, azure, burstgpt, sharegpt, jsonl or openai-batch" "unknown format error"
+check_contains "$WORK/unknown.err" "--from mooncake, bailian, azure, burstgpt, sharegpt, jsonl, openai-batch or export" "unknown format error"
 
 stop "$SIM_PID" || fail "serve exited non-zero"
 echo "import_traces: ok"
