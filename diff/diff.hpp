@@ -77,8 +77,10 @@ std::optional<std::pair<Match, std::string>> parse_matcher(std::string_view spec
 std::string_view to_string(Match);
 
 enum class Verdict : std::uint8_t { identical, divergent, error, missing };
+BOOST_DESCRIBE_ENUM(Verdict, identical, divergent, error, missing)
 enum class Basis : std::uint8_t { token_ids, bytes };
 enum class Classification : std::uint8_t { near_tie, real_change, unknown };
+BOOST_DESCRIBE_ENUM(Classification, near_tie, real_change, unknown)
 enum class Alignment : std::uint8_t { source_to_source, source_to_id, id_to_source, key_occurrence };
 std::string_view to_string(Verdict);
 std::string_view to_string(Basis);

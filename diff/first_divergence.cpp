@@ -21,25 +21,12 @@ std::string_view to_string(Match match) {
   }
   return "?";
 }
-std::string_view to_string(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::identical: return "identical";
-    case Verdict::divergent: return "divergent";
-    case Verdict::error: return "error";
-    case Verdict::missing: return "missing";
-  }
-  return "?";
-}
+std::string_view to_string(Verdict verdict) { return enum_name(verdict, "?"); }
 std::string_view to_string(Basis basis) {
   return basis == Basis::token_ids ? "token_ids" : "bytes";
 }
 std::string_view to_string(Classification classification) {
-  switch (classification) {
-    case Classification::near_tie: return "near_tie";
-    case Classification::real_change: return "real_change";
-    case Classification::unknown: return "unknown";
-  }
-  return "?";
+  return enum_name(classification, "?");
 }
 std::string_view to_string(Alignment alignment) {
   switch (alignment) {

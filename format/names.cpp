@@ -3,58 +3,17 @@
 
 namespace retrace {
 
-std::string_view to_string(Source source) {
-  switch (source) {
-    case Source::recorded: return "recorded";
-    case Source::replayed: return "replayed";
-    case Source::imported: return "imported";
-  }
-  return "unknown";
-}
-
-std::string_view to_string(TokenKind kind) {
-  switch (kind) {
-    case TokenKind::none: return "none";
-    case TokenKind::text_deltas: return "text_deltas";
-    case TokenKind::logprob_tokens: return "logprob_tokens";
-    case TokenKind::token_ids: return "token_ids";
-  }
-  return "unknown";
-}
-
-std::string_view to_string(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::none: return "none";
-    case ErrorKind::connect: return "connect";
-    case ErrorKind::tls: return "tls";
-    case ErrorKind::timeout: return "timeout";
-    case ErrorKind::reset: return "reset";
-    case ErrorKind::http_status: return "http_status";
-    case ErrorKind::protocol: return "protocol";
-    case ErrorKind::cut: return "cut";
-  }
-  return "unknown";
-}
+std::string_view to_string(Source source) { return enum_name(source); }
+std::string_view to_string(TokenKind kind) { return enum_name(kind); }
+std::string_view to_string(ErrorKind kind) { return enum_name(kind); }
 
 std::optional<TokenKind> token_kind_from_string(std::string_view name) {
-  for (auto kind : {TokenKind::none, TokenKind::text_deltas, TokenKind::logprob_tokens,
-                    TokenKind::token_ids})
-    if (to_string(kind) == name) return kind;
-  return std::nullopt;
+  return enum_from_name<TokenKind>(name);
 }
-
 std::optional<ErrorKind> error_kind_from_string(std::string_view name) {
-  for (auto kind : {ErrorKind::none, ErrorKind::connect, ErrorKind::tls, ErrorKind::timeout,
-                    ErrorKind::reset, ErrorKind::http_status, ErrorKind::protocol, ErrorKind::cut})
-    if (to_string(kind) == name) return kind;
-  return std::nullopt;
+  return enum_from_name<ErrorKind>(name);
 }
-
-std::optional<Source> source_from_string(std::string_view name) {
-  for (auto source : {Source::recorded, Source::replayed, Source::imported})
-    if (to_string(source) == name) return source;
-  return std::nullopt;
-}
+std::optional<Source> source_from_string(std::string_view name) { return enum_from_name<Source>(name); }
 
 const std::string* Exchange::label(std::string_view key) const {
   for (const auto& label : labels)

@@ -23,17 +23,22 @@
 #include <vector>
 
 #include "format/clock.hpp"
+#include "format/enum_names.hpp"
 
 namespace retrace {
 
 inline constexpr std::uint16_t kFormatMajor = 1;
 inline constexpr std::uint16_t kFormatMinor = 1;  // 1.1: Exchange.retries
 
+// Their names are the enumerators' own (format/enum_names.hpp); the values are the schema's.
 enum class Source : std::uint8_t { recorded, replayed, imported };
+BOOST_DESCRIBE_ENUM(Source, recorded, replayed, imported)
 enum class TokenKind : std::uint8_t { none, text_deltas, logprob_tokens, token_ids };
+BOOST_DESCRIBE_ENUM(TokenKind, none, text_deltas, logprob_tokens, token_ids)
 enum class ErrorKind : std::uint8_t { none, connect, tls, timeout, reset, http_status, protocol, cut };
-// Size of an array indexed by ErrorKind; `cut` must stay the last kind.
-inline constexpr std::size_t kErrorKindCount = static_cast<std::size_t>(ErrorKind::cut) + 1;
+BOOST_DESCRIBE_ENUM(ErrorKind, none, connect, tls, timeout, reset, http_status, protocol, cut)
+// Size of an array indexed by ErrorKind.
+inline constexpr std::size_t kErrorKindCount = enum_count<ErrorKind>;
 
 std::string_view to_string(Source);
 std::string_view to_string(TokenKind);

@@ -95,15 +95,7 @@ std::optional<TokenIdMode> token_id_mode_from_string(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view to_string(TokenIdMode mode) {
-  switch (mode) {
-    case TokenIdMode::off: return "off";
-    case TokenIdMode::vllm: return "vllm";
-    case TokenIdMode::llamacpp: return "llamacpp";
-    case TokenIdMode::logprobs: return "logprobs";
-  }
-  return "off";
-}
+std::string_view to_string(TokenIdMode mode) { return enum_name(mode, "off"); }
 
 namespace {
 

@@ -133,6 +133,7 @@ std::string choice_text(const Choice& choice);
 // Two alternatives, so the margin to the runner-up is known at every token. Values the client
 // already set and that suffice (e.g. `logprobs: 5`) are kept.
 enum class TokenIdMode : std::uint8_t { off, vllm, llamacpp, logprobs };
+BOOST_DESCRIBE_ENUM(TokenIdMode, off, vllm, llamacpp, logprobs)
 // "off" (or "none"), "vllm", "llamacpp" (or "llama.cpp"), "logprobs"; nullopt otherwise.
 std::optional<TokenIdMode> token_id_mode_from_string(std::string_view);
 // The mode's name as token_id_mode_from_string reads it ("off", "vllm", "llamacpp", "logprobs").

@@ -136,29 +136,12 @@ class Random {
 
 }  // namespace
 
-std::string_view to_string(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::concurrency: return "concurrency";
-    case ScheduleKind::rate: return "rate";
-    case ScheduleKind::recorded: return "recorded";
-  }
-  return "?";
-}
+std::string_view to_string(ScheduleKind kind) { return enum_name(kind, "?"); }
 
-std::string_view to_string(Arrival arrival) {
-  switch (arrival) {
-    case Arrival::poisson: return "poisson";
-    case Arrival::constant: return "constant";
-    case Arrival::gamma: return "gamma";
-  }
-  return "?";
-}
+std::string_view to_string(Arrival arrival) { return enum_name(arrival, "?"); }
 
 std::optional<Arrival> arrival_from_string(std::string_view text) {
-  if (text == "poisson") return Arrival::poisson;
-  if (text == "constant") return Arrival::constant;
-  if (text == "gamma") return Arrival::gamma;
-  return std::nullopt;
+  return enum_from_name<Arrival>(text);
 }
 
 std::chrono::nanoseconds parse_duration(std::string_view text, std::string_view flag) {

@@ -67,7 +67,9 @@ namespace retrace::replay {
 struct Preflight;  // replay/preflight.hpp
 
 enum class ScheduleKind : std::uint8_t { concurrency, rate, recorded };
+BOOST_DESCRIBE_ENUM(ScheduleKind, concurrency, rate, recorded)
 enum class Arrival : std::uint8_t { poisson, constant, gamma };
+BOOST_DESCRIBE_ENUM(Arrival, poisson, constant, gamma)
 
 std::string_view to_string(ScheduleKind);
 std::string_view to_string(Arrival);

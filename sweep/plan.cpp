@@ -81,31 +81,13 @@ replay::Options to_replay_options(const ReplayArgs& args, const std::string& tar
   return options;
 }
 
-std::optional<Order> order_from_string(std::string_view text) {
-  if (text == "grouped") return Order::grouped;
-  if (text == "interleaved") return Order::interleaved;
-  return std::nullopt;
-}
+std::optional<Order> order_from_string(std::string_view text) { return enum_from_name<Order>(text); }
 
-std::string_view to_string(Order order) {
-  return order == Order::grouped ? "grouped" : "interleaved";
-}
+std::string_view to_string(Order order) { return enum_name(order, "?"); }
 
-std::optional<Axis> axis_from_string(std::string_view text) {
-  if (text == "concurrency") return Axis::concurrency;
-  if (text == "rate") return Axis::rate;
-  if (text == "speed") return Axis::speed;
-  return std::nullopt;
-}
+std::optional<Axis> axis_from_string(std::string_view text) { return enum_from_name<Axis>(text); }
 
-std::string_view to_string(Axis axis) {
-  switch (axis) {
-    case Axis::concurrency: return "concurrency";
-    case Axis::rate: return "rate";
-    case Axis::speed: return "speed";
-  }
-  return "?";
-}
+std::string_view to_string(Axis axis) { return enum_name(axis, "?"); }
 
 replay::Schedule schedule_at(const Plan& plan, double level) {
   replay::Schedule schedule;

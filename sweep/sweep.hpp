@@ -52,6 +52,7 @@ replay::Options to_replay_options(const ReplayArgs& args, const std::string& tar
 // Plan
 
 enum class Order : std::uint8_t { grouped, interleaved };
+BOOST_DESCRIBE_ENUM(Order, grouped, interleaved)
 std::optional<Order> order_from_string(std::string_view);
 std::string_view to_string(Order);
 
@@ -59,6 +60,7 @@ std::string_view to_string(Order);
 // second (rate2-r1.rtrace, arrivals from Plan::arrival), or the speed of the recorded timing
 // (speed0.5-r1.rtrace). Files say "rate"/"speed" in full because "r" already means the repeat.
 enum class Axis : std::uint8_t { concurrency, rate, speed };
+BOOST_DESCRIBE_ENUM(Axis, concurrency, rate, speed)
 std::optional<Axis> axis_from_string(std::string_view);
 std::string_view to_string(Axis);
 using report::level_text;  // "16", "0.5": a level in names and tables
