@@ -32,6 +32,7 @@ std::string_view to_string(ErrorKind kind) {
     case ErrorKind::http_status: return "http_status";
     case ErrorKind::protocol: return "protocol";
     case ErrorKind::cut: return "cut";
+    case ErrorKind::rejected: return "rejected";
   }
   return "unknown";
 }
@@ -45,7 +46,8 @@ std::optional<TokenKind> token_kind_from_string(std::string_view name) {
 
 std::optional<ErrorKind> error_kind_from_string(std::string_view name) {
   for (auto kind : {ErrorKind::none, ErrorKind::connect, ErrorKind::tls, ErrorKind::timeout,
-                    ErrorKind::reset, ErrorKind::http_status, ErrorKind::protocol, ErrorKind::cut})
+                    ErrorKind::reset, ErrorKind::http_status, ErrorKind::protocol, ErrorKind::cut,
+                    ErrorKind::rejected})
     if (to_string(kind) == name) return kind;
   return std::nullopt;
 }

@@ -25,13 +25,16 @@
 namespace retrace {
 
 inline constexpr std::uint16_t kFormatMajor = 1;
-inline constexpr std::uint16_t kFormatMinor = 1;  // 1.1: Exchange.retries
+inline constexpr std::uint16_t kFormatMinor = 2;  // 1.1: Exchange.retries; 1.2: ErrorKind.rejected
 
 enum class Source : std::uint8_t { recorded, replayed, imported };
 enum class TokenKind : std::uint8_t { none, text_deltas, logprob_tokens, token_ids };
-enum class ErrorKind : std::uint8_t { none, connect, tls, timeout, reset, http_status, protocol, cut };
-// Size of an array indexed by ErrorKind; `cut` must stay the last kind.
-inline constexpr std::size_t kErrorKindCount = static_cast<std::size_t>(ErrorKind::cut) + 1;
+// `rejected`: the request never went upstream; record answered it itself (400, 413, 431).
+enum class ErrorKind : std::uint8_t {
+  none, connect, tls, timeout, reset, http_status, protocol, cut, rejected
+};
+// Size of an array indexed by ErrorKind; `rejected` must stay the last kind.
+inline constexpr std::size_t kErrorKindCount = static_cast<std::size_t>(ErrorKind::rejected) + 1;
 
 std::string_view to_string(Source);
 std::string_view to_string(TokenKind);
