@@ -17,11 +17,6 @@
 
 namespace retrace::record {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = boost::beast::http;
-using net::tcp;
-
 namespace {
 
 // Relayed bytes the client has not taken yet beyond which the upstream is no longer read.

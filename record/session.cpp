@@ -12,11 +12,6 @@
 
 namespace retrace::record {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = boost::beast::http;
-using net::tcp;
-
 namespace {
 
 constexpr auto kClientIdleTimeout = std::chrono::seconds(300);
@@ -129,29 +124,33 @@ void ClientSession::on_read_request(error_code ec) {
   begin_exchange();
 }
 
-void ClientSession::begin_exchange() {
-  auto& request = request_parser_->get();
+// An exchange begins (forwarded or rejected): counted in flight, and what arrived of the request
+// captured when its path is recorded (the body is the caller's to take).
+void ClientSession::begin_capture(const http::request<http::string_body>& request) {
   in_flight_ = true;
   ++shared_.in_flight;
-  ++shared_.forwarded;
   received_at_ = clock_.now();
   recording_ = path_selected(request.target(), options_.include_paths, options_.exclude_paths);
+  capture_ = CapturedExchange{};
+  if (!recording_) return;
+  auto& exchange = capture_.exchange;
+  exchange.request.method = std::string(request.method_string());
+  exchange.request.target = std::string(request.target());
+  exchange.request.headers = copy_headers(request);
+  if (!options_.session_header.empty()) {
+    auto found = request.find(options_.session_header);
+    if (found != request.end()) exchange.session_id = std::string(found->value());
+  }
+  exchange.intended_send_ns = ns_between(shared_.run_start, received_at_);
+}
+
+void ClientSession::begin_exchange() {
+  auto& request = request_parser_->get();
+  ++shared_.forwarded;
+  begin_capture(request);
+  if (recording_) capture_.exchange.request.body = request.body();
   client_keep_alive_ = request.keep_alive();
   head_request_ = request.method() == http::verb::head;
-
-  capture_ = CapturedExchange{};
-  auto& exchange = capture_.exchange;
-  if (recording_) {
-    exchange.request.method = std::string(request.method_string());
-    exchange.request.target = std::string(request.target());
-    exchange.request.headers = copy_headers(request);
-    exchange.request.body = request.body();
-    if (!options_.session_header.empty()) {
-      auto found = request.find(options_.session_header);
-      if (found != request.end()) exchange.session_id = std::string(found->value());
-    }
-    exchange.intended_send_ns = ns_between(shared_.run_start, received_at_);
-  }
 
   upstream_request_ = {};
   upstream_request_.method_string(request.method_string());
@@ -294,23 +293,15 @@ void ClientSession::fail_before_response(error_code ec, net::Phase phase) {
 // as it was read (no body), with the status record answered, the answer's headers and body, and
 // ErrorKind::rejected; its times run from when record gave up reading it.
 void ClientSession::reject(http::status status, const std::string& message) {
-  auto& request = request_parser_->get();
-  in_flight_ = true;
-  ++shared_.in_flight;
-  received_at_ = sent_at_ = clock_.now();
+  begin_capture(request_parser_->get());
+  sent_at_ = received_at_;
   sent_ = true;
-  recording_ = path_selected(request.target(), options_.include_paths, options_.exclude_paths);
   std::string type = status == http::status::bad_request ? "invalid_request" : "request_too_large";
   proxy_response_ = make_error_response(status, message, type, false);
-
-  capture_ = CapturedExchange{};
   auto& exchange = capture_.exchange;
   if (recording_) {
-    exchange.request.method = std::string(request.method_string());
-    exchange.request.target = std::string(request.target());
-    exchange.request.headers = copy_headers(request);
     exchange.start_unix_ns = wall_ns();
-    exchange.intended_send_ns = exchange.actual_send_ns = ns_between(shared_.run_start, received_at_);
+    exchange.actual_send_ns = exchange.intended_send_ns;
     exchange.response.headers = copy_headers(proxy_response_);
     capture_.body = proxy_response_.body();
   }

@@ -29,9 +29,14 @@
 
 namespace retrace::record {
 
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using net::tcp;
+
 class ClientSession : public std::enable_shared_from_this<ClientSession> {
  public:
-  ClientSession(Worker& worker, net::tcp::socket socket, std::uint64_t id);
+  ClientSession(Worker& worker, tcp::socket socket, std::uint64_t id);
   ~ClientSession() { worker_.forget(id_); }
 
   void start();
@@ -46,13 +51,14 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   using error_code = net::error_code;
   // The watchdog's own time: it decides when to give up waiting, so it reads the clock its timer
   // runs on, not the injected Clock, which times only what the trace records.
-  using WaitClock = boost::asio::steady_timer::clock_type;
+  using WaitClock = asio::steady_timer::clock_type;
 
   // ---- the request side, the proxy's own answers, completion (session.cpp)
   void do_read_request();
   void on_read_request_header(error_code ec);
   void do_read_request_body();
   void on_read_request(error_code ec);
+  void begin_capture(const http::request<http::string_body>& request);
   void begin_exchange();
   void acquire_upstream();
   void on_connect(error_code ec, net::Phase phase);
@@ -62,7 +68,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void do_read_header();
   void on_read_header(error_code ec);
   void fail_before_response(error_code ec, net::Phase phase);
-  void reject(boost::beast::http::status status, const std::string& message);
+  void reject(http::status status, const std::string& message);
   void complete(bool close_after);
   void close_client();
   std::int64_t ns_since(Clock::time_point from) const;  // from `from` to the clock's now
@@ -88,18 +94,18 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   ProxyShared& shared_;
   const RecordOptions& options_;
   const Clock& clock_;
-  boost::beast::tcp_stream client_;
+  beast::tcp_stream client_;
   std::uint64_t id_;
-  boost::beast::flat_buffer client_buffer_;
-  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> request_parser_;
-  boost::beast::http::request<boost::beast::http::string_body> upstream_request_;
-  boost::beast::http::response<boost::beast::http::string_body> proxy_response_;  // must outlive its write
+  beast::flat_buffer client_buffer_;
+  std::optional<http::request_parser<http::string_body>> request_parser_;
+  http::request<http::string_body> upstream_request_;
+  http::response<http::string_body> proxy_response_;  // must outlive its write
   std::unique_ptr<net::UpstreamConnection> upstream_;
-  std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> response_parser_;
+  std::optional<http::response_parser<http::buffer_body>> response_parser_;
   std::array<char, net::UpstreamConnection::kReadRoomBytes> read_buf_{};
   std::string out_pending_;  // relayed bytes not yet handed to a client write
   std::string out_writing_;  // the client write in flight (must outlive it)
-  boost::asio::steady_timer watchdog_{client_.get_executor()};
+  asio::steady_timer watchdog_{client_.get_executor()};
   std::uint64_t relay_generation_ = 0;  // a watchdog firing for an earlier response is ignored
   WaitClock::time_point read_since_{};
   WaitClock::time_point write_since_{};
