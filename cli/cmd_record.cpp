@@ -74,7 +74,7 @@ int run_record(const RecordArgs& args) {
       [](const std::string& url) {
         std::cout << "listening on " << url << std::endl;
       },
-      std::cerr);
+      std::cerr, Clock::system());
 
   std::uint64_t errors = 0;
   std::string by_kind;
@@ -84,9 +84,12 @@ int run_record(const RecordArgs& args) {
     by_kind += (by_kind.empty() ? "" : ", ") + std::to_string(summary.errors_by_kind[kind]) + " " +
                std::string(to_string(static_cast<ErrorKind>(kind)));
   }
+  auto rejected = summary.errors_by_kind[static_cast<std::size_t>(ErrorKind::rejected)];
   std::cerr << "retrace record: " << (summary.stop_reason.empty() ? "stopped" : summary.stop_reason)
             << "; recorded " << summary.exchanges << " exchange(s) of " << summary.forwarded
-            << " forwarded, " << summary.tokens << " tokens, " << errors << " error(s)"
+            << " forwarded"
+            << (rejected ? " and " + std::to_string(rejected) + " rejected by record" : std::string())
+            << ", " << summary.tokens << " tokens, " << errors << " error(s)"
             << (by_kind.empty() ? "" : " (" + by_kind + ")") << " to " << args.out << " ("
             << summary.trace_bytes << " bytes)\n";
   if (!summary.index_note.empty()) std::cerr << "retrace record: note: " << summary.index_note << "\n";
@@ -125,7 +128,8 @@ void add_record(CLI::App& root, Registry& registry) {
                       "Record only paths matching this glob (repeatable, e.g. '/v1/*')");
   command->add_option("--exclude-path", args->exclude_paths,
                       "Do not record paths matching this glob (repeatable); still forwarded");
-  command->add_option("--max-body", args->max_body, "Largest request body in bytes (413 above)")
+  command->add_option("--max-body", args->max_body, "Largest request body in bytes (413 above; "
+                      "such a request is recorded with the error kind rejected)")
       ->capture_default_str();
   add_duration_option(*command, "--flush-interval", args->flush_interval,
                       "Flush the trace at least this often, e.g. 500ms, 2s", std::chrono::milliseconds(1))

@@ -75,6 +75,8 @@ enum ErrorKind {
   httpStatus @5;
   protocol @6;
   cut @7;            # stopped by us: client went away, shutdown deadline, --max-exchanges
+  rejected @8;       # (format 1.2) never forwarded: record answered it itself (400, 413, 431);
+                     # a 1.1 reader reads it as protocol
 }
 
 struct Alternative {

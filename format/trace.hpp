@@ -28,15 +28,19 @@
 namespace retrace {
 
 inline constexpr std::uint16_t kFormatMajor = 1;
-inline constexpr std::uint16_t kFormatMinor = 1;  // 1.1: Exchange.retries
+inline constexpr std::uint16_t kFormatMinor = 2;  // 1.1: Exchange.retries; 1.2: ErrorKind.rejected
 
 // Their names are the enumerators' own (format/enum_names.hpp); the values are the schema's.
 enum class Source : std::uint8_t { recorded, replayed, imported };
 BOOST_DESCRIBE_ENUM(Source, recorded, replayed, imported)
 enum class TokenKind : std::uint8_t { none, text_deltas, logprob_tokens, token_ids };
 BOOST_DESCRIBE_ENUM(TokenKind, none, text_deltas, logprob_tokens, token_ids)
-enum class ErrorKind : std::uint8_t { none, connect, tls, timeout, reset, http_status, protocol, cut };
-BOOST_DESCRIBE_ENUM(ErrorKind, none, connect, tls, timeout, reset, http_status, protocol, cut)
+// `rejected`: the request never went upstream; record answered it itself (400, 413, 431).
+enum class ErrorKind : std::uint8_t {
+  none, connect, tls, timeout, reset, http_status, protocol, cut, rejected
+};
+BOOST_DESCRIBE_ENUM(ErrorKind, none, connect, tls, timeout, reset, http_status, protocol, cut,
+                    rejected)
 // Size of an array indexed by ErrorKind.
 inline constexpr std::size_t kErrorKindCount = enum_count<ErrorKind>;
 

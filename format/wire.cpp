@@ -31,7 +31,7 @@ TokenKind from_wire(wire::TokenKind kind) {
 }
 ErrorKind from_wire(wire::ErrorKind kind) {
   auto value = static_cast<unsigned>(kind);
-  return value <= 7 ? static_cast<ErrorKind>(value) : ErrorKind::protocol;
+  return value < kErrorKindCount ? static_cast<ErrorKind>(value) : ErrorKind::protocol;
 }
 
 void fill_labels(capnp::List<wire::Label>::Builder list, const std::vector<Label>& labels) {

@@ -12,6 +12,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include "format/clock.hpp"
 #include "net/connection.hpp"
 #include "record/record.hpp"
 
@@ -46,7 +47,9 @@ class InFlight {
 struct ProxyShared {
   const RecordOptions& options;
   std::shared_ptr<net::asio::ssl::context> tls;  // null for an http:// upstream
-  std::chrono::steady_clock::time_point run_start;
+  // Every time the trace records comes from here (tests pass a ManualClock); lives for the run.
+  const Clock& clock;
+  Clock::time_point run_start;
   // Thread-safe hand-over to the trace thread.
   std::function<void(CapturedExchange&&)> submit;
   // Called from a worker thread once --max-exchanges were captured.
@@ -57,6 +60,11 @@ struct ProxyShared {
   std::atomic<std::uint64_t> forwarded{0};
   std::atomic<std::uint64_t> captured{0};
 };
+
+// Nanoseconds from `from` to `to`: every offset the trace records.
+inline std::int64_t ns_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
+}
 
 class ClientSession;
 
@@ -91,7 +99,7 @@ class Worker {
   net::asio::io_context io_{1};
   std::optional<net::asio::executor_work_guard<net::asio::io_context::executor_type>> work_;
   // Declared after io_: pooled sockets must close before their io_context goes.
-  net::ConnectionPool pool_{retrace::Clock::system()};
+  net::ConnectionPool pool_{shared_.clock};
 };
 
 }  // namespace retrace::record

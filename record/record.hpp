@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format/clock.hpp"
 #include "format/redaction.hpp"
 #include "format/trace.hpp"
 #include "net/connection.hpp"
@@ -38,6 +39,8 @@ struct RecordOptions {
   std::vector<std::string> exclude_paths;
   std::size_t max_body = 32u << 20;         // request body limit (413 beyond)
   std::size_t max_header = 64u << 10;       // request header limit (431 beyond)
+  // Requests refused for these limits, or malformed (400), are answered by record and recorded
+  // with ErrorKind::rejected, as far as they were read.
   WriterOptions writer;                     // --flush-every / --flush-ms
   net::TlsOptions tls;
   std::chrono::milliseconds upstream_timeout{60'000};  // connect, and each wait for bytes
@@ -77,7 +80,7 @@ std::string settings_json(const RecordOptions& options);
 
 struct RecordSummary {
   std::uint64_t exchanges = 0;  // written to the trace
-  std::uint64_t forwarded = 0;  // requests relayed, recorded or not
+  std::uint64_t forwarded = 0;  // requests relayed, recorded or not (rejected ones are not relayed)
   std::array<std::uint64_t, kErrorKindCount> errors_by_kind{};  // indexed by ErrorKind
   std::uint64_t tokens = 0;
   std::uint64_t lost = 0;  // captured but not written (trace write failure)
@@ -89,9 +92,11 @@ struct RecordSummary {
 
 // Opens the trace (throws TraceError when it cannot be written: before any traffic), listens,
 // calls `on_listening("http://HOST:PORT")`, and relays until SIGINT/SIGTERM, --duration,
-// --max-exchanges or a trace write failure. Progress goes to `log`.
+// --max-exchanges or a trace write failure. Progress goes to `log`. Every time written to the
+// trace (the header's creation, each exchange's offsets and start) is read from `clock`
+// (Clock::system() in production); waits and deadlines run on real time.
 RecordSummary run_recorder(const RecordOptions& options,
                            const std::function<void(const std::string&)>& on_listening,
-                           std::ostream& log);
+                           std::ostream& log, const Clock& clock);
 
 }  // namespace retrace::record

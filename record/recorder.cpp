@@ -37,7 +37,6 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using net::error_code;
 using net::tcp;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -46,7 +45,8 @@ std::string fetch_server_info(const RecordOptions& options,
                               const std::shared_ptr<asio::ssl::context>& tls) {
   boost::json::object info;
   info["endpoint"] = options.upstream.join("/v1/models");
-  auto timeout = std::min<Clock::duration>(options.upstream_timeout, std::chrono::seconds(3));
+  auto timeout = std::min<std::chrono::steady_clock::duration>(options.upstream_timeout,
+                                                               std::chrono::seconds(3));
   auto response = net::fetch(options.upstream, tls, "/v1/models", timeout, 1u << 20);
   if (!response.error.empty()) {
     info["error"] = response.error;
@@ -136,7 +136,10 @@ class Controller {
         if (!ec) begin_shutdown("--duration elapsed");
       });
     }
-    if (options_.live_status) do_status();
+    if (options_.live_status) {
+      last_status_ = shared_.clock.now();
+      do_status();
+    }
   }
 
   // Runs the control thread until every worker has stopped; returns why the run stopped.
@@ -180,7 +183,7 @@ class Controller {
   }
 
   void do_status() {
-    auto now = Clock::now();
+    auto now = shared_.clock.now();
     double seconds = std::chrono::duration<double>(now - last_status_).count();
     std::uint64_t tokens = sink_.tokens;
     std::uint64_t errors = 0;
@@ -311,7 +314,7 @@ class Controller {
   asio::steady_timer status_timer_{control_};
   net::AcceptBackoff accept_backoff_{control_.get_executor(), "retrace record", log_};
   std::uint64_t last_tokens_ = 0;
-  Clock::time_point last_status_ = Clock::now();
+  Clock::time_point last_status_{};
   // Last member, so destroyed first: its thread posts to control_ and reads `this` until joined.
   net::StopSignals signals_;
 };
@@ -320,12 +323,12 @@ class Controller {
 
 RecordSummary run_recorder(const RecordOptions& options,
                            const std::function<void(const std::string&)>& on_listening,
-                           std::ostream& log) {
+                           std::ostream& log, const Clock& clock) {
   std::shared_ptr<asio::ssl::context> tls;
   if (options.upstream.tls()) tls = net::make_client_tls_context(options.tls);
 
   TraceHeader header = new_trace_header(Source::recorded, kToolVersion, options.upstream.str(),
-                                        settings_json(options), retrace::Clock::system());
+                                        settings_json(options), clock);
   if (options.fetch_server_info) header.server_info = fetch_server_info(options, tls);
 
   asio::io_context control{1};
@@ -333,7 +336,7 @@ RecordSummary run_recorder(const RecordOptions& options,
   // Writes the header at once: an unwritable --out fails here, before any traffic.
   TraceSink sink(options.out, header, options.writer,
                  Redactor(options.keep_secrets, options.redact_headers));
-  ProxyShared shared{options, tls, Clock::now(), {}, {}};
+  ProxyShared shared{options, tls, clock, clock.now(), {}, {}};
   shared.submit = [&](CapturedExchange&& captured) { sink.submit(std::move(captured)); };
 
   Controller controller(control, acceptor, shared, sink, log);

@@ -82,7 +82,7 @@ void TraceSink::run() {
         count_unflushed_as_lost();
         continue;
       }
-      ++errors_by_kind[static_cast<std::size_t>(exchange.error.kind) % errors_by_kind.size()];
+      ++errors_by_kind[static_cast<std::size_t>(exchange.error.kind)];
       std::uint64_t count = 0;
       for (const auto& choice : exchange.choices) count += choice.tokens.size();
       tokens += count;

@@ -37,7 +37,7 @@ class TraceSink {
   std::atomic<std::uint64_t> written{0};
   std::atomic<std::uint64_t> tokens{0};
   std::atomic<std::uint64_t> lost{0};
-  std::array<std::atomic<std::uint64_t>, 8> errors_by_kind{};
+  std::array<std::atomic<std::uint64_t>, kErrorKindCount> errors_by_kind{};  // indexed by ErrorKind
   std::uint64_t bytes() const { return writer_.bytes_written(); }
   const std::string& error() const { return error_; }  // after close()
   const std::string& index_note() const { return writer_.index_note(); }  // after close()

@@ -34,11 +34,18 @@ ExchangeMetrics summarize(const Exchange& exchange) {
   metrics.output_tokens = output_tokens(exchange);
   metrics.input_tokens = exchange.usage.prompt_tokens;
   metrics.sent = exchange.response.status != 0 || exchange.error.kind != ErrorKind::none;
-  metrics.inference = llm::is_inference_request(exchange.request.target, exchange.request.body);
+  // A request record rejected itself never reached the server: listed apart, not a request of
+  // the run, whatever its path.
+  bool rejected = exchange.error.kind == ErrorKind::rejected;
+  metrics.inference =
+      !rejected && llm::is_inference_request(exchange.request.target, exchange.request.body);
   if (!metrics.inference) {
     std::string_view path = exchange.request.target;
     path = path.substr(0, path.find('?'));
     metrics.endpoint = exchange.request.method + " " + std::string(path);
+    if (rejected)
+      metrics.endpoint = "rejected by record (" + std::to_string(exchange.response.status) + ") " +
+                         metrics.endpoint;
   }
   if (!exchange.choices.empty()) {
     const auto& tokens = exchange.choices.front().tokens;

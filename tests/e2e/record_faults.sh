@@ -106,7 +106,9 @@ assert any("client closed" in e["error"]["message"] for e in slow)
 assert any("shutdown" in e["error"]["message"] for e in slow)
 for e in slow:
     assert "".join(ev["data"] for ev in e["response"]["events"]).startswith("data: ")
-assert one("/ok")["response"]["status"] == 200
+# The requests record refused itself are recorded too, as rejected, with the status it answered.
+ok = [(e["response"]["status"], e["error"]["kind"]) for e in by_target["/ok"]]
+assert ok == [(431, "rejected"), (413, "rejected"), (200, "none")], ok
 refused = exchanges(sys.argv[2])
 assert len(refused) == 1 and refused[0]["error"]["kind"] == "connect", refused
 EOF

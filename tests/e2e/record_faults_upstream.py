@@ -15,6 +15,8 @@ recorder decodes the stream as chat), picks the misbehaviour:
                client side went away before the end
   /malformed   SSE chat stream whose second event is not JSON, then a good one and [DONE]
   /interim     a 100 Continue and a 103 Early Hints before the real response (below)
+  /early-413   reads only the request header, answers 413 with a JSON body and closes, leaving
+               the body unread (so the close is a reset), as servers with a body limit do
   /drop-next   a whole SSE chat stream, kept alive (no Connection: close); the next request on
                the same connection is read and answered by closing it, as llama.cpp's server
                does to every request after a streamed response
@@ -56,6 +58,13 @@ class Handler(socketserver.BaseRequestHandler):
             data += more
         head, _, rest = data.partition(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
+        if "/early-413" in lines[0]:
+            body = b'{"error":{"message":"upstream says the body is too large","type":"test"}}'
+            self.request.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
+                                 b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            log("answered 413 before reading the body; closing")
+            self.request.close()
+            return None
         length = 0
         for line in lines[1:]:
             name, _, value = line.partition(":")

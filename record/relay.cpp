@@ -1,0 +1,237 @@
+// A client connection's response body: the relay from the upstream to the client and how it ends.
+// See session.hpp for the steps and which file holds which.
+//
+// The upstream read and the client write run at the same time: while one write is on its way to
+// the client the next upstream read is already waiting, and whatever arrives meanwhile goes out
+// in the next single write (coalesced, never held back). The header is relayed as received
+// (hop-by-hop headers included, so a chunked response stays chunked), each read's body bytes
+// framed as one chunk when the response is chunked. One watchdog timer per response enforces
+// --upstream-timeout on both sides, instead of a timer armed and cancelled around every read
+// and write.
+#include "record/session.hpp"
+
+#include <cassert>
+#include <cstdio>
+
+#include <boost/asio/write.hpp>
+
+namespace retrace::record {
+
+namespace {
+
+// Relayed bytes the client has not taken yet beyond which the upstream is no longer read.
+constexpr std::size_t kMaxPendingBytes = 1u << 20;
+
+}  // namespace
+
+void ClientSession::start_relay() {
+  auto& parser = *response_parser_;
+  auto& response = parser.get();
+  frame_chunked_ = response.chunked();
+  upstream_done_ = parser.is_done();  // no body: HEAD, 204, 304
+  out_pending_.clear();
+  out_pending_ += beast::buffers_to_string(
+      http::fields::writer(response.base(), response.version(), response.result_int()).get());
+  upstream_->expires_never();
+  client_.expires_never();
+  relay_active_ = true;
+  ++relay_generation_;
+  arm_watchdog(options_.upstream_timeout);
+  if (!upstream_done_) do_read_body();
+  flush_client();
+}
+
+void ClientSession::do_read_body() {
+  auto& parser = *response_parser_;
+  auto& body = parser.get().body();
+  body.data = read_buf_.data();  // read_buf_ outlives the read; its bytes are copied out after
+  body.size = read_buf_.size();
+  reading_ = true;
+  read_since_ = WaitClock::now();
+  // read_some, not read: read fills the whole buffer before it returns, which would hold back
+  // a stream of small events. read_some returns what one socket read brought.
+  upstream_->visit([&](auto& stream) {
+    http::async_read_some(stream, upstream_->buffer(), parser,
+                          [self = shared_from_this()](error_code ec, std::size_t) {
+                            self->on_read_body(ec);
+                          });
+  });
+}
+
+void ClientSession::on_read_body(error_code ec) {
+  reading_ = false;
+  if (ec == http::error::need_buffer) ec = {};
+  if (!ec) parse_buffered();
+  auto& parser = *response_parser_;
+  std::size_t received = read_buf_.size() - parser.get().body().size;
+  if (received > 0) {
+    if (recording_) {
+      capture_.body.append(read_buf_.data(), received);
+      capture_.chunks.push_back({ns_since(sent_at_), capture_.body.size()});
+    }
+    if (!client_failed_) queue_body(std::string_view(read_buf_.data(), received));
+  }
+  if (upstream_stalled_) ec = beast::error::timeout;  // the watchdog closed it
+  if (cut_ || client_failed_) return settle();
+  if (ec) {
+    upstream_error_ = ec;
+  } else if (parser.is_done()) {
+    upstream_done_ = true;
+    if (frame_chunked_) out_pending_ += "0\r\n\r\n";
+  } else if (out_pending_.size() < kMaxPendingBytes) {
+    do_read_body();
+  }  // else: the client is behind; on_write_client resumes reading once it catches up
+  flush_client();
+  settle();
+}
+
+// read_some returns after one chunk even when the socket read brought several (a parser set
+// to eager would instead keep reading the socket until the body buffer filled, holding events
+// back). Parse what is already buffered here, so that events the upstream sent together go to
+// the client in one write.
+void ClientSession::parse_buffered() {
+  auto& parser = *response_parser_;
+  auto& buffered = upstream_->buffer();
+  while (!parser.is_done() && buffered.size() > 0 && parser.get().body().size > 0) {
+    error_code ec;
+    auto used = parser.put(buffered.data(), ec);
+    buffered.consume(used);
+    if (ec == http::error::need_buffer) break;  // read_buf_ full: the next read continues
+    if (ec) break;  // need_more (a partial chunk), or a framing error the next read reports
+    if (used == 0) break;
+  }
+}
+
+void ClientSession::queue_body(std::string_view bytes) {
+  if (frame_chunked_) {
+    char size_line[24];
+    int n = std::snprintf(size_line, sizeof size_line, "%zx\r\n", bytes.size());
+    out_pending_.append(size_line, static_cast<std::size_t>(n));
+    out_pending_ += bytes;
+    out_pending_ += "\r\n";
+  } else {
+    out_pending_ += bytes;
+  }
+}
+
+void ClientSession::flush_client() {
+  if (writing_ || out_pending_.empty() || client_failed_ || cut_) return;
+  out_writing_.clear();
+  std::swap(out_pending_, out_writing_);
+  writing_ = true;
+  write_since_ = WaitClock::now();
+  asio::async_write(client_.socket(), asio::buffer(out_writing_),
+                    [self = shared_from_this()](error_code ec, std::size_t) {
+                      self->on_write_client(ec);
+                    });
+}
+
+void ClientSession::on_write_client(error_code ec) {
+  writing_ = false;
+  if (ec && !cut_) {
+    client_failed_ = true;
+    client_error_ = ec;
+    if (reading_) upstream_->close();  // cancels the upstream request
+    return settle();
+  }
+  bool reading_paused = !reading_ && !upstream_done_ && !upstream_error_;
+  if (reading_paused && !cut_) do_read_body();
+  flush_client();
+  settle();
+}
+
+// Ends the response once neither a read nor a write is outstanding, and only then.
+void ClientSession::settle() {
+  if (reading_ || writing_ || !relay_active_) return;
+  if (!cut_ && !client_failed_ && !out_pending_.empty()) return flush_client();
+  // No read outstanding means an end was reached: on_read_body pauses reading only with bytes
+  // pending, and those went to flush_client above. Should that ever fail, a release build ends
+  // the exchange here (finish_response does not pool a connection whose response is unfinished)
+  // rather than leave the session in flight for ever.
+  assert(cut_ || client_failed_ || upstream_error_ || upstream_done_);
+  relay_active_ = false;
+  ++relay_generation_;
+  watchdog_.cancel();
+  if (cut_) return finish_cut();
+  if (client_failed_) return client_gone(client_error_);
+  if (upstream_error_) return abort_stream();
+  finish_response();
+}
+
+void ClientSession::arm_watchdog(WaitClock::duration after) {
+  watchdog_.expires_after(after);
+  watchdog_.async_wait([self = shared_from_this(), generation = relay_generation_](error_code ec) {
+    if (!ec && generation == self->relay_generation_) self->on_watchdog();
+  });
+}
+
+// An operation that made no progress for --upstream-timeout is given up: a stalled upstream
+// read ends the stream as a timeout, a stalled client write as a client gone.
+void ClientSession::on_watchdog() {
+  auto now = WaitClock::now();
+  auto timeout = std::chrono::duration_cast<WaitClock::duration>(options_.upstream_timeout);
+  auto next = WaitClock::time_point::max();
+  if (reading_) {
+    if (now - read_since_ >= timeout) {
+      upstream_stalled_ = true;
+      upstream_->close();
+    } else {
+      next = std::min(next, read_since_ + timeout);
+    }
+  }
+  if (writing_) {
+    if (now - write_since_ >= timeout) {
+      client_stalled_ = true;
+      // Abortive close (RST): a graceful one would leave the kernel trickling the unread
+      // send buffer to a client that does not read.
+      error_code ignored;
+      client_.socket().set_option(tcp::socket::linger(true, 0), ignored);
+      client_.close();
+    } else {
+      next = std::min(next, write_since_ + timeout);
+    }
+  }
+  if (next != WaitClock::time_point::max()) arm_watchdog(next - now);
+}
+
+// ---- endings -----------------------------------------------------------------------------------
+
+void ClientSession::finish_response() {
+  upstream_->responses++;
+  // A HEAD response has no body, but an upstream that sends one anyway (as `retrace serve` once
+  // did) would leave it on the connection for the next request: HEAD connections are not reused.
+  bool reusable = upstream_keep_alive_ && response_parser_->is_done() && !cut_ && !head_request_ &&
+                  upstream_->idle_clean();
+  if (reusable) worker_.pool().put(std::move(upstream_));
+  complete(!client_keep_alive_);
+}
+
+// The upstream failed after the client got the response header: end the client's stream the
+// same way — close without the terminating chunk, short of the Content-Length.
+void ClientSession::abort_stream() {
+  auto kind = net::classify(upstream_error_, net::Phase::read_body);
+  capture_.exchange.error = {kind, net::describe(upstream_error_, net::Phase::read_body,
+                                                 options_.upstream.str())};
+  capture_.exchange.decode_note = "response ended early: " + capture_.exchange.error.message;
+  complete(true);
+}
+
+// The client closed (or stopped reading) mid-response: cancel the upstream request.
+void ClientSession::client_gone(error_code ec) {
+  auto what = client_stalled_
+                  ? "client stopped reading for --upstream-timeout (" +
+                        std::to_string(options_.upstream_timeout.count()) + " ms)"
+                  : "client closed the connection before the response ended (" + ec.message() + ")";
+  capture_.exchange.error = {ErrorKind::cut, what + "; upstream request cancelled"};
+  capture_.exchange.decode_note = "response cut: the client went away";
+  complete(true);
+}
+
+void ClientSession::finish_cut() {
+  capture_.exchange.error = {ErrorKind::cut,
+                             "recording stopped before the response ended (shutdown deadline)"};
+  capture_.exchange.decode_note = "response cut at shutdown";
+  complete(true);
+}
+
+}  // namespace retrace::record
