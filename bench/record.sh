@@ -16,6 +16,8 @@
 #
 # Usage: [LATENCY_MODEL=off|on] [CONCURRENCY="32 64"] bench/record.sh [RETRACE_BINARY] [REQUESTS]
 #        [MAX_TOKENS] [ROUNDS]
+# RECORD_BASELINE=OTHER_RETRACE_BINARY adds a second recording proxy run from that binary (setup
+# record-base), so that a change to record is measured before/after in the same run.
 # Prints one markdown table per concurrency (median of ROUNDS, range of the proxy CPU figure) and
 # keeps the raw JSON reports in $OUT_DIR.
 set -euo pipefail
@@ -83,6 +85,12 @@ start_listening record "$RETRACE" record --upstream "$SERVE_URL" --out "$WORK/re
   --listen 127.0.0.1:0 --no-server-info
 RECORD_PID=$!
 RECORD_URL=$(url_of record)
+if [[ -n "${RECORD_BASELINE:-}" ]]; then
+  start_listening record-base "$RECORD_BASELINE" record --upstream "$SERVE_URL" \
+    --out "$WORK/recorded-base.rtrace" --listen 127.0.0.1:0 --no-server-info
+  RECORD_BASE_PID=$!
+  RECORD_BASE_URL=$(url_of record-base)
+fi
 
 NGINX_PORT=$(free_port)
 mkdir -p "$WORK/nginx/tmp"
@@ -119,6 +127,11 @@ wait_port "$NGINX_PORT"
 SETUPS=(direct record nginx)
 declare -A URLS=([direct]=$SERVE_URL [record]=$RECORD_URL [nginx]=http://127.0.0.1:$NGINX_PORT)
 declare -A PROXY_PIDS=([direct]="" [record]=$RECORD_PID [nginx]=$NGINX_PID)
+if [[ -n "${RECORD_BASELINE:-}" ]]; then
+  SETUPS=(direct record record-base nginx)
+  URLS[record-base]=$RECORD_BASE_URL
+  PROXY_PIDS[record-base]=$RECORD_BASE_PID
+fi
 if command -v mitmdump >/dev/null; then
   MITM_PORT=$(free_port)
   mitmdump --mode "reverse:$SERVE_URL" --listen-host 127.0.0.1 --listen-port "$MITM_PORT" \
@@ -168,6 +181,9 @@ done
 
 echo "serve --latency-model $LATENCY_MODEL, $REQUESTS requests x $MAX_TOKENS tokens, $ROUNDS rounds;" \
   "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+for trace in "$WORK"/recorded*.rtrace; do  # the same traffic went through each recording proxy
+  echo "$(basename "$trace"): $(stat -c %s "$trace") bytes (up to its last flush)"
+done
 python3 - "$OUT_DIR" "$ROUNDS" "$CONCURRENCY" "${SETUPS[@]}" <<'EOF'
 import json, statistics, sys
 out_dir, rounds, levels, setups = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
