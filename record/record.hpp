@@ -38,8 +38,8 @@ struct RecordOptions {
   std::vector<std::string> exclude_paths;
   std::size_t max_body = 32u << 20;         // request body limit (413 beyond)
   std::size_t max_header = 64u << 10;       // request header limit (431 beyond)
-  // --flush-every / --flush-ms. zstd level 1 while recording live: about a quarter less of the
-  // proxy's CPU than level 3 for about 9 % more bytes (bench/RESULTS.md, record, issue 18).
+  // --flush-every / --flush-ms. zstd level 1 while recording live: 0.82× the proxy's CPU per
+  // streamed token of level 3, for 7–9 % more bytes (bench/RESULTS.md, record, issue 18).
   WriterOptions writer{.zstd_level = 1};
   net::TlsOptions tls;
   std::chrono::milliseconds upstream_timeout{60'000};  // connect, and each wait for bytes
