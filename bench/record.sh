@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
-# Recording proxy overhead (issue 4 "Performance"): streamed tokens/s and TTFT at concurrency 32
-# against `retrace serve --latency-model off`, measured in one run:
+# Recording proxy overhead (issues 4 and 18): streamed tokens/s, TTFT, ITL and each proxy's CPU per
+# streamed token, measured in one run:
 #   direct  |  through `retrace record`  |  through nginx (proxy_buffering off, keepalive upstream)
-#   |  through `mitmdump -w` (reverse mode, recording)
-# The client is `retrace replay -c 32` over a trace of streamed completions made here.
+#   |  through `mitmdump -w` (reverse mode, recording; when installed)
+# The client is `retrace replay -c N` over a trace of streamed completions made here; TTFT and ITL
+# are `retrace stats --json` of each run's trace.
 #
-# Usage: [CONCURRENCY=32] bench/record.sh [RETRACE_BINARY] [REQUESTS] [MAX_TOKENS] [ROUNDS]
-# Prints one table row per setup (markdown) and keeps the raw JSON reports in $OUT_DIR.
+# Two sections:
+#   LATENCY_MODEL=off (default): CPU-bound, against `retrace serve --latency-model off`, at
+#     CONCURRENCY (default 32). Client, server and proxy share the cores, so the fair figure is the
+#     proxy's CPU µs per streamed token, as a ratio to nginx's in the same run.
+#   LATENCY_MODEL=on: server-bound, against `retrace serve` with its default latency model, at each
+#     of CONCURRENCY (default "32 64"), as in production: throughput through the proxy ÷ direct and
+#     the TTFT and ITL the proxy adds.
+#
+# Usage: [LATENCY_MODEL=off|on] [CONCURRENCY="32 64"] bench/record.sh [RETRACE_BINARY] [REQUESTS]
+#        [MAX_TOKENS] [ROUNDS]
+# RECORD_BASELINE=OTHER_RETRACE_BINARY adds a second recording proxy run from that binary (setup
+# record-base), so that a change to record is measured before/after in the same run.
+# Prints one markdown table per concurrency (median of ROUNDS, range of the proxy CPU figure) and
+# keeps the raw JSON reports in $OUT_DIR.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,7 +27,12 @@ RETRACE=${1:-$ROOT/build/record/retrace}
 REQUESTS=${2:-320}
 MAX_TOKENS=${3:-128}
 ROUNDS=${4:-2}
-CONCURRENCY=${CONCURRENCY:-32}
+LATENCY_MODEL=${LATENCY_MODEL:-off}
+case "$LATENCY_MODEL" in
+  off) CONCURRENCY=${CONCURRENCY:-32} ;;
+  on) CONCURRENCY=${CONCURRENCY:-32 64} ;;
+  *) echo "LATENCY_MODEL must be on or off, not '$LATENCY_MODEL'" >&2; exit 2 ;;
+esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/retrace-bench-record.XXXXXX")
 OUT_DIR=${OUT_DIR:-$WORK}
 mkdir -p "$OUT_DIR"
@@ -58,7 +76,7 @@ for i in $(seq 1 "$REQUESTS"); do
 done >"$WORK/workload.jsonl"
 "$RETRACE" import "$WORK/workload.jsonl" --out "$WORK/workload.rtrace" --endpoint completions >/dev/null
 
-start_listening serve "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
+start_listening serve "$RETRACE" serve --listen 127.0.0.1:0 --latency-model "$LATENCY_MODEL"
 SERVE_PID=$!
 SERVE_URL=$(url_of serve)
 SERVE_PORT=${SERVE_URL##*:}
@@ -67,6 +85,12 @@ start_listening record "$RETRACE" record --upstream "$SERVE_URL" --out "$WORK/re
   --listen 127.0.0.1:0 --no-server-info
 RECORD_PID=$!
 RECORD_URL=$(url_of record)
+if [[ -n "${RECORD_BASELINE:-}" ]]; then
+  start_listening record-base "$RECORD_BASELINE" record --upstream "$SERVE_URL" \
+    --out "$WORK/recorded-base.rtrace" --listen 127.0.0.1:0 --no-server-info
+  RECORD_BASE_PID=$!
+  RECORD_BASE_URL=$(url_of record-base)
+fi
 
 NGINX_PORT=$(free_port)
 mkdir -p "$WORK/nginx/tmp"
@@ -103,6 +127,11 @@ wait_port "$NGINX_PORT"
 SETUPS=(direct record nginx)
 declare -A URLS=([direct]=$SERVE_URL [record]=$RECORD_URL [nginx]=http://127.0.0.1:$NGINX_PORT)
 declare -A PROXY_PIDS=([direct]="" [record]=$RECORD_PID [nginx]=$NGINX_PID)
+if [[ -n "${RECORD_BASELINE:-}" ]]; then
+  SETUPS=(direct record record-base nginx)
+  URLS[record-base]=$RECORD_BASE_URL
+  PROXY_PIDS[record-base]=$RECORD_BASE_PID
+fi
 if command -v mitmdump >/dev/null; then
   MITM_PORT=$(free_port)
   mitmdump --mode "reverse:$SERVE_URL" --listen-host 127.0.0.1 --listen-port "$MITM_PORT" \
@@ -119,7 +148,7 @@ fi
 
 # Warm every path once (connections, page cache), then ROUNDS interleaved rounds.
 for setup in "${SETUPS[@]}"; do
-  "$RETRACE" replay "$WORK/workload.rtrace" --target "${URLS[$setup]}" -c "$CONCURRENCY" --limit 64 \
+  "$RETRACE" replay "$WORK/workload.rtrace" --target "${URLS[$setup]}" -c 32 --limit 64 \
     --out "$WORK/warm-$setup.rtrace" --json >/dev/null 2>&1 || true
 done
 # CPU seconds (user + system) of a process and its children, e.g. nginx's workers: how much the
@@ -135,45 +164,61 @@ cpu_seconds() {
   echo "$total"
 }
 for round in $(seq 1 "$ROUNDS"); do
-  for setup in "${SETUPS[@]}"; do
-    proxy_before=$(cpu_seconds "${PROXY_PIDS[$setup]}")
-    server_before=$(cpu_seconds "$SERVE_PID")
-    "$RETRACE" replay "$WORK/workload.rtrace" --target "${URLS[$setup]}" -c "$CONCURRENCY" \
-      --out "$WORK/run-$setup-$round.rtrace" --json >"$OUT_DIR/report-$setup-$round.json" 2>/dev/null
-    echo "$(cpu_seconds "${PROXY_PIDS[$setup]}") $proxy_before $(cpu_seconds "$SERVE_PID") $server_before" \
-      >"$OUT_DIR/cpu-$setup-$round.txt"
+  for c in $CONCURRENCY; do
+    for setup in "${SETUPS[@]}"; do
+      name=$setup-c$c-$round
+      proxy_before=$(cpu_seconds "${PROXY_PIDS[$setup]}")
+      server_before=$(cpu_seconds "$SERVE_PID")
+      "$RETRACE" replay "$WORK/workload.rtrace" --target "${URLS[$setup]}" -c "$c" \
+        --out "$WORK/run-$name.rtrace" --json >/dev/null 2>&1
+      echo "$(cpu_seconds "${PROXY_PIDS[$setup]}") $proxy_before $(cpu_seconds "$SERVE_PID") $server_before" \
+        >"$OUT_DIR/cpu-$name.txt"
+      "$RETRACE" stats "$WORK/run-$name.rtrace" --json >"$OUT_DIR/report-$name.json"
+      rm -f "$WORK/run-$name.rtrace"
+    done
   done
 done
 
-python3 - "$OUT_DIR" "$ROUNDS" "${SETUPS[@]}" <<'EOF'
+echo "serve --latency-model $LATENCY_MODEL, $REQUESTS requests x $MAX_TOKENS tokens, $ROUNDS rounds;" \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+for trace in "$WORK"/recorded*.rtrace; do  # the same traffic went through each recording proxy
+  echo "$(basename "$trace"): $(stat -c %s "$trace") bytes (up to its last flush)"
+done
+python3 - "$OUT_DIR" "$ROUNDS" "$CONCURRENCY" "${SETUPS[@]}" <<'EOF'
 import json, statistics, sys
-out_dir, rounds, setups = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-def load(setup, r):
-    report = json.load(open(f"{out_dir}/report-{setup}-{r}.json"))
-    return report.get("stats", report)
-rows = {}
-for setup in setups:
-    runs = [load(setup, r) for r in range(1, rounds + 1)]
-    rows[setup] = {
-        "tps": statistics.median(run["output_tokens_per_s"] for run in runs),
-        "p50": statistics.median(run["ttft_ms"]["p50"] for run in runs),
-        "p99": statistics.median(run["ttft_ms"]["p99"] for run in runs),
-        "errors": sum(run["exchanges"] - run["completed"] for run in runs),
-    }
-    proxy_us, server_us = [], []
-    for r, run in enumerate(runs, start=1):
-        after, before, server_after, server_before = map(float, open(f"{out_dir}/cpu-{setup}-{r}.txt").read().split())
-        tokens = run["output_tokens"]
-        proxy_us.append((after - before) * 1e6 / tokens)
-        server_us.append((server_after - server_before) * 1e6 / tokens)
-    rows[setup]["proxy_us"] = statistics.median(proxy_us)
-    rows[setup]["server_us"] = statistics.median(server_us)
-direct = rows["direct"]
-print("| setup | tokens/s | × direct | TTFT p50 ms | added p50 ms | TTFT p99 ms | added p99 ms | proxy CPU µs/token | server CPU µs/token | errors |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-for setup in setups:
-    r = rows[setup]
-    print(f"| {setup} | {r['tps']:.0f} | {r['tps'] / direct['tps']:.2f} | {r['p50']:.3f} | "
-          f"{r['p50'] - direct['p50']:+.3f} | {r['p99']:.3f} | {r['p99'] - direct['p99']:+.3f} | "
-          f"{r['proxy_us']:.2f} | {r['server_us']:.2f} | {r['errors']} |")
+out_dir, rounds, levels, setups = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
+median = statistics.median
+def spread(values):
+    return f"{median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
+for c in levels:
+    rows = {}
+    for setup in setups:
+        runs, proxy_us, server_us = [], [], []
+        for r in range(1, rounds + 1):
+            name = f"{setup}-c{c}-{r}"
+            run = json.load(open(f"{out_dir}/report-{name}.json"))
+            runs.append(run)
+            after, before, server_after, server_before = map(float, open(f"{out_dir}/cpu-{name}.txt").read().split())
+            proxy_us.append((after - before) * 1e6 / run["output_tokens"])
+            server_us.append((server_after - server_before) * 1e6 / run["output_tokens"])
+        rows[setup] = {
+            "tps": median(run["output_tokens_per_s"] for run in runs),
+            "ttft": median(run["ttft_ms"]["p50"] for run in runs),
+            "ttft99": median(run["ttft_ms"]["p99"] for run in runs),
+            "itl": median(run["itl_ms"]["p50"] for run in runs),
+            "errors": sum(run["exchanges"] - run["completed"] for run in runs),
+            "proxy": proxy_us, "server": median(server_us),
+        }
+    direct, nginx = rows["direct"], rows.get("nginx")
+    print(f"\nconcurrency {c}:\n")
+    print("| setup | tokens/s | × direct | TTFT p50 ms | added | TTFT p99 ms | added | ITL p50 ms | added "
+          "| proxy CPU µs/token, median (range) | × nginx | server CPU µs/token | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for setup in setups:
+        r = rows[setup]
+        proxy = "—" if setup == "direct" else spread(r["proxy"])
+        vs_nginx = "—" if setup == "direct" or not nginx else f"{median(r['proxy']) / median(nginx['proxy']):.2f}"
+        print(f"| {setup} | {r['tps']:.0f} | {r['tps'] / direct['tps']:.3f} | {r['ttft']:.3f} | "
+              f"{r['ttft'] - direct['ttft']:+.3f} | {r['ttft99']:.3f} | {r['ttft99'] - direct['ttft99']:+.3f} | "
+              f"{r['itl']:.3f} | {r['itl'] - direct['itl']:+.3f} | {proxy} | {vs_nginx} | {r['server']:.2f} | {r['errors']} |")
 EOF

@@ -39,7 +39,11 @@ struct TraceWriter::Impl {
   // The first segment of every record's builder; MallocMessageBuilder zeroes what it used when
   // it is destroyed, so the scratch stays zeroed between records.
   std::vector<std::uint64_t> scratch;
-  std::string compressed;  // compressed bytes not yet written to the file
+  // Compressed bytes not yet written to the file: compressed[0, compressed_size). Grown without
+  // zero-filling (a std::string's resize would clear the room given to zstd on every call).
+  std::unique_ptr<char[]> compressed;
+  std::size_t compressed_size = 0;
+  std::size_t compressed_capacity = 0;
   std::vector<std::uint32_t> segment_table;
   std::uint64_t file_offset = 0;
   std::uint64_t exchanges = 0;
@@ -69,31 +73,47 @@ struct TraceWriter::Impl {
                      (error == ENOSPC ? " (the disk is full; free space or write elsewhere)" : ""));
   }
 
+  // Makes room for `more` bytes after compressed_size, keeping what is there.
+  char* reserve(std::size_t more) {
+    if (compressed_size + more > compressed_capacity) {
+      std::size_t capacity = std::max(compressed_size + more, 2 * compressed_capacity);
+      auto grown = std::make_unique_for_overwrite<char[]>(capacity);
+      std::copy_n(compressed.get(), compressed_size, grown.get());
+      compressed = std::move(grown);
+      compressed_capacity = capacity;
+    }
+    return compressed.get() + compressed_size;
+  }
+
+  void append(const void* bytes, std::size_t size) {
+    std::copy_n(static_cast<const char*>(bytes), size, reserve(size));
+    compressed_size += size;
+  }
+
   void write_out() {
     std::size_t done = 0;
-    while (done < compressed.size()) {
-      ssize_t n = ::write(fd, compressed.data() + done, compressed.size() - done);
+    while (done < compressed_size) {
+      ssize_t n = ::write(fd, compressed.get() + done, compressed_size - done);
       if (n < 0) {
         if (errno == EINTR) continue;
         int error = errno;
-        compressed.erase(0, done);
+        std::copy(compressed.get() + done, compressed.get() + compressed_size, compressed.get());
+        compressed_size -= done;
         fail("write failed", error);
       }
       done += static_cast<std::size_t>(n);
       file_offset += static_cast<std::uint64_t>(n);
     }
-    compressed.clear();
+    compressed_size = 0;
   }
 
   void compress(const void* bytes, std::size_t size, ZSTD_EndDirective mode) {
     ZSTD_inBuffer input{bytes, size, 0};
     for (;;) {
-      std::size_t used = compressed.size();
       std::size_t room = std::max<std::size_t>(ZSTD_CStreamOutSize(), size / 2 + 1024);
-      compressed.resize(used + room);
-      ZSTD_outBuffer output{compressed.data() + used, room, 0};
+      ZSTD_outBuffer output{reserve(room), room, 0};
       std::size_t remaining = ZSTD_compressStream2(compressor, &output, &input, mode);
-      compressed.resize(used + output.pos);
+      compressed_size += output.pos;
       if (ZSTD_isError(remaining))
         throw TraceError("cannot compress trace " + path.string() + ": " +
                          ZSTD_getErrorName(remaining));
@@ -101,7 +121,7 @@ struct TraceWriter::Impl {
       if (done) break;
     }
     // Large frames reach the file as they grow, so memory stays bounded by the frame buffer.
-    if (compressed.size() >= (1u << 20)) write_out();
+    if (compressed_size >= (1u << 20)) write_out();
   }
 
   // Builds one record and appends it to the open frame (opening one), unless its framed size
@@ -125,7 +145,7 @@ struct TraceWriter::Impl {
     if (frame_open && frame_bytes + bytes > options.max_frame_bytes) end_frame();
     if (!frame_open) {
       frame_open = true;
-      frame_offset = file_offset + compressed.size();
+      frame_offset = file_offset + compressed_size;
       frame_first_record = records;
       frame_records = 0;
       frame_bytes = 0;
@@ -156,11 +176,11 @@ struct TraceWriter::Impl {
   void write_index() {
     std::uint64_t start = file_offset;
     std::uint32_t prefix[2] = {kIndexMagic, static_cast<std::uint32_t>(index->message_bytes())};
-    compressed.append(reinterpret_cast<const char*>(prefix), sizeof prefix);
+    append(prefix, sizeof prefix);
     try {
       bool whole = index->write([this](const void* bytes, std::size_t size) {
-        compressed.append(static_cast<const char*>(bytes), size);
-        if (compressed.size() >= (1u << 20)) write_out();
+        append(bytes, size);
+        if (compressed_size >= (1u << 20)) write_out();
       });
       if (whole) {
         write_out();
@@ -171,7 +191,7 @@ struct TraceWriter::Impl {
       // Every frame is in the file; only the optional index did not fit (a full disk).
       index_note = std::string("no index written: ") + e.what();
     }
-    compressed.clear();
+    compressed_size = 0;
     if (file_offset != start && ::ftruncate(fd, static_cast<off_t>(start)) == 0) file_offset = start;
   }
 };

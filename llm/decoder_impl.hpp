@@ -62,6 +62,10 @@ struct ResponseDecoder::Impl {
   json::parser parser{json::storage_ptr(), make_options()};
   bool fast_path = true;
   FastEventParser fast_parser{make_options()};
+  // A stream's events share one shape: after this many in a row that the fast path gave up on
+  // (logprobs, token ids), the rest go straight to the DOM path instead of being parsed twice.
+  static constexpr std::size_t kFastPathMisses = 3;
+  std::size_t fast_misses = 0;  // in a row
 
   // Per-event scratch, reused.
   std::vector<BytesFrom> bytes_from;

@@ -280,7 +280,11 @@ std::optional<std::span<const SimpleChoice>> FastEventParser::parse(std::string_
 bool ResponseDecoder::Impl::read_simple_event(std::string_view data, std::int64_t offset_ns) {
   if (!fast_path || (dialect != Dialect::openai_completions && dialect != Dialect::openai_chat)) return false;
   const auto parsed_choices = fast_parser.parse(data);
-  if (!parsed_choices) return false;
+  if (!parsed_choices) {
+    if (++fast_misses == kFastPathMisses) fast_path = false;
+    return false;
+  }
+  fast_misses = 0;
   for (const SimpleChoice& parsed : *parsed_choices) {
     Choice& choice = choice_with_index(static_cast<std::uint32_t>(parsed.index));
     std::optional<std::string_view> text;

@@ -41,7 +41,9 @@ struct RecordOptions {
   std::size_t max_header = 64u << 10;       // request header limit (431 beyond)
   // Requests refused for these limits, or malformed (400), are answered by record and recorded
   // with ErrorKind::rejected, as far as they were read.
-  WriterOptions writer;                     // --flush-every / --flush-ms
+  // --flush-every / --flush-ms. zstd level 1 while recording live: 0.82× the proxy's CPU per
+  // streamed token of level 3, for 7–9 % more bytes (bench/RESULTS.md, record, issue 18).
+  WriterOptions writer{.zstd_level = 1};
   net::TlsOptions tls;
   std::chrono::milliseconds upstream_timeout{60'000};  // connect, and each wait for bytes
   std::chrono::milliseconds duration{0};               // 0 = until a signal

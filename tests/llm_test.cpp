@@ -947,6 +947,14 @@ TEST_CASE("Fast and general decoding agree on simple events and on each near mis
       {std::string(70, '[') + std::string(70, ']'),
        R"({"a":)" + std::string(70, '[') + std::string(70, ']') + R"(,"choices":[{"text":"deep"}]})"},
       {R"({"choices":[{"text":"before"}]})", "[DONE]", R"({"choices":[{"text":"after"}]})"},
+      // Three events in a row the fast path gives up on turn it off for the rest of the stream.
+      {R"({"choices":[{"index":0,"text":"a","logprobs":{"tokens":["a"],"token_logprobs":[-0.5]}}]})",
+       R"({"choices":[{"index":0,"text":"b","logprobs":{"tokens":["b"],"token_logprobs":[-0.25]}}]})",
+       R"({"choices":[{"text":"c"}]})",
+       R"({"choices":[{"index":0,"text":"d","logprobs":{"tokens":["d"],"token_logprobs":[-1.5]}}]})",
+       R"({"choices":[{"index":0,"text":"e","logprobs":{"tokens":["e"],"token_logprobs":[-2]}}]})",
+       R"({"choices":[{"index":0,"text":"f","logprobs":{"tokens":["f"],"token_logprobs":[-3]}}]})",
+       R"({"choices":[{"text":"g"}]})", R"({"choices":[{"index":0,"text":"h","finish_reason":"length"}]})", "[DONE]"},
   };
   const Dialect dialects[] = {Dialect::unknown, Dialect::openai_completions, Dialect::openai_chat,
                               Dialect::llamacpp_completion, Dialect::tgi_generate};
