@@ -209,11 +209,13 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   // Fails here, before any traffic, when the destination is not writable.
   auto partial_path = out;
   partial_path += ".partial";
-  // With a /metrics to scrape after the run, OUT.partial is re-streamed into OUT at the end (see
-  // below) and compressed there at the configured level; during the run, where the writer thread
-  // shares the CPU with the workers, the fastest level will do (zstd is most of its cost).
+  // With a /metrics to scrape after the run, OUT.partial is copied into OUT under the final
+  // header at the end (see below), its frames byte for byte. The writer thread shares the CPU
+  // with the workers, so it compresses at the fastest level (zstd is most of its cost): a replayed
+  // trace is a little larger for it (bench/RESULTS.md, replay).
   WriterOptions partial_options = options.writer;
   if (metrics_before.status == 200) partial_options.zstd_level = std::min(partial_options.zstd_level, 1);
+  partial_options.write_index = true;  // what the copy goes by; OUT follows options.writer
   auto writer = std::make_unique<TraceWriter>(partial_path, header, partial_options);
 
   unsigned thread_count = options.threads ? options.threads : std::thread::hardware_concurrency();
@@ -285,18 +287,22 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   writer->close();
   writer.reset();
 
-  // The final header carries the after-scrape: re-stream the run into `out` with it.
+  // The final header carries the after-scrape: copy the run into `out` under it.
   std::optional<Fetched> metrics_after;
   if (metrics_before.status == 200)
     metrics_after = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
   if (facts.clock_offset_ns) header.settings = with_shard_facts(settings_json(settled), facts);
   if (metrics_after || facts.clock_offset_ns) {
     if (metrics_after) header.server_info = server_info_json(*checked, metrics_before, metrics_after);
-    TraceReader reader(partial_path);
-    TraceWriter final_writer(out, header, options.writer);
-    Exchange exchange;
-    while (reader.next(exchange)) final_writer.write(exchange);
-    final_writer.close();
+    // The run's frames are copied as they are (written at the fast level above); a partial
+    // file that is not whole with an index is read and written again record by record.
+    if (!copy_trace_with_header(partial_path, out, header, options.writer)) {
+      TraceReader reader(partial_path);
+      TraceWriter final_writer(out, header, options.writer);
+      Exchange exchange;
+      while (reader.next(exchange)) final_writer.write(exchange);
+      final_writer.close();
+    }
     std::filesystem::remove(partial_path);
   } else {
     std::filesystem::rename(partial_path, out);
