@@ -54,9 +54,8 @@ std::string server_info_json(const Preflight& checked, const Fetched& metrics_be
   return json::serialize(info);
 }
 
-std::int64_t unix_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
+std::int64_t unix_now_ns(const Clock& clock) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock.wall().time_since_epoch())
       .count();
 }
 
@@ -66,14 +65,14 @@ std::int64_t unix_now_ns() {
 std::optional<std::int64_t> start_clock_at(Shared& shared, std::int64_t start_at_ns,
                                            const std::atomic<bool>* stop) {
   while (true) {
-    auto left = start_at_ns - unix_now_ns();
+    auto left = start_at_ns - unix_now_ns(shared.clock);
     if (left <= 0) break;
     if (stop && stop->load()) return std::nullopt;
     std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(std::chrono::nanoseconds(left),
                                                                    std::chrono::milliseconds(50)));
   }
-  auto steady = Clock::now();
-  auto late_ns = unix_now_ns() - start_at_ns;
+  auto steady = shared.clock.now();
+  auto late_ns = unix_now_ns(shared.clock) - start_at_ns;
   shared.run_start = steady - std::chrono::nanoseconds(late_ns);
   shared.run_start_unix_ns = start_at_ns;
   return late_ns;
@@ -95,8 +94,8 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
     }
     if (clock_offset) *clock_offset = *late;
   } else {
-    shared.run_start = Clock::now();
-    shared.run_start_unix_ns = unix_now_ns();
+    shared.run_start = shared.clock.now();
+    shared.run_start_unix_ns = unix_now_ns(shared.clock);
   }
   auto worker_count = workers.size();
   if (shared.kind == ScheduleKind::concurrency) {
@@ -184,7 +183,7 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   shared.exchange_labels = labels;
 
   // Bounded so that a dead or stalled target costs seconds, not the whole --timeout.
-  Clock::duration probe_timeout = std::min<Clock::duration>(options.timeout, std::chrono::seconds(5));
+  std::chrono::steady_clock::duration probe_timeout = std::min<std::chrono::steady_clock::duration>(options.timeout, std::chrono::seconds(5));
   auto metrics_before = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
 
   auto settled = options;  // what the preflight chose stands in the settings
@@ -196,7 +195,7 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   bool sharded = options.shard_count > 1 || options.start_at_unix_ns.has_value();
   ShardFacts facts;
   if (sharded) {
-    if (options.start_at_unix_ns) check_start_at(*options.start_at_unix_ns, unix_now_ns());
+    if (options.start_at_unix_ns) check_start_at(*options.start_at_unix_ns, unix_now_ns(*options.clock));
     facts.input_identity = input_identity_json(input);
     facts.selected = shared.prepared.size();
     facts.host = header.host;
