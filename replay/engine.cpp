@@ -3,6 +3,8 @@
 // trace in arrival order; the trace header carries what the server said about itself before and
 // after the run.
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -311,6 +313,12 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   result.out = out;
   result.interrupted = interrupted;
   result.stats = compute_stats(schedule.kind != ScheduleKind::concurrency, metrics, options.slo);
+  // What the run's threads freed goes back to the system. glibc keeps it in their per-thread
+  // arenas otherwise, and each --repeat pass's new threads fragmented them further: RSS grew
+  // ~320 KiB a pass (bench/RESULTS.md, "replay's memory across --repeat"). What a run keeps is
+  // its result: per exchange, its metrics and the stats' sorted samples, freed with the result.
+  metrics = {};
+  ::malloc_trim(0);
   return result;
 }
 
