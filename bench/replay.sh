@@ -72,7 +72,7 @@ for run in 1 2 3; do
   wrk_rates+=("$rate")
   # Run for about as long as wrk did: a limit of rate * duration requests.
   limit=$(awk -v r="$rate" -v d="$DURATION" 'BEGIN {printf "%d", r * d}')
-  "$RETRACE" replay "$WORK/short.rtrace" --target "$URL" --out "$WORK/a.rtrace" -c 64 \
+  "$RETRACE" replay "$WORK/short.rtrace" --target "$URL" --out "$WORK/a.rtrace" --force -c 64 \
     --threads "$THREADS" --limit "$limit" --json >"$WORK/a.json"
   replay_rates+=("$(jq -r .requests_per_s "$WORK/a.json")")
   echo "  run $run: wrk $rate req/s; replay $(jq -r .requests_per_s "$WORK/a.json") req/s" \
@@ -103,7 +103,7 @@ event_rates=(); client_cpu=(); server_cpu=(); client_us=(); server_us=(); server
 for run in 1 2 3; do
   server_before=$(cpu_seconds "$SERVER_PID")
   /usr/bin/time -f '%U %S' -o "$WORK/time.txt" "${CLIENT_PIN[@]}" \
-    "$RETRACE" replay "$WORK/stream.rtrace" --target "$URL" --out "$WORK/b.rtrace" -c 64 \
+    "$RETRACE" replay "$WORK/stream.rtrace" --target "$URL" --out "$WORK/b.rtrace" --force -c 64 \
     --threads "$THREADS" --limit "$STREAM_LIMIT" --json >"$WORK/b.json"
   server_after=$(cpu_seconds "$SERVER_PID")
   duration=$(jq -r .duration_s "$WORK/b.json")
@@ -176,7 +176,7 @@ EOF
 raw=(); rep=()
 for run in 1 2 3; do
   raw+=("$(python3 "$WORK/raw_client.py" "$HOSTPORT")")
-  "$RETRACE" replay "$WORK/ttft.rtrace" --target "$URL" --out "$WORK/c.rtrace" -c 1 --threads 1 --json >"$WORK/c.json"
+  "$RETRACE" replay "$WORK/ttft.rtrace" --target "$URL" --out "$WORK/c.rtrace" --force -c 1 --threads 1 --json >"$WORK/c.json"
   rep+=("$(jq -r .ttft_ms.p50 "$WORK/c.json")")
   echo "  run $run: raw socket ${raw[-1]} ms, replay ${rep[-1]} ms"
 done
