@@ -313,10 +313,10 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   result.out = out;
   result.interrupted = interrupted;
   result.stats = compute_stats(schedule.kind != ScheduleKind::concurrency, metrics, options.slo);
-  // What the run's threads freed goes back to the system. glibc keeps it in their per-thread
-  // arenas otherwise, and each --repeat pass's new threads fragmented them further: RSS grew
-  // ~320 KiB a pass (bench/RESULTS.md, "replay's memory across --repeat"). What a run keeps is
-  // its result: per exchange, its metrics and the stats' sorted samples, freed with the result.
+  // What the run's threads freed goes back to the system: glibc keeps it in their per-thread
+  // arenas otherwise, and each --repeat pass's new threads fragment them further (the heap in
+  // use is flat; RSS grew ~320 KiB a pass: bench/RESULTS.md, "replay's memory across --repeat").
+  // What a run keeps is its result: per exchange, its metrics and the stats' sorted samples.
   metrics = {};
   ::malloc_trim(0);
   return result;
