@@ -65,23 +65,34 @@ EOF
 start_server
 echo
 echo "(a) short non-streaming requests, 64 connections, ${DURATION}s each"
-wrk_rates=(); replay_rates=()
+wrk_rates=(); replay_rates=(); per_cpu=()
 for run in 1 2 3; do
-  rate=$(wrk -t "$THREADS" -c 64 -d "${DURATION}s" -s "$WORK/post.lua" "$URL/v1/completions" \
+  # Requests per client CPU-second as well: what each client costs, whatever the load.
+  rate=$(/usr/bin/time -f '%U %S' -o "$WORK/wrk_time.txt" "${CLIENT_PIN[@]}" \
+         wrk -t "$THREADS" -c 64 -d "${DURATION}s" -s "$WORK/post.lua" "$URL/v1/completions" \
          | awk '/^Requests\/sec/ {print $2}')
   wrk_rates+=("$rate")
+  wrk_cpu=$(awk '{print $1 + $2}' "$WORK/wrk_time.txt")
+  wrk_per_cpu=$(awk -v r="$rate" -v d="$DURATION" -v c="$wrk_cpu" 'BEGIN {printf "%d", r * d / c}')
   # Run for about as long as wrk did: a limit of rate * duration requests.
   limit=$(awk -v r="$rate" -v d="$DURATION" 'BEGIN {printf "%d", r * d}')
-  "$RETRACE" replay "$WORK/short.rtrace" --target "$URL" --out "$WORK/a.rtrace" -c 64 \
+  /usr/bin/time -f '%U %S' -o "$WORK/replay_time.txt" "${CLIENT_PIN[@]}" \
+    "$RETRACE" replay "$WORK/short.rtrace" --target "$URL" --out "$WORK/a.rtrace" --force -c 64 \
     --threads "$THREADS" --limit "$limit" --json >"$WORK/a.json"
   replay_rates+=("$(jq -r .requests_per_s "$WORK/a.json")")
-  echo "  run $run: wrk $rate req/s; replay $(jq -r .requests_per_s "$WORK/a.json") req/s" \
-       "($(jq -r .completed "$WORK/a.json") recorded, errors $(jq -c .errors "$WORK/a.json"))"
+  replay_cpu=$(awk '{print $1 + $2}' "$WORK/replay_time.txt")
+  replay_per_cpu=$(awk -v n="$(jq -r .exchanges "$WORK/a.json")" -v c="$replay_cpu" 'BEGIN {printf "%d", n / c}')
+  per_cpu+=("$(awk -v a="$replay_per_cpu" -v b="$wrk_per_cpu" 'BEGIN {printf "%.2f", a / b}')")
+  echo "  run $run: wrk $rate req/s ($wrk_per_cpu per CPU-s); replay $(jq -r .requests_per_s "$WORK/a.json") req/s" \
+       "($replay_per_cpu per CPU-s, start-up and trace rewrite included; $(jq -r .completed "$WORK/a.json") recorded," \
+       "errors $(jq -c .errors "$WORK/a.json"))"
 done
 wrk_median=$(printf '%s\n' "${wrk_rates[@]}" | median)
 replay_median=$(printf '%s\n' "${replay_rates[@]}" | median)
 echo "  median: wrk $wrk_median req/s, replay $replay_median req/s," \
-     "ratio $(awk -v a="$replay_median" -v b="$wrk_median" 'BEGIN {printf "%.2f", a / b}')"
+     "ratio $(awk -v a="$replay_median" -v b="$wrk_median" 'BEGIN {printf "%.2f", a / b}');" \
+     "requests per client CPU-second, replay / wrk: $(printf '%s\n' "${per_cpu[@]}" | median)" \
+     "(runs ${per_cpu[*]})"
 stop_server
 fi
 
@@ -103,7 +114,7 @@ event_rates=(); client_cpu=(); server_cpu=(); client_us=(); server_us=(); server
 for run in 1 2 3; do
   server_before=$(cpu_seconds "$SERVER_PID")
   /usr/bin/time -f '%U %S' -o "$WORK/time.txt" "${CLIENT_PIN[@]}" \
-    "$RETRACE" replay "$WORK/stream.rtrace" --target "$URL" --out "$WORK/b.rtrace" -c 64 \
+    "$RETRACE" replay "$WORK/stream.rtrace" --target "$URL" --out "$WORK/b.rtrace" --force -c 64 \
     --threads "$THREADS" --limit "$STREAM_LIMIT" --json >"$WORK/b.json"
   server_after=$(cpu_seconds "$SERVER_PID")
   duration=$(jq -r .duration_s "$WORK/b.json")
@@ -176,7 +187,7 @@ EOF
 raw=(); rep=()
 for run in 1 2 3; do
   raw+=("$(python3 "$WORK/raw_client.py" "$HOSTPORT")")
-  "$RETRACE" replay "$WORK/ttft.rtrace" --target "$URL" --out "$WORK/c.rtrace" -c 1 --threads 1 --json >"$WORK/c.json"
+  "$RETRACE" replay "$WORK/ttft.rtrace" --target "$URL" --out "$WORK/c.rtrace" --force -c 1 --threads 1 --json >"$WORK/c.json"
   rep+=("$(jq -r .ttft_ms.p50 "$WORK/c.json")")
   echo "  run $run: raw socket ${raw[-1]} ms, replay ${rep[-1]} ms"
 done

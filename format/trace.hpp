@@ -198,6 +198,8 @@ struct WriterOptions {
   const Clock* clock = &Clock::system();  // what flush_ms is measured on; outlives the writer
 };
 
+struct IndexedKey;  // below, with the reader's index
+
 // Writes a trace. Not thread-safe: one writer per file, fed from one strand/thread.
 // Throws TraceError on I/O failure (a full disk included), naming the file and the offset.
 class TraceWriter {
@@ -218,6 +220,12 @@ class TraceWriter {
   // call it from a timer too, so an idle writer does not sit on a frame. True if it flushed.
   bool flush_if_due();
   void close();  // flush, append the index, close the file
+  // Appends one zstd frame another writer wrote, byte for byte (no exchange decoded or compressed
+  // again): it holds `records` exchange records whose keys are `keys` (their `frame` fields are
+  // ignored; the index gets this file's frame number). Closes the open frame first. For
+  // copy_trace_with_header.
+  void append_frame(std::string_view frame, std::uint32_t records,
+                    const IndexedKey* keys, std::size_t key_count);
   std::uint64_t exchanges_written() const;
   std::uint64_t bytes_written() const;
   // Exchanges in frames wholly written to the file: after a write failure (a full disk), the
@@ -312,6 +320,13 @@ class TraceReader {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Writes `to`: the finished trace `from` under a new header, its exchange frames copied byte for
+// byte (nothing decoded or compressed again) and its index rewritten for the new offsets; `from`
+// is left as it was. False, before `to` is created, when `from` is not a whole trace with an
+// index (torn, damaged, or written without one): read and write it record by record then.
+bool copy_trace_with_header(const std::filesystem::path& from, const std::filesystem::path& to,
+                            const TraceHeader& header, WriterOptions options = {});
 
 // Reads a whole trace into memory (tests, small traces).
 struct LoadedTrace {

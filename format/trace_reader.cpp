@@ -192,20 +192,7 @@ struct TraceReader::Impl {
       kj::ArrayPtr<const capnp::word> words(
           reinterpret_cast<const capnp::word*>(skippable.data()), skippable.size());
       capnp::FlatArrayMessageReader message(words, to_capnp_options());
-      auto root = message.getRoot<wire::TraceIndex>();
-      auto frames = root.getFrames();
-      auto keys = root.getKeys();
-      index.frames.resize(frames.size());
-      for (unsigned i = 0; i < frames.size(); ++i) {
-        auto entry = frames[i];
-        index.frames[i] = IndexedFrame{entry.getOffset(), entry.getFirstRecord(), entry.getRecords()};
-      }
-      index.keys.resize(keys.size());
-      for (unsigned i = 0; i < keys.size(); ++i) {
-        auto entry = keys[i];
-        index.keys[i] = IndexedKey{entry.getExchangeId(), RequestKey{entry.getKeyHi(), entry.getKeyLo()},
-                                   entry.getFrame()};
-      }
+      detail::read_index(message.getRoot<wire::TraceIndex>(), index);
       has_index = true;
     } catch (const kj::Exception& e) {
       torn(at, std::string("the index frame is corrupt: ") + e.getDescription().cStr());

@@ -307,6 +307,25 @@ void TraceWriter::close() {
   }
 }
 
+void TraceWriter::append_frame(std::string_view frame, std::uint32_t records,
+                               const IndexedKey* keys, std::size_t key_count) {
+  Impl& impl = *impl_;
+  if (impl.closed) throw TraceError("trace " + impl.path.string() + " is already closed");
+  impl.end_frame();
+  std::uint64_t offset = impl.file_offset + impl.compressed.size();
+  impl.compressed.append(frame);
+  impl.write_out();
+  if (impl.index) {
+    impl.index->add_frame(offset, impl.records, records);
+    for (std::size_t i = 0; i < key_count; ++i)
+      impl.index->add_key(keys[i].exchange_id, keys[i].key, impl.frames);
+  }
+  ++impl.frames;
+  impl.records += records;
+  impl.exchanges += records;
+  impl.flushed_exchanges += records;
+}
+
 std::uint64_t TraceWriter::exchanges_written() const { return impl_->exchanges; }
 std::uint64_t TraceWriter::bytes_written() const { return impl_->file_offset; }
 std::uint64_t TraceWriter::exchanges_flushed() const { return impl_->flushed_exchanges; }

@@ -94,6 +94,22 @@ void fill_header(wire::Header::Builder out, const TraceHeader& header) {
   out.setServerInfo(text(header.server_info));
 }
 
+void read_index(wire::TraceIndex::Reader in, TraceIndex& index) {
+  auto frames = in.getFrames();
+  auto keys = in.getKeys();
+  index.frames.resize(frames.size());
+  for (unsigned i = 0; i < frames.size(); ++i) {
+    auto entry = frames[i];
+    index.frames[i] = IndexedFrame{entry.getOffset(), entry.getFirstRecord(), entry.getRecords()};
+  }
+  index.keys.resize(keys.size());
+  for (unsigned i = 0; i < keys.size(); ++i) {
+    auto entry = keys[i];
+    index.keys[i] = IndexedKey{entry.getExchangeId(), RequestKey{entry.getKeyHi(), entry.getKeyLo()},
+                               entry.getFrame()};
+  }
+}
+
 void read_header(wire::Header::Reader in, TraceHeader& header, ListBudget& budget) {
   header.format_major = in.getFormatMajor();
   header.format_minor = in.getFormatMinor();

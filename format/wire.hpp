@@ -37,6 +37,7 @@ class ListBudget {
 
 void fill_header(wire::Header::Builder out, const TraceHeader& header);
 void read_header(wire::Header::Reader in, TraceHeader& header, ListBudget& budget);
+void read_index(wire::TraceIndex::Reader in, TraceIndex& index);
 void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange);
 // Reuses `exchange`'s strings and vectors: a reader loop allocates only while records grow.
 void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget);

@@ -3,6 +3,8 @@
 // trace in arrival order; the trace header carries what the server said about itself before and
 // after the run.
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -54,9 +56,8 @@ std::string server_info_json(const Preflight& checked, const Fetched& metrics_be
   return json::serialize(info);
 }
 
-std::int64_t unix_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
+std::int64_t unix_now_ns(const Clock& clock) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock.wall().time_since_epoch())
       .count();
 }
 
@@ -66,14 +67,14 @@ std::int64_t unix_now_ns() {
 std::optional<std::int64_t> start_clock_at(Shared& shared, std::int64_t start_at_ns,
                                            const std::atomic<bool>* stop) {
   while (true) {
-    auto left = start_at_ns - unix_now_ns();
+    auto left = start_at_ns - unix_now_ns(shared.clock);
     if (left <= 0) break;
     if (stop && stop->load()) return std::nullopt;
     std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(std::chrono::nanoseconds(left),
                                                                    std::chrono::milliseconds(50)));
   }
-  auto steady = Clock::now();
-  auto late_ns = unix_now_ns() - start_at_ns;
+  auto steady = shared.clock.now();
+  auto late_ns = unix_now_ns(shared.clock) - start_at_ns;
   shared.run_start = steady - std::chrono::nanoseconds(late_ns);
   shared.run_start_unix_ns = start_at_ns;
   return late_ns;
@@ -95,8 +96,8 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
     }
     if (clock_offset) *clock_offset = *late;
   } else {
-    shared.run_start = Clock::now();
-    shared.run_start_unix_ns = unix_now_ns();
+    shared.run_start = shared.clock.now();
+    shared.run_start_unix_ns = unix_now_ns(shared.clock);
   }
   auto worker_count = workers.size();
   if (shared.kind == ScheduleKind::concurrency) {
@@ -184,7 +185,7 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   shared.exchange_labels = labels;
 
   // Bounded so that a dead or stalled target costs seconds, not the whole --timeout.
-  Clock::duration probe_timeout = std::min<Clock::duration>(options.timeout, std::chrono::seconds(5));
+  std::chrono::steady_clock::duration probe_timeout = std::min<std::chrono::steady_clock::duration>(options.timeout, std::chrono::seconds(5));
   auto metrics_before = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
 
   auto settled = options;  // what the preflight chose stands in the settings
@@ -197,7 +198,7 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   bool sharded = options.shard_count > 1 || options.start_at_unix_ns.has_value();
   ShardFacts facts;
   if (sharded) {
-    if (options.start_at_unix_ns) check_start_at(*options.start_at_unix_ns, unix_now_ns());
+    if (options.start_at_unix_ns) check_start_at(*options.start_at_unix_ns, unix_now_ns(*options.clock));
     facts.input_identity = input_identity_json(input);
     facts.selected = shared.prepared.size();
     facts.host = header.host;
@@ -210,11 +211,13 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   // Fails here, before any traffic, when the destination is not writable.
   auto partial_path = out;
   partial_path += ".partial";
-  // With a /metrics to scrape after the run, OUT.partial is re-streamed into OUT at the end (see
-  // below) and compressed there at the configured level; during the run, where the writer thread
-  // shares the CPU with the workers, the fastest level will do (zstd is most of its cost).
+  // With a /metrics to scrape after the run, OUT.partial is copied into OUT under the final
+  // header at the end (see below), its frames byte for byte. The writer thread shares the CPU
+  // with the workers, so it compresses at the fastest level (zstd is most of its cost): a replayed
+  // trace is a little larger for it (bench/RESULTS.md, replay).
   WriterOptions partial_options = options.writer;
   if (metrics_before.status == 200) partial_options.zstd_level = std::min(partial_options.zstd_level, 1);
+  partial_options.write_index = true;  // what the copy goes by; OUT follows options.writer
   auto writer = std::make_unique<TraceWriter>(partial_path, header, partial_options);
 
   unsigned thread_count = options.threads ? options.threads : std::thread::hardware_concurrency();
@@ -286,18 +289,22 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   writer->close();
   writer.reset();
 
-  // The final header carries the after-scrape: re-stream the run into `out` with it.
+  // The final header carries the after-scrape: copy the run into `out` under it.
   std::optional<Fetched> metrics_after;
   if (metrics_before.status == 200)
     metrics_after = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
   if (facts.clock_offset_ns) header.settings = with_shard_facts(settings_json(settled), facts);
   if (metrics_after || facts.clock_offset_ns) {
     if (metrics_after) header.server_info = server_info_json(*checked, metrics_before, metrics_after);
-    TraceReader reader(partial_path);
-    TraceWriter final_writer(out, header, options.writer);
-    Exchange exchange;
-    while (reader.next(exchange)) final_writer.write(exchange);
-    final_writer.close();
+    // The run's frames are copied as they are (written at the fast level above); a partial
+    // file that is not whole with an index is read and written again record by record.
+    if (!copy_trace_with_header(partial_path, out, header, options.writer)) {
+      TraceReader reader(partial_path);
+      TraceWriter final_writer(out, header, options.writer);
+      Exchange exchange;
+      while (reader.next(exchange)) final_writer.write(exchange);
+      final_writer.close();
+    }
     std::filesystem::remove(partial_path);
   } else {
     std::filesystem::rename(partial_path, out);
@@ -307,6 +314,12 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   result.out = out;
   result.interrupted = interrupted;
   result.stats = compute_stats(schedule.kind != ScheduleKind::concurrency, metrics, options.slo);
+  // What the run's threads freed goes back to the system: glibc keeps it in their per-thread
+  // arenas otherwise, and each --repeat pass's new threads fragment them further (the heap in
+  // use is flat; RSS grew ~320 KiB a pass: bench/RESULTS.md, "replay's memory across --repeat").
+  // What a run keeps is its result: per exchange, its metrics and the stats' sorted samples.
+  metrics = {};
+  ::malloc_trim(0);
   return result;
 }
 

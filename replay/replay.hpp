@@ -57,6 +57,7 @@
 #include <utility>
 #include <vector>
 
+#include "format/clock.hpp"
 #include "format/output_tokens.hpp"
 #include "format/redaction.hpp"  // secrets: what the trace and settings never hold
 #include "format/trace.hpp"
@@ -140,6 +141,9 @@ struct Options {
   std::string ca_file;
   bool insecure = false;
   WriterOptions writer;
+  // What the run measures and records its times on (send offsets, TTFT, ends, the run's start);
+  // tests pass a ManualClock. Waiting (timers) runs on real time either way.
+  const Clock* clock = &Clock::system();
   // What a preflight found (sweep and bisect run it once for all their runs); null: run_replay
   // runs its own.
   std::shared_ptr<const Preflight> preflight;

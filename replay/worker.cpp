@@ -27,7 +27,7 @@ namespace {
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kReadBufferBytes = 64 * 1024;
 
-std::int64_t nanoseconds(Clock::duration duration) {
+std::int64_t nanoseconds(std::chrono::steady_clock::duration duration) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count();
 }
 
@@ -51,11 +51,12 @@ http::request<http::string_body> wire_request(const Prepared& prepared, const st
 // One exchange on its way: the record being filled, the response's decoders, and where the
 // transfer stands. Lives in run_exchange's coroutine frame; the steps take it by reference.
 struct Flight {
-  explicit Flight(Exchange record)
-      : exchange(std::move(record)),
+  Flight(Exchange record, const Clock& run_clock)
+      : clock(run_clock), exchange(std::move(record)),
         decoder(llm::detect_dialect(exchange.request.target, exchange.request.body)) {}
-  std::int64_t offset() const { return nanoseconds(Clock::now() - send_time); }
+  std::int64_t offset() const { return nanoseconds(clock.now() - send_time); }
 
+  const Clock& clock;
   Exchange exchange;
   llm::ResponseDecoder decoder;
   llm::SseParser sse;
@@ -123,9 +124,9 @@ asio::awaitable<bool> Worker::wait_until(std::int64_t offset_ns) {
   asio::steady_timer timer(io_);
   auto deadline = shared_.run_start + std::chrono::nanoseconds(offset_ns);
   while (!stopping_) {
-    auto now = Clock::now();
+    auto now = shared_.clock.now();
     if (now >= deadline) co_return true;
-    timer.expires_at(std::min(deadline, now + std::chrono::milliseconds(50)));
+    timer.expires_after(std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(50)));
     co_await timer.async_wait(kTuple);
   }
   co_return false;
@@ -134,7 +135,7 @@ asio::awaitable<bool> Worker::wait_until(std::int64_t offset_ns) {
 bool Worker::past_duration(std::int64_t intended_ns) const {
   const auto& duration = shared_.options.duration;
   if (!duration || !shared_.record) return false;
-  auto elapsed = nanoseconds(Clock::now() - shared_.run_start);
+  auto elapsed = nanoseconds(shared_.clock.now() - shared_.run_start);
   return std::max(intended_ns, elapsed) >= duration->count();
 }
 
@@ -162,12 +163,12 @@ asio::awaitable<void> Worker::run_chain(std::size_t chain_index, bool closed_loo
   for (std::size_t k = 0; k < chain.items.size() && !stopping_; ++k) {
     std::int64_t intended;
     if (closed_loop) {
-      intended = nanoseconds(Clock::now() - shared_.run_start);  // the slot (or turn) just freed
+      intended = nanoseconds(shared_.clock.now() - shared_.run_start);  // the slot (or turn) just freed
     } else if (shared_.kind == ScheduleKind::recorded) {
       intended = chain.offsets_ns[k];
       if (past_duration(intended) || !co_await wait_until(intended)) break;
     } else {
-      intended = k == 0 ? chain.start_ns : nanoseconds(Clock::now() - shared_.run_start);
+      intended = k == 0 ? chain.start_ns : nanoseconds(shared_.clock.now() - shared_.run_start);
     }
     if (past_duration(intended)) break;
     auto answer = co_await run_exchange(chain.items[k], intended, live ? &answers : nullptr);
@@ -179,7 +180,7 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
     std::size_t prepared_index, std::int64_t intended_ns,
     const std::vector<std::optional<std::string>>* answers) {
   const Prepared& prepared = shared_.prepared[prepared_index];
-  Flight flight(describe_request(prepared, intended_ns, answers));
+  Flight flight(describe_request(prepared, intended_ns, answers), shared_.clock);
   // An exception here would otherwise end the detached chain and lose the exchange: it is
   // recorded on the exchange instead (e.g. Beast refusing a header value over 64 KiB).
   try {
@@ -236,14 +237,14 @@ Exchange Worker::describe_request(const Prepared& prepared, std::int64_t intende
 
 // Connection set-up counts: a user's request waits for it too.
 void Worker::stamp_send(Flight& flight) const {
-  flight.send_time = Clock::now();
+  flight.send_time = shared_.clock.now();
   flight.exchange.actual_send_ns = nanoseconds(flight.send_time - shared_.run_start);
   flight.exchange.start_unix_ns = shared_.run_start_unix_ns + flight.exchange.actual_send_ns;
 }
 
 // Sends the request and reads the response into the flight, on a pooled connection or a new one.
 asio::awaitable<void> Worker::stream(Flight& flight, const Request& request) {
-  auto timeout = std::chrono::duration_cast<Clock::duration>(shared_.options.timeout);
+  auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(shared_.options.timeout);
   stamp_send(flight);
 
   // One deadline for the whole exchange, connecting included, kept by one timer per exchange
@@ -252,7 +253,7 @@ asio::awaitable<void> Worker::stream(Flight& flight, const Request& request) {
   // handler run per read.) Connecting keeps its own timeout.
   flight.deadline = flight.send_time + timeout;
   auto watchdog = std::make_shared<Watchdog>();
-  asio::steady_timer watchdog_timer(io_, flight.deadline);
+  asio::steady_timer watchdog_timer(io_, timeout);  // real time, whatever the run's clock
   watchdog_timer.async_wait([watchdog](error_code wait_ec) {
     if (wait_ec || !watchdog->connection) return;
     watchdog->timed_out = true;
@@ -277,7 +278,7 @@ asio::awaitable<void> Worker::stream(Flight& flight, const Request& request) {
       break;
     }
     connection->expires_never();
-    if (Clock::now() >= flight.deadline) {
+    if (shared_.clock.now() >= flight.deadline) {
       ec = beast::error::timeout;
       flight.phase = net::Phase::write_request;
       connection->close();
@@ -328,7 +329,7 @@ asio::awaitable<void> Worker::stream(Flight& flight, const Request& request) {
 // Resolves, connects and handshakes within the timeout. False (with the flight's error) when
 // that failed or the run is stopping.
 asio::awaitable<bool> Worker::connect(Flight& flight, net::UpstreamConnection& connection) {
-  auto timeout = std::chrono::duration_cast<Clock::duration>(shared_.options.timeout);
+  auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(shared_.options.timeout);
   auto [connect_ec, connect_phase] =
       co_await asio::async_initiate<decltype(kTuple), void(error_code, net::Phase)>(
           [&](auto handler) {

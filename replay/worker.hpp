@@ -35,7 +35,7 @@
 
 namespace retrace::replay {
 
-using Clock = std::chrono::steady_clock;
+using Clock = retrace::Clock;
 
 // Finished exchanges go to the writer thread through this queue.
 class WriteQueue {
@@ -75,10 +75,11 @@ class WriteQueue {
 struct Shared {
   Shared(const LoadedTrace& input_trace, const Options& run_options, net::Url target_url,
          std::shared_ptr<boost::asio::ssl::context> tls_context)
-      : input(input_trace), options(run_options), url(std::move(target_url)),
-        tls(std::move(tls_context)) {}
+      : input(input_trace), options(run_options), clock(*run_options.clock),
+        url(std::move(target_url)), tls(std::move(tls_context)) {}
   const LoadedTrace& input;
   const Options& options;
+  const Clock& clock;  // every time the run measures and records (send offsets, TTFT, ends)
   net::Url url;
   std::shared_ptr<boost::asio::ssl::context> tls;
   std::vector<Prepared> prepared;

@@ -519,6 +519,46 @@ TEST_CASE("an exchange whose request cannot be sent is recorded as a protocol er
   }
 }
 
+TEST_CASE("a run on a clock that does not move records every send at its exact instant") {
+  // Replay measures on Options::clock: on a ManualClock that stands still, every intended and
+  // actual send is at offset 0 and starts at the clock's wall time, exactly (a loopback port
+  // where nothing listens: the exchanges fail to connect, their times are still recorded).
+  std::uint16_t port = 0;
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor acceptor(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    port = acceptor.local_endpoint().port();
+  }
+  LoadedTrace input;
+  for (std::uint64_t id = 0; id < 4; ++id) input.exchanges.push_back(exchange_at(id, "/v1/completions"));
+  const std::int64_t origin_ns = 1'767'225'600'000'000'000;  // 2026-01-01T00:00:00Z
+  ManualClock clock(std::chrono::nanoseconds{0},
+                    Clock::wall_time_point{std::chrono::duration_cast<Clock::wall_time_point::duration>(
+                        std::chrono::nanoseconds{origin_ns})});
+  Options options;
+  options.target = "http://127.0.0.1:" + std::to_string(port);
+  options.threads = 1;
+  options.clock = &clock;
+  auto checked = std::make_shared<Preflight>();
+  checked->url = net::parse_url(options.target);
+  options.preflight = checked;
+  auto dir = std::filesystem::temp_directory_path() /
+             ("retrace-replay-clock-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+
+  run_replay(input, options, dir / "run.rtrace");
+
+  auto written = load_trace(dir / "run.rtrace");
+  std::filesystem::remove_all(dir);
+  REQUIRE(written.exchanges.size() == 4);
+  for (const auto& exchange : written.exchanges) {
+    CHECK(exchange.error.kind == ErrorKind::connect);
+    CHECK(exchange.intended_send_ns == 0);
+    CHECK(exchange.actual_send_ns == 0);
+    CHECK(exchange.start_unix_ns == origin_ns);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Preflight: identifying the server from what it answers (samples as each server writes them:
 // llama.cpp's from /work/shared/samples and tests/real, the others' from their protocol sources).
