@@ -150,7 +150,7 @@ replay::Options make_options(const ReplayArgs& args) {
     // Early, before the trace loads; run_replay checks again just before the traffic.
     replay::check_start_at(*options.start_at_unix_ns,
                            std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               Clock::system().wall().time_since_epoch())
+                               options.clock->wall().time_since_epoch())
                                .count());
   }
   options.run_name = args.run_name;
@@ -202,7 +202,7 @@ int run(const ReplayArgs& args) {
     if (tty) progress = draw_progress;
     if (options.start_at_unix_ns) {
       auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     Clock::system().wall().time_since_epoch())
+                     options.clock->wall().time_since_epoch())
                      .count();
       std::fprintf(stderr, "retrace: the schedule starts at %s (in %.1f s); waiting (Ctrl-C stops)\n",
                    replay::format_rfc3339(*options.start_at_unix_ns).c_str(),

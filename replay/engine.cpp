@@ -193,7 +193,7 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   settled.model = checked->model;
   TraceHeader header =
       new_trace_header(Source::replayed, kToolVersion, url.str(), settings_json(settled),
-                       retrace::Clock::system());
+                       *options.clock);
   // What `retrace merge` checks and records (replay/shard.hpp); the clock offset once known.
   bool sharded = options.shard_count > 1 || options.start_at_unix_ns.has_value();
   ShardFacts facts;
