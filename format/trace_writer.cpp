@@ -312,8 +312,8 @@ void TraceWriter::append_frame(std::string_view frame, std::uint32_t records,
   Impl& impl = *impl_;
   if (impl.closed) throw TraceError("trace " + impl.path.string() + " is already closed");
   impl.end_frame();
-  std::uint64_t offset = impl.file_offset + impl.compressed.size();
-  impl.compressed.append(frame);
+  std::uint64_t offset = impl.file_offset + impl.compressed_size;
+  impl.append(frame.data(), frame.size());
   impl.write_out();
   if (impl.index) {
     impl.index->add_frame(offset, impl.records, records);
