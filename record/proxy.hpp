@@ -99,7 +99,9 @@ class Worker {
   net::asio::io_context io_{1};
   std::optional<net::asio::executor_work_guard<net::asio::io_context::executor_type>> work_;
   // Declared after io_: pooled sockets must close before their io_context goes.
-  net::ConnectionPool pool_{shared_.clock};
+  // Idle age is weighed against the upstream's real keep-alive timeout, so it runs on real time
+  // like the other waits, not on the run's (maybe manual) clock.
+  net::ConnectionPool pool_{retrace::Clock::system()};
 };
 
 }  // namespace retrace::record

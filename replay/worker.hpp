@@ -99,7 +99,9 @@ struct Watchdog;
 
 class Worker {
  public:
-  explicit Worker(Shared& shared) : shared_(shared), pool_(shared.clock, 4096) {}
+  // The pool's idle age is weighed against the upstream's real keep-alive timeout: real time, like
+  // the other waits, whatever clock the run records with.
+  explicit Worker(Shared& shared) : shared_(shared), pool_(retrace::Clock::system(), 4096) {}
   boost::asio::io_context& io() { return io_; }
   // Closed loop: takes the next chain until none is left.
   boost::asio::awaitable<void> run_closed_slot();
