@@ -1,5 +1,6 @@
 // Azure LLM inference traces and BurstGPT: CSV files with a header row naming the columns, no
 // quoting (see traces/README.md). Columns are found by name, so extra or reordered ones are fine.
+#include <chrono>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -122,13 +123,11 @@ bool expect(std::string_view text, std::size_t& at, char c) {
 
 }  // namespace
 
-std::int64_t days_from_civil(std::int64_t year, unsigned month, unsigned day) {
-  year -= month <= 2;
-  const std::int64_t era = (year >= 0 ? year : year - 399) / 400;
-  const unsigned year_of_era = static_cast<unsigned>(year - era * 400);
-  const unsigned day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
-  const unsigned day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-  return era * 146097 + static_cast<std::int64_t>(day_of_era) - 719468;
+std::optional<std::int64_t> days_from_civil(int year, unsigned month, unsigned day) {
+  using namespace std::chrono;
+  year_month_day date{std::chrono::year{year}, std::chrono::month{month}, std::chrono::day{day}};
+  if (!date.ok()) return std::nullopt;
+  return sys_days{date}.time_since_epoch().count();
 }
 
 std::optional<std::int64_t> parse_date_time_ns(std::string_view text) {
@@ -142,10 +141,8 @@ std::optional<std::int64_t> parse_date_time_ns(std::string_view text) {
   if (!digits(text, at, 2, hour) || !expect(text, at, ':') || !digits(text, at, 2, minute) ||
       !expect(text, at, ':') || !digits(text, at, 2, second))
     return std::nullopt;
-  static constexpr unsigned kDaysIn[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-  if (year < 1970 || year > 2261 || month < 1 || month > 12 || day < 1 || day > kDaysIn[month - 1] ||
-      (month == 2 && day == 29 && !leap) || hour > 23 || minute > 59 || second > 60)
+  auto days = days_from_civil(static_cast<int>(year), month, day);
+  if (!days || year < 1970 || year > 2261 || hour > 23 || minute > 59 || second > 60)
     return std::nullopt;
   // The fraction: 1 to 9 digits, scaled to nanoseconds digit by digit (no floating point).
   std::int64_t fraction_ns = 0;
@@ -175,8 +172,7 @@ std::optional<std::int64_t> parse_date_time_ns(std::string_view text) {
     offset_s = sign * static_cast<std::int64_t>(offset_hours * 3600 + offset_minutes * 60);
   }
   if (at != text.size()) return std::nullopt;
-  std::int64_t seconds = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 +
-                         second - offset_s;
+  std::int64_t seconds = *days * 86400 + hour * 3600 + minute * 60 + second - offset_s;
   return seconds * 1'000'000'000 + fraction_ns;
 }
 

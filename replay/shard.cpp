@@ -2,6 +2,7 @@
 #include "replay/shard.hpp"
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <cctype>
 #include <charconv>
 #include <cstdio>
@@ -20,7 +21,6 @@ std::invalid_argument bad_start(std::string_view text, const std::string& why) {
                                "2026-12-01T11:00:00.5+01:00, or epoch seconds, e.g. 1764583200.5)");
 }
 
-bool leap(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
 // Reads exactly `width` digits at `at`.
 std::optional<unsigned> digits(std::string_view text, std::size_t at, std::size_t width) {
@@ -70,10 +70,9 @@ std::int64_t parse_rfc3339(std::string_view text) {
   if (!year || !month || !day || !hour || !minute || !second || text[4] != '-' || text[7] != '-' ||
       (text[10] != 'T' && text[10] != 't' && text[10] != ' ') || text[13] != ':' || text[16] != ':')
     throw bad_start(text, "not YYYY-MM-DDTHH:MM:SS");
-  static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   if (*month < 1 || *month > 12) throw bad_start(text, "no month " + std::to_string(*month));
-  unsigned month_days = kDays[*month - 1] + (*month == 2 && leap(*year) ? 1 : 0);
-  if (*day < 1 || *day > month_days) throw bad_start(text, "no such day in that month");
+  auto days = rows::days_from_civil(static_cast<int>(*year), *month, *day);
+  if (!days) throw bad_start(text, "no such day in that month");
   if (*hour > 23 || *minute > 59 || *second > 60) throw bad_start(text, "no such time of day");
   std::size_t at = 19;
   std::int64_t ns = 0;
@@ -96,8 +95,7 @@ std::int64_t parse_rfc3339(std::string_view text) {
   }
   if (at != text.size()) throw bad_start(text, "unexpected '" + std::string(text.substr(at)) + "'");
   // A leap second (:60) is read as the first instant of the next minute.
-  std::int64_t seconds = rows::days_from_civil(*year, *month, *day) * 86400 + *hour * 3600 +
-                         *minute * 60 + *second - zone_s;
+  std::int64_t seconds = *days * 86400 + *hour * 3600 + *minute * 60 + *second - zone_s;
   return seconds * 1'000'000'000 + ns;
 }
 
@@ -122,19 +120,10 @@ std::string format_rfc3339(std::int64_t unix_ns) {
   if (ns < 0) ns += 1'000'000'000, seconds -= 1;
   std::int64_t days = seconds / 86400, rest = seconds % 86400;
   if (rest < 0) rest += 86400, days -= 1;
-  // civil_from_days (Howard Hinnant).
-  days += 719468;
-  const std::int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(days - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned day = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned month = mp < 10 ? mp + 3 : mp - 9;
-  const std::int64_t year = static_cast<std::int64_t>(yoe) + era * 400 + (month <= 2);
+  const std::chrono::year_month_day date{std::chrono::sys_days{std::chrono::days{days}}};
   char text[64];
-  std::snprintf(text, sizeof text, "%04lld-%02u-%02uT%02lld:%02lld:%02lld.%09lldZ",
-                static_cast<long long>(year), month, day, static_cast<long long>(rest / 3600),
+  std::snprintf(text, sizeof text, "%04d-%02u-%02uT%02lld:%02lld:%02lld.%09lldZ", int(date.year()),
+                unsigned(date.month()), unsigned(date.day()), static_cast<long long>(rest / 3600),
                 static_cast<long long>(rest / 60 % 60), static_cast<long long>(rest % 60),
                 static_cast<long long>(ns));
   return text;
