@@ -306,3 +306,26 @@ TEST_CASE("Trace files are read once each in lockstep - with the passes' result"
   CHECK(lockstep.runs[0].divergent > 5);
   check_same_result(lockstep, passes);
 }
+
+TEST_CASE("A torn candidate file is compared up to the tear in lockstep - with the passes' warning") {
+  std::mt19937 rng(22);
+  auto baseline = baseline_trace(rng, 120);
+  auto candidate = replay_of(rng, baseline);
+  TempDir dir;
+  for (const auto& [name, exchanges] : {std::pair{"baseline.rtrace", &baseline}, {"candidate.rtrace", &candidate}}) {
+    TraceWriter writer(dir / name, TraceHeader{}, WriterOptions{.flush_every = 16});
+    for (const auto& exchange : *exchanges) writer.write(exchange);
+    writer.close();
+  }
+  // Cut the candidate in its middle frames, as a crash mid-write would.
+  std::filesystem::resize_file(dir / "candidate.rtrace", std::filesystem::file_size(dir / "candidate.rtrace") / 2);
+  Options options, in_passes;
+  in_passes.lockstep = false;
+  auto lockstep = compare_files(dir / "baseline.rtrace", {dir / "candidate.rtrace"}, options);
+  auto passes = compare_files(dir / "baseline.rtrace", {dir / "candidate.rtrace"}, in_passes);
+  REQUIRE(lockstep.warnings.size() == 1);
+  CHECK(lockstep.warnings[0].find("candidate.rtrace") != std::string::npos);
+  CHECK(lockstep.runs[0].missing_in_candidate > 0);
+  CHECK(lockstep.runs[0].compared_in_lockstep == lockstep.runs[0].exchanges);
+  check_same_result(lockstep, passes);
+}
