@@ -63,7 +63,7 @@ class Comparison {
   Result result() &&;
 
   ExchangeSource& baseline;
-  const std::vector<ExchangeSource*> candidates;
+  const std::vector<ExchangeSource*>& candidates;
   const Options& options;
   std::vector<Summary> base;
   std::vector<RunState> runs;

@@ -2,8 +2,8 @@
 //
 // One candidate whose exchanges come in the baseline's order (a replay in its input's order, two
 // recordings of one client) is compared in lockstep (lockstep.cpp): both traces are read once,
-// side by side (each decoded on a thread of its own, read_ahead.cpp), and each pair is compared as
-// it arrives. Otherwise, and from the moment that order breaks, in passes:
+// side by side, and each pair is compared as it arrives. Otherwise, and from the moment that
+// order breaks, in passes:
 // Pass 1 reads the baseline once, keeping a small summary per exchange (ids, alignment keys,
 // per-choice xxh3 of the ids and of the bytes, error, expected answer). Each candidate is then
 // read once; every exchange is aligned to its baseline summary as it arrives and its hashes
@@ -12,7 +12,6 @@
 // exchange for the token-level comparison. Memory: summaries plus the divergent exchanges, capped
 // by Options::memory_budget (beyond it, the candidate is re-read in batches).
 #include "diff/comparison.hpp"
-#include "diff/read_ahead.hpp"
 
 namespace retrace::diff {
 
@@ -24,19 +23,15 @@ bool MemorySource::next(Exchange& out) {
 
 Result compare(ExchangeSource& baseline, const std::vector<ExchangeSource*>& candidates,
                const Options& options) {
-  if (options.lockstep && candidates.size() == 1) {
-    // Each trace decoded on a thread of its own, the pairs compared on this one.
-    auto baseline_ahead = read_ahead(baseline), candidate_ahead = read_ahead(*candidates.front());
-    Comparison comparison(*baseline_ahead, {candidate_ahead.get()}, options);
-    compare_in_lockstep(comparison);
-    comparison.close_look_pass();
-    return std::move(comparison).result();
-  }
   Comparison comparison(baseline, candidates, options);
-  comparison.finish_baseline();
-  for (std::size_t r = 0; r < candidates.size(); ++r) {
-    candidates[r]->rewind();
-    comparison.place_rest(r, nullptr);
+  if (options.lockstep && candidates.size() == 1) {
+    compare_in_lockstep(comparison);
+  } else {
+    comparison.finish_baseline();
+    for (std::size_t r = 0; r < candidates.size(); ++r) {
+      candidates[r]->rewind();
+      comparison.place_rest(r, nullptr);
+    }
   }
   comparison.close_look_pass();
   return std::move(comparison).result();
