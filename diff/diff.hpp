@@ -70,6 +70,9 @@ struct Options {
   // Divergent candidate exchanges are kept in memory between the two passes up to this many
   // (estimated) bytes; beyond it the candidate is read again in batches.
   std::size_t memory_budget = 256u << 20;
+  // One candidate is compared side by side with the baseline, in one read of each, while its
+  // exchanges come in the baseline's order; false: always in passes (tests, benchmarks).
+  bool lockstep = true;
 };
 
 // Parses "exact", "normalized", "contains", "regex:RE", "json:FIELD"; nullopt when unknown.
@@ -156,6 +159,7 @@ struct RunComparison {
   std::string name;  // the candidate trace's path or run label
   Alignment alignment = Alignment::key_occurrence;
   std::size_t exchanges = 0;  // in the candidate trace
+  std::size_t compared_in_lockstep = 0;  // of them, read side by side with the baseline
   std::size_t aligned = 0, identical = 0, divergent = 0, errors = 0;
   std::size_t missing_in_candidate = 0, missing_in_baseline = 0;
   // Divergent pairs by class: real_change if any differing choice is one, else unknown if any
@@ -226,7 +230,9 @@ std::unique_ptr<ExchangeSource> open_trace_source(const std::filesystem::path& p
 
 // The engine. Streams the baseline once and each candidate once; pairs whose hashes differ are
 // examined in a second pass over the baseline (and over a candidate only when the divergent
-// exchanges exceed Options::memory_budget). Throws TraceError on unreadable traces.
+// exchanges exceed Options::memory_budget). One candidate in the baseline's order is compared in
+// lockstep instead, as both are read, up to where its order breaks (Options::lockstep). Throws
+// TraceError on unreadable traces.
 Result compare(ExchangeSource& baseline, const std::vector<ExchangeSource*>& candidates,
                const Options& options);
 

@@ -1,0 +1,94 @@
+// Internal to diff/: the state of one compare() call and its steps, shared by the two ways the
+// engine reads its inputs: one after another (engine.cpp: the baseline, then each candidate, then
+// the divergent pairs' close look in one more baseline pass) and side by side (lockstep.cpp: one
+// candidate in the baseline's order, compared as both are read).
+//
+// A candidate exchange goes through summarize() (its occurrence numbers and hashes), find() (its
+// baseline partner, or none) and place() (its verdict: counts, matrix, pair). A pair whose hashes
+// differ gets its close look (token by token) either at once, when both exchanges are in hand
+// (look_closely()), or later, in the baseline pass (keep_for_later(), then close_look_pass()).
+// Every candidate exchange is placed exactly once, and every divergent pair looked at once.
+#pragma once
+
+#include <vector>
+
+#include "diff/summary.hpp"
+
+namespace retrace::diff {
+
+struct RunState {
+  RunState(std::string name, const Options& options) : summarizer(options) { run.name = std::move(name); }
+
+  RunComparison run;
+  Summarizer summarizer;
+  Summary summary;                         // of the exchange being placed
+  bool started = false;                    // alignment chosen (at the first exchange)
+  std::size_t position = 0;                // candidate exchanges placed so far
+  std::vector<bool> taken;                 // per baseline position
+  std::vector<std::uint64_t> completions;  // per baseline position, valid where matrix is '.'/'D'
+  std::string recovery_note;
+};
+
+class Comparison {
+ public:
+  Comparison(ExchangeSource& baseline, const std::vector<ExchangeSource*>& candidates, const Options& options);
+
+  // Reads the next baseline exchange into `out` and appends its summary; false at the end (then
+  // the baseline's recovery note is kept).
+  bool next_baseline(Exchange& out);
+  // The rest of the baseline, summarized.
+  void finish_baseline();
+
+  // Summarizes candidate r's next exchange into runs[r].summary (choosing the run's alignment at
+  // its first exchange), then finds its baseline partner: a position, or kNone.
+  void summarize(std::size_t r, const Exchange& exchange);
+  std::size_t find(std::size_t r);
+  // Records the verdict of candidate r's summarized exchange paired with baseline position j (or
+  // kNone). Returns the pair's index in run.pairs when the hashes differ (a close look is due).
+  std::optional<std::size_t> place(std::size_t r, const Exchange& exchange, std::size_t j);
+  // The close look at a divergent pair, both exchanges in hand.
+  void look_closely(std::size_t r, std::size_t pair_index, const Exchange& baseline, const Exchange& candidate);
+  // Keeps the candidate exchange (stripped, within Options::memory_budget) for close_look_pass().
+  void keep_for_later(std::size_t r, std::size_t pair_index, const Exchange& candidate);
+  // Places the rest of candidate r, which the caller rewound or read up to here; `in_hand`, when
+  // given, is its next exchange, already summarized. Then finish_run(r). The baseline is read.
+  void place_rest(std::size_t r, const Exchange* in_hand);
+  // Candidate r after its last exchange: counts, recovery note, baseline exchanges it lacks.
+  void finish_run(std::size_t r);
+
+  // The close look at every pair kept for later: one more pass over the baseline (and over the
+  // candidates, in batches, when their divergent exchanges did not fit the memory budget).
+  void close_look_pass();
+  // Counts, classes and N-way groups; the result.
+  Result result() &&;
+
+  ExchangeSource& baseline;
+  const std::vector<ExchangeSource*>& candidates;
+  const Options& options;
+  std::vector<Summary> base;
+  std::vector<RunState> runs;
+
+ private:
+  struct Pending {
+    std::size_t run = 0;
+    std::size_t baseline_position = 0;
+    std::size_t candidate_position = 0;
+    std::size_t pair_index = 0;  // in runs[run].run.pairs
+    std::optional<Exchange> candidate;
+    bool resolved = false;
+  };
+  void grow(RunState& state) const;
+
+  Summarizer base_summarizer_;
+  BaselineIndex index_;
+  std::string baseline_note_;
+  bool baseline_done_ = false;
+  std::vector<Pending> pending_;
+  std::size_t kept_bytes_ = 0;
+};
+
+// Candidate 0 (the only one) in lockstep with the baseline while in order, then the rest as
+// place_rest() does: on return the baseline is read and the run finished (lockstep.cpp).
+void compare_in_lockstep(Comparison& comparison);
+
+}  // namespace retrace::diff
