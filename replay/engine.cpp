@@ -191,6 +191,7 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   auto settled = options;  // what the preflight chose stands in the settings
   settled.token_ids = checked->token_ids;
   settled.model = checked->model;
+  settled.skipped_rejected = rejected_by_record(input.exchanges);
   TraceHeader header =
       new_trace_header(Source::replayed, kToolVersion, url.str(), settings_json(settled),
                        *options.clock);
