@@ -152,6 +152,13 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   if (schedule.kind == ScheduleKind::recorded && !(schedule.speed > 0))
     throw std::invalid_argument("--speed must be above 0");
 
+  // One malloc arena for every thread of the run: glibc gives each new thread an arena of its
+  // own, and each --repeat pass (or sweep level) starts new worker and writer threads, whose
+  // freed memory stayed resident and fragmented there: RSS crept ~370 KiB a pass even after
+  // malloc_trim. Set before the first thread asks for an arena (glibc reads the cap then); its
+  // cost in client CPU per request is in bench/RESULTS.md ("replay's memory across --repeat").
+  static const bool one_arena = ::mallopt(M_ARENA_MAX, 1) == 1;
+  (void)one_arena;
   auto checked = options.preflight ? options.preflight
                                     : std::make_shared<const Preflight>(preflight(input, options));
   const auto& url = checked->url;
@@ -191,6 +198,7 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   auto settled = options;  // what the preflight chose stands in the settings
   settled.token_ids = checked->token_ids;
   settled.model = checked->model;
+  settled.skipped_rejected = rejected_by_record(input.exchanges);
   TraceHeader header =
       new_trace_header(Source::replayed, kToolVersion, url.str(), settings_json(settled),
                        *options.clock);

@@ -425,6 +425,7 @@ std::string settings_json(const Options& options, std::string_view input_path) {
   settings["session_mode"] = options.live_sessions ? "live" : "recorded";
   settings["warmup"] = options.warmup;
   if (options.limit) settings["limit"] = *options.limit;
+  if (options.skipped_rejected) settings["skipped_rejected"] = options.skipped_rejected;
   // The trace controls (replay/select.cpp).
   if (options.window_from) settings["window_from_ms"] = options.window_from->count() / 1e6;
   if (options.window_to) settings["window_to_ms"] = options.window_to->count() / 1e6;

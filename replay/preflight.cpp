@@ -234,6 +234,9 @@ Preflight preflight(const LoadedTrace& input, const Options& options) {
     if (checked.token_ids == llm::TokenIdMode::off)
       checked.notes.push_back("--token-ids auto: " + checked.token_ids_reason);
   }
+  if (auto rejected = rejected_by_record(input.exchanges))
+    checked.notes.push_back("skipped " + std::to_string(rejected) +
+                            " request(s) record rejected itself (400/413/431, never sent upstream)");
   return checked;
 }
 

@@ -20,6 +20,8 @@
 // - --warmup N sends the first N selected requests (cycling) before the measured run, closed loop
 //   at the run's concurrency (1 for rate/recorded schedules); they are neither written nor
 //   counted, and the run's clock starts after them. Every selected exchange is in the output.
+// - Requests record rejected itself (ErrorKind rejected: 400/413/431 answered by record, never sent
+//   upstream) are never replayed; the run says how many it left out (stderr, settings).
 // - Order of selection: --filter, --window-from/--window-to, --sample-sessions, then --shard, then
 //   --limit, then --requests (cycling what is left). Recorded offsets: the trace's clock, minus
 //   --window-from (else minus the earliest chosen offset), divided by --speed, then gaps capped by
@@ -102,6 +104,8 @@ struct Options {
   bool live_sessions = false;  // chat turns carry this run's earlier answers (implies sessions)
   std::size_t warmup = 0;      // requests sent before the run, neither counted nor written
   std::optional<std::size_t> limit;
+  // Set by run_replay for its settings: the input's requests record rejected, left out.
+  std::size_t skipped_rejected = 0;
   // The trace's own clock (trace_clock_ns): exchanges whose offset is in [window_from, window_to)
   // are kept (a session by its first turn's offset), and recorded timing starts at window_from.
   std::optional<std::chrono::nanoseconds> window_from, window_to;
@@ -270,7 +274,10 @@ HttpHeader parse_header(std::string_view text);
 void validate_filter(std::string_view filter);
 bool matches_filter(const Exchange& exchange, std::string_view filter);
 
-// Input positions to replay, in input order, after filters, window, session sample, shard (by
+// How many of `exchanges` record rejected itself (ErrorKind rejected): select_exchanges skips them.
+std::size_t rejected_by_record(const std::vector<Exchange>& exchanges);
+
+// Input positions to replay, in input order, without the requests record rejected, after filters, window, session sample, shard (by
 // position, or by session when `by_session`) and limit; then cycled to --requests.
 std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
                                           const Options& options, bool by_session);

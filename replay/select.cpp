@@ -73,6 +73,12 @@ void validate_trace_controls(const Options& options) {
     throw std::invalid_argument("--duration must be above 0");
 }
 
+std::size_t rejected_by_record(const std::vector<Exchange>& exchanges) {
+  return static_cast<std::size_t>(std::count_if(exchanges.begin(), exchanges.end(), [](const Exchange& e) {
+    return e.error.kind == ErrorKind::rejected;
+  }));
+}
+
 std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
                                           const Options& options, bool by_session) {
   for (const auto& filter : options.filters) validate_filter(filter);
@@ -108,6 +114,7 @@ std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges
   std::size_t position = 0;
   for (std::size_t i = 0; i < exchanges.size(); ++i) {
     const auto& exchange = exchanges[i];
+    if (exchange.error.kind == ErrorKind::rejected) continue;  // it never reached a server
     bool keep = std::all_of(options.filters.begin(), options.filters.end(),
                             [&](const std::string& f) { return matches_filter(exchange, f); });
     if (!keep || (windowed && !in_window(i)) || (options.sample_sessions && !sampled(i))) continue;

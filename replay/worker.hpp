@@ -37,21 +37,33 @@ namespace retrace::replay {
 
 using Clock = retrace::Clock;
 
-// Finished exchanges go to the writer thread through this queue.
+// Finished exchanges go to the writer thread through this queue. The writer is woken once a batch
+// is queued (or a few milliseconds after the first of one), not per exchange: a wake-up per
+// exchange cost a futex call on each side and a context switch (bench/RESULTS.md, replay (a)).
 class WriteQueue {
  public:
+  static constexpr std::size_t kBatch = 64;
+  static constexpr std::chrono::milliseconds kMaxDelay{5};
+
   void push(Exchange exchange) {
+    bool wake;
     {
       std::lock_guard lock(mutex_);
       queue_.push_back(std::move(exchange));
+      wake = queue_.size() == wake_at_;
     }
-    ready_.notify_one();
+    if (wake) ready_.notify_one();
   }
-  // Blocks until something is queued or close(); false when closed and drained.
+  // Blocks until something is queued (then up to kMaxDelay more, for a batch) or close(); false
+  // when closed and drained.
   bool pop_all(std::vector<Exchange>& out) {
     out.clear();  // freeing a batch of token streams takes a while: not while workers wait to push
     std::unique_lock lock(mutex_);
+    wake_at_ = 1;
     ready_.wait(lock, [&] { return !queue_.empty() || closed_; });
+    wake_at_ = kBatch;
+    ready_.wait_for(lock, kMaxDelay, [&] { return queue_.size() >= kBatch || closed_; });
+    wake_at_ = 0;
     if (queue_.empty()) return false;
     out.swap(queue_);
     return true;
@@ -68,6 +80,7 @@ class WriteQueue {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::vector<Exchange> queue_;
+  std::size_t wake_at_ = 0;  // the queue's size at which push wakes the writer (0: it is busy)
   bool closed_ = false;
 };
 

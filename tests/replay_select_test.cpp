@@ -243,3 +243,21 @@ TEST_CASE("settings record every trace control") {
   CHECK(settings.at("requests").to_number<double>() == 150);
   CHECK_FALSE(settings.contains("window_from_ms"));
 }
+
+TEST_CASE("requests record rejected are never selected and do not take a shard position") {
+  LoadedTrace trace;
+  for (std::uint64_t i = 0; i < 5; ++i) trace.exchanges.push_back(sent_at(i, static_cast<std::int64_t>(i)));
+  trace.exchanges[1].error.kind = ErrorKind::rejected;
+  trace.exchanges[1].response.status = 413;
+  trace.exchanges[3].error.kind = ErrorKind::http_status;  // sent and answered 4xx: replayed
+  CHECK(rejected_by_record(trace.exchanges) == 1);
+  Options options;
+  CHECK(select_exchanges(trace.exchanges, options, false) == std::vector<std::size_t>{0, 2, 3, 4});
+  options.shard_count = 2;
+  options.shard_index = 1;
+  CHECK(select_exchanges(trace.exchanges, options, false) == std::vector<std::size_t>{2, 4});
+  Options counted;
+  counted.skipped_rejected = 1;
+  CHECK(boost::json::parse(settings_json(counted)).as_object().at("skipped_rejected").to_number<double>() == 1);
+  CHECK_FALSE(boost::json::parse(settings_json(Options{})).as_object().contains("skipped_rejected"));
+}
