@@ -3,9 +3,10 @@
 //   {"id":..,"object":"text_completion",..,"choices":[{"index":0,"text":" the","logprobs":null,
 //    "finish_reason":null}]}
 // A SAX pass (no DOM, no allocation once warm) picks out exactly what read_openai() would use.
-// Anything it does not model with certainty (logprobs, token ids, usage, errors, tool calls,
-// reasoning, duplicate keys, odd index values, ...) makes it give up, and the event goes through
-// the general DOM path instead, so the decoded result is the same either way (a test compares the
+// Its "logprobs" (both OpenAI shapes) are read by fast_logprobs.hpp's reader. Anything it does not
+// model with certainty (token ids, usage, errors, tool calls, reasoning, duplicate keys, odd index
+// values, llama.cpp's logprobs spellings, ...) makes it give up, and the event goes through the
+// general DOM path instead, so the decoded result is the same either way (a test compares the
 // two paths event by event).
 #pragma once
 
@@ -17,6 +18,8 @@
 #include <string_view>
 
 #include <boost/json/parse_options.hpp>
+
+#include "llm/fast_logprobs.hpp"
 
 namespace retrace::llm {
 
@@ -33,6 +36,7 @@ struct SimpleChoice {
   bool has_finish_reason = false;
   std::string finish_reason;
   SimpleMessage delta, message;
+  SimpleLogprobs logprobs;  // when "logprobs" is an object
   std::uint32_t seen = 0;  // bit per key already seen, to give up on duplicates
 };
 
