@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,7 @@ struct ResponseDecoder::Impl {
   std::vector<BytesFrom> bytes_from;
   std::string joined_text;
   std::vector<std::int64_t> text_offsets_scratch;
+  std::vector<std::int32_t> token_ids_scratch;
 
   static json::parse_options make_options() {
     json::parse_options options;
@@ -131,6 +133,7 @@ struct ResponseDecoder::Impl {
   void read_content_logprobs(Choice& choice, const json::array& entries, std::int64_t offset_ns);
   void read_legacy_logprobs(Choice& choice, const json::object& logprobs, std::int64_t offset_ns);
   void apply_id_array(Choice& choice, std::size_t first, const json::array& ids, std::int64_t offset_ns);
+  void apply_id_array(Choice& choice, std::size_t first, std::span<const std::int32_t> ids, std::int64_t offset_ns);
   const std::vector<std::int64_t>* integer_offsets(const json::array* offsets);
   void settle_bytes(Choice& choice, std::size_t first, std::optional<std::string_view> delta,
                     const std::vector<std::int64_t>* text_offsets);

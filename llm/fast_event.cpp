@@ -1,6 +1,8 @@
 // The fast path's SAX handler (see fast_event.hpp), and the decoder's use of it.
 #include "llm/fast_event.hpp"
 
+#include <cmath>
+
 #include <boost/json/basic_parser_impl.hpp>
 
 #include "llm/decoder_impl.hpp"
@@ -49,6 +51,8 @@ class SimpleEventHandler {
         added.delta = added.message = {};  // keeps no capacity; messages are rare on this path
         added.seen = 0;
         added.logprobs.reset();
+        added.has_token_ids = false;
+        added.token_ids.clear();
         return push(Level::choice, ec);
       }
       case Level::choice:
@@ -68,6 +72,7 @@ class SimpleEventHandler {
       case Level::message:
         if (key_ == Key::other) return ++skip_, true;
         return give_up(ec);
+      case Level::token_ids: return token_id(-1), ++skip_, true;  // not an id
     }
     return give_up(ec);
   }
@@ -86,9 +91,15 @@ class SimpleEventHandler {
         return give_up(ec);
       case Level::choices: return ++skip_, true;  // not an object: read_openai() skips it
       case Level::choice:
+        if (key_ == Key::token_ids) {
+          current().has_token_ids = true;
+          return push(Level::token_ids, ec);
+        }
+        [[fallthrough]];
       case Level::message:
         if (key_ == Key::other) return ++skip_, true;
         return give_up(ec);
+      case Level::token_ids: return token_id(-1), ++skip_, true;
       case Level::document: return give_up(ec);
     }
     return give_up(ec);
@@ -142,6 +153,10 @@ class SimpleEventHandler {
       string_buffer_.clear();
       return ok || give_up(ec);
     }
+    if (top() == Level::token_ids) {
+      string_buffer_.clear();
+      return token_id(-1), true;
+    }
     bool ok = true;
     switch (key_) {
       case Key::object: ok = top() != Level::root || value != "error"; break;
@@ -173,6 +188,7 @@ class SimpleEventHandler {
   bool on_number_part(json::string_view, json::error_code&) { return true; }
   bool on_int64(std::int64_t value, json::string_view, json::error_code& ec) {
     if (skip_ == 0 && in_logprobs_) return logprobs_.int64(value) || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(value >= 0 && value <= INT32_MAX ? value : -1), true;
     if (skip_ > 0 || key_ != Key::index) return scalar(ec);
     if (value < 0 || static_cast<std::uint64_t>(value) >= kMaxChoices) return give_up(ec);
     current().index = value;
@@ -180,18 +196,25 @@ class SimpleEventHandler {
   }
   bool on_uint64(std::uint64_t value, json::string_view, json::error_code& ec) {
     if (skip_ == 0 && in_logprobs_) return logprobs_.uint64(value) || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(value <= INT32_MAX ? static_cast<std::int64_t>(value) : -1), true;
     return scalar(ec);
   }
   bool on_double(double value, json::string_view, json::error_code& ec) {
     if (skip_ == 0 && in_logprobs_) return logprobs_.real(value) || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) {  // token_id_of(): an integral double counts
+      const bool id = std::isfinite(value) && value == std::floor(value) && value >= 0 && value <= INT32_MAX;
+      return token_id(id ? static_cast<std::int64_t>(value) : -1), true;
+    }
     return scalar(ec);
   }
   bool on_bool(bool, json::error_code& ec) {
     if (skip_ == 0 && in_logprobs_) return logprobs_.boolean() || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(-1), true;
     return scalar(ec);
   }
   bool on_null(json::error_code& ec) {
     if (skip_ == 0 && in_logprobs_) return logprobs_.null() || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(-1), true;
     // null is "absent" for every key read_openai() looks at ("index": null is index 0).
     if (skip_ == 0 && top() == Level::document) return give_up(ec);
     return true;
@@ -200,7 +223,7 @@ class SimpleEventHandler {
   bool on_comment(json::string_view, json::error_code&) { return true; }
 
  private:
-  enum class Level : std::uint8_t { document, root, choices, choice, message };
+  enum class Level : std::uint8_t { document, root, choices, choice, message, token_ids };
   enum class Key : std::uint8_t {
     other, choices, usage, error, object,                                     // root
     index, text, delta, message, logprobs, token_ids, finish_reason,          // choice
@@ -233,7 +256,8 @@ class SimpleEventHandler {
         if (name == "tool_calls") return Key::tool_calls;
         return Key::other;
       case Level::document:
-      case Level::choices: break;
+      case Level::choices:
+      case Level::token_ids: break;
     }
     return Key::other;
   }
@@ -248,9 +272,11 @@ class SimpleEventHandler {
       case Level::root: return key_ != Key::error || give_up(ec);
       case Level::choice: return (key_ != Key::index) || give_up(ec);
       case Level::message: return true;
+      case Level::token_ids: return true;  // handled before
     }
     return true;
   }
+  void token_id(std::int64_t id) { current().token_ids.push_back(static_cast<std::int32_t>(id)); }
 
   bool push(Level level, json::error_code& ec) {
     if (depth_ + 1 >= kMaxLevels) return give_up(ec);
@@ -347,6 +373,7 @@ bool ResponseDecoder::Impl::read_simple_event(std::string_view data, std::int64_
     bytes_from.clear();
     const std::size_t first = choice.tokens.size();
     const std::vector<std::int64_t>* text_offsets = read_simple_logprobs(choice, parsed.logprobs, offset_ns);
+    if (parsed.has_token_ids) apply_id_array(choice, first, std::span<const std::int32_t>(parsed.token_ids), offset_ns);
     if (choice.tokens.size() != first) {
       settle_bytes(choice, first, text, text_offsets);
     } else if (text && !text->empty()) {

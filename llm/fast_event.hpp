@@ -3,9 +3,9 @@
 //   {"id":..,"object":"text_completion",..,"choices":[{"index":0,"text":" the","logprobs":null,
 //    "finish_reason":null}]}
 // A SAX pass (no DOM, no allocation once warm) picks out exactly what read_openai() would use.
-// Its "logprobs" (both OpenAI shapes) are read by fast_logprobs.hpp's reader. Anything it does not
-// model with certainty (token ids, usage, errors, tool calls, reasoning, duplicate keys, odd index
-// values, llama.cpp's logprobs spellings, ...) makes it give up, and the event goes through the
+// Its "logprobs" (both OpenAI shapes) are read by fast_logprobs.hpp's reader, and vLLM's per-choice
+// "token_ids" here. Anything it does not model with certainty (usage, errors, tool calls,
+// reasoning, duplicate keys, odd index values, llama.cpp's logprobs spellings, ...) makes it give up, and the event goes through the
 // general DOM path instead, so the decoded result is the same either way (a test compares the
 // two paths event by event).
 #pragma once
@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/json/parse_options.hpp>
 
@@ -37,6 +38,8 @@ struct SimpleChoice {
   std::string finish_reason;
   SimpleMessage delta, message;
   SimpleLogprobs logprobs;  // when "logprobs" is an object
+  bool has_token_ids = false;  // "token_ids" is an array: token_id_of() of each element
+  std::vector<std::int32_t> token_ids;
   std::uint32_t seen = 0;  // bit per key already seen, to give up on duplicates
 };
 

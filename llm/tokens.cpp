@@ -301,9 +301,17 @@ void ResponseDecoder::Impl::read_legacy_logprobs(Choice& choice, const json::obj
 // event: fills ids of tokens already read from logprobs, or makes one token per id.
 void ResponseDecoder::Impl::apply_id_array(Choice& choice, std::size_t first, const json::array& ids,
                                            std::int64_t offset_ns) {
+  token_ids_scratch.clear();
+  for (const json::value& id : ids) token_ids_scratch.push_back(token_id_of(id));
+  apply_id_array(choice, first, std::span<const std::int32_t>(token_ids_scratch), offset_ns);
+}
+
+// The same with the ids read already (token_id_of() of each element).
+void ResponseDecoder::Impl::apply_id_array(Choice& choice, std::size_t first, std::span<const std::int32_t> ids,
+                                           std::int64_t offset_ns) {
   const std::size_t have = choice.tokens.size() - first;
   if (have == 0) {
-    for (const json::value& id : ids) add_token(choice, offset_ns, BytesFrom::unknown).id = token_id_of(id);
+    for (const std::int32_t id : ids) add_token(choice, offset_ns, BytesFrom::unknown).id = id;
     return;
   }
   if (have != ids.size()) {
@@ -313,7 +321,7 @@ void ResponseDecoder::Impl::apply_id_array(Choice& choice, std::size_t first, co
   }
   for (std::size_t i = 0; i < have; ++i) {
     Token& token = choice.tokens[first + i];
-    const std::int32_t id = token_id_of(ids[i]);
+    const std::int32_t id = ids[i];
     if (token.id < 0) {
       token.id = id;
     } else if (id >= 0 && token.id != id) {

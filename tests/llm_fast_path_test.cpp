@@ -115,12 +115,12 @@ TEST_CASE("Fast and general decoding agree on simple events and on each near mis
        R"({"a":)" + std::string(70, '[') + std::string(70, ']') + R"(,"choices":[{"text":"deep"}]})"},
       {R"({"choices":[{"text":"before"}]})", "[DONE]", R"({"choices":[{"text":"after"}]})"},
       // Three events in a row the fast path gives up on turn it off for the rest of the stream.
-      {R"({"choices":[{"index":0,"text":"a","token_ids":[1]}]})",
-       R"({"choices":[{"index":0,"text":"b","token_ids":[2]}]})",
+      {R"({"choices":[{"index":0,"text":"a","reasoning":"r","delta":{"reasoning":"r"}}]})",
+       R"({"choices":[{"index":0,"text":"b","delta":{"reasoning":"r"}}]})",
        R"({"choices":[{"text":"c"}]})",
-       R"({"choices":[{"index":0,"text":"d","token_ids":[3]}]})",
-       R"({"choices":[{"index":0,"text":"e","token_ids":[4]}]})",
-       R"({"choices":[{"index":0,"text":"f","token_ids":[5]}]})",
+       R"({"choices":[{"index":0,"text":"d","delta":{"reasoning":"s"}}]})",
+       R"({"choices":[{"index":0,"text":"e","delta":{"reasoning":"t"}}]})",
+       R"({"choices":[{"index":0,"text":"f","delta":{"reasoning":"u"}}]})",
        R"({"choices":[{"text":"g"}]})", R"({"choices":[{"index":0,"text":"h","finish_reason":"length"}]})", "[DONE]"},
   };
   const Dialect dialects[] = {Dialect::unknown, Dialect::openai_completions, Dialect::openai_chat,
@@ -302,11 +302,34 @@ TEST_CASE("The fast path reads chat logprobs as the general path does") {
                           Dialect::openai_completions) == 1);
 }
 
+TEST_CASE("The fast path reads vLLM's token_ids as the general path does") {
+  const std::vector<std::string> read = {
+      completion(R"("text":"a","token_ids":[5])"),
+      completion(R"("text":"ab","token_ids":[5,6])"),
+      completion(R"("text":"","token_ids":[])"),
+      completion(R"("text":"x","token_ids":[null,"s",1.0,-1,2147483648,2147483647,[1],{"a":1},true,1.5,18446744073709551615])"),
+      completion(R"("text":"x","token_ids":null)"),
+      completion(R"("text":"x","token_ids":"5")"),
+      // With logprobs: ids fill the tokens' ids, a count that differs or an id that disagrees is noted.
+      completion(R"("token_ids":[7],"text":"a","logprobs":{"tokens":["token_id:7"],"token_logprobs":[-1]})"),
+      completion(R"("text":"a","logprobs":{"tokens":["a"],"token_logprobs":[-1]},"token_ids":[7])"),
+      completion(R"("text":"ab","logprobs":{"tokens":["a","b"],"token_logprobs":[-1,-2]},"token_ids":[7])"),
+      completion(R"("text":"a","logprobs":{"tokens":["token_id:7"],"token_logprobs":[-1]},"token_ids":[8])"),
+      chat(R"("delta":{"content":"a"},"logprobs":{"content":[{"token":"token_id:7","logprob":-1,"bytes":[97],"top_logprobs":[{"token":"token_id:7","logprob":-1}]}]},"token_ids":[7])"),
+  };
+  CHECK(check_each_and_all(read) == read.size());
+  const std::vector<std::string> handed_over = {
+      completion(R"("text":"a","token_ids":[5],"token_ids":[6])"),
+      completion(R"("text":"a","token_ids":{"0":5})"),
+  };
+  CHECK(check_each_and_all(handed_over) == 0);
+}
+
 TEST_CASE("Fast and general decoding agree on mutated events with logprobs") {
   const std::string legacy = completion(
       R"("text":" the\u00e9","logprobs":{"tokens":[" the","bytes:\\xc3\\xa9"],"token_logprobs":[-0.5,-1],"top_logprobs":[{" the":-0.5," a":-1.25},{"bytes:\\xc3\\xa9":-1,"token_id:4":-3}],"text_offset":[10,14]})");
   const std::string chat_event = chat(
-      R"("delta":{"content":"Hi!"},"logprobs":{"content":[{"token":"Hi","logprob":-0.25,"bytes":[72,105],"id":5,"top_logprobs":[{"token":"Hello","logprob":-9.25,"bytes":[72,101]},{"token":"token_id:5","logprob":-0.25}]},{"token":"!","logprob":-1,"bytes":[33],"top_logprobs":[]}],"refusal":null})");
+      R"("delta":{"content":"Hi!"},"logprobs":{"content":[{"token":"Hi","logprob":-0.25,"bytes":[72,105],"id":5,"top_logprobs":[{"token":"Hello","logprob":-9.25,"bytes":[72,101]},{"token":"token_id:5","logprob":-0.25}]},{"token":"!","logprob":-1,"bytes":[33],"top_logprobs":[]}],"refusal":null},"token_ids":[5,9])");
   const std::string interesting = "{}[]\":,0-1e.\\u \xff" "nulltruefalse";
   std::mt19937_64 random(1811);  // fixed seed: a failure reproduces
   std::size_t read_fast = 0;
