@@ -41,6 +41,10 @@ enum class BytesFrom : std::uint8_t { bytes_array, token_text, unknown };
 
 // A token id from JSON; -1 (no id) when it is not an integer in 0..INT32_MAX.
 std::int32_t token_id_of(const json::value& value);
+// The same for an integer already read (integer_of()), or nullopt for a value that is not one.
+inline std::int32_t token_id_of(std::optional<std::int64_t> integer) {
+  return integer && *integer >= 0 && *integer <= INT32_MAX ? static_cast<std::int32_t>(*integer) : -1;
+}
 // Doubles from the wire clamped into float range (an out-of-range cast is undefined behaviour).
 float to_float(double value);
 // "logprob", or the log of "prob" (llama.cpp's probability spellings).

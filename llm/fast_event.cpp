@@ -1,8 +1,6 @@
 // The fast path's SAX handler (see fast_event.hpp), and the decoder's use of it.
 #include "llm/fast_event.hpp"
 
-#include <cmath>
-
 #include <boost/json/basic_parser_impl.hpp>
 
 #include "llm/decoder_impl.hpp"
@@ -72,7 +70,7 @@ class SimpleEventHandler {
       case Level::message:
         if (key_ == Key::other) return ++skip_, true;
         return give_up(ec);
-      case Level::token_ids: return token_id(-1), ++skip_, true;  // not an id
+      case Level::token_ids: return token_id(std::nullopt), ++skip_, true;  // not an id
     }
     return give_up(ec);
   }
@@ -99,7 +97,7 @@ class SimpleEventHandler {
       case Level::message:
         if (key_ == Key::other) return ++skip_, true;
         return give_up(ec);
-      case Level::token_ids: return token_id(-1), ++skip_, true;
+      case Level::token_ids: return token_id(std::nullopt), ++skip_, true;
       case Level::document: return give_up(ec);
     }
     return give_up(ec);
@@ -155,7 +153,7 @@ class SimpleEventHandler {
     }
     if (top() == Level::token_ids) {
       string_buffer_.clear();
-      return token_id(-1), true;
+      return token_id(std::nullopt), true;
     }
     bool ok = true;
     switch (key_) {
@@ -188,7 +186,7 @@ class SimpleEventHandler {
   bool on_number_part(json::string_view, json::error_code&) { return true; }
   bool on_int64(std::int64_t value, json::string_view, json::error_code& ec) {
     if (skip_ == 0 && in_logprobs_) return logprobs_.int64(value) || give_up(ec);
-    if (skip_ == 0 && top() == Level::token_ids) return token_id(value >= 0 && value <= INT32_MAX ? value : -1), true;
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(value), true;
     if (skip_ > 0 || key_ != Key::index) return scalar(ec);
     if (value < 0 || static_cast<std::uint64_t>(value) >= kMaxChoices) return give_up(ec);
     current().index = value;
@@ -196,25 +194,22 @@ class SimpleEventHandler {
   }
   bool on_uint64(std::uint64_t value, json::string_view, json::error_code& ec) {
     if (skip_ == 0 && in_logprobs_) return logprobs_.uint64(value) || give_up(ec);
-    if (skip_ == 0 && top() == Level::token_ids) return token_id(value <= INT32_MAX ? static_cast<std::int64_t>(value) : -1), true;
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(std::nullopt), true;  // above INT64_MAX
     return scalar(ec);
   }
   bool on_double(double value, json::string_view, json::error_code& ec) {
     if (skip_ == 0 && in_logprobs_) return logprobs_.real(value) || give_up(ec);
-    if (skip_ == 0 && top() == Level::token_ids) {  // token_id_of(): an integral double counts
-      const bool id = std::isfinite(value) && value == std::floor(value) && value >= 0 && value <= INT32_MAX;
-      return token_id(id ? static_cast<std::int64_t>(value) : -1), true;
-    }
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(integral_double(value)), true;
     return scalar(ec);
   }
   bool on_bool(bool, json::error_code& ec) {
     if (skip_ == 0 && in_logprobs_) return logprobs_.boolean() || give_up(ec);
-    if (skip_ == 0 && top() == Level::token_ids) return token_id(-1), true;
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(std::nullopt), true;
     return scalar(ec);
   }
   bool on_null(json::error_code& ec) {
     if (skip_ == 0 && in_logprobs_) return logprobs_.null() || give_up(ec);
-    if (skip_ == 0 && top() == Level::token_ids) return token_id(-1), true;
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(std::nullopt), true;
     // null is "absent" for every key read_openai() looks at ("index": null is index 0).
     if (skip_ == 0 && top() == Level::document) return give_up(ec);
     return true;
@@ -276,7 +271,8 @@ class SimpleEventHandler {
     }
     return true;
   }
-  void token_id(std::int64_t id) { current().token_ids.push_back(static_cast<std::int32_t>(id)); }
+  // One "token_ids" element: token_id_of() its integer value, or of nullopt when it is not one.
+  void token_id(std::optional<std::int64_t> integer) { current().token_ids.push_back(token_id_of(integer)); }
 
   bool push(Level level, json::error_code& ec) {
     if (depth_ + 1 >= kMaxLevels) return give_up(ec);

@@ -2,22 +2,9 @@
 // what it read: the same as read_content_logprobs() and read_legacy_logprobs() make of the DOM.
 #include "llm/fast_logprobs.hpp"
 
-#include <cmath>
-
 #include "llm/decoder_impl.hpp"
 
 namespace retrace::llm {
-
-namespace {
-
-// integer_of() (json_fields.hpp) for a number the SAX parser handed over as a double.
-bool integral(double value, std::int64_t& out) {
-  if (!std::isfinite(value) || value != std::floor(value) || !(std::fabs(value) < 9e15)) return false;
-  out = static_cast<std::int64_t>(value);
-  return true;
-}
-
-}  // namespace
 
 void LogprobsReader::begin(SimpleLogprobs& out) {
   out_ = &out;
@@ -190,8 +177,8 @@ bool LogprobsReader::scalar_value(const double* number, std::int64_t integer, bo
       if (key_ == Key::logprob && number) {
         token.has_logprob = true;
         token.logprob = *number;
-      } else if (key_ == Key::id && is_integer && integer >= 0 && integer <= INT32_MAX) {
-        token.id = static_cast<std::int32_t>(integer);
+      } else if (key_ == Key::id) {
+        token.id = token_id_of(is_integer ? std::optional<std::int64_t>(integer) : std::nullopt);
       }
       return true;
     }
@@ -263,9 +250,8 @@ bool LogprobsReader::uint64(std::uint64_t value) {
 
 bool LogprobsReader::real(double value) {
   if (skip_ > 0) return true;
-  std::int64_t integer = 0;
-  const bool is_integer = integral(value, integer);
-  return scalar_value(&value, integer, is_integer);
+  const auto integer = integral_double(value);
+  return scalar_value(&value, integer.value_or(0), integer.has_value());
 }
 
 bool LogprobsReader::boolean() { return skip_ > 0 || scalar_value(nullptr, 0, false); }

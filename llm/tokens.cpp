@@ -13,11 +13,7 @@
 
 namespace retrace::llm {
 
-std::int32_t token_id_of(const json::value& value) {
-  const auto integer = integer_of(value);
-  if (!integer || *integer < 0 || *integer > INT32_MAX) return -1;
-  return static_cast<std::int32_t>(*integer);
-}
+std::int32_t token_id_of(const json::value& value) { return token_id_of(integer_of(value)); }
 
 // Doubles from the wire clamped into float range (an out-of-range cast is undefined behaviour).
 float to_float(double value) {
