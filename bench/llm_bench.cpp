@@ -57,6 +57,30 @@ std::string token_id_stream(std::size_t events) {
   return stream;
 }
 
+// retrace serve's streamed completions with logprobs 3 (legacy shape), as replay asks for them.
+std::string legacy_logprobs_stream(std::size_t events) {
+  std::string stream;
+  for (std::size_t i = 0; i < events; ++i) {
+    const std::string word = " word" + std::to_string(i % 1000);
+    stream += R"(data: {"id":"cmpl-1","object":"text_completion","created":1764400000,"model":"retrace-sim","choices":[{"index":0,"text":")" +
+              word + R"(","logprobs":{"tokens":[")" + word + R"("],"token_logprobs":[-0.4123],"top_logprobs":[{")" + word +
+              R"(":-0.4123," the":-1.8311," a":-2.0172}],"text_offset":[)" + std::to_string(i * 8) +
+              R"(]},"finish_reason":null}]})" "\n\n";
+  }
+  stream += "data: [DONE]\n\n";
+  return stream;
+}
+
+// Chat chunks with logprobs (OpenAI's shape: token, logprob, bytes, top_logprobs), no ids.
+std::string chat_logprobs_stream(std::size_t events) {
+  std::string stream;
+  for (std::size_t i = 0; i < events; ++i) {
+    stream += R"(data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1764400000,"model":"m","choices":[{"index":0,"delta":{"content":" word"},"logprobs":{"content":[{"token":" word","logprob":-0.25,"bytes":[32,119,111,114,100],"top_logprobs":[{"token":" word","logprob":-0.25,"bytes":[32,119,111,114,100]},{"token":" the","logprob":-1.5,"bytes":[32,116,104,101]}]}],"refusal":null},"finish_reason":null}]})" "\n\n";
+  }
+  stream += "data: [DONE]\n\n";
+  return stream;
+}
+
 // `stream` is one exchange's response; it is decoded `repeats` times, a fresh decoder each, as
 // the recorder does per exchange.
 // `fast_path` false decodes every event through the general (DOM) parse, for comparison.
@@ -116,5 +140,11 @@ int main(int argc, char** argv) {
   run("text deltas", text_deltas, Dialect::openai_completions, repeats);
   run("text deltas (DOM)", text_deltas, Dialect::openai_completions, repeats, false);
   run("token ids", token_id_stream(kEventsPerExchange), Dialect::openai_chat, repeats);
+  const std::string legacy = legacy_logprobs_stream(kEventsPerExchange);
+  run("legacy logprobs", legacy, Dialect::openai_completions, repeats);
+  run("legacy logprobs (DOM)", legacy, Dialect::openai_completions, repeats, false);
+  const std::string chat = chat_logprobs_stream(kEventsPerExchange);
+  run("chat logprobs", chat, Dialect::openai_chat, repeats);
+  run("chat logprobs (DOM)", chat, Dialect::openai_chat, repeats, false);
   run_large_event(64);
 }

@@ -1,5 +1,8 @@
 // Every dialect's decoder on arbitrary bytes, as a whole body and as a stream of SSE events,
 // with the SAX fast path on and off: both paths must decode the same (a differential target).
+// The first byte picks the dialect, streamed or not, and whether each event is wrapped as a
+// choice's "logprobs" value (so the fuzzer spends its time inside the fast path's logprobs
+// reader; fuzz.sh seeds that mode with both OpenAI shapes).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -35,6 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                               Dialect::llamacpp_completion, Dialect::tgi_generate};
   Dialect dialect = dialects[data[0] % 5];
   bool streamed = (data[0] / 5) % 2 == 1;
+  const bool as_logprobs = (data[0] / 10) % 2 == 1;
   std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   std::vector<std::string> events;
   retrace::llm::SseParser parser;
@@ -45,6 +49,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (end == std::string_view::npos) end = bytes.size();
     events.emplace_back(bytes.substr(start, end - start));
     start = end + 1;
+  }
+  if (as_logprobs) {
+    for (std::string& event : events) {
+      event = (dialect == Dialect::openai_chat ? R"({"choices":[{"index":0,"delta":{"content":"a\u00e9b"},"logprobs":)"
+                                               : R"({"choices":[{"index":0,"text":"a\u00e9b","logprobs":)") +
+              event + "}]}";
+    }
   }
   auto fast = decode(dialect, true, streamed, bytes, events);
   auto general = decode(dialect, false, streamed, bytes, events);

@@ -180,6 +180,7 @@ void ResponseDecoder::on_body(std::string_view body, std::int64_t offset_ns) {
 }
 
 bool ResponseDecoder::finished() const { return impl_->finished; }
+std::size_t ResponseDecoder::fast_path_events() const { return impl_->fast_events; }
 
 void ResponseDecoder::finish(Exchange& out) {
   Impl& impl = *impl_;

@@ -2,6 +2,7 @@
 // that implement them:
 //   decoder.cpp        the public ResponseDecoder, choices, notes, and dispatch by dialect
 //   fast_event.cpp     the SAX fast path for the common streamed OpenAI event
+//   fast_logprobs.cpp  the fast path's reader of streamed logprobs, and the tokens made of them
 //   tokens.cpp         one event's tokens: from logprobs and id arrays, and the bytes of each
 //   decode_openai.cpp  OpenAI completions and chat
 //   decode_native.cpp  llama.cpp's native /completion and TGI
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +24,7 @@
 #include <boost/json/value.hpp>
 
 #include "llm/fast_event.hpp"
+#include "llm/fast_logprobs.hpp"
 #include "llm/json_fields.hpp"
 #include "llm/llm.hpp"
 
@@ -38,10 +41,18 @@ enum class BytesFrom : std::uint8_t { bytes_array, token_text, unknown };
 
 // A token id from JSON; -1 (no id) when it is not an integer in 0..INT32_MAX.
 std::int32_t token_id_of(const json::value& value);
+// The same for an integer already read (integer_of()), or nullopt for a value that is not one.
+inline std::int32_t token_id_of(std::optional<std::int64_t> integer) {
+  return integer && *integer >= 0 && *integer <= INT32_MAX ? static_cast<std::int32_t>(*integer) : -1;
+}
 // Doubles from the wire clamped into float range (an out-of-range cast is undefined behaviour).
 float to_float(double value);
 // "logprob", or the log of "prob" (llama.cpp's probability spellings).
 std::optional<float> logprob_of(const json::object& object);
+// vLLM's return_tokens_as_token_ids spelling of a token, "token_id:123", as the id.
+std::optional<std::int32_t> parse_token_id_string(std::string_view text);
+// "bytes:\xe5\x85" (tiktoken's spelling of a piece of a UTF-8 character) as the bytes it names.
+std::optional<std::string> parse_bytes_label(std::string_view text);
 
 struct ResponseDecoder::Impl {
   Dialect dialect;
@@ -63,13 +74,16 @@ struct ResponseDecoder::Impl {
   bool fast_path = true;
   FastEventParser fast_parser{make_options()};
   // A stream's events share one shape: after this many in a row that the fast path gave up on
-  // (logprobs, token ids), the rest go straight to the DOM path instead of being parsed twice.
+  // (token ids, usage), the rest go straight to the DOM path instead of being parsed twice.
   static constexpr std::size_t kFastPathMisses = 3;
   std::size_t fast_misses = 0;  // in a row
+  std::size_t fast_events = 0;  // decoded by the fast path
 
   // Per-event scratch, reused.
   std::vector<BytesFrom> bytes_from;
   std::string joined_text;
+  std::vector<std::int64_t> text_offsets_scratch;
+  std::vector<std::int32_t> token_ids_scratch;
 
   static json::parse_options make_options() {
     json::parse_options options;
@@ -103,6 +117,10 @@ struct ResponseDecoder::Impl {
   // fast_event.cpp: a streamed event of the simple shape, decoded without a DOM; false when it
   // is not one, having changed nothing.
   bool read_simple_event(std::string_view data, std::int64_t offset_ns);
+  // fast_logprobs.cpp: the tokens of one choice's logprobs as the fast path read them (as
+  // read_tokens() makes them from the DOM); the text offsets to split the delta by, or nullptr.
+  const std::vector<std::int64_t>* read_simple_logprobs(Choice& choice, const SimpleLogprobs& logprobs,
+                                                        std::int64_t offset_ns);
 
   // tokens.cpp. The tokens appended from `first` on belong to one event (or body) whose text is
   // `delta` (nullopt: the server sent none to compare with).
@@ -119,11 +137,14 @@ struct ResponseDecoder::Impl {
   void read_content_logprobs(Choice& choice, const json::array& entries, std::int64_t offset_ns);
   void read_legacy_logprobs(Choice& choice, const json::object& logprobs, std::int64_t offset_ns);
   void apply_id_array(Choice& choice, std::size_t first, const json::array& ids, std::int64_t offset_ns);
+  void apply_id_array(Choice& choice, std::size_t first, std::span<const std::int32_t> ids, std::int64_t offset_ns);
+  const std::vector<std::int64_t>* integer_offsets(const json::array* offsets);
   void settle_bytes(Choice& choice, std::size_t first, std::optional<std::string_view> delta,
-                    const json::array* text_offsets);
+                    const std::vector<std::int64_t>* text_offsets);
   bool split_by_offsets(Choice& choice, std::size_t first, std::size_t count, std::string_view delta,
-                        const json::array* text_offsets);
+                        const std::vector<std::int64_t>* text_offsets);
   static BytesFrom set_token_text(Token& token, std::string_view text);
+  static void set_label_alternative(Alternative& alternative, std::string_view label, double logprob);
   static void sort_best_first(std::vector<Alternative>& top);
 
   // decode_openai.cpp

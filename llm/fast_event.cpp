@@ -30,6 +30,7 @@ class SimpleEventHandler {
     key_ = Key::other;
     key_buffer_.clear();
     string_buffer_.clear();
+    in_logprobs_ = false;
   }
 
   bool on_document_begin(json::error_code&) { return true; }
@@ -37,6 +38,7 @@ class SimpleEventHandler {
 
   bool on_object_begin(json::error_code& ec) {
     if (skip_ > 0) return ++skip_, true;
+    if (in_logprobs_) return logprobs_.object_begin() || give_up(ec);
     switch (top()) {
       case Level::document: return push(Level::root, ec);
       case Level::choices: {
@@ -46,6 +48,9 @@ class SimpleEventHandler {
         added.has_text = added.has_finish_reason = false;
         added.delta = added.message = {};  // keeps no capacity; messages are rare on this path
         added.seen = 0;
+        added.logprobs.reset();
+        added.has_token_ids = false;
+        added.token_ids.clear();
         return push(Level::choice, ec);
       }
       case Level::choice:
@@ -54,19 +59,29 @@ class SimpleEventHandler {
           message().is_object = true;
           return push(Level::message, ec);
         }
+        if (key_ == Key::logprobs) {  // read by LogprobsReader until its object ends
+          logprobs_.begin(current().logprobs);
+          in_logprobs_ = true;
+          return true;
+        }
         if (key_ == Key::other) return ++skip_, true;
         return give_up(ec);
       case Level::root:
       case Level::message:
         if (key_ == Key::other) return ++skip_, true;
         return give_up(ec);
+      case Level::token_ids: return token_id(std::nullopt), ++skip_, true;  // not an id
     }
     return give_up(ec);
   }
-  bool on_object_end(std::size_t, json::error_code&) { return end_container(); }
+  bool on_object_end(std::size_t, json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_end(logprobs_.object_end(), ec);
+    return end_container();
+  }
 
   bool on_array_begin(json::error_code& ec) {
     if (skip_ > 0) return ++skip_, true;
+    if (in_logprobs_) return logprobs_.array_begin() || give_up(ec);
     switch (top()) {
       case Level::root:
         if (key_ == Key::choices) return push(Level::choices, ec);
@@ -74,14 +89,23 @@ class SimpleEventHandler {
         return give_up(ec);
       case Level::choices: return ++skip_, true;  // not an object: read_openai() skips it
       case Level::choice:
+        if (key_ == Key::token_ids) {
+          current().has_token_ids = true;
+          return push(Level::token_ids, ec);
+        }
+        [[fallthrough]];
       case Level::message:
         if (key_ == Key::other) return ++skip_, true;
         return give_up(ec);
+      case Level::token_ids: return token_id(std::nullopt), ++skip_, true;
       case Level::document: return give_up(ec);
     }
     return give_up(ec);
   }
-  bool on_array_end(std::size_t, json::error_code&) { return end_container(); }
+  bool on_array_end(std::size_t, json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_end(logprobs_.array_end(), ec);
+    return end_container();
+  }
 
   bool on_key_part(json::string_view part, std::size_t, json::error_code&) {
     if (skip_ == 0) key_buffer_.append(part.data(), part.size());
@@ -93,6 +117,11 @@ class SimpleEventHandler {
     if (!key_buffer_.empty()) {
       key_buffer_.append(name);
       name = key_buffer_;
+    }
+    if (in_logprobs_) {
+      const bool ok = logprobs_.key(name);
+      key_buffer_.clear();
+      return ok || give_up(ec);
     }
     key_ = classify(top(), name);
     key_buffer_.clear();
@@ -116,6 +145,15 @@ class SimpleEventHandler {
     if (!string_buffer_.empty()) {
       string_buffer_.append(value);
       value = string_buffer_;
+    }
+    if (in_logprobs_) {
+      const bool ok = logprobs_.string(value);
+      string_buffer_.clear();
+      return ok || give_up(ec);
+    }
+    if (top() == Level::token_ids) {
+      string_buffer_.clear();
+      return token_id(std::nullopt), true;
     }
     bool ok = true;
     switch (key_) {
@@ -147,15 +185,31 @@ class SimpleEventHandler {
 
   bool on_number_part(json::string_view, json::error_code&) { return true; }
   bool on_int64(std::int64_t value, json::string_view, json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_.int64(value) || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(value), true;
     if (skip_ > 0 || key_ != Key::index) return scalar(ec);
     if (value < 0 || static_cast<std::uint64_t>(value) >= kMaxChoices) return give_up(ec);
     current().index = value;
     return true;
   }
-  bool on_uint64(std::uint64_t, json::string_view, json::error_code& ec) { return scalar(ec); }
-  bool on_double(double, json::string_view, json::error_code& ec) { return scalar(ec); }
-  bool on_bool(bool, json::error_code& ec) { return scalar(ec); }
+  bool on_uint64(std::uint64_t value, json::string_view, json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_.uint64(value) || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(std::nullopt), true;  // above INT64_MAX
+    return scalar(ec);
+  }
+  bool on_double(double value, json::string_view, json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_.real(value) || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(integral_double(value)), true;
+    return scalar(ec);
+  }
+  bool on_bool(bool, json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_.boolean() || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(std::nullopt), true;
+    return scalar(ec);
+  }
   bool on_null(json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_.null() || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(std::nullopt), true;
     // null is "absent" for every key read_openai() looks at ("index": null is index 0).
     if (skip_ == 0 && top() == Level::document) return give_up(ec);
     return true;
@@ -164,7 +218,7 @@ class SimpleEventHandler {
   bool on_comment(json::string_view, json::error_code&) { return true; }
 
  private:
-  enum class Level : std::uint8_t { document, root, choices, choice, message };
+  enum class Level : std::uint8_t { document, root, choices, choice, message, token_ids };
   enum class Key : std::uint8_t {
     other, choices, usage, error, object,                                     // root
     index, text, delta, message, logprobs, token_ids, finish_reason,          // choice
@@ -197,7 +251,8 @@ class SimpleEventHandler {
         if (name == "tool_calls") return Key::tool_calls;
         return Key::other;
       case Level::document:
-      case Level::choices: break;
+      case Level::choices:
+      case Level::token_ids: break;
     }
     return Key::other;
   }
@@ -212,9 +267,12 @@ class SimpleEventHandler {
       case Level::root: return key_ != Key::error || give_up(ec);
       case Level::choice: return (key_ != Key::index) || give_up(ec);
       case Level::message: return true;
+      case Level::token_ids: return true;  // handled before
     }
     return true;
   }
+  // One "token_ids" element: token_id_of() its integer value, or of nullopt when it is not one.
+  void token_id(std::optional<std::int64_t> integer) { current().token_ids.push_back(token_id_of(integer)); }
 
   bool push(Level level, json::error_code& ec) {
     if (depth_ + 1 >= kMaxLevels) return give_up(ec);
@@ -235,6 +293,16 @@ class SimpleEventHandler {
   SimpleChoice& current() { return choices_[used_ - 1]; }
   SimpleMessage& message() { return delta_open_ ? current().delta : current().message; }
 
+  // The end of a container inside "logprobs"; the last one ends the reader's turn.
+  bool logprobs_end(bool ok, json::error_code& ec) {
+    if (!ok) return give_up(ec);
+    if (logprobs_.done()) {
+      in_logprobs_ = false;
+      key_ = Key::other;
+    }
+    return true;
+  }
+
   bool give_up(json::error_code& ec) {
     ec = json::make_error_code(json::error::exception);
     return false;
@@ -253,6 +321,8 @@ class SimpleEventHandler {
   std::size_t used_ = 0;
   std::string key_buffer_;
   std::string string_buffer_;
+  bool in_logprobs_ = false;  // inside a choice's "logprobs" object: events go to logprobs_
+  LogprobsReader logprobs_;
 };
 
 }  // namespace
@@ -285,6 +355,7 @@ bool ResponseDecoder::Impl::read_simple_event(std::string_view data, std::int64_
     return false;
   }
   fast_misses = 0;
+  ++fast_events;
   for (const SimpleChoice& parsed : *parsed_choices) {
     Choice& choice = choice_with_index(static_cast<std::uint32_t>(parsed.index));
     std::optional<std::string_view> text;
@@ -294,8 +365,16 @@ bool ResponseDecoder::Impl::read_simple_event(std::string_view data, std::int64_
                                            : parsed.message.is_object ? &parsed.message
                                                                       : nullptr;
     if (message) text = message->has_content ? std::optional<std::string_view>(message->content) : std::nullopt;
+    // As read_tokens(): logprobs first, else the text as one delta token.
     bytes_from.clear();
-    if (text && !text->empty()) add_token(choice, offset_ns, BytesFrom::token_text).bytes.assign(*text);
+    const std::size_t first = choice.tokens.size();
+    const std::vector<std::int64_t>* text_offsets = read_simple_logprobs(choice, parsed.logprobs, offset_ns);
+    if (parsed.has_token_ids) apply_id_array(choice, first, std::span<const std::int32_t>(parsed.token_ids), offset_ns);
+    if (choice.tokens.size() != first) {
+      settle_bytes(choice, first, text, text_offsets);
+    } else if (text && !text->empty()) {
+      add_token(choice, offset_ns, BytesFrom::token_text).bytes.assign(*text);
+    }
     if (parsed.has_finish_reason) choice.finish_reason.assign(parsed.finish_reason);
   }
   return true;

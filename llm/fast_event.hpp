@@ -3,9 +3,10 @@
 //   {"id":..,"object":"text_completion",..,"choices":[{"index":0,"text":" the","logprobs":null,
 //    "finish_reason":null}]}
 // A SAX pass (no DOM, no allocation once warm) picks out exactly what read_openai() would use.
-// Anything it does not model with certainty (logprobs, token ids, usage, errors, tool calls,
-// reasoning, duplicate keys, odd index values, ...) makes it give up, and the event goes through
-// the general DOM path instead, so the decoded result is the same either way (a test compares the
+// Its "logprobs" (both OpenAI shapes) are read by fast_logprobs.hpp's reader, and vLLM's per-choice
+// "token_ids" here. Anything it does not model with certainty (usage, errors, tool calls,
+// reasoning, duplicate keys, odd index values, llama.cpp's logprobs spellings, ...) makes it give up, and the event goes through the
+// general DOM path instead, so the decoded result is the same either way (a test compares the
 // two paths event by event).
 #pragma once
 
@@ -15,8 +16,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/json/parse_options.hpp>
+
+#include "llm/fast_logprobs.hpp"
 
 namespace retrace::llm {
 
@@ -33,6 +37,9 @@ struct SimpleChoice {
   bool has_finish_reason = false;
   std::string finish_reason;
   SimpleMessage delta, message;
+  SimpleLogprobs logprobs;  // when "logprobs" is an object
+  bool has_token_ids = false;  // "token_ids" is an array: token_id_of() of each element
+  std::vector<std::int32_t> token_ids;
   std::uint32_t seen = 0;  // bit per key already seen, to give up on duplicates
 };
 

@@ -59,6 +59,11 @@ inline std::optional<double> number_field(const boost::json::object& object, std
   return value ? number_of(*value) : std::nullopt;
 }
 
+// A double as integer_of() reads it: integral and below 9e15 in magnitude.
+inline std::optional<std::int64_t> integral_double(double real) {
+  if (std::isfinite(real) && real == std::floor(real) && std::fabs(real) < 9e15) return static_cast<std::int64_t>(real);
+  return std::nullopt;
+}
 // An integer: an int64, a uint64 up to INT64_MAX, or a double with an integral value below 9e15
 // in magnitude (some servers write counts as 12.0); nullopt for anything else.
 inline std::optional<std::int64_t> integer_of(const boost::json::value& value) {
@@ -67,11 +72,7 @@ inline std::optional<std::int64_t> integer_of(const boost::json::value& value) {
     if (*unsigned_integer <= static_cast<std::uint64_t>(INT64_MAX)) return static_cast<std::int64_t>(*unsigned_integer);
     return std::nullopt;
   }
-  if (const double* real = value.if_double()) {
-    if (std::isfinite(*real) && *real == std::floor(*real) && std::fabs(*real) < 9e15) {
-      return static_cast<std::int64_t>(*real);
-    }
-  }
+  if (const double* real = value.if_double()) return integral_double(*real);
   return std::nullopt;
 }
 inline std::optional<std::int64_t> integer_field(const boost::json::object& object, std::string_view key) {

@@ -97,6 +97,9 @@ class ResponseDecoder {
   bool finished() const;
   // Writes choices (sorted by index), usage, dialect and decode_note into `out`.
   void finish(Exchange& out);
+  // How many events the SAX fast path decoded (the rest went through the general parse): for
+  // tests that must know the fast path was taken, and for benchmarks.
+  std::size_t fast_path_events() const;
 
  private:
   struct Impl;

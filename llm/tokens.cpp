@@ -13,11 +13,7 @@
 
 namespace retrace::llm {
 
-std::int32_t token_id_of(const json::value& value) {
-  const auto integer = integer_of(value);
-  if (!integer || *integer < 0 || *integer > INT32_MAX) return -1;
-  return static_cast<std::int32_t>(*integer);
-}
+std::int32_t token_id_of(const json::value& value) { return token_id_of(integer_of(value)); }
 
 // Doubles from the wire clamped into float range (an out-of-range cast is undefined behaviour).
 float to_float(double value) {
@@ -38,8 +34,6 @@ std::optional<float> logprob_of(const json::object& object) {
   }
   return std::nullopt;
 }
-
-namespace {
 
 // vLLM's return_tokens_as_token_ids spelling of a token: "token_id:123".
 std::optional<std::int32_t> parse_token_id_string(std::string_view text) {
@@ -76,6 +70,8 @@ std::optional<std::string> parse_bytes_label(std::string_view text) {
   return bytes;
 }
 
+namespace {
+
 // A `bytes` array ([105,115,...]) as bytes; nullopt when absent or not all 0..255.
 std::optional<std::string> bytes_array(const json::object& object) {
   const json::array* array = array_field(object, "bytes");
@@ -111,7 +107,7 @@ std::size_t byte_offset_of_code_point(std::string_view text, std::int64_t index)
 }  // namespace
 
 void ResponseDecoder::Impl::settle_bytes(Choice& choice, std::size_t first, std::optional<std::string_view> delta,
-                                         const json::array* text_offsets) {
+                                         const std::vector<std::int64_t>* text_offsets) {
   const std::size_t count = choice.tokens.size() - first;
   if (count == 0 || !delta) return;
   bool all_known = true;
@@ -158,16 +154,15 @@ void ResponseDecoder::Impl::settle_bytes(Choice& choice, std::size_t first, std:
 }
 
 bool ResponseDecoder::Impl::split_by_offsets(Choice& choice, std::size_t first, std::size_t count,
-                                             std::string_view delta, const json::array* text_offsets) {
+                                             std::string_view delta, const std::vector<std::int64_t>* text_offsets) {
   if (!text_offsets || text_offsets->size() != count) return false;
-  const auto base = integer_of((*text_offsets)[0]);
-  if (!base) return false;
+  const std::int64_t base = (*text_offsets)[0];
   std::vector<std::size_t> cuts;
   cuts.reserve(count + 1);
   for (std::size_t i = 0; i < count; ++i) {
-    const auto offset = integer_of((*text_offsets)[i]);
-    if (!offset || *offset < *base) return false;
-    const std::size_t cut = byte_offset_of_code_point(delta, *offset - *base);
+    const std::int64_t offset = (*text_offsets)[i];
+    if (offset < base) return false;
+    const std::size_t cut = byte_offset_of_code_point(delta, offset - base);
     if (cut == std::string_view::npos || (!cuts.empty() && cut < cuts.back())) return false;
     cuts.push_back(cut);
   }
@@ -191,6 +186,18 @@ BytesFrom ResponseDecoder::Impl::set_token_text(Token& token, std::string_view t
   }
   token.bytes.assign(text);
   return BytesFrom::token_text;
+}
+
+// A legacy top_logprobs entry, label: logprob, as an alternative.
+void ResponseDecoder::Impl::set_label_alternative(Alternative& alternative, std::string_view label, double logprob) {
+  if (const auto id = parse_token_id_string(label)) {
+    alternative.id = *id;
+  } else if (auto bytes = parse_bytes_label(label)) {
+    alternative.bytes = std::move(*bytes);
+  } else {
+    alternative.bytes.assign(label);
+  }
+  alternative.logprob = to_float(logprob);
 }
 
 void ResponseDecoder::Impl::sort_best_first(std::vector<Alternative>& top) {
@@ -278,15 +285,7 @@ void ResponseDecoder::Impl::read_legacy_logprobs(Choice& choice, const json::obj
       if (const json::object* top = (*top_logprobs)[i].if_object()) {
         token.top.reserve(top->size());
         for (const auto& [key, value] : *top) {
-          Alternative& alternative = token.top.emplace_back();
-          if (const auto id = parse_token_id_string(key)) {
-            alternative.id = *id;
-          } else if (auto bytes = parse_bytes_label(key)) {
-            alternative.bytes = std::move(*bytes);
-          } else {
-            alternative.bytes.assign(key);
-          }
-          alternative.logprob = to_float(number_of(value).value_or(0));
+          set_label_alternative(token.top.emplace_back(), key, number_of(value).value_or(0));
         }
         sort_best_first(token.top);
       }
@@ -298,9 +297,17 @@ void ResponseDecoder::Impl::read_legacy_logprobs(Choice& choice, const json::obj
 // event: fills ids of tokens already read from logprobs, or makes one token per id.
 void ResponseDecoder::Impl::apply_id_array(Choice& choice, std::size_t first, const json::array& ids,
                                            std::int64_t offset_ns) {
+  token_ids_scratch.clear();
+  for (const json::value& id : ids) token_ids_scratch.push_back(token_id_of(id));
+  apply_id_array(choice, first, std::span<const std::int32_t>(token_ids_scratch), offset_ns);
+}
+
+// The same with the ids read already (token_id_of() of each element).
+void ResponseDecoder::Impl::apply_id_array(Choice& choice, std::size_t first, std::span<const std::int32_t> ids,
+                                           std::int64_t offset_ns) {
   const std::size_t have = choice.tokens.size() - first;
   if (have == 0) {
-    for (const json::value& id : ids) add_token(choice, offset_ns, BytesFrom::unknown).id = token_id_of(id);
+    for (const std::int32_t id : ids) add_token(choice, offset_ns, BytesFrom::unknown).id = id;
     return;
   }
   if (have != ids.size()) {
@@ -310,7 +317,7 @@ void ResponseDecoder::Impl::apply_id_array(Choice& choice, std::size_t first, co
   }
   for (std::size_t i = 0; i < have; ++i) {
     Token& token = choice.tokens[first + i];
-    const std::int32_t id = token_id_of(ids[i]);
+    const std::int32_t id = ids[i];
     if (token.id < 0) {
       token.id = id;
     } else if (id >= 0 && token.id != id) {
@@ -320,20 +327,33 @@ void ResponseDecoder::Impl::apply_id_array(Choice& choice, std::size_t first, co
   }
 }
 
+// `text_offset` as integers, or nullptr when absent or any element is not one (then no split by
+// offsets is possible).
+const std::vector<std::int64_t>* ResponseDecoder::Impl::integer_offsets(const json::array* offsets) {
+  if (!offsets) return nullptr;
+  text_offsets_scratch.clear();
+  for (const json::value& element : *offsets) {
+    const auto offset = integer_of(element);
+    if (!offset) return nullptr;
+    text_offsets_scratch.push_back(*offset);
+  }
+  return &text_offsets_scratch;
+}
+
 // One event's (or body's) worth of tokens for one choice: logprobs first, then id arrays,
 // then the text itself as one delta token.
 void ResponseDecoder::Impl::read_tokens(Choice& choice, std::optional<std::string_view> text,
                                         const json::value* logprobs, const json::array* ids, std::int64_t offset_ns) {
   const std::size_t first = choice.tokens.size();
   bytes_from.clear();
-  const json::array* text_offsets = nullptr;
+  const std::vector<std::int64_t>* text_offsets = nullptr;
   if (logprobs) {
     if (const json::object* object = logprobs->if_object()) {
       if (const json::array* content = array_field(*object, "content")) {
         read_content_logprobs(choice, *content, offset_ns);
       } else if (array_field(*object, "tokens")) {
         read_legacy_logprobs(choice, *object, offset_ns);
-        text_offsets = array_field(*object, "text_offset");
+        text_offsets = integer_offsets(array_field(*object, "text_offset"));
       } else if (!object->contains("content") && !object->contains("tokens") && !object->contains("refusal")) {
         note(where() + ": choice " + std::to_string(choice.index) + ": unknown logprobs shape");
       }

@@ -31,6 +31,11 @@ seed trace_reader traces/*.rtrace
 seed sse tests/data/**/*.sse
 seed decoder tests/data/**/*.sse tests/data/**/*.json
 seed import traces/*.jsonl tests/data/*.jsonl
+# decoder, each event a choice's "logprobs" value: first byte 16 completions, 17 chat (fuzz_decoder.cpp).
+for body in '\x10{"tokens":["a","\\u00e9","bytes:\\\\xc3"],"token_logprobs":[-1,null,-2.5],"top_logprobs":[{"a":-1,"token_id:3":-2},null,{}],"text_offset":[0,1,2]}' \
+            '\x11{"content":[{"token":"a","logprob":-1,"bytes":[97],"id":4,"top_logprobs":[{"token":"b","logprob":-2,"bytes":[98]},{"token":"token_id:9","logprob":-3}]},{"token":"\\u00e9b","logprob":-0.5}],"refusal":null}'; do
+  printf "$body" >"$out/corpus/decoder/seed-$(printf "$body" | sha1sum | cut -c1-16)"
+done
 mkdir -p "$out/corpus/sim_request"
 for body in '0{"prompt":"Hello","max_tokens":8,"temperature":0,"logprobs":2}' \
             '1{"messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true},"n":2}' \

@@ -10,20 +10,13 @@
 #include <boost/json.hpp>
 
 #include "llm/llm.hpp"
+#include "tests/test_data.hpp"
 
 using namespace retrace;
 using namespace retrace::llm;
+using retrace::testing::read_data;
 
 namespace {
-
-std::string read_data(const std::string& relative) {
-  const std::string path = std::string(RETRACE_TEST_DATA) + "/" + relative;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open test data " + path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 struct ParsedEvent {
   std::string raw;
@@ -845,158 +838,6 @@ TEST_CASE("Random bytes and mutated samples never crash the SSE parser or the de
     Exchange whole;
     body_decoder.finish(whole);
     for (const Choice& choice : streamed.choices) CHECK(choice.index < 4096);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The decoder's SAX fast path for simple events must decode exactly as the general DOM path.
-
-namespace {
-
-// Decodes `events` (SSE data strings) with the fast path on and off; both results must be equal.
-void check_paths_agree(const std::vector<std::string>& events, Dialect dialect) {
-  ResponseDecoder fast(dialect);
-  ResponseDecoder general(dialect, false);
-  std::int64_t offset = 0;
-  for (const std::string& data : events) {
-    offset += 1000;
-    fast.on_event(data, offset);
-    general.on_event(data, offset);
-  }
-  Exchange from_fast;
-  Exchange from_general;
-  fast.finish(from_fast);
-  general.finish(from_general);
-  CHECK(fast.finished() == general.finished());
-  CHECK(from_fast == from_general);
-}
-
-std::vector<std::string> event_data_of(std::string_view stream) {
-  std::vector<std::string> data;
-  SseParser parser;
-  parser.feed(stream, [&](const SseEvent& event) { data.emplace_back(event.data); });
-  return data;
-}
-
-}  // namespace
-
-TEST_CASE("Fast and general decoding agree on every sample stream in every dialect") {
-  const char* streams[] = {"llamacpp/completion-native-stream.sse", "llamacpp/v1-chat-completions-stream.sse",
-                           "llamacpp/v1-completions-stream-logprobs.sse", "llamacpp/v1-completions-stream.sse",
-                           "openai/chat-stream-logprobs.sse", "tgi/generate-stream.sse",
-                           "vllm/chat-stream-token-ids.sse", "vllm/completions-stream-n2.sse",
-                           "vllm/completions-stream-token-ids.sse"};
-  const Dialect dialects[] = {Dialect::unknown, Dialect::openai_completions, Dialect::openai_chat,
-                              Dialect::llamacpp_completion, Dialect::tgi_generate};
-  for (const char* name : streams) {
-    const auto events = event_data_of(read_data(name));
-    for (Dialect dialect : dialects) {
-      INFO(name << " as " << to_string(dialect));
-      check_paths_agree(events, dialect);
-    }
-  }
-}
-
-TEST_CASE("Fast and general decoding agree on simple events and on each near miss") {
-  // Each line is one event; each list one stream. Near misses are shapes the fast path must hand
-  // over (or read) exactly as the general parse does.
-  const std::vector<std::vector<std::string>> streams = {
-      {R"({"id":"c","object":"text_completion","choices":[{"index":0,"text":" a","logprobs":null,"finish_reason":null}]})",
-       R"({"choices":[{"index":0,"text":"","finish_reason":"length","stop_reason":null}],"usage":null})", "[DONE]"},
-      {R"({"choices":[{"index":1,"text":"x"},{"index":0,"text":"y"},{"text":"z"}]})",
-       R"({"choices":[{"index":null,"text":"n"},7,"s",null,[1,{"text":"no"}],{"index":1,"text":null}]})"},
-      {R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null}]})",
-       R"({"choices":[{"index":0,"delta":{"content":" Time"},"finish_reason":null}]})",
-       R"({"choices":[{"index":0,"delta":{"content":null}}]})",
-       R"({"choices":[{"index":0,"delta":{},"message":{"content":"m"}}]})",
-       R"({"choices":[{"index":0,"delta":null,"message":{"content":"m2"}}]})",
-       R"({"choices":[{"index":0,"message":{"content":"m3"},"text":"t"}]})",
-       R"({"choices":[{"index":0,"text":"t2","delta":7}]})",
-       R"({"choices":[{"index":0,"delta":{"content":5,"role":"x"}}]})"},
-      {R"({"choices":[{"index":0,"delta":{"content":"a","reasoning_content":"think"}}]})",
-       R"({"choices":[{"index":0,"delta":{"content":"b","reasoning_content":null,"refusal":null,"tool_calls":null}}]})",
-       R"({"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}}]})",
-       R"({"choices":[{"index":0,"delta":{"refusal":"no","content":"c"}}]})",
-       R"({"choices":[{"index":0,"delta":{"reasoning":"r"}}]})"},
-      {R"({"choices":[{"index":0,"text":"a","logprobs":{"tokens":["a"],"token_logprobs":[-0.5]}}]})",
-       R"({"choices":[{"index":0,"text":"b","token_ids":[5]}]})",
-       R"({"choices":[{"index":0,"text":"c","token_ids":null,"logprobs":7}]})",
-       R"({"choices":[{"index":0,"text":"d","logprobs":{"content":[]}}]})"},
-      {R"({"choices":[{"index":-1,"text":"neg"}]})", R"({"choices":[{"index":4096,"text":"big"}]})",
-       R"({"choices":[{"index":18446744073709551615,"text":"huge"}]})", R"({"choices":[{"index":1.0,"text":"real"}]})",
-       R"({"choices":[{"index":"0","text":"str"}]})", R"({"choices":[{"index":true,"text":"bool"}]})",
-       R"({"choices":[{"index":4095,"text":"edge"}]})"},
-      {R"({"choices":[{"index":0,"text":"a"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}})",
-       R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}})",
-       R"({"usage":null})", R"({"id":"x"})", R"({"choices":{"0":{"text":"obj"}}})", R"({"choices":"none"})",
-       R"({"choices":[{"text":"u"}],"usage":[1]})", R"({"choices":[{"text":"u2"}],"usage":"n/a"})"},
-      {R"({"error":{"message":"overloaded"}})", R"({"object":"error","message":"bad"})",
-       R"({"choices":[{"text":"e"}],"error":null})", R"({"choices":[{"text":"e2"}],"error":"boom"})",
-       R"({"choices":[{"text":"e3"}],"error":0})", R"({"choices":[{"text":"o"}],"object":"chat.completion.chunk"})",
-       R"({"object":7,"choices":[{"text":"o2"}]})"},
-      {R"({"choices":[{"text":"dup","text":"licate"}]})", R"({"choices":[{"text":"a"}],"choices":[{"text":"b"}]})",
-       R"({"choices":[{"delta":{"content":"x","content":"y"}}]})",
-       R"({"choices":[{"index":0,"finish_reason":"stop","finish_reason":"length"}]})",
-       R"({"x":1,"x":2,"choices":[{"y":[1,2],"y":{"z":3},"text":"ok"}]})"},
-      {R"({"choices":[{"text":"esc\"aped \\ \u00e9 \ud83d\ude00 \n"}]})", "{\"choices\":[{\"text\":\"raw \xff\xfe bytes\"}]}",
-       R"({"choices":[{"finish_reason":7,"text":"f"},{"index":2,"finish_reason":{"a":1}}]})",
-       R"({"nested":{"choices":[{"text":"deep"}],"a":[[[{}]]]},"choices":[{"other":{"text":"no"},"text":"yes"}]})"},
-      {R"({"choices":[{"text":"a"}]} )", R"({"choices":[{"text":"a"}]} x)", R"({"choices":[{"text":"a"}])",
-       R"([{"choices":[{"text":"arr"}]}])", R"("string")", "7", "null", "true", "{}", R"({"choices":[{"text":"ok"}]})",
-       R"({"choices":[{"text":"a"}],})", R"({"choices":[{"text":"a"}]}/*c*/)"},
-      {std::string(70, '[') + std::string(70, ']'),
-       R"({"a":)" + std::string(70, '[') + std::string(70, ']') + R"(,"choices":[{"text":"deep"}]})"},
-      {R"({"choices":[{"text":"before"}]})", "[DONE]", R"({"choices":[{"text":"after"}]})"},
-      // Three events in a row the fast path gives up on turn it off for the rest of the stream.
-      {R"({"choices":[{"index":0,"text":"a","logprobs":{"tokens":["a"],"token_logprobs":[-0.5]}}]})",
-       R"({"choices":[{"index":0,"text":"b","logprobs":{"tokens":["b"],"token_logprobs":[-0.25]}}]})",
-       R"({"choices":[{"text":"c"}]})",
-       R"({"choices":[{"index":0,"text":"d","logprobs":{"tokens":["d"],"token_logprobs":[-1.5]}}]})",
-       R"({"choices":[{"index":0,"text":"e","logprobs":{"tokens":["e"],"token_logprobs":[-2]}}]})",
-       R"({"choices":[{"index":0,"text":"f","logprobs":{"tokens":["f"],"token_logprobs":[-3]}}]})",
-       R"({"choices":[{"text":"g"}]})", R"({"choices":[{"index":0,"text":"h","finish_reason":"length"}]})", "[DONE]"},
-  };
-  const Dialect dialects[] = {Dialect::unknown, Dialect::openai_completions, Dialect::openai_chat,
-                              Dialect::llamacpp_completion, Dialect::tgi_generate};
-  for (std::size_t s = 0; s < streams.size(); ++s) {
-    for (Dialect dialect : dialects) {
-      INFO("stream " << s << " as " << to_string(dialect));
-      check_paths_agree(streams[s], dialect);
-      for (const std::string& event : streams[s]) {
-        INFO("event alone: " << event);
-        check_paths_agree({event}, dialect);
-      }
-    }
-  }
-  // Strings long enough that the parser hands them over in parts.
-  const std::string long_text(20000, 'w');
-  check_paths_agree({R"({"choices":[{"text":")" + long_text + R"(","finish_reason":")" + long_text + R"("}]})"},
-                    Dialect::openai_completions);
-  check_paths_agree({R"({"choices":[{"delta":{"content":")" + long_text + R"("}}],")" + long_text + R"(":1})"},
-                    Dialect::openai_chat);
-}
-
-TEST_CASE("Fast and general decoding agree on mutated simple events") {
-  const std::string simple =
-      R"({"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" word","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null})";
-  const std::string chat =
-      R"({"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":" hi"},"logprobs":null,"finish_reason":"stop"}]})";
-  const std::string interesting = "{}[]\":,0-1e.\\u \xff" "nulltruefalse";
-  std::mt19937_64 random(1129);  // fixed seed: a failure reproduces
-  for (int round = 0; round < 2000; ++round) {
-    std::string event = round % 2 ? simple : chat;
-    const int mutations = 1 + static_cast<int>(random() % 4);
-    for (int m = 0; m < mutations; ++m) {
-      const std::size_t at = random() % event.size();
-      switch (random() % 3) {
-        case 0: event[at] = interesting[random() % interesting.size()]; break;
-        case 1: event.erase(at, 1 + random() % 8); break;
-        case 2: event.insert(at, event.substr(random() % event.size(), random() % 32)); break;
-      }
-      if (event.empty()) event = "{";
-    }
-    INFO(event);
-    check_paths_agree({simple, event, chat}, round % 3 ? Dialect::openai_completions : Dialect::openai_chat);
   }
 }
 

@@ -1,0 +1,20 @@
+// The captured server responses in tests/data/, read whole.
+#pragma once
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace retrace::testing {
+
+inline std::string read_data(const std::string& relative) {
+  const std::string path = std::string(RETRACE_TEST_DATA) + "/" + relative;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open test data " + path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+}  // namespace retrace::testing
