@@ -10,15 +10,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PASSES=${1:-30}
 RETRACE=${2:-$ROOT/build/release/retrace}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/retrace-repeat-rss.XXXXXX")
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]+"${PIDS[@]}"}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]+"${PIDS[@]}"}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+. "$ROOT/bench/lib.sh"
+bench_workdir repeat-rss
 
 for i in $(seq 1 512); do
   printf '{"request":{"model":"retrace-sim","prompt":"Repeat request %d: tell a story about the sea.","max_tokens":32,"temperature":0,"stream":true}}\n' "$i"

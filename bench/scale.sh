@@ -21,15 +21,8 @@ RETRACE=${1:-$ROOT/build/release/retrace}
 [[ $# -gt 0 ]] && SIZES=("$@") || SIZES=(10000 100000)
 CONCURRENCY=${CONCURRENCY:-64}
 MAX_TOKENS=${MAX_TOKENS:-8}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/retrace-scale.XXXXXX")
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]+"${PIDS[@]}"}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]+"${PIDS[@]}"}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+. "$ROOT/bench/lib.sh"
+bench_workdir scale
 
 url_of() {  # FILE: waits for "listening on http://..." in FILE and prints the URL
   local i

@@ -15,15 +15,8 @@ DURATION=${1:-600}
 INTERVAL=${2:-10}
 RETRACE=${3:-$ROOT/build/release/retrace}
 CONCURRENCY=${CONCURRENCY:-64}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/retrace-soak.XXXXXX")
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]+"${PIDS[@]}"}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]+"${PIDS[@]}"}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+. "$ROOT/bench/lib.sh"
+bench_workdir soak
 
 start() {  # NAME CMD... : in the background; sets NAME_PID
   local name=$1; shift
