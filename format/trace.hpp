@@ -335,10 +335,10 @@ struct LoadedTrace {
   Recovery recovery;
 };
 LoadedTrace load_trace(const std::filesystem::path& path, ReaderOptions = {});
-// The same, keeping of each exchange only what sending it again needs: id, key, session, times,
-// request, labels and expected. Its response (status, headers, body, events), choices, usage,
-// error, dialect and decode note are dropped as it is read, so a recording loaded to be replayed
-// holds its requests, not the several kilobytes of SSE events each exchange recorded.
+// The same without each exchange's response (status, headers, body, events), choices and usage,
+// dropped as it is read, so a recording loaded to be replayed holds its requests, not the several
+// kilobytes of SSE events each exchange recorded. The rest is kept: id, key, session, times,
+// request, labels, expected, and the error (replay skips what record rejected by it).
 LoadedTrace load_requests(const std::filesystem::path& path, ReaderOptions = {});
 
 }  // namespace retrace

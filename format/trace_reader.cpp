@@ -497,40 +497,4 @@ bool TraceReader::has_index() const { return impl_->has_index; }
 const TraceIndex& TraceReader::index() const { return impl_->index; }
 std::uint64_t TraceReader::peak_buffer_bytes() const { return impl_->peak_buffer_bytes; }
 
-LoadedTrace load_trace(const std::filesystem::path& path, ReaderOptions options) {
-  TraceReader reader(path, options);
-  LoadedTrace loaded;
-  loaded.header = reader.header();
-  Exchange exchange;
-  while (reader.next(exchange)) loaded.exchanges.push_back(exchange);
-  loaded.recovery = reader.recovery();
-  return loaded;
-}
-
-LoadedTrace load_requests(const std::filesystem::path& path, ReaderOptions options) {
-  TraceReader reader(path, options);
-  LoadedTrace loaded;
-  loaded.header = reader.header();
-  Exchange exchange;
-  while (reader.next(exchange)) {
-    Exchange& kept = loaded.exchanges.emplace_back();
-    kept.id = exchange.id;
-    kept.source_id = exchange.source_id;
-    kept.key = exchange.key;
-    kept.session_id = std::move(exchange.session_id);
-    kept.start_unix_ns = exchange.start_unix_ns;
-    kept.intended_send_ns = exchange.intended_send_ns;
-    kept.actual_send_ns = exchange.actual_send_ns;
-    kept.first_byte_ns = exchange.first_byte_ns;
-    kept.end_ns = exchange.end_ns;
-    kept.request = std::move(exchange.request);
-    kept.labels = std::move(exchange.labels);
-    kept.expected = std::move(exchange.expected);
-    kept.retries = exchange.retries;
-  }
-  loaded.exchanges.shrink_to_fit();
-  loaded.recovery = reader.recovery();
-  return loaded;
-}
-
 }  // namespace retrace

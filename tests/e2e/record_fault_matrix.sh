@@ -135,4 +135,9 @@ check_eq "$(jq -c '.other_requests | with_entries(select(.key | startswith("reje
 # The run's requests are the two chat completions (reset, malformed), whatever else the trace holds.
 check_eq "$(jq -c '[.exchanges, (.errors | has("rejected"))]' "$WORK/stats.json")" '[2,false]' \
   "stats counts only inference requests as the run's, and no rejected one as a failed request"
+# replay loads the recording and never sends what record rejected itself.
+start_listening REPLAY_TARGET "$RETRACE" serve --listen 127.0.0.1:0
+"$RETRACE" replay "$WORK/matrix.rtrace" --target "$REPLAY_TARGET_URL" --out "$WORK/replayed.rtrace" -c 2 --timeout 5s \
+  --max-error-rate 1 >"$WORK/replay.out" 2>"$WORK/replay.err" || { cat "$WORK/replay.err" >&2; fail "replay of the matrix"; }
+check_contains "$WORK/replay.err" "skipped 3 request(s) record rejected itself" "replay skips the rejected requests"
 echo "ok"
