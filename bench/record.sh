@@ -23,6 +23,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"  # url_of
 RETRACE=${1:-$ROOT/build/record/retrace}
 REQUESTS=${2:-320}
 MAX_TOKENS=${3:-128}
@@ -59,15 +60,6 @@ start_listening() {  # NAME CMD... : start in the background (in this shell, so 
   local name=$1; shift
   "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
   PIDS+=("$!")
-}
-url_of() {  # NAME : wait for "listening on http://..." and print the URL
-  local i
-  for i in $(seq 1 300); do
-    grep -m1 -oE 'http://[0-9.:]+' "$WORK/$1.out" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  cat "$WORK/$1.err" >&2
-  return 1
 }
 
 # The workload: distinct prompts, streamed completions.

@@ -24,15 +24,6 @@ start() {  # NAME CMD... : in the background; sets NAME_PID
   PIDS+=("$!")
   printf -v "${name}_PID" '%s' "$!"
 }
-url_of() {  # NAME : waits for "listening on http://..." and prints the URL
-  local i
-  for i in $(seq 1 300); do
-    grep -m1 -oE 'http://[0-9.:]+' "$WORK/$1.out" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  cat "$WORK/$1.err" >&2
-  return 1
-}
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo -; }
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 
