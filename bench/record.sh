@@ -180,6 +180,11 @@ python3 - "$OUT_DIR" "$ROUNDS" "$CONCURRENCY" "${SETUPS[@]}" <<'EOF'
 import json, statistics, sys
 out_dir, rounds, levels, setups = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
 median = statistics.median
+def stat(runs, field, pct):  # None where a proxy delivered a stream in one piece (mitmdump -w buffers)
+    values = [run[field][pct] for run in runs if run[field][pct] is not None]
+    return median(values) if values else None
+def cell(value, base):
+    return "n/a | n/a" if value is None else f"{value:.3f} | {value - base:+.3f}"
 def spread(values):
     return f"{median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
 for c in levels:
@@ -195,9 +200,9 @@ for c in levels:
             server_us.append((server_after - server_before) * 1e6 / run["output_tokens"])
         rows[setup] = {
             "tps": median(run["output_tokens_per_s"] for run in runs),
-            "ttft": median(run["ttft_ms"]["p50"] for run in runs),
-            "ttft99": median(run["ttft_ms"]["p99"] for run in runs),
-            "itl": median(run["itl_ms"]["p50"] for run in runs),
+            "ttft": stat(runs, "ttft_ms", "p50"),
+            "ttft99": stat(runs, "ttft_ms", "p99"),
+            "itl": stat(runs, "itl_ms", "p50"),
             "errors": sum(run["exchanges"] - run["completed"] for run in runs),
             "proxy": proxy_us, "server": median(server_us),
         }
@@ -210,7 +215,7 @@ for c in levels:
         r = rows[setup]
         proxy = "—" if setup == "direct" else spread(r["proxy"])
         vs_nginx = "—" if setup == "direct" or not nginx else f"{median(r['proxy']) / median(nginx['proxy']):.2f}"
-        print(f"| {setup} | {r['tps']:.0f} | {r['tps'] / direct['tps']:.3f} | {r['ttft']:.3f} | "
-              f"{r['ttft'] - direct['ttft']:+.3f} | {r['ttft99']:.3f} | {r['ttft99'] - direct['ttft99']:+.3f} | "
-              f"{r['itl']:.3f} | {r['itl'] - direct['itl']:+.3f} | {proxy} | {vs_nginx} | {r['server']:.2f} | {r['errors']} |")
+        print(f"| {setup} | {r['tps']:.0f} | {r['tps'] / direct['tps']:.3f} | {cell(r['ttft'], direct['ttft'])} | "
+              f"{cell(r['ttft99'], direct['ttft99'])} | {cell(r['itl'], direct['itl'])} | {proxy} | {vs_nginx} | "
+              f"{r['server']:.2f} | {r['errors']} |")
 EOF
