@@ -159,7 +159,7 @@ class Demo {
                    dir_ / "record.log");
     std::string recorder_url = recorder.wait_listening(30'000);
     stage_.say("recorder (pid " + std::to_string(recorder.pid()) + ") listening on " + recorder_url);
-    LoadedTrace trace = load_trace(gold);
+    LoadedTrace trace = load_requests(gold);
     replay_at(trace, record_args_, recorder_url, 1, {{"run", "through-recorder"}},
               dir_ / "gold-client-side.rtrace", options_.stop, nullptr);
     int status = recorder.stop(10'000);
@@ -181,7 +181,7 @@ class Demo {
     stage_.say("simulator (pid " + std::to_string(server.pid()) + ") listening on " + url);
 
     fs::path recording = record_gold(gold, url);
-    std::size_t recorded = load_trace(recording).exchanges.size();
+    std::size_t recorded = load_requests(recording).exchanges.size();
     out_ << "Recorded " << recorded << " exchanges through `retrace record` (upstream " << url
          << ") → " << recording.string() << "\n\n";
 
@@ -241,7 +241,7 @@ class Demo {
     auto values = parse_range(range_);
     fs::path bisect_dir = dir_ / "bisect";
     fs::create_directories(bisect_dir);
-    LoadedTrace trace = load_trace(open_ended);
+    LoadedTrace trace = load_requests(open_ended);
     BisectAxis axis;
     axis.name = "concurrency";
     for (int value : values) axis.point_labels.push_back("concurrency " + std::to_string(value));

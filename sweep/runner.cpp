@@ -68,7 +68,7 @@ void attach_expected(LoadedTrace& run, const LoadedTrace& input,
 }
 
 std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, const SweepIo& io) {
-  LoadedTrace input = load_trace(plan.trace);
+  LoadedTrace input = load_requests(plan.trace);
   if (input.exchanges.empty())
     throw std::runtime_error(plan.trace + ": the trace holds no exchanges to replay");
   // Check every run's options before any traffic flows: a bad flag fails at once, not at run 7.
@@ -121,7 +121,7 @@ std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, c
 }
 
 Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir) {
-  LoadedTrace input = load_trace(plan.trace);
+  LoadedTrace input = load_requests(plan.trace);
   std::map<RequestKey, std::string> answers;
   if (!plan.answers_from.empty()) answers = expected_by_key(load_trace(plan.answers_from));
 
