@@ -179,7 +179,9 @@ done
 python3 - "$OUT_DIR" "$ROUNDS" "$CONCURRENCY" "${SETUPS[@]}" <<'EOF'
 import json, statistics, sys
 out_dir, rounds, levels, setups = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
-median = statistics.median
+def median(values):  # of the values a run has: a proxy that buffers whole responses has no ITL
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else float("nan")
 def spread(values):
     return f"{median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
 for c in levels:
@@ -213,4 +215,8 @@ for c in levels:
         print(f"| {setup} | {r['tps']:.0f} | {r['tps'] / direct['tps']:.3f} | {r['ttft']:.3f} | "
               f"{r['ttft'] - direct['ttft']:+.3f} | {r['ttft99']:.3f} | {r['ttft99'] - direct['ttft99']:+.3f} | "
               f"{r['itl']:.3f} | {r['itl'] - direct['itl']:+.3f} | {proxy} | {vs_nginx} | {r['server']:.2f} | {r['errors']} |")
+    if "record-base" in rows:  # paired by round: the rounds move together on a loaded machine
+        paired = [a / b for a, b in zip(rows["record"]["proxy"], rows["record-base"]["proxy"])]
+        print(f"\nrecord ÷ record-base proxy CPU per round: {', '.join(f'{x:.2f}' for x in paired)}"
+              f" (median {median(paired):.2f})")
 EOF
