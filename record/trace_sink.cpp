@@ -14,12 +14,17 @@ void TraceSink::start(std::function<void()> on_failure) {
   });
 }
 
+// Only the exchange that finds the queue empty wakes the trace thread: it takes the whole queue
+// at once, so a wake per exchange (a futex call on the proxy thread) would be wasted while it is
+// busy with earlier ones.
 void TraceSink::submit(CapturedExchange&& captured) {
+  bool was_empty;
   {
     std::lock_guard lock(mutex_);
+    was_empty = queue_.empty();
     queue_.push_back(std::move(captured));
   }
-  wake_.notify_one();
+  if (was_empty) wake_.notify_one();
 }
 
 void TraceSink::close() {
