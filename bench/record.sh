@@ -17,7 +17,8 @@
 # Usage: [LATENCY_MODEL=off|on] [CONCURRENCY="32 64"] bench/record.sh [RETRACE_BINARY] [REQUESTS]
 #        [MAX_TOKENS] [ROUNDS]
 # RECORD_BASELINE=OTHER_RETRACE_BINARY adds a second recording proxy run from that binary (setup
-# record-base), so that a change to record is measured before/after in the same run.
+# record-base), so that a change to record is measured before/after in the same run;
+# RECORD_ARGS="--threads 1" passes options to the proxy under test only (compare settings).
 # Prints one markdown table per concurrency (median of ROUNDS, range of the proxy CPU figure) and
 # keeps the raw JSON reports in $OUT_DIR.
 set -euo pipefail
@@ -73,8 +74,10 @@ SERVE_PID=$!
 SERVE_URL=$(url_of serve)
 SERVE_PORT=${SERVE_URL##*:}
 
+# RECORD_ARGS: more options for the recording proxy under test (not record-base), e.g. --threads 1.
+# shellcheck disable=SC2086
 start_listening record "$RETRACE" record --upstream "$SERVE_URL" --out "$WORK/recorded.rtrace" \
-  --listen 127.0.0.1:0 --no-server-info
+  --listen 127.0.0.1:0 --no-server-info ${RECORD_ARGS:-}
 RECORD_PID=$!
 RECORD_URL=$(url_of record)
 if [[ -n "${RECORD_BASELINE:-}" ]]; then
