@@ -17,7 +17,8 @@
 # Usage: [LATENCY_MODEL=off|on] [CONCURRENCY="32 64"] bench/record.sh [RETRACE_BINARY] [REQUESTS]
 #        [MAX_TOKENS] [ROUNDS]
 # RECORD_BASELINE=OTHER_RETRACE_BINARY adds a second recording proxy run from that binary (setup
-# record-base), so that a change to record is measured before/after in the same run.
+# record-base), so that a change to record is measured before/after in the same run;
+# RECORD_ARGS="--threads 1" passes options to the proxy under test only (compare settings).
 # Prints one markdown table per concurrency (median of ROUNDS, range of the proxy CPU figure) and
 # keeps the raw JSON reports in $OUT_DIR.
 set -euo pipefail
@@ -73,8 +74,10 @@ SERVE_PID=$!
 SERVE_URL=$(url_of serve)
 SERVE_PORT=${SERVE_URL##*:}
 
+# RECORD_ARGS: more options for the recording proxy under test (not record-base), e.g. --threads 1.
+# shellcheck disable=SC2086
 start_listening record "$RETRACE" record --upstream "$SERVE_URL" --out "$WORK/recorded.rtrace" \
-  --listen 127.0.0.1:0 --no-server-info
+  --listen 127.0.0.1:0 --no-server-info ${RECORD_ARGS:-}
 RECORD_PID=$!
 RECORD_URL=$(url_of record)
 if [[ -n "${RECORD_BASELINE:-}" ]]; then
@@ -179,12 +182,9 @@ done
 python3 - "$OUT_DIR" "$ROUNDS" "$CONCURRENCY" "${SETUPS[@]}" <<'EOF'
 import json, statistics, sys
 out_dir, rounds, levels, setups = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
-median = statistics.median
-def stat(runs, field, pct):  # None where a proxy delivered a stream in one piece (mitmdump -w buffers)
-    values = [run[field][pct] for run in runs if run[field][pct] is not None]
-    return median(values) if values else None
-def cell(value, base):
-    return "n/a | n/a" if value is None else f"{value:.3f} | {value - base:+.3f}"
+def median(values):  # of the values a run has: a proxy that buffers whole responses has no ITL
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else float("nan")
 def spread(values):
     return f"{median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
 for c in levels:
@@ -200,9 +200,9 @@ for c in levels:
             server_us.append((server_after - server_before) * 1e6 / run["output_tokens"])
         rows[setup] = {
             "tps": median(run["output_tokens_per_s"] for run in runs),
-            "ttft": stat(runs, "ttft_ms", "p50"),
-            "ttft99": stat(runs, "ttft_ms", "p99"),
-            "itl": stat(runs, "itl_ms", "p50"),
+            "ttft": median(run["ttft_ms"]["p50"] for run in runs),
+            "ttft99": median(run["ttft_ms"]["p99"] for run in runs),
+            "itl": median(run["itl_ms"]["p50"] for run in runs),
             "errors": sum(run["exchanges"] - run["completed"] for run in runs),
             "proxy": proxy_us, "server": median(server_us),
         }
@@ -215,7 +215,11 @@ for c in levels:
         r = rows[setup]
         proxy = "—" if setup == "direct" else spread(r["proxy"])
         vs_nginx = "—" if setup == "direct" or not nginx else f"{median(r['proxy']) / median(nginx['proxy']):.2f}"
-        print(f"| {setup} | {r['tps']:.0f} | {r['tps'] / direct['tps']:.3f} | {cell(r['ttft'], direct['ttft'])} | "
-              f"{cell(r['ttft99'], direct['ttft99'])} | {cell(r['itl'], direct['itl'])} | {proxy} | {vs_nginx} | "
-              f"{r['server']:.2f} | {r['errors']} |")
+        print(f"| {setup} | {r['tps']:.0f} | {r['tps'] / direct['tps']:.3f} | {r['ttft']:.3f} | "
+              f"{r['ttft'] - direct['ttft']:+.3f} | {r['ttft99']:.3f} | {r['ttft99'] - direct['ttft99']:+.3f} | "
+              f"{r['itl']:.3f} | {r['itl'] - direct['itl']:+.3f} | {proxy} | {vs_nginx} | {r['server']:.2f} | {r['errors']} |")
+    if "record-base" in rows:  # paired by round: the rounds move together on a loaded machine
+        paired = [a / b for a, b in zip(rows["record"]["proxy"], rows["record-base"]["proxy"])]
+        print(f"\nrecord ÷ record-base proxy CPU per round: {', '.join(f'{x:.2f}' for x in paired)}"
+              f" (median {median(paired):.2f})")
 EOF

@@ -93,6 +93,10 @@ int run_record(const RecordArgs& args) {
             << (by_kind.empty() ? "" : " (" + by_kind + ")") << " to " << args.out << " ("
             << summary.trace_bytes << " bytes)\n";
   if (!summary.index_note.empty()) std::cerr << "retrace record: note: " << summary.index_note << "\n";
+  if (summary.queue_full_waits > 0)
+    std::cerr << "retrace record: note: the trace thread fell behind and the relay waited for it "
+              << summary.queue_full_waits
+              << " time(s) (nothing was dropped; a faster disk or more CPU would avoid it)\n";
   if (!summary.write_error.empty()) {
     std::cerr << "retrace record: ERROR: the trace could not be written to the end: "
               << summary.write_error << "\nretrace record: " << summary.lost

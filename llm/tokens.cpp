@@ -200,9 +200,12 @@ void ResponseDecoder::Impl::set_label_alternative(Alternative& alternative, std:
   alternative.logprob = to_float(logprob);
 }
 
+// Servers list alternatives best first already; std::stable_sort would still allocate its
+// temporary buffer for every token (a malloc and free per streamed token in record's profile).
 void ResponseDecoder::Impl::sort_best_first(std::vector<Alternative>& top) {
-  std::stable_sort(top.begin(), top.end(),
-                   [](const Alternative& a, const Alternative& b) { return a.logprob > b.logprob; });
+  auto better = [](const Alternative& a, const Alternative& b) { return a.logprob > b.logprob; };
+  if (std::is_sorted(top.begin(), top.end(), better)) return;
+  std::stable_sort(top.begin(), top.end(), better);
 }
 
 // Chat-shaped entries: [{token, logprob, bytes?, id?, top_logprobs: [...]}] (OpenAI chat, vLLM

@@ -50,6 +50,7 @@ void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std:
   if (captured.event_stream) {
     out.response.streamed = true;
     auto& events = out.response.events;
+    events.reserve(captured.chunks.size() + 1);  // most reads bring one event
     llm::SseParser parser;
     std::size_t begin = 0;
     for (const auto& chunk : captured.chunks) {

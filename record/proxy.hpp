@@ -89,6 +89,16 @@ class Worker {
   void finish();
   bool finished() const { return finished_; }
 
+  // The size of the last event stream this worker captured. The next stream's capture reserves
+  // about as much, so its body is not copied again on every doubling of its string (a workload's
+  // streams are alike in length; a shorter one only leaves room unused until the trace thread is
+  // done with it). Worker thread only.
+  struct StreamSize {
+    std::size_t body_bytes = 0;
+    std::size_t chunks = 0;
+  };
+  StreamSize last_stream;
+
  private:
   ProxyShared& shared_;
   std::unordered_map<std::uint64_t, std::weak_ptr<ClientSession>> sessions_;

@@ -5,7 +5,8 @@
 // Threads: N proxy workers, each an io_context of its own with its own upstream pool (no locks on
 // the relay path); one control thread (acceptor, timers, status line, the shutdown sequence) told
 // of SIGINT/SIGTERM by a signal watcher thread (net/stop_signals.hpp); one trace thread that owns
-// the TraceWriter. Workers hand captured exchanges to the trace thread through a queue;
+// the TraceWriter. Workers hand captured exchanges to the trace thread through a queue bounded
+// in bytes (a worker waits for room: back-pressure, never a dropped exchange; trace_sink.hpp);
 // SSE splitting, token decoding and redaction happen there, off the relay path.
 #pragma once
 
@@ -86,6 +87,8 @@ struct RecordSummary {
   std::array<std::uint64_t, kErrorKindCount> errors_by_kind{};  // indexed by ErrorKind
   std::uint64_t tokens = 0;
   std::uint64_t lost = 0;  // captured but not written (trace write failure)
+  // Times a worker waited for the trace thread (its queue at its bound): back-pressure, not loss.
+  std::uint64_t queue_full_waits = 0;
   std::uint64_t trace_bytes = 0;
   std::string write_error;  // non-empty when the trace could not be written to the end
   std::string index_note;   // why the trace has no index ("" when it has one)

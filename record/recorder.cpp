@@ -352,6 +352,7 @@ RecordSummary run_recorder(const RecordOptions& options,
     summary.errors_by_kind[kind] = sink.errors_by_kind[kind];
   summary.tokens = sink.tokens;
   summary.lost = sink.lost;
+  summary.queue_full_waits = sink.queue_full_waits;
   summary.trace_bytes = sink.bytes();
   summary.write_error = sink.error();
   summary.index_note = sink.index_note();

@@ -256,6 +256,7 @@ void ClientSession::on_read_header(error_code ec) {
         beast::iequals(response[http::field::content_type].substr(0, 17), "text/event-stream");
     // Decoded on the trace thread; the client gets the bytes as the upstream sent them.
     capture_.content_encoding = std::string(response[http::field::content_encoding]);
+    if (capture_.event_stream) reserve_capture();
   }
   if (status >= 400)
     exchange.error = {ErrorKind::http_status,
@@ -322,6 +323,7 @@ void ClientSession::complete(bool close_after) {
   if (upstream_) upstream_->close();
   upstream_.reset();
   if (recording_) {
+    if (capture_.event_stream) worker_.last_stream = {capture_.body.size(), capture_.chunks.size()};
     auto index = shared_.captured.fetch_add(1);
     auto limit = options_.max_exchanges;
     if (limit == 0 || index < limit) shared_.submit(std::move(capture_));

@@ -76,6 +76,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
 
   // ---- the response body (relay.cpp)
   void start_relay();
+  void reserve_capture();
   void do_read_body();
   void on_read_body(error_code ec);
   void parse_buffered();

@@ -14,12 +14,25 @@ void TraceSink::start(std::function<void()> on_failure) {
   });
 }
 
+// Only the exchange that finds the queue empty wakes the trace thread: it takes the whole queue
+// at once, so a wake per exchange (a futex call on the proxy thread) would be wasted while it is
+// busy with earlier ones.
 void TraceSink::submit(CapturedExchange&& captured) {
+  std::size_t bytes = captured.body.size() + captured.exchange.request.body.size() +
+                      captured.chunks.size() * sizeof(CapturedExchange::Chunk);
+  bool was_empty;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    auto has_room = [&] { return queue_.empty() || queued_bytes_ < max_queued_bytes_ || closing_; };
+    if (!has_room()) {
+      ++queue_full_waits;
+      room_.wait(lock, has_room);
+    }
+    was_empty = queue_.empty();
     queue_.push_back(std::move(captured));
+    queued_bytes_ += bytes;
   }
-  wake_.notify_one();
+  if (was_empty) wake_.notify_one();
 }
 
 void TraceSink::close() {
@@ -65,7 +78,9 @@ void TraceSink::run() {
     }
     if (queue_.empty() && closing_) break;
     batch.swap(queue_);
+    queued_bytes_ = 0;
     lock.unlock();
+    room_.notify_all();
     for (auto& captured : batch) {
       if (failed_) {
         ++lost;

@@ -20,23 +20,36 @@ namespace retrace::record {
 // TraceWriter. A write failure (a full disk) stops the run: the exchanges of the frame that did
 // not reach the file and every later one are counted as lost, and `written` is what a reader
 // gets back.
+//
+// The queue is bounded by the bytes it holds (bodies, request and response): a submit() that
+// finds it at `max_queued_bytes` waits until the trace thread takes the queue, so a trace thread
+// short of CPU slows the relay (back-pressure) instead of letting memory grow or dropping a
+// completed exchange. An empty queue takes any exchange, however large. Memory held for the
+// trace thread is then at most twice the bound plus one exchange: the queue and the batch it
+// is working through.
 class TraceSink {
  public:
+  static constexpr std::size_t kDefaultMaxQueuedBytes = 64u << 20;
+
   // Writes the trace header at once: an unwritable path fails here (TraceError), before traffic.
   TraceSink(const std::filesystem::path& path, const TraceHeader& header, WriterOptions options,
-            Redactor redactor)
-      : writer_(path, header, options), options_(options), redactor_(std::move(redactor)) {}
+            Redactor redactor, std::size_t max_queued_bytes = kDefaultMaxQueuedBytes)
+      : writer_(path, header, options),
+        options_(options),
+        redactor_(std::move(redactor)),
+        max_queued_bytes_(max_queued_bytes) {}
   ~TraceSink() { close(); }
 
   // Starts the trace thread. `on_failure` runs on it once, when a write fails.
   void start(std::function<void()> on_failure);
-  void submit(CapturedExchange&& captured);  // any thread
+  void submit(CapturedExchange&& captured);  // any thread; waits while the queue is full
   // Writes what is queued, closes the trace. Idempotent.
   void close();
 
   std::atomic<std::uint64_t> written{0};
   std::atomic<std::uint64_t> tokens{0};
   std::atomic<std::uint64_t> lost{0};
+  std::atomic<std::uint64_t> queue_full_waits{0};  // submit() calls that waited for room
   std::array<std::atomic<std::uint64_t>, kErrorKindCount> errors_by_kind{};  // indexed by ErrorKind
   std::uint64_t bytes() const { return writer_.bytes_written(); }
   const std::string& error() const { return error_; }  // after close()
@@ -54,7 +67,10 @@ class TraceSink {
   std::function<void()> on_failure_;
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable room_;        // the trace thread took the queue
   std::deque<CapturedExchange> queue_;  // guarded by mutex_
+  std::size_t queued_bytes_ = 0;        // guarded by mutex_
+  std::size_t max_queued_bytes_;
   bool closing_ = false;                // guarded by mutex_
   bool failed_ = false;                 // trace thread only (then read after join)
   bool writer_closed_ = false;

@@ -1,0 +1,99 @@
+// record's trace thread alone, on one core: each exchange of a recorded trace made back into what a
+// proxy worker captures (its events' bytes as the body, one read per event), then finish_exchange
+// and the trace writer at record's zstd level, as TraceSink::run does. Prints the thread's CPU
+// time per token, the best of ROUNDS passes (the least disturbed by other processes: this
+// machine is shared), and the size of the trace it wrote.
+//
+// Usage: record_trace_bench RECORDED.rtrace [ROUNDS]
+//   e.g. on the trace bench/record.sh keeps (recorded.rtrace in its OUT_DIR's work folder) or on
+//   any trace `retrace record` wrote of streamed completions.
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "format/trace.hpp"
+#include "record/record.hpp"
+
+using namespace retrace;
+
+namespace {
+
+double thread_cpu_seconds() {
+  timespec now{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+record::CapturedExchange as_captured(const Exchange& recorded) {
+  record::CapturedExchange captured;
+  captured.exchange = recorded;
+  captured.exchange.response.events.clear();
+  captured.exchange.response.body.clear();
+  captured.exchange.choices.clear();
+  captured.exchange.usage = Usage{};
+  captured.exchange.decode_note.clear();
+  captured.event_stream = recorded.response.streamed;
+  if (recorded.response.streamed) {
+    for (const auto& event : recorded.response.events) {
+      captured.body += event.data;
+      captured.chunks.push_back({event.offset_ns, captured.body.size()});
+    }
+  } else {
+    captured.body = recorded.response.body;
+  }
+  return captured;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: record_trace_bench RECORDED.rtrace [ROUNDS]\n");
+    return 2;
+  }
+  int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
+  auto trace = load_trace(argv[1]);
+  std::uint64_t tokens = 0;
+  for (const auto& exchange : trace.exchanges)
+    for (const auto& choice : exchange.choices) tokens += choice.tokens.size();
+  if (tokens == 0) {
+    std::fprintf(stderr, "record_trace_bench: %s has no decoded tokens\n", argv[1]);
+    return 2;
+  }
+  auto out = std::filesystem::temp_directory_path() / "record_trace_bench.rtrace";
+  WriterOptions options;
+  options.zstd_level = 1;  // record's level
+  double best = 1e30;
+  std::uint64_t written_tokens = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<record::CapturedExchange> captured;
+    captured.reserve(trace.exchanges.size());
+    for (const auto& exchange : trace.exchanges) captured.push_back(as_captured(exchange));
+    Redactor redactor(false, {});
+    TraceWriter writer(out, trace.header, options);
+    Exchange finished;
+    written_tokens = 0;
+    double start = thread_cpu_seconds();
+    std::uint64_t id = 0;
+    for (auto& one : captured) {
+      record::finish_exchange(std::move(one), redactor, id++, finished);
+      writer.write(finished);
+      for (const auto& choice : finished.choices) written_tokens += choice.tokens.size();
+    }
+    writer.close();
+    captured.clear();  // freed inside the measurement, as the trace thread frees each one
+    best = std::min(best, thread_cpu_seconds() - start);
+  }
+  auto zstd_input = std::filesystem::file_size(out);
+  std::filesystem::remove(out);
+  std::printf("%zu exchanges, %llu tokens (%llu decoded again): %.3f us/token of trace-thread CPU, best of %d; "
+              "trace %llu bytes\n",
+              trace.exchanges.size(), static_cast<unsigned long long>(tokens),
+              static_cast<unsigned long long>(written_tokens), best * 1e6 / static_cast<double>(tokens),
+              rounds, static_cast<unsigned long long>(zstd_input));
+  return 0;
+}

@@ -1,0 +1,88 @@
+// record's trace thread (record/trace_sink.hpp): the queue from the proxy workers is bounded.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "format/header.hpp"
+#include "record/trace_sink.hpp"
+
+using namespace retrace;
+using namespace retrace::record;
+
+namespace {
+
+CapturedExchange captured_with_body(const std::string& target, std::size_t body_bytes) {
+  CapturedExchange captured;
+  captured.exchange.request.method = "GET";
+  captured.exchange.request.target = target;
+  captured.exchange.response.status = 200;
+  captured.body.assign(body_bytes, 'x');
+  captured.chunks.push_back({0, body_bytes});
+  return captured;
+}
+
+}  // namespace
+
+TEST_CASE("a worker waits for room when the trace thread's queue is full, and nothing is dropped",
+          "[record][sink]") {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("retrace_record_sink_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = dir / "sink.rtrace";
+  TraceHeader header = new_trace_header(Source::recorded, "test", "http://upstream", "{}",
+                                        Clock::system());
+  WriterOptions writer;
+  writer.flush_every = 1;
+  // A bound of 1,000 bytes: the first exchange (an empty queue takes any) fills it.
+  TraceSink sink(path, header, writer, Redactor(false, {}), 1000);
+
+  // The trace thread is not started yet, so nothing leaves the queue.
+  sink.submit(captured_with_body("/first", 4000));
+  REQUIRE(sink.queue_full_waits == 0);
+
+  std::atomic<bool> second_submitted{false};
+  std::thread worker([&] {
+    sink.submit(captured_with_body("/second", 10));
+    second_submitted = true;
+  });
+  // The second submit must wait for room; an unbounded queue would take it at once.
+  while (sink.queue_full_waits == 0 && !second_submitted) std::this_thread::yield();
+  CHECK(sink.queue_full_waits == 1);
+  CHECK_FALSE(second_submitted);
+
+  sink.start({});  // the trace thread takes the queue: the worker gets room
+  worker.join();
+  CHECK(second_submitted);
+  sink.close();
+
+  CHECK(sink.written == 2);
+  CHECK(sink.lost == 0);
+  auto trace = load_trace(path);
+  REQUIRE(trace.exchanges.size() == 2);
+  CHECK(trace.exchanges[0].request.target == "/first");
+  CHECK(trace.exchanges[0].response.body.size() == 4000);
+  CHECK(trace.exchanges[1].request.target == "/second");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an exchange larger than the queue's bound goes through when the queue is empty",
+          "[record][sink]") {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("retrace_record_sink_large_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = dir / "sink.rtrace";
+  TraceHeader header = new_trace_header(Source::recorded, "test", "http://upstream", "{}",
+                                        Clock::system());
+  TraceSink sink(path, header, WriterOptions{}, Redactor(false, {}), 10);
+  sink.start({});
+  for (int i = 0; i < 20; ++i) sink.submit(captured_with_body("/" + std::to_string(i), 100));
+  sink.close();
+  CHECK(sink.written == 20);
+  CHECK(sink.lost == 0);
+  CHECK(load_trace(path).exchanges.size() == 20);
+  std::filesystem::remove_all(dir);
+}
