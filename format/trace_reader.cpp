@@ -26,6 +26,7 @@
 #include <kj/exception.h>
 
 #include "format/trace.hpp"
+#include "format/trace_sniff.hpp"
 #include "format/wire.hpp"
 
 namespace retrace {
@@ -63,6 +64,10 @@ struct TraceReader::Impl {
   bool past_header = false;  // resynchronising is for records, never for the header
   std::optional<std::uint64_t> damage_start;  // of the damaged frames being skipped
   std::string damage_reason;
+  // The message next_record() returned, and the one next(ExchangeOutputs&) did (for
+  // read_last(); valid until the frame is left, i.e. until the next call of next()).
+  kj::ArrayPtr<const capnp::word> current;
+  std::optional<kj::ArrayPtr<const capnp::word>> last;
 
   ~Impl() {
     if (decompressor) ZSTD_freeDCtx(decompressor);
@@ -349,38 +354,40 @@ struct TraceReader::Impl {
     frame_cursor += total;
     return kj::ArrayPtr<const capnp::word>(reinterpret_cast<const capnp::word*>(base), total);
   }
+
+  // The next exchange record, given to `read` (wire::Exchange::Reader, ListBudget&); false at the
+  // end. A record `read` finds corrupt drops the rest of its frame. `current` is its message.
+  template <class Read>
+  bool next_record(Read read) {
+    last.reset();
+    while (!ended) {
+      auto message = next_message();
+      if (!message) continue;  // the rest of a corrupt frame was skipped
+      if (message->size() == 0) {
+        if (!load_frame()) {
+          ended = true;
+          return false;
+        }
+        continue;
+      }
+      try {
+        capnp::FlatArrayMessageReader reader(*message, to_capnp_options());
+        auto record = reader.getRoot<wire::Record>();
+        if (record.which() != wire::Record::EXCHANGE) continue;  // a repeated header, or newer kinds
+        ListBudget budget(message->size());
+        read(record.getExchange(), budget);
+        current = *message;
+        return true;
+      } catch (const kj::Exception& e) {
+        skip_frame_rest(std::string("a corrupt record in the frame: ") + e.getDescription().cStr());
+      } catch (const TraceError& e) {
+        skip_frame_rest(e.what());
+      }
+    }
+    return false;
+  }
 };
 
-namespace {
-bool looks_like_text(const char* bytes, std::size_t size) {
-  for (std::size_t i = 0; i < size; ++i) {
-    unsigned char c = static_cast<unsigned char>(bytes[i]);
-    if (c < 0x09 || (c > 0x0d && c < 0x20)) return false;
-  }
-  return size > 0;
-}
-
-// Says what a file that is not a zstd stream looks like, and what to try.
-std::string sniff(const std::filesystem::path& path, const char* bytes, std::size_t size) {
-  std::string what = path.string() + " is not a retrace trace (not a zstd stream): ";
-  auto starts = [&](std::string_view prefix) {
-    return size >= prefix.size() && std::memcmp(bytes, prefix.data(), prefix.size()) == 0;
-  };
-  if (size == 0) return what + "the file is empty";
-  if (starts("\x1f\x8b")) return what + "it looks like gzip; decompress it with gunzip first";
-  if (starts("BZh")) return what + "it looks like bzip2";
-  if (starts("\xfd" "7zXZ")) return what + "it looks like xz";
-  if (bytes[0] == '{' || bytes[0] == '[')
-    return what + "it looks like JSON or JSONL; to turn a dataset into a trace try `retrace import " +
-           path.string() + " --out TRACE.rtrace`";
-  if (size >= 8 && load_le32(bytes) == 0 && load_le32(bytes + 4) < (1u << 20))
-    return what + "it looks like an uncompressed Cap'n Proto stream; try `zstd " + path.string() +
-           "` and read the .zst";
-  if (looks_like_text(bytes, std::min<std::size_t>(size, 256)))
-    return what + "it looks like a text file";
-  return what + "unknown binary data";
-}
-}  // namespace
 
 TraceReader::TraceReader(const std::filesystem::path& path, ReaderOptions options)
     : impl_(std::make_unique<Impl>()) {
@@ -447,32 +454,35 @@ TraceReader::~TraceReader() = default;
 const TraceHeader& TraceReader::header() const { return impl_->header; }
 
 bool TraceReader::next(Exchange& out) {
+  return impl_->next_record([&](wire::Exchange::Reader exchange, ListBudget& budget) {
+    read_exchange(exchange, out, budget);
+  });
+}
+
+bool TraceReader::next(ExchangeOutputs& out) {
   Impl& impl = *impl_;
-  while (!impl.ended) {
-    auto message = impl.next_message();
-    if (!message) continue;  // the rest of a corrupt frame was skipped
-    if (message->size() == 0) {
-      if (!impl.load_frame()) {
-        impl.ended = true;
-        return false;
-      }
-      continue;
-    }
-    try {
-      capnp::FlatArrayMessageReader reader(*message, impl.to_capnp_options());
-      auto record = reader.getRoot<wire::Record>();
-      if (record.which() != wire::Record::EXCHANGE) continue;  // a repeated header, or newer kinds
-      auto exchange = record.getExchange();
-      ListBudget budget(message->size());
-      read_exchange(exchange, out, budget);
-      return true;
-    } catch (const kj::Exception& e) {
-      impl.skip_frame_rest(std::string("a corrupt record in the frame: ") + e.getDescription().cStr());
-    } catch (const TraceError& e) {
-      impl.skip_frame_rest(e.what());
-    }
+  if (!impl.next_record([&](wire::Exchange::Reader exchange, ListBudget& budget) {
+        read_outputs(exchange, out, budget);
+      }))
+    return false;
+  impl.last = impl.current;
+  return true;
+}
+
+void TraceReader::read_last(Exchange& out) {
+  Impl& impl = *impl_;
+  if (!impl.last)
+    throw TraceError("cannot read trace " + impl.path.string() + ": no exchange was read to be read whole");
+  try {
+    capnp::FlatArrayMessageReader reader(*impl.last, impl.to_capnp_options());
+    ListBudget budget(impl.last->size());
+    read_exchange(reader.getRoot<wire::Record>().getExchange(), out, budget);
+  } catch (const kj::Exception& e) {
+    throw TraceError("cannot read trace " + impl.path.string() + ": a corrupt record in the frame at offset " +
+                     std::to_string(impl.frame_offset) + ": " + e.getDescription().cStr());
+  } catch (const TraceError& e) {
+    throw TraceError("cannot read trace " + impl.path.string() + ": " + e.what());
   }
-  return false;
 }
 
 const Recovery& TraceReader::recovery() const { return impl_->recovery; }
