@@ -16,7 +16,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_d_stableOutBuffer: decode straight into `frame` (stable since 1.4)
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -273,35 +275,49 @@ struct TraceReader::Impl {
     return text;
   }
 
+  // Decodes the zstd frame at frame_offset (its magic read) straight into `frame`: the
+  // decompressor writes there in place (ZSTD_d_stableOutBuffer), so no block is copied from a
+  // buffer of its own. The frames carry no content size, so `frame` keeps the largest size any
+  // frame needed; a frame that does not fit is decoded again from its start into a buffer twice
+  // as large, up to the frame limit.
   bool decompress_frame(std::uint32_t magic) {
+    for (;;) {
+      bool too_small = false;
+      if (decode_in_place(magic, too_small)) return true;
+      if (!too_small) return false;
+      if (frame.size() * 8 > frame_limit_bytes) {
+        damaged(frame_offset, "a frame decompresses to more than " + std::to_string(frame_limit_bytes) + " bytes");
+        return false;
+      }
+      std::size_t words = std::max<std::size_t>(frame.size() * 2, (1u << 20) / 8);
+      frame.resize(std::min<std::size_t>(words, frame_limit_bytes / 8 + 1));
+      note_buffers();
+      if (!seek(frame_offset + 4)) {
+        damaged(frame_offset, "cannot read the frame again: " + errno_text(errno));
+        return false;
+      }
+    }
+  }
+
+  // One attempt of decompress_frame(): false with `too_small` when `frame` is too small for it.
+  bool decode_in_place(std::uint32_t magic, bool& too_small) {
     ZSTD_DCtx_reset(decompressor, ZSTD_reset_session_only);
-    std::size_t produced = 0;  // bytes
-    bool too_large = false;
+    ZSTD_outBuffer out{frame.data(), frame.size() * 8, 0};
     // Feeds `in` to the decompressor; returns zstd's hint (0: the frame is complete).
     auto step = [&](ZSTD_inBuffer& in) -> std::size_t {
       for (;;) {
-        std::size_t room_needed = produced + ZSTD_DStreamOutSize();
-        if (frame.size() * 8 < room_needed) {
-          if (produced > frame_limit_bytes) {
-            too_large = true;
-            return 1;
-          }
-          frame.resize(std::max<std::size_t>(frame.size() * 2, room_needed / 8 + 1));
-          note_buffers();
-        }
-        ZSTD_outBuffer out{frame.data(), frame.size() * 8, produced};
         std::size_t hint = ZSTD_decompressStream(decompressor, &out, &in);
-        produced = out.pos;
         if (ZSTD_isError(hint) || hint == 0) return hint;
-        if (in.pos == in.size && out.pos < out.size) return hint;  // needs more input
+        if (in.pos == in.size) return hint;  // needs more input
+        if (out.pos == out.size) {
+          too_small = true;
+          return 1;
+        }
       }
     };
     auto failed = [&](std::size_t hint) {
-      if (too_large) {
-        damaged(frame_offset, "a frame decompresses to more than " +
-                                  std::to_string(frame_limit_bytes) + " bytes");
-        return true;
-      }
+      if (ZSTD_isError(hint) && ZSTD_getErrorCode(hint) == ZSTD_error_dstSize_tooSmall) too_small = true;
+      if (too_small) return true;
       if (ZSTD_isError(hint)) {
         damaged(frame_offset, std::string("corrupt zstd frame: ") + ZSTD_getErrorName(hint));
         return true;
@@ -321,6 +337,7 @@ struct TraceReader::Impl {
       input_pos += in.pos;
       if (failed(hint)) return false;
     }
+    std::size_t produced = out.pos;
     if (produced % 8 != 0) {
       damaged(frame_offset, "a frame's contents are not whole Cap'n Proto messages");
       return false;
@@ -409,6 +426,7 @@ TraceReader::TraceReader(const std::filesystem::path& path, ReaderOptions option
   impl.file_size = static_cast<std::uint64_t>(status.st_size);
   impl.decompressor = ZSTD_createDCtx();
   if (!impl.decompressor) throw TraceError("cannot create a zstd decompressor (out of memory)");
+  ZSTD_DCtx_setParameter(impl.decompressor, ZSTD_d_stableOutBuffer, 1);
   impl.input.resize(ZSTD_DStreamInSize());
 
   impl.refill();
