@@ -74,9 +74,9 @@ Comparison::Comparison(ExchangeSource& baseline_source, const std::vector<Exchan
   baseline.rewind();
 }
 
-bool Comparison::next_baseline(Exchange& out) {
+bool Comparison::next_baseline(ExchangeOutputs& out) {
   if (baseline_done_) return false;
-  if (!baseline.next(out)) {
+  if (!baseline.next_outputs(out)) {
     baseline_done_ = true;
     baseline_note_ = baseline.recovery_note();
     return false;
@@ -87,7 +87,7 @@ bool Comparison::next_baseline(Exchange& out) {
 }
 
 void Comparison::finish_baseline() {
-  Exchange exchange;
+  ExchangeOutputs exchange;
   while (next_baseline(exchange)) {
   }
 }
@@ -98,7 +98,7 @@ void Comparison::grow(RunState& state) const {
   state.completions.resize(base.size(), 0);
 }
 
-void Comparison::summarize(std::size_t r, const Exchange& exchange) {
+void Comparison::summarize(std::size_t r, const ExchangeOutputs& exchange) {
   RunState& state = runs[r];
   if (!state.started) {
     state.started = true;
@@ -120,7 +120,7 @@ std::size_t Comparison::find(std::size_t r) {
   return it != map.end() && !state.taken[it->second] ? it->second : kNone;
 }
 
-std::optional<std::size_t> Comparison::place(std::size_t r, const Exchange& exchange, std::size_t j) {
+std::optional<std::size_t> Comparison::place(std::size_t r, const ExchangeOutputs& exchange, std::size_t j) {
   RunState& state = runs[r];
   RunComparison& run = state.run;
   Summary& summary = state.summary;
@@ -197,13 +197,17 @@ void Comparison::keep_for_later(std::size_t r, std::size_t pair_index, const Exc
   pending_.push_back(std::move(entry));
 }
 
-void Comparison::place_rest(std::size_t r, const Exchange* in_hand) {
-  auto place_one = [&](const Exchange& exchange) {
-    if (auto pair = place(r, exchange, find(r))) keep_for_later(r, *pair, exchange);
+void Comparison::place_rest(std::size_t r, const ExchangeOutputs* in_hand) {
+  Exchange whole;
+  auto place_one = [&](const ExchangeOutputs& exchange) {
+    if (auto pair = place(r, exchange, find(r))) {
+      candidates[r]->whole(whole);
+      keep_for_later(r, *pair, whole);
+    }
   };
   if (in_hand) place_one(*in_hand);
-  Exchange exchange;
-  while (candidates[r]->next(exchange)) {
+  ExchangeOutputs exchange;
+  while (candidates[r]->next_outputs(exchange)) {
     summarize(r, exchange);
     place_one(exchange);
   }
@@ -245,11 +249,13 @@ void Comparison::close_look_pass() {
         for (auto& p : pending_)
           if (!p.resolved && p.run == r) wanted.emplace(p.candidate_position, &p);
         if (wanted.empty()) continue;
+        ExchangeOutputs outputs;
         Exchange exchange;
         candidates[r]->rewind();
-        for (std::size_t position = 0; candidates[r]->next(exchange); ++position) {
+        for (std::size_t position = 0; candidates[r]->next_outputs(outputs); ++position) {
           auto it = wanted.find(position);
           if (it == wanted.end()) continue;
+          candidates[r]->whole(exchange);
           std::size_t size = estimated_bytes(exchange);
           if (any_kept && kept_bytes_ + size > options.memory_budget) break;
           it->second->candidate = stripped(exchange);
@@ -259,14 +265,17 @@ void Comparison::close_look_pass() {
       }
       if (!any_kept) throw TraceError("diff: a candidate trace changed while it was being compared");
     }
+    ExchangeOutputs outputs;
     Exchange exchange;
     baseline.rewind();
     std::size_t cursor = 0;
-    for (std::size_t position = 0; cursor < pending_.size() && baseline.next(exchange); ++position) {
+    for (std::size_t position = 0; cursor < pending_.size() && baseline.next_outputs(outputs); ++position) {
       while (cursor < pending_.size() && pending_[cursor].baseline_position < position) ++cursor;
+      bool read_whole = false;
       for (std::size_t k = cursor; k < pending_.size() && pending_[k].baseline_position == position; ++k) {
         Pending& p = pending_[k];
         if (p.resolved || !p.candidate) continue;
+        if (!read_whole) baseline.whole(exchange), read_whole = true;
         look_closely(p.run, p.pair_index, exchange, *p.candidate);
         p.candidate.reset();
         p.resolved = true;

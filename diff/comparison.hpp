@@ -4,10 +4,12 @@
 // candidate in the baseline's order, compared as both are read).
 //
 // A candidate exchange goes through summarize() (its occurrence numbers and hashes), find() (its
-// baseline partner, or none) and place() (its verdict: counts, matrix, pair). A pair whose hashes
-// differ gets its close look (token by token) either at once, when both exchanges are in hand
-// (look_closely()), or later, in the baseline pass (keep_for_later(), then close_look_pass()).
-// Every candidate exchange is placed exactly once, and every divergent pair looked at once.
+// baseline partner, or none) and place() (its verdict: counts, matrix, pair), all from its
+// outputs (ExchangeOutputs; the sources read nothing else). A pair whose hashes differ gets its
+// close look (token by token, on the whole exchanges, read then from the sources' whole()) either
+// at once, when both are in hand (look_closely()), or later, in the baseline pass
+// (keep_for_later(), then close_look_pass()). Every candidate exchange is placed exactly once,
+// and every divergent pair looked at once.
 #pragma once
 
 #include <vector>
@@ -33,26 +35,27 @@ class Comparison {
  public:
   Comparison(ExchangeSource& baseline, const std::vector<ExchangeSource*>& candidates, const Options& options);
 
-  // Reads the next baseline exchange into `out` and appends its summary; false at the end (then
-  // the baseline's recovery note is kept).
-  bool next_baseline(Exchange& out);
+  // Reads the next baseline exchange's outputs into `out` and appends its summary; false at the
+  // end (then the baseline's recovery note is kept).
+  bool next_baseline(ExchangeOutputs& out);
   // The rest of the baseline, summarized.
   void finish_baseline();
 
   // Summarizes candidate r's next exchange into runs[r].summary (choosing the run's alignment at
   // its first exchange), then finds its baseline partner: a position, or kNone.
-  void summarize(std::size_t r, const Exchange& exchange);
+  void summarize(std::size_t r, const ExchangeOutputs& exchange);
   std::size_t find(std::size_t r);
   // Records the verdict of candidate r's summarized exchange paired with baseline position j (or
   // kNone). Returns the pair's index in run.pairs when the hashes differ (a close look is due).
-  std::optional<std::size_t> place(std::size_t r, const Exchange& exchange, std::size_t j);
+  std::optional<std::size_t> place(std::size_t r, const ExchangeOutputs& exchange, std::size_t j);
   // The close look at a divergent pair, both exchanges in hand.
   void look_closely(std::size_t r, std::size_t pair_index, const Exchange& baseline, const Exchange& candidate);
   // Keeps the candidate exchange (stripped, within Options::memory_budget) for close_look_pass().
   void keep_for_later(std::size_t r, std::size_t pair_index, const Exchange& candidate);
   // Places the rest of candidate r, which the caller rewound or read up to here; `in_hand`, when
-  // given, is its next exchange, already summarized. Then finish_run(r). The baseline is read.
-  void place_rest(std::size_t r, const Exchange* in_hand);
+  // given, is its next exchange's outputs (the source's last read), already summarized. Then
+  // finish_run(r). The baseline is read.
+  void place_rest(std::size_t r, const ExchangeOutputs* in_hand);
   // Candidate r after its last exchange: counts, recovery note, baseline exchanges it lacks.
   void finish_run(std::size_t r);
 

@@ -73,6 +73,10 @@ struct Options {
   // One candidate is compared side by side with the baseline, in one read of each, while its
   // exchanges come in the baseline's order; false: always in passes (tests, benchmarks).
   bool lockstep = true;
+  // Trace files are read for each exchange's outputs only (ExchangeOutputs), and a divergent
+  // pair's exchanges whole when they are looked at closely; false: every exchange read whole
+  // (tests: the result is the same either way).
+  bool outputs_only = true;
 };
 
 // Parses "exact", "normalized", "contains", "regex:RE", "json:FIELD"; nullopt when unknown.
@@ -134,6 +138,7 @@ EditDistance myers_distance(std::string_view a, std::string_view b, std::size_t 
 // Whether a stream is compared on token ids: every token carries one (an empty stream is
 // compatible with either basis).
 bool has_token_ids(const Choice& choice);
+bool has_token_ids(const ChoiceOutput& choice);  // the same rule, on a choice's outputs
 
 // Whether `output` matches `expected` under the options' matcher.
 bool matches_expected(std::string_view output, std::string_view expected, const Options& options);
@@ -143,6 +148,7 @@ std::string normalize_answer(std::string_view text);
 
 // The output text of an exchange's first choice (what --expect matches).
 std::string output_text(const Exchange& exchange);
+std::string_view output_text(const ExchangeOutputs& exchange);  // the same, from its outputs
 
 // Only non-identical pairs are kept in RunComparison::pairs; identical ones are counted.
 struct PairResult {
@@ -204,9 +210,17 @@ class ExchangeSource {
   virtual const std::string& name() const = 0;
   virtual void rewind() = 0;               // start again from the first exchange
   virtual bool next(Exchange& out) = 0;    // false at the end
+  // The next exchange's outputs only (what the summaries read); false at the end. whole() gives
+  // the whole of that exchange, until the next call of either next. By default both go through
+  // next(); a trace file reads the outputs alone and the rest only when asked.
+  virtual bool next_outputs(ExchangeOutputs& out);
+  virtual void whole(Exchange& out);
   // What had to be dropped while reading (a torn tail); "" when nothing. Valid after next()
   // returned false.
   virtual std::string recovery_note() const { return {}; }
+
+ private:
+  Exchange read_;  // the exchange next_outputs() took its outputs from, by default
 };
 
 // Exchanges held in memory (not owned; must outlive the source).
@@ -226,7 +240,8 @@ class MemorySource : public ExchangeSource {
 
 // A .rtrace file, streamed with bounded memory (reopened on rewind). A torn tail is reported on
 // stderr once, and the readable exchanges are compared.
-std::unique_ptr<ExchangeSource> open_trace_source(const std::filesystem::path& path);
+// Options::outputs_only says how next_outputs() reads it.
+std::unique_ptr<ExchangeSource> open_trace_source(const std::filesystem::path& path, bool outputs_only = true);
 
 // The engine. Streams the baseline once and each candidate once; pairs whose hashes differ are
 // examined in a second pass over the baseline (and over a candidate only when the divergent

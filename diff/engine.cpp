@@ -4,6 +4,8 @@
 // recordings of one client) is compared in lockstep (lockstep.cpp): both traces are read once,
 // side by side, and each pair is compared as it arrives. Otherwise, and from the moment that
 // order breaks, in passes:
+// Either way the summaries are built from each exchange's outputs alone (ExchangeOutputs), and a
+// pair's exchanges are read whole (ExchangeSource::whole()) only for their close look.
 // Pass 1 reads the baseline once, keeping a small summary per exchange (ids, alignment keys,
 // per-choice xxh3 of the ids and of the bytes, error, expected answer). Each candidate is then
 // read once; every exchange is aligned to its baseline summary as it arrives and its hashes
@@ -14,6 +16,14 @@
 #include "diff/comparison.hpp"
 
 namespace retrace::diff {
+
+bool ExchangeSource::next_outputs(ExchangeOutputs& out) {
+  if (!next(read_)) return false;
+  outputs_of(read_, out);
+  return true;
+}
+
+void ExchangeSource::whole(Exchange& out) { out = read_; }
 
 bool MemorySource::next(Exchange& out) {
   if (position_ >= exchanges_->size()) return false;

@@ -48,11 +48,26 @@ std::optional<std::pair<Match, std::string>> parse_matcher(std::string_view spec
   return std::nullopt;
 }
 
+namespace {
+// The one rule for both forms of a choice: an empty stream, or ids in kind and in every token.
+template <class EveryId>
+bool ids_basis(TokenKind kind, bool empty, EveryId every_id_present) {
+  if (empty) return true;
+  if (kind != TokenKind::token_ids && kind != TokenKind::logprob_tokens) return false;
+  return every_id_present();
+}
+}  // namespace
+
 bool has_token_ids(const Choice& choice) {
-  if (choice.tokens.empty()) return true;
-  if (choice.kind != TokenKind::token_ids && choice.kind != TokenKind::logprob_tokens) return false;
-  return std::all_of(choice.tokens.begin(), choice.tokens.end(),
-                     [](const Token& token) { return token.id >= 0; });
+  return ids_basis(choice.kind, choice.tokens.empty(), [&] {
+    return std::all_of(choice.tokens.begin(), choice.tokens.end(), [](const Token& token) { return token.id >= 0; });
+  });
+}
+
+bool has_token_ids(const ChoiceOutput& choice) {
+  return ids_basis(choice.kind, choice.ids.empty(), [&] {
+    return std::all_of(choice.ids.begin(), choice.ids.end(), [](std::int32_t id) { return id >= 0; });
+  });
 }
 
 namespace {
@@ -241,6 +256,10 @@ std::string output_text(const Exchange& exchange) {
   if (exchange.choices.empty()) return text;
   for (const auto& token : exchange.choices.front().tokens) text += token.bytes;
   return text;
+}
+
+std::string_view output_text(const ExchangeOutputs& exchange) {
+  return exchange.choices.empty() ? std::string_view() : std::string_view(exchange.choices.front().bytes);
 }
 
 std::string normalize_answer(std::string_view text) {

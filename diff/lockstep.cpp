@@ -17,22 +17,26 @@ void compare_in_lockstep(Comparison& comparison) {
   ExchangeSource& candidate = *comparison.candidates.front();
   RunState& state = comparison.runs.front();
   candidate.rewind();
-  Exchange baseline_exchange, candidate_exchange;
+  ExchangeOutputs baseline_outputs, candidate_outputs;
+  Exchange baseline_exchange, candidate_exchange;  // read whole only for a close look
   for (std::size_t i = 0;; ++i) {
-    bool have_baseline = comparison.next_baseline(baseline_exchange);
-    if (!candidate.next(candidate_exchange)) {
+    bool have_baseline = comparison.next_baseline(baseline_outputs);
+    if (!candidate.next_outputs(candidate_outputs)) {
       comparison.finish_baseline();
       comparison.finish_run(0);
       return;
     }
-    comparison.summarize(0, candidate_exchange);
+    comparison.summarize(0, candidate_outputs);
     if (!have_baseline || comparison.find(0) != i) break;
-    if (auto pair = comparison.place(0, candidate_exchange, i))
+    if (auto pair = comparison.place(0, candidate_outputs, i)) {
+      comparison.baseline.whole(baseline_exchange);
+      candidate.whole(candidate_exchange);
       comparison.look_closely(0, *pair, baseline_exchange, candidate_exchange);
+    }
     ++state.run.compared_in_lockstep;
   }
   comparison.finish_baseline();
-  comparison.place_rest(0, &candidate_exchange);
+  comparison.place_rest(0, &candidate_outputs);
 }
 
 }  // namespace retrace::diff

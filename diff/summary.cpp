@@ -3,7 +3,7 @@
 
 namespace retrace::diff {
 
-void Summarizer::summarize(const Exchange& exchange, const std::string* fallback_expected, Summary& out) {
+void Summarizer::summarize(const ExchangeOutputs& exchange, const std::string* fallback_expected, Summary& out) {
   out.id = exchange.id;
   out.source_id = exchange.source_id;
   out.key = exchange.key;
@@ -19,18 +19,12 @@ void Summarizer::summarize(const Exchange& exchange, const std::string* fallback
   XXH3_state_t* completion = state_.get();
   XXH3_64bits_reset(completion);
   for (std::size_t i = 0; i < exchange.choices.size(); ++i) {
-    const Choice& choice = exchange.choices[i];
+    const ChoiceOutput& choice = exchange.choices[i];
     ChoiceDigest& digest = out.choices[i];
-    bytes_.clear();
-    ids_.clear();
-    for (const Token& token : choice.tokens) {
-      bytes_ += token.bytes;
-      ids_.push_back(token.id);
-    }
     digest.ids = has_token_ids(choice);
-    digest.byte_hash = XXH3_64bits(bytes_.data(), bytes_.size());
-    digest.id_hash = digest.ids ? XXH3_64bits(ids_.data(), ids_.size() * sizeof(std::int32_t)) : 0;
-    std::uint64_t framing[2] = {digest.byte_hash, bytes_.size()};
+    digest.byte_hash = XXH3_64bits(choice.bytes.data(), choice.bytes.size());
+    digest.id_hash = digest.ids ? XXH3_64bits(choice.ids.data(), choice.ids.size() * sizeof(std::int32_t)) : 0;
+    std::uint64_t framing[2] = {digest.byte_hash, choice.bytes.size()};
     XXH3_64bits_update(completion, framing, sizeof framing);
   }
   out.completion_hash = XXH3_64bits_digest(completion);

@@ -56,11 +56,11 @@ struct AlignKeyHash {
 };
 
 // Builds the summaries of one trace, in file order (the occurrence numbers count earlier
-// exchanges); keeps its scratch buffers across exchanges.
+// exchanges), from each exchange's outputs.
 class Summarizer {
  public:
   explicit Summarizer(const Options& options) : options_(options) {}
-  void summarize(const Exchange& exchange, const std::string* fallback_expected, Summary& out);
+  void summarize(const ExchangeOutputs& exchange, const std::string* fallback_expected, Summary& out);
 
  private:
   struct StateDeleter {
@@ -69,8 +69,6 @@ class Summarizer {
   const Options& options_;
   std::unordered_map<RequestKey, std::uint32_t, KeyHash> occurrences_;
   std::unordered_map<std::uint64_t, std::uint32_t> source_occurrences_;
-  std::string bytes_;
-  std::vector<std::int32_t> ids_;
   std::unique_ptr<XXH3_state_t, StateDeleter> state_{XXH3_createState()};
 };
 

@@ -175,6 +175,28 @@ struct Exchange {
   const std::string* label(std::string_view key) const;
 };
 
+// What diff's summaries read of an exchange, and nothing else: its ids, key, error, expected
+// answer, and each choice's output as one string (every token's bytes, concatenated) with its
+// token ids. No request, response, labels, per-token strings, logprobs or alternatives.
+struct ChoiceOutput {
+  TokenKind kind = TokenKind::none;
+  std::string bytes;              // every token's bytes, concatenated
+  std::vector<std::int32_t> ids;  // one per token (-1: the server gave none)
+  bool operator==(const ChoiceOutput&) const = default;
+};
+struct ExchangeOutputs {
+  std::uint64_t id = 0;
+  std::optional<std::uint64_t> source_id;
+  RequestKey key;
+  Error error;
+  std::optional<std::string> expected;
+  std::vector<ChoiceOutput> choices;
+  bool operator==(const ExchangeOutputs&) const = default;
+};
+// The outputs of a whole exchange: what TraceReader::next(ExchangeOutputs&) reads of its record.
+// Reuses `out`'s storage.
+void outputs_of(const Exchange& exchange, ExchangeOutputs& out);
+
 // Request key: xxh3-128 over the canonical request — method, path, and the body with JSON object
 // keys sorted recursively (a body that is not JSON is hashed as its bytes).
 RequestKey request_key(std::string_view method, std::string_view target, std::string_view body);
@@ -307,6 +329,13 @@ class TraceReader {
   // Next exchange into `out` (reusing its storage); false at the end. A torn or corrupt tail ends
   // the stream and is described by recovery(); it is not an exception.
   bool next(Exchange& out);
+  // The same record read for its outputs only (ExchangeOutputs: no copy of the request, response,
+  // per-token strings or alternatives), the rest left in the decoded frame; read_last() decodes
+  // the whole of it on demand, until the next call of either next(). For diff.
+  bool next(ExchangeOutputs& out);
+  // The whole exchange next(ExchangeOutputs&) last returned. Throws TraceError when there is none,
+  // or when its record is corrupt in a part the outputs did not read.
+  void read_last(Exchange& out);
   const Recovery& recovery() const;
   std::uint64_t file_size() const;
   std::uint64_t decompressed_bytes() const;  // so far

@@ -16,7 +16,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_d_stableOutBuffer: decode straight into `frame` (stable since 1.4)
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -26,6 +28,7 @@
 #include <kj/exception.h>
 
 #include "format/trace.hpp"
+#include "format/trace_sniff.hpp"
 #include "format/wire.hpp"
 
 namespace retrace {
@@ -63,6 +66,10 @@ struct TraceReader::Impl {
   bool past_header = false;  // resynchronising is for records, never for the header
   std::optional<std::uint64_t> damage_start;  // of the damaged frames being skipped
   std::string damage_reason;
+  // The message next_record() returned, and the one next(ExchangeOutputs&) did (for
+  // read_last(); valid until the frame is left, i.e. until the next call of next()).
+  kj::ArrayPtr<const capnp::word> current;
+  std::optional<kj::ArrayPtr<const capnp::word>> last;
 
   ~Impl() {
     if (decompressor) ZSTD_freeDCtx(decompressor);
@@ -268,35 +275,49 @@ struct TraceReader::Impl {
     return text;
   }
 
+  // Decodes the zstd frame at frame_offset (its magic read) straight into `frame`: the
+  // decompressor writes there in place (ZSTD_d_stableOutBuffer), so no block is copied from a
+  // buffer of its own. The frames carry no content size, so `frame` keeps the largest size any
+  // frame needed; a frame that does not fit is decoded again from its start into a buffer twice
+  // as large, up to the frame limit.
   bool decompress_frame(std::uint32_t magic) {
+    for (;;) {
+      bool too_small = false;
+      if (decode_in_place(magic, too_small)) return true;
+      if (!too_small) return false;
+      if (frame.size() * 8 > frame_limit_bytes) {
+        damaged(frame_offset, "a frame decompresses to more than " + std::to_string(frame_limit_bytes) + " bytes");
+        return false;
+      }
+      std::size_t words = std::max<std::size_t>(frame.size() * 2, (1u << 20) / 8);
+      frame.resize(std::min<std::size_t>(words, frame_limit_bytes / 8 + 1));
+      note_buffers();
+      if (!seek(frame_offset + 4)) {
+        damaged(frame_offset, "cannot read the frame again: " + errno_text(errno));
+        return false;
+      }
+    }
+  }
+
+  // One attempt of decompress_frame(): false with `too_small` when `frame` is too small for it.
+  bool decode_in_place(std::uint32_t magic, bool& too_small) {
     ZSTD_DCtx_reset(decompressor, ZSTD_reset_session_only);
-    std::size_t produced = 0;  // bytes
-    bool too_large = false;
+    ZSTD_outBuffer out{frame.data(), frame.size() * 8, 0};
     // Feeds `in` to the decompressor; returns zstd's hint (0: the frame is complete).
     auto step = [&](ZSTD_inBuffer& in) -> std::size_t {
       for (;;) {
-        std::size_t room_needed = produced + ZSTD_DStreamOutSize();
-        if (frame.size() * 8 < room_needed) {
-          if (produced > frame_limit_bytes) {
-            too_large = true;
-            return 1;
-          }
-          frame.resize(std::max<std::size_t>(frame.size() * 2, room_needed / 8 + 1));
-          note_buffers();
-        }
-        ZSTD_outBuffer out{frame.data(), frame.size() * 8, produced};
         std::size_t hint = ZSTD_decompressStream(decompressor, &out, &in);
-        produced = out.pos;
         if (ZSTD_isError(hint) || hint == 0) return hint;
-        if (in.pos == in.size && out.pos < out.size) return hint;  // needs more input
+        if (in.pos == in.size) return hint;  // needs more input
+        if (out.pos == out.size) {
+          too_small = true;
+          return 1;
+        }
       }
     };
     auto failed = [&](std::size_t hint) {
-      if (too_large) {
-        damaged(frame_offset, "a frame decompresses to more than " +
-                                  std::to_string(frame_limit_bytes) + " bytes");
-        return true;
-      }
+      if (ZSTD_isError(hint) && ZSTD_getErrorCode(hint) == ZSTD_error_dstSize_tooSmall) too_small = true;
+      if (too_small) return true;
       if (ZSTD_isError(hint)) {
         damaged(frame_offset, std::string("corrupt zstd frame: ") + ZSTD_getErrorName(hint));
         return true;
@@ -316,6 +337,7 @@ struct TraceReader::Impl {
       input_pos += in.pos;
       if (failed(hint)) return false;
     }
+    std::size_t produced = out.pos;
     if (produced % 8 != 0) {
       damaged(frame_offset, "a frame's contents are not whole Cap'n Proto messages");
       return false;
@@ -349,38 +371,40 @@ struct TraceReader::Impl {
     frame_cursor += total;
     return kj::ArrayPtr<const capnp::word>(reinterpret_cast<const capnp::word*>(base), total);
   }
+
+  // The next exchange record, given to `read` (wire::Exchange::Reader, ListBudget&); false at the
+  // end. A record `read` finds corrupt drops the rest of its frame. `current` is its message.
+  template <class Read>
+  bool next_record(Read read) {
+    last.reset();
+    while (!ended) {
+      auto message = next_message();
+      if (!message) continue;  // the rest of a corrupt frame was skipped
+      if (message->size() == 0) {
+        if (!load_frame()) {
+          ended = true;
+          return false;
+        }
+        continue;
+      }
+      try {
+        capnp::FlatArrayMessageReader reader(*message, to_capnp_options());
+        auto record = reader.getRoot<wire::Record>();
+        if (record.which() != wire::Record::EXCHANGE) continue;  // a repeated header, or newer kinds
+        ListBudget budget(message->size());
+        read(record.getExchange(), budget);
+        current = *message;
+        return true;
+      } catch (const kj::Exception& e) {
+        skip_frame_rest(std::string("a corrupt record in the frame: ") + e.getDescription().cStr());
+      } catch (const TraceError& e) {
+        skip_frame_rest(e.what());
+      }
+    }
+    return false;
+  }
 };
 
-namespace {
-bool looks_like_text(const char* bytes, std::size_t size) {
-  for (std::size_t i = 0; i < size; ++i) {
-    unsigned char c = static_cast<unsigned char>(bytes[i]);
-    if (c < 0x09 || (c > 0x0d && c < 0x20)) return false;
-  }
-  return size > 0;
-}
-
-// Says what a file that is not a zstd stream looks like, and what to try.
-std::string sniff(const std::filesystem::path& path, const char* bytes, std::size_t size) {
-  std::string what = path.string() + " is not a retrace trace (not a zstd stream): ";
-  auto starts = [&](std::string_view prefix) {
-    return size >= prefix.size() && std::memcmp(bytes, prefix.data(), prefix.size()) == 0;
-  };
-  if (size == 0) return what + "the file is empty";
-  if (starts("\x1f\x8b")) return what + "it looks like gzip; decompress it with gunzip first";
-  if (starts("BZh")) return what + "it looks like bzip2";
-  if (starts("\xfd" "7zXZ")) return what + "it looks like xz";
-  if (bytes[0] == '{' || bytes[0] == '[')
-    return what + "it looks like JSON or JSONL; to turn a dataset into a trace try `retrace import " +
-           path.string() + " --out TRACE.rtrace`";
-  if (size >= 8 && load_le32(bytes) == 0 && load_le32(bytes + 4) < (1u << 20))
-    return what + "it looks like an uncompressed Cap'n Proto stream; try `zstd " + path.string() +
-           "` and read the .zst";
-  if (looks_like_text(bytes, std::min<std::size_t>(size, 256)))
-    return what + "it looks like a text file";
-  return what + "unknown binary data";
-}
-}  // namespace
 
 TraceReader::TraceReader(const std::filesystem::path& path, ReaderOptions options)
     : impl_(std::make_unique<Impl>()) {
@@ -402,6 +426,7 @@ TraceReader::TraceReader(const std::filesystem::path& path, ReaderOptions option
   impl.file_size = static_cast<std::uint64_t>(status.st_size);
   impl.decompressor = ZSTD_createDCtx();
   if (!impl.decompressor) throw TraceError("cannot create a zstd decompressor (out of memory)");
+  ZSTD_DCtx_setParameter(impl.decompressor, ZSTD_d_stableOutBuffer, 1);
   impl.input.resize(ZSTD_DStreamInSize());
 
   impl.refill();
@@ -447,32 +472,35 @@ TraceReader::~TraceReader() = default;
 const TraceHeader& TraceReader::header() const { return impl_->header; }
 
 bool TraceReader::next(Exchange& out) {
+  return impl_->next_record([&](wire::Exchange::Reader exchange, ListBudget& budget) {
+    read_exchange(exchange, out, budget);
+  });
+}
+
+bool TraceReader::next(ExchangeOutputs& out) {
   Impl& impl = *impl_;
-  while (!impl.ended) {
-    auto message = impl.next_message();
-    if (!message) continue;  // the rest of a corrupt frame was skipped
-    if (message->size() == 0) {
-      if (!impl.load_frame()) {
-        impl.ended = true;
-        return false;
-      }
-      continue;
-    }
-    try {
-      capnp::FlatArrayMessageReader reader(*message, impl.to_capnp_options());
-      auto record = reader.getRoot<wire::Record>();
-      if (record.which() != wire::Record::EXCHANGE) continue;  // a repeated header, or newer kinds
-      auto exchange = record.getExchange();
-      ListBudget budget(message->size());
-      read_exchange(exchange, out, budget);
-      return true;
-    } catch (const kj::Exception& e) {
-      impl.skip_frame_rest(std::string("a corrupt record in the frame: ") + e.getDescription().cStr());
-    } catch (const TraceError& e) {
-      impl.skip_frame_rest(e.what());
-    }
+  if (!impl.next_record([&](wire::Exchange::Reader exchange, ListBudget& budget) {
+        read_outputs(exchange, out, budget);
+      }))
+    return false;
+  impl.last = impl.current;
+  return true;
+}
+
+void TraceReader::read_last(Exchange& out) {
+  Impl& impl = *impl_;
+  if (!impl.last)
+    throw TraceError("cannot read trace " + impl.path.string() + ": no exchange was read to be read whole");
+  try {
+    capnp::FlatArrayMessageReader reader(*impl.last, impl.to_capnp_options());
+    ListBudget budget(impl.last->size());
+    read_exchange(reader.getRoot<wire::Record>().getExchange(), out, budget);
+  } catch (const kj::Exception& e) {
+    throw TraceError("cannot read trace " + impl.path.string() + ": a corrupt record in the frame at offset " +
+                     std::to_string(impl.frame_offset) + ": " + e.getDescription().cStr());
+  } catch (const TraceError& e) {
+    throw TraceError("cannot read trace " + impl.path.string() + ": " + e.what());
   }
-  return false;
 }
 
 const Recovery& TraceReader::recovery() const { return impl_->recovery; }

@@ -71,6 +71,30 @@ void read_headers(capnp::List<wire::HttpHeader>::Reader list, std::vector<HttpHe
   }
 }
 
+void read_identity(wire::Exchange::Reader in, std::uint64_t& id, std::optional<std::uint64_t>& source_id,
+                   RequestKey& key) {
+  id = in.getId();
+  if (in.getHasSourceId())
+    source_id = in.getSourceId();
+  else
+    source_id.reset();
+  key = RequestKey{in.getKeyHi(), in.getKeyLo()};
+}
+
+void read_error(wire::Error::Reader in, Error& error) {
+  error.kind = from_wire(in.getKind());
+  assign(error.message, in.getMessage());
+}
+
+void read_expected(wire::Exchange::Reader in, std::optional<std::string>& expected) {
+  if (in.getHasExpected()) {
+    if (!expected) expected.emplace();
+    assign(*expected, in.getExpected());
+  } else {
+    expected.reset();
+  }
+}
+
 }  // namespace
 
 unsigned ListBudget::take(unsigned size, const char* what) {
@@ -201,12 +225,7 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
 }
 
 void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget) {
-  exchange.id = in.getId();
-  if (in.getHasSourceId())
-    exchange.source_id = in.getSourceId();
-  else
-    exchange.source_id.reset();
-  exchange.key = RequestKey{in.getKeyHi(), in.getKeyLo()};
+  read_identity(in, exchange.id, exchange.source_id, exchange.key);
   assign(exchange.session_id, in.getSessionId());
   exchange.start_unix_ns = in.getStartUnixNs();
   exchange.intended_send_ns = in.getIntendedSendNs();
@@ -267,20 +286,35 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& bu
   exchange.usage.completion_tokens = usage.getCompletionTokens();
   exchange.usage.total_tokens = usage.getTotalTokens();
 
-  auto error = in.getError();
-  exchange.error.kind = from_wire(error.getKind());
-  assign(exchange.error.message, error.getMessage());
+  read_error(in.getError(), exchange.error);
 
   read_labels(in.getLabels(), exchange.labels, budget);
-  if (in.getHasExpected()) {
-    if (!exchange.expected) exchange.expected.emplace();
-    assign(*exchange.expected, in.getExpected());
-  } else {
-    exchange.expected.reset();
-  }
+  read_expected(in, exchange.expected);
   assign(exchange.dialect, in.getDialect());
   assign(exchange.decode_note, in.getDecodeNote());
   exchange.retries = in.getRetries();
+}
+
+void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudget& budget) {
+  read_identity(in, outputs.id, outputs.source_id, outputs.key);
+  read_error(in.getError(), outputs.error);
+  read_expected(in, outputs.expected);
+  auto choices = in.getChoices();
+  outputs.choices.resize(budget.take(choices.size(), "choices"));
+  for (unsigned c = 0; c < choices.size(); ++c) {
+    auto choice_in = choices[c];
+    ChoiceOutput& choice = outputs.choices[c];
+    choice.kind = from_wire(choice_in.getKind());
+    auto tokens = choice_in.getTokens();
+    choice.ids.resize(budget.take(tokens.size(), "tokens"));
+    choice.bytes.clear();
+    for (unsigned t = 0; t < tokens.size(); ++t) {
+      auto token_in = tokens[t];
+      choice.ids[t] = token_in.getId();
+      auto bytes = token_in.getBytes();
+      choice.bytes.append(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+    }
+  }
 }
 
 }  // namespace retrace::detail

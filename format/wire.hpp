@@ -41,6 +41,9 @@ void read_index(wire::TraceIndex::Reader in, TraceIndex& index);
 void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange);
 // Reuses `exchange`'s strings and vectors: a reader loop allocates only while records grow.
 void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget);
+// Only the outputs (trace.hpp's ExchangeOutputs), the token bytes appended straight from the
+// message: what outputs_of() takes from a whole exchange read by read_exchange().
+void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudget& budget);
 
 inline std::string errno_text(int error) { return std::strerror(error); }
 

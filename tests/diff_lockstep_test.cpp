@@ -305,6 +305,41 @@ TEST_CASE("Trace files are read once each in lockstep - with the passes' result"
   CHECK(lockstep.runs[0].compared_in_lockstep == 90);
   CHECK(lockstep.runs[0].divergent > 5);
   check_same_result(lockstep, passes);
+  // Both ways again with every exchange read whole (Options::outputs_only off): the same result.
+  options.outputs_only = in_passes.outputs_only = false;
+  check_same_result(compare_files(dir / "baseline.rtrace", {dir / "candidate.rtrace"}, options), lockstep);
+  check_same_result(compare_files(dir / "baseline.rtrace", {dir / "candidate.rtrace"}, in_passes), passes);
+}
+
+TEST_CASE("Trace files read for their outputs only give the whole reads' result - expected answers and a tight memory budget included") {
+  std::mt19937 rng(23);
+  auto baseline = baseline_trace(rng, 160);
+  auto candidate = replay_of(rng, baseline);
+  std::swap(candidate[70], candidate[71]);
+  for (std::size_t i = 0; i < candidate.size(); i += 5) candidate[i].request.body = "{\"prompt\":\"long\"}";
+  TempDir dir;
+  for (const auto& [name, exchanges] : {std::pair{"baseline.rtrace", &baseline}, {"candidate.rtrace", &candidate}}) {
+    TraceWriter writer(dir / name, TraceHeader{}, WriterOptions{.flush_every = 8});
+    for (const auto& exchange : *exchanges) writer.write(exchange);
+    writer.close();
+  }
+  for (bool lockstep : {true, false}) {
+    for (std::size_t budget : {std::size_t(256) << 20, std::size_t(2000)}) {
+      Options outputs_only;
+      outputs_only.expect = true;
+      outputs_only.match = Match::contains;
+      outputs_only.lockstep = lockstep;
+      outputs_only.memory_budget = budget;  // 2000 bytes: the divergent exchanges read again in batches
+      Options whole = outputs_only;
+      whole.outputs_only = false;
+      auto a = compare_files(dir / "baseline.rtrace", {dir / "candidate.rtrace"}, outputs_only);
+      auto b = compare_files(dir / "baseline.rtrace", {dir / "candidate.rtrace"}, whole);
+      CHECK(a.runs[0].compared_in_lockstep == (lockstep ? 70u : 0u));
+      CHECK(a.runs[0].divergent > 5);
+      CHECK(*a.runs[0].with_expected > 0);
+      check_same_result(a, b);
+    }
+  }
 }
 
 TEST_CASE("A torn candidate file is compared up to the tear in lockstep - with the passes' warning") {
@@ -328,4 +363,6 @@ TEST_CASE("A torn candidate file is compared up to the tear in lockstep - with t
   CHECK(lockstep.runs[0].missing_in_candidate > 0);
   CHECK(lockstep.runs[0].compared_in_lockstep == lockstep.runs[0].exchanges);
   check_same_result(lockstep, passes);
+  options.outputs_only = false;
+  check_same_result(compare_files(dir / "baseline.rtrace", {dir / "candidate.rtrace"}, options), lockstep);
 }

@@ -1,0 +1,28 @@
+// An exchange's outputs (trace.hpp's ExchangeOutputs): what diff's summaries read, taken from a
+// whole exchange. TraceReader::next(ExchangeOutputs&) reads the same straight from a record
+// (wire.cpp's read_outputs).
+#include "format/trace.hpp"
+
+namespace retrace {
+
+void outputs_of(const Exchange& exchange, ExchangeOutputs& out) {
+  out.id = exchange.id;
+  out.source_id = exchange.source_id;
+  out.key = exchange.key;
+  out.error = exchange.error;
+  out.expected = exchange.expected;
+  out.choices.resize(exchange.choices.size());
+  for (std::size_t c = 0; c < exchange.choices.size(); ++c) {
+    const Choice& choice = exchange.choices[c];
+    ChoiceOutput& output = out.choices[c];
+    output.kind = choice.kind;
+    output.bytes.clear();
+    output.ids.clear();
+    for (const Token& token : choice.tokens) {
+      output.bytes += token.bytes;
+      output.ids.push_back(token.id);
+    }
+  }
+}
+
+}  // namespace retrace
