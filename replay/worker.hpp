@@ -127,7 +127,6 @@ class Worker {
   bool past_duration(std::int64_t intended_ns) const;
 
  private:
-  using Request = boost::beast::http::request<boost::beast::http::string_body>;
   using ResponseParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
   class Hooks;
 
@@ -141,7 +140,11 @@ class Worker {
   // run_exchange's steps, in order.
   Exchange describe_request(const Prepared& prepared, std::int64_t intended_ns,
                             const std::vector<std::optional<std::string>>* answers) const;
-  boost::asio::awaitable<void> stream(Flight& flight, const Request& request);
+  // `head` and `body` are the request's bytes as sent (Prepared::head, or wire_head of a body
+  // with live-session answers).
+  static const std::string& request_head(Flight& flight, const Prepared& prepared,
+                                         const std::vector<std::optional<std::string>>* answers);
+  boost::asio::awaitable<void> stream(Flight& flight, const std::string& head, const std::string& body);
   boost::asio::awaitable<bool> connect(Flight& flight, net::UpstreamConnection& connection);
   boost::asio::awaitable<void> read_body(Flight& flight, net::UpstreamConnection& connection,
                                          ResponseParser& parser, char* buffer);
