@@ -169,7 +169,10 @@ std::unique_ptr<UpstreamConnection> ConnectionPool::take(const Url& url) {
 }
 
 void ConnectionPool::put(std::unique_ptr<UpstreamConnection> connection) {
-  if (!connection || !connection->idle_clean()) return;
+  // No look into the socket here (a recv(MSG_PEEK) per response): take() makes that check when
+  // the connection is wanted again, which is what matters (a server may close it any time while
+  // it idles, or, like llama.cpp's, just after its response, often after this point anyway).
+  if (!connection || !connection->is_open() || connection->buffer().size() != 0) return;
   if (connection->responses >= connection->max_responses) {
     connection->close();
     return;

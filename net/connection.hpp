@@ -134,6 +134,7 @@ class ConnectionPool {
   // longer than max_idle_age are closed and skipped: upstreams drop idle connections.
   std::unique_ptr<UpstreamConnection> take(const Url& url);
   // Returns a connection whose last response was read completely and which may be kept alive.
+  // Whether the upstream closed it or sent stray bytes is checked by take(), not here.
   void put(std::unique_ptr<UpstreamConnection> connection);
   std::size_t idle() const;
   void clear();
