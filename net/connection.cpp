@@ -152,8 +152,10 @@ void UpstreamConnection::on_handshake(error_code ec) {
   std::exchange(connect_handler_, nullptr)(ec, Phase::tls_handshake);
 }
 
-std::unique_ptr<UpstreamConnection> ConnectionPool::take(const Url& url) {
-  auto found = idle_.find(pool_key(url));
+std::unique_ptr<UpstreamConnection> ConnectionPool::take(const Url& url) { return take(pool_key(url)); }
+
+std::unique_ptr<UpstreamConnection> ConnectionPool::take(std::string_view key) {
+  auto found = idle_.find(key);
   if (found == idle_.end()) return nullptr;
   auto& queue = found->second;
   auto now = clock_.now();

@@ -105,6 +105,16 @@ void Worker::give_buffer(std::unique_ptr<char[]> buffer) {
   if (free_buffers_.size() < 256) free_buffers_.push_back(std::move(buffer));
 }
 
+// A server sends the same few header names on every response: each name's verdict is kept
+// (is_secret_header lower-cases and searches several lists per call).
+bool Worker::secret_header(std::string_view name) {
+  for (const auto& [known, secret] : secret_names_)
+    if (known == name) return secret;
+  bool secret = is_secret_header(name);
+  if (secret_names_.size() < kSecretNamesKept) secret_names_.emplace_back(name, secret);
+  return secret;
+}
+
 void Worker::stop_now() {
   stopping_ = true;
   for (auto* connection : active_) connection->close();
@@ -271,7 +281,7 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
   // response byte is retried once, on a fresh connection: another pooled one may be as stale.
   auto& ec = flight.ec;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto connection = attempt == 0 ? pool_.take(shared_.url) : nullptr;
+    auto connection = attempt == 0 ? pool_.take(pool_key_) : nullptr;
     bool reused = connection != nullptr;
     if (!reused)
       connection = std::make_unique<net::UpstreamConnection>(io_.get_executor(), shared_.url,
@@ -365,7 +375,7 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
   for (const auto& field : head)
     exchange.response.headers.push_back(
         {std::string(field.name_string()),
-         is_secret_header(field.name_string()) ? std::string(kRedacted) : std::string(field.value())});
+         secret_header(field.name_string()) ? std::string(kRedacted) : std::string(field.value())});
   connection.honour_keep_alive(header_value(head, http::field::keep_alive));
   auto content_type = header_value(head, http::field::content_type);
   exchange.response.streamed = content_type.find("text/event-stream") != std::string::npos;

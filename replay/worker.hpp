@@ -19,6 +19,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <unordered_set>
 #include <vector>
 
@@ -114,7 +116,8 @@ class Worker {
  public:
   // The pool's idle age is weighed against the upstream's real keep-alive timeout: real time, like
   // the other waits, whatever clock the run records with.
-  explicit Worker(Shared& shared) : shared_(shared), pool_(retrace::Clock::system(), 4096) {}
+  explicit Worker(Shared& shared)
+      : shared_(shared), pool_(retrace::Clock::system(), 4096), pool_key_(net::pool_key(shared.url)) {}
   boost::asio::io_context& io() { return io_; }
   // Closed loop: takes the next chain until none is left.
   boost::asio::awaitable<void> run_closed_slot();
@@ -155,10 +158,14 @@ class Worker {
   boost::asio::awaitable<bool> wait_until(std::int64_t offset_ns);
   std::unique_ptr<char[]> take_buffer();
   void give_buffer(std::unique_ptr<char[]> buffer);
+  bool secret_header(std::string_view name);
 
   Shared& shared_;
   boost::asio::io_context io_{1};
   net::ConnectionPool pool_;
+  std::string pool_key_;  // the target's, worked out once
+  static constexpr std::size_t kSecretNamesKept = 64;
+  std::vector<std::pair<std::string, bool>> secret_names_;  // header name, is_secret_header
   std::vector<std::unique_ptr<char[]>> free_buffers_;
   std::unordered_set<net::UpstreamConnection*> active_;  // connections carrying an exchange
   bool stopping_ = false;
