@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Replay client throughput and overhead, against `retrace serve --latency-model off`.
 #   (a) short non-streaming requests: `retrace replay -c 64` vs `wrk -c 64` posting the same body
+#       (replay with --no-stream --token-ids off: by default it would stream and ask for logprobs,
+#       a different request and a larger response than wrk's)
 #   (b) streaming, 256 tokens per response: SSE events/s the client ingests, and whether the client
 #       or the server is the limit (CPU seconds each spent during the run, from /proc)
 #   (c) the client's own added TTFT: replay -c 1 vs a raw-socket python client, same request
@@ -78,7 +80,7 @@ for run in 1 2 3; do
   limit=$(awk -v r="$rate" -v d="$DURATION" 'BEGIN {printf "%d", r * d}')
   /usr/bin/time -f '%U %S' -o "$WORK/replay_time.txt" "${CLIENT_PIN[@]}" \
     "$RETRACE" replay "$WORK/short.rtrace" --target "$URL" --out "$WORK/a.rtrace" --force -c 64 \
-    --threads "$THREADS" --limit "$limit" --json >"$WORK/a.json"
+    --threads "$THREADS" --limit "$limit" --no-stream --token-ids off --json >"$WORK/a.json"
   replay_rates+=("$(jq -r .requests_per_s "$WORK/a.json")")
   replay_cpu=$(awk '{print $1 + $2}' "$WORK/replay_time.txt")
   replay_per_cpu=$(awk -v n="$(jq -r .exchanges "$WORK/a.json")" -v c="$replay_cpu" 'BEGIN {printf "%d", n / c}')

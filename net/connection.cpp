@@ -152,8 +152,10 @@ void UpstreamConnection::on_handshake(error_code ec) {
   std::exchange(connect_handler_, nullptr)(ec, Phase::tls_handshake);
 }
 
-std::unique_ptr<UpstreamConnection> ConnectionPool::take(const Url& url) {
-  auto found = idle_.find(pool_key(url));
+std::unique_ptr<UpstreamConnection> ConnectionPool::take(const Url& url) { return take(pool_key(url)); }
+
+std::unique_ptr<UpstreamConnection> ConnectionPool::take(std::string_view key) {
+  auto found = idle_.find(key);
   if (found == idle_.end()) return nullptr;
   auto& queue = found->second;
   auto now = clock_.now();
@@ -169,7 +171,10 @@ std::unique_ptr<UpstreamConnection> ConnectionPool::take(const Url& url) {
 }
 
 void ConnectionPool::put(std::unique_ptr<UpstreamConnection> connection) {
-  if (!connection || !connection->idle_clean()) return;
+  // No look into the socket here (a recv(MSG_PEEK) per response): take() makes that check when
+  // the connection is wanted again, which is what matters (a server may close it any time while
+  // it idles, or, like llama.cpp's, just after its response, often after this point anyway).
+  if (!connection || !connection->is_open() || connection->buffer().size() != 0) return;
   if (connection->responses >= connection->max_responses) {
     connection->close();
     return;

@@ -133,7 +133,10 @@ class ConnectionPool {
   // An idle connection to `url`'s upstream, or nullptr (then connect a new one). Connections idle
   // longer than max_idle_age are closed and skipped: upstreams drop idle connections.
   std::unique_ptr<UpstreamConnection> take(const Url& url);
+  // The same, by pool_key(url) (a caller that takes often keeps the key).
+  std::unique_ptr<UpstreamConnection> take(std::string_view key);
   // Returns a connection whose last response was read completely and which may be kept alive.
+  // Whether the upstream closed it or sent stray bytes is checked by take(), not here.
   void put(std::unique_ptr<UpstreamConnection> connection);
   std::size_t idle() const;
   void clear();

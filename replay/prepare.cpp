@@ -4,11 +4,15 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <boost/beast/core/string.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
 #include <boost/json.hpp>
 
 #include "llm/json_fields.hpp"
@@ -38,6 +42,17 @@ std::string with_model(const std::string& body, llm::Dialect dialect, const std:
 }
 
 }  // namespace
+
+std::string wire_head(const Prepared& prepared, std::string_view body) {
+  http::request<http::string_body> request{prepared.verb, prepared.target, 11};
+  for (const auto& header : prepared.headers) request.insert(header.name, header.value);
+  request.keep_alive(true);
+  request.body() = body;
+  if (!body.empty() || prepared.verb == http::verb::post) request.prepare_payload();
+  std::ostringstream head;
+  head << request.base();
+  return std::move(head).str();
+}
 
 std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vector<std::size_t>& chosen,
                                        const Options& options, const Preflight& checked) {
@@ -102,6 +117,17 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
                                   source.request.target + "): " + e.what());
     }
     p.body = std::move(body);
+    p.recorded_headers.reserve(p.headers.size());
+    for (const auto& header : p.headers)
+      p.recorded_headers.push_back(
+          {header.name, is_secret_header(header.name) ? std::string(kRedacted) : header.value});
+    p.key = request_key(p.method, p.target, p.body);
+    try {
+      p.head = wire_head(p, p.body);
+    } catch (const std::exception&) {
+      // Left empty: each send builds it again, and the exchange records why it cannot be sent
+      // (Beast refuses a header value over 64 KiB, a TRACE with a body).
+    }
     prepared.push_back(std::move(p));
   }
   return prepared;

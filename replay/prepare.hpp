@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/beast/http/verb.hpp>
@@ -15,7 +16,8 @@
 
 namespace retrace::replay {
 
-// A request as it goes out.
+// A request as it goes out, and the parts of its record that do not change from one send to the
+// next (worked out once here, not per send: bench/RESULTS.md, replay non-streaming).
 struct Prepared {
   std::size_t input_index = 0;
   std::size_t cycle = 0;  // --requests: how many earlier copies of this input exchange were prepared
@@ -24,7 +26,15 @@ struct Prepared {
   std::string target;               // joined with the base path
   std::vector<HttpHeader> headers;  // as sent (secrets in clear)
   std::string body;
+  std::vector<HttpHeader> recorded_headers;  // `headers` with secret values redacted: the record's
+  RequestKey key;                            // request_key of method, target and body
+  std::string head;  // wire_head of `body`; empty when that threw
 };
+
+// The wire form of a request up to its body (the request line, the headers and, for a body or
+// a POST, its Content-Length; keep-alive), as Beast serialises it. Throws what Beast throws for
+// a request it cannot send.
+std::string wire_head(const Prepared& prepared, std::string_view body);
 
 // One session's requests (a single request without --sessions), run one after the other.
 struct Chain {

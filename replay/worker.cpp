@@ -4,11 +4,13 @@
 #include "replay/worker.hpp"
 
 #include <algorithm>
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 #include <exception>
 
@@ -36,16 +38,6 @@ std::string header_value(const http::fields& fields, http::field field) {
   return it == fields.end() ? std::string() : std::string(it->value());
 }
 
-// The wire form of a prepared request, with the body as this run sends it.
-http::request<http::string_body> wire_request(const Prepared& prepared, const std::string& body) {
-  http::request<http::string_body> request{prepared.verb, prepared.target, 11};
-  for (const auto& header : prepared.headers) request.insert(header.name, header.value);
-  request.keep_alive(true);
-  request.body() = body;
-  if (!request.body().empty() || prepared.verb == http::verb::post) request.prepare_payload();
-  return request;
-}
-
 }  // namespace
 
 // One exchange on its way: the record being filled, the response's decoders, and where the
@@ -61,6 +53,7 @@ struct Flight {
   llm::ResponseDecoder decoder;
   llm::SseParser sse;
   net::ContentDecoder content{""};  // the response's Content-Encoding, set with its head
+  std::string head;                 // the request's head when not the prepared one
   std::string decoded;              // one read's decoded bytes (a coded body only)
   std::vector<Event> received;      // a coded body as received, stored if it cannot be decoded
   Clock::time_point send_time{};  // unset until stamp_send()
@@ -110,6 +103,16 @@ std::unique_ptr<char[]> Worker::take_buffer() {
 
 void Worker::give_buffer(std::unique_ptr<char[]> buffer) {
   if (free_buffers_.size() < 256) free_buffers_.push_back(std::move(buffer));
+}
+
+// A server sends the same few header names on every response: each name's verdict is kept
+// (is_secret_header lower-cases and searches several lists per call).
+bool Worker::secret_header(std::string_view name) {
+  for (const auto& [known, secret] : secret_names_)
+    if (known == name) return secret;
+  bool secret = is_secret_header(name);
+  if (secret_names_.size() < kSecretNamesKept) secret_names_.emplace_back(name, secret);
+  return secret;
 }
 
 void Worker::stop_now() {
@@ -176,6 +179,11 @@ asio::awaitable<void> Worker::run_chain(std::size_t chain_index, bool closed_loo
   }
 }
 
+// GCC 12 inlines the coroutine frame's allocation (Asio's aligned_alloc) here but not its
+// deallocation, and -Wmismatched-new-delete then sees a mismatch that is not one: both are
+// Asio's awaitable_frame_base operators.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 asio::awaitable<std::optional<std::string>> Worker::run_exchange(
     std::size_t prepared_index, std::int64_t intended_ns,
     const std::vector<std::optional<std::string>>* answers) {
@@ -184,8 +192,7 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
   // An exception here would otherwise end the detached chain and lose the exchange: it is
   // recorded on the exchange instead (e.g. Beast refusing a header value over 64 KiB).
   try {
-    auto request = wire_request(prepared, flight.exchange.request.body);
-    co_await stream(flight, request);
+    co_await stream(flight, request_head(flight, prepared, answers), flight.exchange.request.body);
     auto& exchange = flight.exchange;
     auto end = exchange.end_ns >= 0 ? exchange.end_ns : 0;
     bool decodable = settle_content(flight);
@@ -202,6 +209,15 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
     flight.failure = e.what();
   }
   co_return finish(flight);
+}
+#pragma GCC diagnostic pop
+
+// The head worked out once at preparation, unless live-session answers changed the body.
+const std::string& Worker::request_head(Flight& flight, const Prepared& prepared,
+                                        const std::vector<std::optional<std::string>>* answers) {
+  if (!prepared.head.empty() && !(answers && !answers->empty())) return prepared.head;
+  flight.head = wire_head(prepared, flight.exchange.request.body);
+  return flight.head;
 }
 
 // The record of the request as sent: the input's identity and labels, this run's body (with
@@ -227,11 +243,10 @@ Exchange Worker::describe_request(const Prepared& prepared, std::int64_t intende
   exchange.request.body = answers && !answers->empty()
                               ? substitute_session_answers(prepared.body, *answers)
                               : prepared.body;
-  exchange.request.headers.reserve(prepared.headers.size());
-  for (const auto& header : prepared.headers)
-    exchange.request.headers.push_back(
-        {header.name, is_secret_header(header.name) ? std::string(kRedacted) : header.value});
-  exchange.key = request_key(exchange.request.method, exchange.request.target, exchange.request.body);
+  exchange.request.headers = prepared.recorded_headers;
+  exchange.key = answers && !answers->empty()
+                     ? request_key(exchange.request.method, exchange.request.target, exchange.request.body)
+                     : prepared.key;
   return exchange;
 }
 
@@ -243,7 +258,7 @@ void Worker::stamp_send(Flight& flight) const {
 }
 
 // Sends the request and reads the response into the flight, on a pooled connection or a new one.
-asio::awaitable<void> Worker::stream(Flight& flight, const Request& request) {
+asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, const std::string& body) {
   auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(shared_.options.timeout);
   stamp_send(flight);
 
@@ -266,7 +281,7 @@ asio::awaitable<void> Worker::stream(Flight& flight, const Request& request) {
   // response byte is retried once, on a fresh connection: another pooled one may be as stale.
   auto& ec = flight.ec;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto connection = attempt == 0 ? pool_.take(shared_.url) : nullptr;
+    auto connection = attempt == 0 ? pool_.take(pool_key_) : nullptr;
     bool reused = connection != nullptr;
     if (!reused)
       connection = std::make_unique<net::UpstreamConnection>(io_.get_executor(), shared_.url,
@@ -287,8 +302,11 @@ asio::awaitable<void> Worker::stream(Flight& flight, const Request& request) {
     hooks.arm_watchdog();
 
     flight.phase = net::Phase::write_request;
-    std::tie(ec, std::ignore) = co_await connection->visit(
-        [&](auto& stream) { return http::async_write(stream, request, kTuple); });
+    // Head and body in one gathered write: one sendmsg, no serialising per send.
+    std::tie(ec, std::ignore) = co_await connection->visit([&](auto& stream) {
+      return asio::async_write(
+          stream, std::array<asio::const_buffer, 2>{asio::buffer(head), asio::buffer(body)}, kTuple);
+    });
     ResponseParser parser;
     parser.body_limit(boost::none);
     parser.header_limit(64 * 1024);
@@ -357,7 +375,7 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
   for (const auto& field : head)
     exchange.response.headers.push_back(
         {std::string(field.name_string()),
-         is_secret_header(field.name_string()) ? std::string(kRedacted) : std::string(field.value())});
+         secret_header(field.name_string()) ? std::string(kRedacted) : std::string(field.value())});
   connection.honour_keep_alive(header_value(head, http::field::keep_alive));
   auto content_type = header_value(head, http::field::content_type);
   exchange.response.streamed = content_type.find("text/event-stream") != std::string::npos;

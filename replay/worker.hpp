@@ -19,6 +19,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <unordered_set>
 #include <vector>
 
@@ -114,7 +116,8 @@ class Worker {
  public:
   // The pool's idle age is weighed against the upstream's real keep-alive timeout: real time, like
   // the other waits, whatever clock the run records with.
-  explicit Worker(Shared& shared) : shared_(shared), pool_(retrace::Clock::system(), 4096) {}
+  explicit Worker(Shared& shared)
+      : shared_(shared), pool_(retrace::Clock::system(), 4096), pool_key_(net::pool_key(shared.url)) {}
   boost::asio::io_context& io() { return io_; }
   // Closed loop: takes the next chain until none is left.
   boost::asio::awaitable<void> run_closed_slot();
@@ -127,7 +130,6 @@ class Worker {
   bool past_duration(std::int64_t intended_ns) const;
 
  private:
-  using Request = boost::beast::http::request<boost::beast::http::string_body>;
   using ResponseParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
   class Hooks;
 
@@ -141,7 +143,11 @@ class Worker {
   // run_exchange's steps, in order.
   Exchange describe_request(const Prepared& prepared, std::int64_t intended_ns,
                             const std::vector<std::optional<std::string>>* answers) const;
-  boost::asio::awaitable<void> stream(Flight& flight, const Request& request);
+  // `head` and `body` are the request's bytes as sent (Prepared::head, or wire_head of a body
+  // with live-session answers).
+  static const std::string& request_head(Flight& flight, const Prepared& prepared,
+                                         const std::vector<std::optional<std::string>>* answers);
+  boost::asio::awaitable<void> stream(Flight& flight, const std::string& head, const std::string& body);
   boost::asio::awaitable<bool> connect(Flight& flight, net::UpstreamConnection& connection);
   boost::asio::awaitable<void> read_body(Flight& flight, net::UpstreamConnection& connection,
                                          ResponseParser& parser, char* buffer);
@@ -152,10 +158,14 @@ class Worker {
   boost::asio::awaitable<bool> wait_until(std::int64_t offset_ns);
   std::unique_ptr<char[]> take_buffer();
   void give_buffer(std::unique_ptr<char[]> buffer);
+  bool secret_header(std::string_view name);
 
   Shared& shared_;
   boost::asio::io_context io_{1};
   net::ConnectionPool pool_;
+  std::string pool_key_;  // the target's, worked out once
+  static constexpr std::size_t kSecretNamesKept = 64;
+  std::vector<std::pair<std::string, bool>> secret_names_;  // header name, is_secret_header
   std::vector<std::unique_ptr<char[]>> free_buffers_;
   std::unordered_set<net::UpstreamConnection*> active_;  // connections carrying an exchange
   bool stopping_ = false;

@@ -219,7 +219,7 @@ TEST_CASE("the pool drops connections idle longer than its limit", "[net][pool]"
   CHECK(pool.idle() == 0);
 }
 
-TEST_CASE("a connection the upstream closed is not pooled", "[net][pool]") {
+TEST_CASE("a connection the upstream closed is not handed out again", "[net][pool]") {
   LoopbackUpstream upstream;
   auto connection = upstream.connect();
   CHECK(connection->idle_clean());
@@ -233,6 +233,7 @@ TEST_CASE("a connection the upstream closed is not pooled", "[net][pool]") {
   CHECK_FALSE(connection->idle_clean());
   ConnectionPool pool(Clock::system());
   pool.put(std::move(connection));
+  CHECK(pool.take(upstream.url) == nullptr);
   CHECK(pool.idle() == 0);
 }
 

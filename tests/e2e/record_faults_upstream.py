@@ -20,6 +20,8 @@ recorder decodes the stream as chat), picks the misbehaviour:
   /drop-next   a whole SSE chat stream, kept alive (no Connection: close); the next request on
                the same connection is read and answered by closing it, as llama.cpp's server
                does to every request after a streamed response
+  /set-cookie  200 with a small JSON body, a Set-Cookie and an X-Api-Key header (secrets a
+               trace redacts) and a harmless X-Request-Id, kept alive
   HEAD on any path: 405 with a body, which a response to HEAD must not have
   anything else: 200 with a small JSON body naming the path and the request's header names
                (Content-Length)
@@ -156,6 +158,12 @@ class Handler(socketserver.BaseRequestHandler):
             if path.startswith("/big"):
                 if not send_big(sock, path.partition("?")[2]):
                     return
+                continue
+            if path.endswith("/set-cookie"):
+                body = b'{"ok":true}'
+                sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Set-Cookie: session=SECRET1\r\nX-Api-Key: SECRET2\r\n"
+                             b"X-Request-Id: r1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
                 continue
             body = json.dumps({"ok": True, "path": path, "headers": self.header_names}).encode()
             sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
