@@ -32,10 +32,11 @@ constexpr std::array<std::string_view, 9> kSecretBodyFields = {
 
 constexpr std::string_view kLegacySweepMarker = "<redacted: pass --header again on --resume>";
 
+char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
 std::string lower(std::string_view text) {
   std::string out(text);
-  for (auto& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  for (auto& c : out) c = ascii_lower(c);
   return out;
 }
 
@@ -66,8 +67,10 @@ std::span<const std::string_view> secret_header_names() { return kSecretHeaderNa
 
 bool is_secret_header(std::string_view name) {
   auto folded = lower(name);
-  for (auto known : kSecretHeaderNames)
-    if (folded == lower(known)) return true;
+  for (auto known : kSecretHeaderNames)  // no lower-cased copy of each known name per call
+    if (std::equal(folded.begin(), folded.end(), known.begin(), known.end(),
+                   [](char a, char b) { return a == ascii_lower(b); }))
+      return true;
   for (auto part : kSecretHeaderParts)
     if (folded.find(part) != std::string::npos) return true;
   return has_key_word(folded);

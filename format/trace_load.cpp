@@ -1,4 +1,6 @@
 // Whole traces into memory: load_trace, and load_requests for what replay sends again.
+#include <utility>
+
 #include "format/trace.hpp"
 
 namespace retrace {
@@ -19,7 +21,8 @@ LoadedTrace load(const std::filesystem::path& path, ReaderOptions options, bool 
       exchange.choices = {};
       exchange.usage = {};
     }
-    loaded.exchanges.push_back(exchange);
+    loaded.exchanges.push_back(std::move(exchange));
+    exchange = {};
   }
   if (requests_only) loaded.exchanges.shrink_to_fit();
   loaded.recovery = reader.recovery();
