@@ -171,6 +171,33 @@ TEST_CASE("SSE parser keeps the raw bytes of each event exact when events arrive
   CHECK(events[2].raw == "data: c\r\r");
 }
 
+TEST_CASE("SSE parser frames the events that arrive whole in the bytes fed without copying them") {
+  // The first event is split across the two feeds and is assembled; the two after it, and the
+  // single data line of each, are views of the second feed's bytes.
+  const std::string first = "data: a\nda";
+  const std::string second = "ta: b\n\ndata: c\n\nevent: e\ndata: d1\ndata: d2\n\ndata: tail";
+  SseParser parser;
+  std::vector<ParsedEvent> events;
+  std::vector<bool> raw_in_place, data_in_place;
+  auto inside = [&](std::string_view view) {
+    return view.data() >= second.data() && view.data() + view.size() <= second.data() + second.size();
+  };
+  auto on_event = [&](const SseEvent& event) {
+    events.push_back({std::string(event.raw), std::string(event.data), std::string(event.event)});
+    raw_in_place.push_back(inside(event.raw));
+    data_in_place.push_back(inside(event.data));
+  };
+  parser.feed(first, on_event);
+  parser.feed(second, on_event);
+  REQUIRE(events.size() == 3);
+  CHECK(events[0] == ParsedEvent{"data: a\ndata: b\n\n", "a\nb", ""});
+  CHECK(events[1] == ParsedEvent{"data: c\n\n", "c", ""});
+  CHECK(events[2] == ParsedEvent{"event: e\ndata: d1\ndata: d2\n\n", "d1\nd2", "e"});
+  CHECK(raw_in_place == std::vector<bool>{false, true, true});
+  CHECK(data_in_place == std::vector<bool>{false, true, false});  // two data lines are joined
+  CHECK(parser.take_partial() == "data: tail");
+}
+
 TEST_CASE("SSE parser moves the LF of a CRLF split after a blank line into the next event") {
   // The \r ends the event at once (no stall waiting for a \n); the late \n is kept, not lost.
   const std::string stream = "data: a\r\n\r\ndata: b\r\n\r\n";
