@@ -36,11 +36,11 @@ void SseParser::feed(std::string_view bytes, const Handler& on_event) {
   // buffer_ a line at a time. A \r\n is taken whole, so that it is split only where the reads
   // split it (llm.hpp: such a split decides which event's raw the \n lands in).
   while (!bytes.empty()) {
-    std::size_t take = bytes.find_first_of("\r\n");
-    if (take == std::string_view::npos) {
-      take = bytes.size();
-    } else {
-      take += (bytes[take] == '\r' && take + 1 < bytes.size() && bytes[take + 1] == '\n') ? 2 : 1;
+    const void* lf = std::memchr(bytes.data(), '\n', bytes.size());
+    std::size_t take = lf ? static_cast<std::size_t>(static_cast<const char*>(lf) - bytes.data()) + 1 : bytes.size();
+    if (const void* cr = std::memchr(bytes.data(), '\r', take)) {
+      take = static_cast<std::size_t>(static_cast<const char*>(cr) - bytes.data()) + 1;
+      if (take < bytes.size() && bytes[take] == '\n') ++take;
     }
     keep_data_line();  // the append may move buffer_
     buffer_.append(bytes.substr(0, take));
