@@ -594,6 +594,30 @@ TEST_CASE("TGI non-stream answers give ids with details and text without") {
   CHECK(choice_text(plain.choices[0]) == " Deep learning is");
 }
 
+TEST_CASE("alternatives come out best first with ties in the order sent for few and many") {
+  for (const std::size_t count : {std::size_t{5}, std::size_t{40}}) {
+    // Logprobs -(i % 4): four ties at each of four levels, interleaved.
+    std::string top;
+    std::vector<std::string> expected;
+    for (int level = 0; level < 4; ++level) {
+      for (std::size_t i = 0; i < count; ++i) {
+        if (static_cast<int>(i % 4) == level) expected.push_back("t" + std::to_string(i));
+      }
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      top += (i ? "," : "") + std::string("\"t") + std::to_string(i) + "\":" + std::to_string(-double(i % 4));
+    }
+    const std::string stream = "data: {\"choices\":[{\"index\":0,\"text\":\"t0\",\"logprobs\":{\"tokens\":[\"t0\"],"
+                               "\"token_logprobs\":[0],\"top_logprobs\":[{" + top + "}]}}]}\n\ndata: [DONE]\n\n";
+    const Exchange exchange = decode_stream(stream, Dialect::openai_completions);
+    REQUIRE(exchange.choices.size() == 1);
+    REQUIRE(exchange.choices[0].tokens.size() == 1);
+    std::vector<std::string> sorted;
+    for (const Alternative& alternative : exchange.choices[0].tokens[0].top) sorted.push_back(alternative.bytes);
+    CHECK(sorted == expected);
+  }
+}
+
 TEST_CASE("OpenAI chat logprobs keep byte tokens of a split character as their bytes") {
   const Exchange stream = decode_stream(read_data("openai/chat-stream-logprobs.sse"), Dialect::openai_chat);
   REQUIRE(stream.choices.size() == 1);
