@@ -40,20 +40,26 @@ struct SseEvent {
 class SseParser {
  public:
   using Handler = std::function<void(const SseEvent&)>;
-  // Calls `on_event` for each event completed by `bytes`.
+  // Calls `on_event` for each event completed by `bytes`. The event's views live until
+  // `on_event` returns (they may point into `bytes`).
   void feed(std::string_view bytes, const Handler& on_event);
   // Bytes of an unterminated last event (a stream cut mid-event), and clears them.
   std::string take_partial();
   bool has_partial() const;
 
  private:
-  void dispatch(std::size_t raw_end, const Handler& on_event);
+  void frame_in_place(std::string_view bytes, const Handler& on_event);
+  void scan(const char* base, std::size_t size, const Handler& on_event);
+  void dispatch(std::string_view raw, const Handler& on_event);
   void process_line(std::string_view line);
+  void keep_data_line();  // first_data_ copied into data_ before the bytes it views go away
 
-  std::string buffer_;           // bytes from event_start_ on; earlier ones are dropped lazily
+  std::string buffer_;           // an event begun in an earlier feed, from event_start_ on
   std::string data_;             // data lines so far, each followed by '\n'
+  std::string_view first_data_;  // the event's one data line so far, in place (data_in_place_)
+  bool data_in_place_ = false;
   std::string event_;
-  std::size_t scan_from_ = 0;    // next byte of buffer_ to look at for a line end
+  std::size_t scan_from_ = 0;    // next byte to look at for a line end (of buffer_ between feeds)
   std::size_t event_start_ = 0;  // first byte of the event being assembled
   std::size_t line_start_ = 0;   // first byte of the line being assembled
   bool bom_checked_ = false;     // the stream's first bytes were checked for a UTF-8 BOM

@@ -6,6 +6,11 @@
 //   comment = ":" any-text            field = name [":" [" "] value]
 //
 // `data` values of one event are joined with '\n'; the last `event` value wins.
+//
+// Copies: events that arrive whole within one feed() are framed in place, in the caller's bytes,
+// and an event's single data line is handed out as a view of its line; only an event split
+// across feeds is assembled in `buffer_` (line by line, so that the events after it are framed
+// in place again), and only an event with several data lines joins them in `data_`.
 #include "llm/llm.hpp"
 
 #include <cstring>
@@ -17,29 +22,66 @@ constexpr std::string_view kBom = "\xEF\xBB\xBF";
 }  // namespace
 
 void SseParser::feed(std::string_view bytes, const Handler& on_event) {
-  // Drop what earlier events consumed. Views handed out by the previous feed() die here.
-  if (event_start_ > 0) {
+  if (event_start_ > 0) {  // never left by the code below; kept for safety
     buffer_.erase(0, event_start_);
     scan_from_ -= event_start_;
     line_start_ -= event_start_;
     event_start_ = 0;
   }
-  buffer_.append(bytes);
-
-  if (!bom_checked_) {
-    const std::size_t have = std::min(buffer_.size(), kBom.size());
-    if (std::string_view(buffer_).substr(0, have) != kBom.substr(0, have)) {
-      bom_checked_ = true;
-    } else if (have == kBom.size()) {
-      bom_checked_ = true;
-      line_start_ = scan_from_ = kBom.size();  // the BOM stays in the first raw, unparsed
-    } else {
-      return;  // a prefix of the BOM: wait for the rest
+  if (bom_checked_ && buffer_.empty()) {
+    frame_in_place(bytes, on_event);
+    return;
+  }
+  // An event begun in an earlier feed (or the stream's first bytes, for the BOM): completed in
+  // buffer_ a line at a time. A \r\n is taken whole, so that it is split only where the reads
+  // split it (llm.hpp: such a split decides which event's raw the \n lands in).
+  while (!bytes.empty()) {
+    const void* lf = std::memchr(bytes.data(), '\n', bytes.size());
+    std::size_t take = lf ? static_cast<std::size_t>(static_cast<const char*>(lf) - bytes.data()) + 1 : bytes.size();
+    if (const void* cr = std::memchr(bytes.data(), '\r', take)) {
+      take = static_cast<std::size_t>(static_cast<const char*>(cr) - bytes.data()) + 1;
+      if (take < bytes.size() && bytes[take] == '\n') ++take;
+    }
+    keep_data_line();  // the append may move buffer_
+    buffer_.append(bytes.substr(0, take));
+    bytes.remove_prefix(take);
+    if (!bom_checked_) {
+      const std::size_t have = std::min(buffer_.size(), kBom.size());
+      if (std::string_view(buffer_).substr(0, have) != kBom.substr(0, have)) {
+        bom_checked_ = true;
+      } else if (have == kBom.size()) {
+        bom_checked_ = true;
+        line_start_ = scan_from_ = kBom.size();  // the BOM stays in the first raw, unparsed
+      } else {
+        continue;  // a prefix of the BOM: wait for the rest
+      }
+    }
+    scan(buffer_.data(), buffer_.size(), on_event);
+    if (event_start_ == buffer_.size()) {  // the event ended with this line: the rest in place
+      keep_data_line();
+      buffer_.clear();
+      scan_from_ = event_start_ = line_start_ = 0;
+      if (!bytes.empty()) frame_in_place(bytes, on_event);
+      return;
     }
   }
+}
 
-  const char* base = buffer_.data();
-  const std::size_t size = buffer_.size();
+void SseParser::frame_in_place(std::string_view bytes, const Handler& on_event) {
+  scan(bytes.data(), bytes.size(), on_event);
+  if (event_start_ < bytes.size()) {  // an unterminated event: kept for the next feed
+    keep_data_line();
+    buffer_.assign(bytes.substr(event_start_));
+    scan_from_ -= event_start_;
+    line_start_ -= event_start_;
+  } else {
+    scan_from_ = line_start_ = 0;
+  }
+  event_start_ = 0;
+}
+
+// Frames the bytes of `base` from scan_from_ on; event_start_ and line_start_ are offsets in it.
+void SseParser::scan(const char* base, std::size_t size, const Handler& on_event) {
   std::size_t at = scan_from_;
   while (at < size) {
     if (skip_lf_) {
@@ -75,7 +117,8 @@ void SseParser::feed(std::string_view bytes, const Handler& on_event) {
     if (line.empty()) {
       at = next;
       scan_from_ = line_start_ = next;
-      dispatch(next, on_event);
+      dispatch(std::string_view(base + event_start_, next - event_start_), on_event);
+      event_start_ = next;
       continue;
     }
     process_line(line);
@@ -94,24 +137,41 @@ void SseParser::process_line(std::string_view line) {
     if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   }
   if (name == "data") {
-    data_.append(value);
-    data_.push_back('\n');
+    if (data_.empty() && !data_in_place_) {
+      first_data_ = value;
+      data_in_place_ = true;
+    } else {
+      keep_data_line();
+      data_.append(value);
+      data_.push_back('\n');
+    }
   } else if (name == "event") {
     event_.assign(value);
   }
   // "id" and "retry" steer reconnection, which a recorder of one response does not do.
 }
 
-void SseParser::dispatch(std::size_t raw_end, const Handler& on_event) {
+void SseParser::keep_data_line() {
+  if (!data_in_place_) return;
+  data_.assign(first_data_);
+  data_.push_back('\n');
+  data_in_place_ = false;
+}
+
+void SseParser::dispatch(std::string_view raw, const Handler& on_event) {
   SseEvent event;
-  event.raw = std::string_view(buffer_).substr(event_start_, raw_end - event_start_);
-  std::string_view data = data_;
-  if (!data.empty()) data.remove_suffix(1);  // the '\n' after the last data line
-  event.data = data;
+  event.raw = raw;
+  if (data_in_place_) {
+    event.data = first_data_;
+  } else {
+    std::string_view data = data_;
+    if (!data.empty()) data.remove_suffix(1);  // the '\n' after the last data line
+    event.data = data;
+  }
   event.event = event_;
-  event_start_ = raw_end;
   on_event(event);
   data_.clear();
+  data_in_place_ = false;
   event_.clear();
 }
 
@@ -119,6 +179,7 @@ std::string SseParser::take_partial() {
   std::string partial = buffer_.substr(event_start_);
   buffer_.clear();
   data_.clear();
+  data_in_place_ = false;
   event_.clear();
   scan_from_ = event_start_ = line_start_ = 0;
   bom_checked_ = false;

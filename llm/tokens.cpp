@@ -200,12 +200,25 @@ void ResponseDecoder::Impl::set_label_alternative(Alternative& alternative, std:
   alternative.logprob = to_float(logprob);
 }
 
-// Servers list alternatives best first already; std::stable_sort would still allocate its
-// temporary buffer for every token (a malloc and free per streamed token in record's profile).
+// Stable. A token's few alternatives (most servers send them best first already) are sorted in
+// place: std::stable_sort allocates a temporary buffer on every call, per streamed token.
 void ResponseDecoder::Impl::sort_best_first(std::vector<Alternative>& top) {
-  auto better = [](const Alternative& a, const Alternative& b) { return a.logprob > b.logprob; };
-  if (std::is_sorted(top.begin(), top.end(), better)) return;
-  std::stable_sort(top.begin(), top.end(), better);
+  const auto better = [](const Alternative& a, const Alternative& b) { return a.logprob > b.logprob; };
+  constexpr std::size_t kInPlace = 32;
+  if (top.size() > kInPlace) {
+    std::stable_sort(top.begin(), top.end(), better);
+    return;
+  }
+  for (std::size_t i = 1; i < top.size(); ++i) {
+    if (!better(top[i], top[i - 1])) continue;
+    Alternative moving = std::move(top[i]);
+    std::size_t at = i;
+    do {
+      top[at] = std::move(top[at - 1]);
+      --at;
+    } while (at > 0 && better(moving, top[at - 1]));
+    top[at] = std::move(moving);
+  }
 }
 
 // Chat-shaped entries: [{token, logprob, bytes?, id?, top_logprobs: [...]}] (OpenAI chat, vLLM

@@ -171,6 +171,33 @@ TEST_CASE("SSE parser keeps the raw bytes of each event exact when events arrive
   CHECK(events[2].raw == "data: c\r\r");
 }
 
+TEST_CASE("SSE parser frames the events that arrive whole in the bytes fed without copying them") {
+  // The first event is split across the two feeds and is assembled; the two after it, and the
+  // single data line of each, are views of the second feed's bytes.
+  const std::string first = "data: a\nda";
+  const std::string second = "ta: b\n\ndata: c\n\nevent: e\ndata: d1\ndata: d2\n\ndata: tail";
+  SseParser parser;
+  std::vector<ParsedEvent> events;
+  std::vector<bool> raw_in_place, data_in_place;
+  auto inside = [&](std::string_view view) {
+    return view.data() >= second.data() && view.data() + view.size() <= second.data() + second.size();
+  };
+  auto on_event = [&](const SseEvent& event) {
+    events.push_back({std::string(event.raw), std::string(event.data), std::string(event.event)});
+    raw_in_place.push_back(inside(event.raw));
+    data_in_place.push_back(inside(event.data));
+  };
+  parser.feed(first, on_event);
+  parser.feed(second, on_event);
+  REQUIRE(events.size() == 3);
+  CHECK(events[0] == ParsedEvent{"data: a\ndata: b\n\n", "a\nb", ""});
+  CHECK(events[1] == ParsedEvent{"data: c\n\n", "c", ""});
+  CHECK(events[2] == ParsedEvent{"event: e\ndata: d1\ndata: d2\n\n", "d1\nd2", "e"});
+  CHECK(raw_in_place == std::vector<bool>{false, true, true});
+  CHECK(data_in_place == std::vector<bool>{false, true, false});  // two data lines are joined
+  CHECK(parser.take_partial() == "data: tail");
+}
+
 TEST_CASE("SSE parser moves the LF of a CRLF split after a blank line into the next event") {
   // The \r ends the event at once (no stall waiting for a \n); the late \n is kept, not lost.
   const std::string stream = "data: a\r\n\r\ndata: b\r\n\r\n";
@@ -565,6 +592,30 @@ TEST_CASE("TGI non-stream answers give ids with details and text without") {
   REQUIRE(plain.choices.size() == 1);
   CHECK(plain.choices[0].kind == TokenKind::text_deltas);
   CHECK(choice_text(plain.choices[0]) == " Deep learning is");
+}
+
+TEST_CASE("alternatives come out best first with ties in the order sent for few and many") {
+  for (const std::size_t count : {std::size_t{5}, std::size_t{40}}) {
+    // Logprobs -(i % 4): four ties at each of four levels, interleaved.
+    std::string top;
+    std::vector<std::string> expected;
+    for (int level = 0; level < 4; ++level) {
+      for (std::size_t i = 0; i < count; ++i) {
+        if (static_cast<int>(i % 4) == level) expected.push_back("t" + std::to_string(i));
+      }
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      top += (i ? "," : "") + std::string("\"t") + std::to_string(i) + "\":" + std::to_string(-double(i % 4));
+    }
+    const std::string stream = "data: {\"choices\":[{\"index\":0,\"text\":\"t0\",\"logprobs\":{\"tokens\":[\"t0\"],"
+                               "\"token_logprobs\":[0],\"top_logprobs\":[{" + top + "}]}}]}\n\ndata: [DONE]\n\n";
+    const Exchange exchange = decode_stream(stream, Dialect::openai_completions);
+    REQUIRE(exchange.choices.size() == 1);
+    REQUIRE(exchange.choices[0].tokens.size() == 1);
+    std::vector<std::string> sorted;
+    for (const Alternative& alternative : exchange.choices[0].tokens[0].top) sorted.push_back(alternative.bytes);
+    CHECK(sorted == expected);
+  }
 }
 
 TEST_CASE("OpenAI chat logprobs keep byte tokens of a split character as their bytes") {
