@@ -1,5 +1,6 @@
-// The trace reader on arbitrary bytes: a whole file (header, frames, index), every record read.
-// Errors are TraceError; anything else (a crash, a sanitizer report, an allocation past
+// The trace reader on arbitrary bytes: a whole file (header, frames, index), every record read,
+// then read again as diff reads it (each record's outputs, and the record whole after them, which
+// may find damage the outputs did not touch). Errors are TraceError; anything else (a crash, a sanitizer report, an allocation past
 // libFuzzer's -rss_limit_mb) is a finding.
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     retrace::TraceReader reader(file.path());
     retrace::Exchange exchange;
     while (reader.next(exchange)) {
+    }
+    (void)retrace::describe(reader.recovery());
+  } catch (const retrace::TraceError&) {
+  }
+  try {
+    retrace::TraceReader reader(file.path());
+    retrace::ExchangeOutputs outputs;
+    retrace::Exchange exchange;
+    while (reader.next(outputs)) {
+      try {
+        reader.read_last(exchange);
+      } catch (const retrace::TraceError&) {
+      }
     }
     (void)retrace::describe(reader.recovery());
   } catch (const retrace::TraceError&) {
