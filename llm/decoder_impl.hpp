@@ -54,7 +54,11 @@ std::optional<std::int32_t> parse_token_id_string(std::string_view text);
 // "bytes:\xe5\x85" (tiktoken's spelling of a piece of a UTF-8 character) as the bytes it names.
 std::optional<std::string> parse_bytes_label(std::string_view text);
 
-struct ResponseDecoder::Impl {
+// What the decoding of one response collects. Kept apart from the parser and the buffers below so
+// that ResponseDecoder::reset() starts the next response from a fresh one of these, whatever
+// fields it gains, while the buffers stay warm.
+struct DecodeState {
+  explicit DecodeState(Dialect d) : dialect(d) {}
   Dialect dialect;
   bool sniffed = false;  // dialect was unknown and got guessed from the response
   bool finished = false;
@@ -66,7 +70,11 @@ struct ResponseDecoder::Impl {
   std::size_t notes_dropped = 0;
   bool noted_split_unknown = false;
   bool noted_text_mismatch = false;
+  std::size_t fast_misses = 0;  // in a row
+  std::size_t fast_events = 0;  // decoded by the fast path
+};
 
+struct ResponseDecoder::Impl : DecodeState {
   // Parsing: one parser and one arena reused for every event (they are many and small).
   std::unique_ptr<unsigned char[]> scratch{new unsigned char[kScratchBytes]};
   json::monotonic_resource arena{scratch.get(), kScratchBytes};
@@ -76,8 +84,6 @@ struct ResponseDecoder::Impl {
   // A stream's events share one shape: after this many in a row that the fast path gave up on
   // (token ids, usage), the rest go straight to the DOM path instead of being parsed twice.
   static constexpr std::size_t kFastPathMisses = 3;
-  std::size_t fast_misses = 0;  // in a row
-  std::size_t fast_events = 0;  // decoded by the fast path
 
   // Per-event scratch, reused.
   std::vector<BytesFrom> bytes_from;
@@ -92,7 +98,14 @@ struct ResponseDecoder::Impl {
     return options;
   }
 
-  Impl(Dialect d, bool allow_fast_path) : dialect(d), fast_path(allow_fast_path) {}
+  Impl(Dialect d, bool allow_fast_path) : DecodeState(d), fast_path(allow_fast_path) {}
+  void reset(Dialect d) {
+    static_cast<DecodeState&>(*this) = DecodeState(d);
+    bytes_from.clear();
+    joined_text.clear();
+    text_offsets_scratch.clear();
+    token_ids_scratch.clear();
+  }
 
   // decoder.cpp: notes, choices, parsing and dispatch.
   void note(std::string message);
