@@ -70,6 +70,7 @@ struct DecodeState {
   std::size_t notes_dropped = 0;
   bool noted_split_unknown = false;
   bool noted_text_mismatch = false;
+  bool fast_path = true;        // off for the rest of a response after kFastPathMisses
   std::size_t fast_misses = 0;  // in a row
   std::size_t fast_events = 0;  // decoded by the fast path
 };
@@ -79,7 +80,7 @@ struct ResponseDecoder::Impl : DecodeState {
   std::unique_ptr<unsigned char[]> scratch{new unsigned char[kScratchBytes]};
   json::monotonic_resource arena{scratch.get(), kScratchBytes};
   json::parser parser{json::storage_ptr(), make_options()};
-  bool fast_path = true;
+  bool fast_path_allowed = true;  // as constructed; reset() starts each response from it
   FastEventParser fast_parser{make_options()};
   // A stream's events share one shape: after this many in a row that the fast path gave up on
   // (token ids, usage), the rest go straight to the DOM path instead of being parsed twice.
@@ -98,9 +99,12 @@ struct ResponseDecoder::Impl : DecodeState {
     return options;
   }
 
-  Impl(Dialect d, bool allow_fast_path) : DecodeState(d), fast_path(allow_fast_path) {}
+  Impl(Dialect d, bool allow_fast_path) : DecodeState(d), fast_path_allowed(allow_fast_path) {
+    fast_path = allow_fast_path;
+  }
   void reset(Dialect d) {
     static_cast<DecodeState&>(*this) = DecodeState(d);
+    fast_path = fast_path_allowed;
     bytes_from.clear();
     joined_text.clear();
     text_offsets_scratch.clear();
