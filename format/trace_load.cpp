@@ -1,4 +1,5 @@
 // Whole traces into memory: load_trace, and load_requests for what replay sends again.
+#include <iterator>
 #include <utility>
 
 #include "format/trace.hpp"
@@ -7,24 +8,49 @@ namespace retrace {
 
 namespace {
 
+// How many exchanges are read in place before the next block is started (about 2 MiB of
+// Exchange structs; their strings live elsewhere).
+constexpr std::size_t kBlockExchanges = 4096;
+
 // One loop for both: with `requests_only`, each exchange's response and its decoding (events,
 // choices, usage: the bulk of a recording) are dropped as it is read; everything else is kept,
 // so a new field of the request side, or the error a selection reads, is never lost by omission.
+//
+// The count is known only at the end (the index is in the trailer), so exchanges are read in
+// place into blocks of a fixed size and moved once into a vector of the exact size. A vector
+// grown one exchange at a time moved every exchange again at each doubling, and once more to
+// shrink it: ~30 % of a 200,000-request replay's start-up (bench/RESULTS.md, replay, session 8).
 LoadedTrace load(const std::filesystem::path& path, ReaderOptions options, bool requests_only) {
   TraceReader reader(path, options);
   LoadedTrace loaded;
   loaded.header = reader.header();
-  Exchange exchange;
-  while (reader.next(exchange)) {
+  std::vector<std::vector<Exchange>> blocks;
+  std::size_t count = 0;
+  while (true) {
+    if (blocks.empty() || blocks.back().size() == kBlockExchanges)
+      blocks.emplace_back().reserve(kBlockExchanges);
+    auto& block = blocks.back();
+    Exchange& exchange = block.emplace_back();
+    if (!reader.next(exchange)) {
+      block.pop_back();
+      break;
+    }
     if (requests_only) {
       exchange.response = {};
       exchange.choices = {};
       exchange.usage = {};
     }
-    loaded.exchanges.push_back(std::move(exchange));
-    exchange = {};
+    ++count;
   }
-  if (requests_only) loaded.exchanges.shrink_to_fit();
+  if (blocks.size() == 1) {
+    loaded.exchanges = std::move(blocks.front());
+  } else {
+    loaded.exchanges.reserve(count);
+    for (auto& block : blocks) {
+      std::move(block.begin(), block.end(), std::back_inserter(loaded.exchanges));
+      block = {};  // freed as the result fills: the peak is about one block above it
+    }
+  }
   loaded.recovery = reader.recovery();
   return loaded;
 }

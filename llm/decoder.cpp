@@ -141,6 +141,7 @@ ResponseDecoder::ResponseDecoder(Dialect dialect) : impl_(std::make_unique<Impl>
 ResponseDecoder::ResponseDecoder(Dialect dialect, bool fast_path)
     : impl_(std::make_unique<Impl>(dialect, fast_path)) {}
 ResponseDecoder::~ResponseDecoder() = default;
+void ResponseDecoder::reset(Dialect dialect) { impl_->reset(dialect); }
 ResponseDecoder::ResponseDecoder(ResponseDecoder&&) noexcept = default;
 ResponseDecoder& ResponseDecoder::operator=(ResponseDecoder&&) noexcept = default;
 

@@ -54,7 +54,11 @@ std::optional<std::int32_t> parse_token_id_string(std::string_view text);
 // "bytes:\xe5\x85" (tiktoken's spelling of a piece of a UTF-8 character) as the bytes it names.
 std::optional<std::string> parse_bytes_label(std::string_view text);
 
-struct ResponseDecoder::Impl {
+// What the decoding of one response collects. Kept apart from the parser and the buffers below so
+// that ResponseDecoder::reset() starts the next response from a fresh one of these, whatever
+// fields it gains, while the buffers stay warm.
+struct DecodeState {
+  explicit DecodeState(Dialect d) : dialect(d) {}
   Dialect dialect;
   bool sniffed = false;  // dialect was unknown and got guessed from the response
   bool finished = false;
@@ -66,18 +70,21 @@ struct ResponseDecoder::Impl {
   std::size_t notes_dropped = 0;
   bool noted_split_unknown = false;
   bool noted_text_mismatch = false;
+  bool fast_path = true;        // off for the rest of a response after kFastPathMisses
+  std::size_t fast_misses = 0;  // in a row
+  std::size_t fast_events = 0;  // decoded by the fast path
+};
 
+struct ResponseDecoder::Impl : DecodeState {
   // Parsing: one parser and one arena reused for every event (they are many and small).
   std::unique_ptr<unsigned char[]> scratch{new unsigned char[kScratchBytes]};
   json::monotonic_resource arena{scratch.get(), kScratchBytes};
   json::parser parser{json::storage_ptr(), make_options()};
-  bool fast_path = true;
+  bool fast_path_allowed = true;  // as constructed; reset() starts each response from it
   FastEventParser fast_parser{make_options()};
   // A stream's events share one shape: after this many in a row that the fast path gave up on
   // (token ids, usage), the rest go straight to the DOM path instead of being parsed twice.
   static constexpr std::size_t kFastPathMisses = 3;
-  std::size_t fast_misses = 0;  // in a row
-  std::size_t fast_events = 0;  // decoded by the fast path
 
   // Per-event scratch, reused.
   std::vector<BytesFrom> bytes_from;
@@ -92,7 +99,17 @@ struct ResponseDecoder::Impl {
     return options;
   }
 
-  Impl(Dialect d, bool allow_fast_path) : dialect(d), fast_path(allow_fast_path) {}
+  Impl(Dialect d, bool allow_fast_path) : DecodeState(d), fast_path_allowed(allow_fast_path) {
+    fast_path = allow_fast_path;
+  }
+  void reset(Dialect d) {
+    static_cast<DecodeState&>(*this) = DecodeState(d);
+    fast_path = fast_path_allowed;
+    bytes_from.clear();
+    joined_text.clear();
+    text_offsets_scratch.clear();
+    token_ids_scratch.clear();
+  }
 
   // decoder.cpp: notes, choices, parsing and dispatch.
   void note(std::string message);

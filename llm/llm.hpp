@@ -94,6 +94,9 @@ class ResponseDecoder {
   ~ResponseDecoder();
   ResponseDecoder(ResponseDecoder&&) noexcept;
   ResponseDecoder& operator=(ResponseDecoder&&) noexcept;
+  // Starts a new response in `dialect`, as a newly made decoder would, keeping the parser and its
+  // buffers (a decoder's set-up allocates ~20 KiB: replay reuses one per exchange in flight).
+  void reset(Dialect dialect);
 
   // One SSE event's data (e.g. `{"choices":...}` or `[DONE]`), arrived at `offset_ns`.
   void on_event(std::string_view data, std::int64_t offset_ns);

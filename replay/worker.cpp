@@ -43,14 +43,13 @@ std::string header_value(const http::fields& fields, http::field field) {
 // One exchange on its way: the record being filled, the response's decoders, and where the
 // transfer stands. Lives in run_exchange's coroutine frame; the steps take it by reference.
 struct Flight {
-  Flight(Exchange record, const Clock& run_clock)
-      : clock(run_clock), exchange(std::move(record)),
-        decoder(llm::detect_dialect(exchange.request.target, exchange.request.body)) {}
+  Flight(Exchange record, const Clock& run_clock, llm::ResponseDecoder response_decoder)
+      : clock(run_clock), exchange(std::move(record)), decoder(std::move(response_decoder)) {}
   std::int64_t offset() const { return nanoseconds(clock.now() - send_time); }
 
   const Clock& clock;
   Exchange exchange;
-  llm::ResponseDecoder decoder;
+  llm::ResponseDecoder decoder;  // the worker's, given back when the exchange is finished
   llm::SseParser sse;
   net::ContentDecoder content{""};  // the response's Content-Encoding, set with its head
   std::string head;                 // the request's head when not the prepared one
@@ -103,6 +102,20 @@ std::unique_ptr<char[]> Worker::take_buffer() {
 
 void Worker::give_buffer(std::unique_ptr<char[]> buffer) {
   if (free_buffers_.size() < 256) free_buffers_.push_back(std::move(buffer));
+}
+
+// A decoder's set-up (its parsers, a 16 KiB arena) is a few large allocations, each of which
+// made glibc consolidate its fast bins: one reset decoder per exchange in flight instead.
+llm::ResponseDecoder Worker::take_decoder(llm::Dialect dialect) {
+  if (free_decoders_.empty()) return llm::ResponseDecoder(dialect);
+  auto decoder = std::move(free_decoders_.back());
+  free_decoders_.pop_back();
+  decoder.reset(dialect);
+  return decoder;
+}
+
+void Worker::give_decoder(llm::ResponseDecoder decoder) {
+  if (free_decoders_.size() < 256) free_decoders_.push_back(std::move(decoder));
 }
 
 // A server sends the same few header names on every response: each name's verdict is kept
@@ -188,7 +201,9 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
     std::size_t prepared_index, std::int64_t intended_ns,
     const std::vector<std::optional<std::string>>* answers) {
   const Prepared& prepared = shared_.prepared[prepared_index];
-  Flight flight(describe_request(prepared, intended_ns, answers), shared_.clock);
+  auto record = describe_request(prepared, intended_ns, answers);
+  auto dialect = llm::detect_dialect(record.request.target, record.request.body);
+  Flight flight(std::move(record), shared_.clock, take_decoder(dialect));
   // An exception here would otherwise end the detached chain and lose the exchange: it is
   // recorded on the exchange instead (e.g. Beast refusing a header value over 64 KiB).
   try {
@@ -208,7 +223,9 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
   } catch (const std::exception& e) {
     flight.failure = e.what();
   }
-  co_return finish(flight);
+  auto answer = finish(flight);
+  give_decoder(std::move(flight.decoder));
+  co_return answer;
 }
 #pragma GCC diagnostic pop
 

@@ -32,6 +32,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "llm/llm.hpp"
 #include "net/connection.hpp"
 #include "replay/prepare.hpp"
 
@@ -158,6 +159,8 @@ class Worker {
   boost::asio::awaitable<bool> wait_until(std::int64_t offset_ns);
   std::unique_ptr<char[]> take_buffer();
   void give_buffer(std::unique_ptr<char[]> buffer);
+  llm::ResponseDecoder take_decoder(llm::Dialect dialect);
+  void give_decoder(llm::ResponseDecoder decoder);
   bool secret_header(std::string_view name);
 
   Shared& shared_;
@@ -167,6 +170,7 @@ class Worker {
   static constexpr std::size_t kSecretNamesKept = 64;
   std::vector<std::pair<std::string, bool>> secret_names_;  // header name, is_secret_header
   std::vector<std::unique_ptr<char[]>> free_buffers_;
+  std::vector<llm::ResponseDecoder> free_decoders_;  // one per exchange in flight, at most
   std::unordered_set<net::UpstreamConnection*> active_;  // connections carrying an exchange
   bool stopping_ = false;
 };

@@ -923,3 +923,50 @@ TEST_CASE("inference requests are told apart from listings and scrapes") {
   CHECK_FALSE(is_inference_request("/health", ""));
   CHECK_FALSE(is_inference_request("/", ""));
 }
+
+TEST_CASE("A reset decoder decodes every sample as a new decoder does in every dialect") {
+  // Half-decoded and finished responses alike are left behind in `reused` before each reset: a
+  // field reset() forgot (notes, sniffed dialect, the end marker, usage) would show in the next.
+  const char* streams[] = {"llamacpp/completion-native-stream.sse", "llamacpp/v1-chat-completions-stream.sse",
+                           "llamacpp/v1-completions-stream-logprobs.sse", "openai/chat-stream-logprobs.sse",
+                           "sim/completions-stream-logprobs.sse", "tgi/generate-stream.sse",
+                           "vllm/chat-stream-token-ids.sse", "vllm/completions-stream-n2.sse"};
+  const char* bodies[] = {"llamacpp/completion-native-nonstream.json", "llamacpp/v1-chat-completions-nonstream.json",
+                          "llamacpp/v1-completions-nonstream-logprobs.json", "openai/chat-nonstream-logprobs.json",
+                          "tgi/generate.json", "vllm/completions-nonstream-logprobs.json",
+                          "vllm/completions-nonstream-token-ids.json", "not json {"};
+  const Dialect dialects[] = {Dialect::unknown, Dialect::openai_completions, Dialect::openai_chat,
+                              Dialect::llamacpp_completion, Dialect::tgi_generate};
+  ResponseDecoder reused(Dialect::unknown);
+  std::size_t round = 0;
+  auto decode = [](ResponseDecoder& decoder, const std::string& name, bool stream, bool finish) {
+    Exchange out;
+    if (stream) {
+      std::int64_t offset = 0;
+      SseParser parser;
+      parser.feed(read_data(name), [&](const SseEvent& event) { decoder.on_event(event.data, offset += 1000); });
+    } else {
+      decoder.on_body(name.find('/') == std::string::npos ? name : read_data(name), 5000);
+    }
+    if (finish) decoder.finish(out);
+    return out;
+  };
+  for (Dialect dialect : dialects) {
+    for (bool stream : {true, false}) {
+      for (std::string name : stream ? std::vector<std::string>(std::begin(streams), std::end(streams))
+                                     : std::vector<std::string>(std::begin(bodies), std::end(bodies))) {
+        INFO(name << " as " << to_string(dialect));
+        ResponseDecoder fresh(dialect);
+        auto expected = decode(fresh, name, stream, true);
+        reused.reset(dialect);
+        auto got = decode(reused, name, stream, true);
+        CHECK(got == expected);
+        CHECK(reused.finished() == fresh.finished());
+        CHECK(reused.fast_path_events() == fresh.fast_path_events());
+        // Leave something behind for the next reset: a response decoded but not finished.
+        reused.reset(Dialect::unknown);
+        decode(reused, name, stream, ++round % 2 == 0);
+      }
+    }
+  }
+}
