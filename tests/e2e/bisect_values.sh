@@ -9,7 +9,20 @@ cat >"$WORK/deploy.sh" <<SCRIPT
 #!/usr/bin/env bash
 # Restart the server on a fixed port with weights seed \$1 (values v0/v1 map to seeds 0/1).
 set -eu
-[[ -f "$WORK/server.pid" ]] && { kill "\$(cat "$WORK/server.pid")" 2>/dev/null || true; sleep 0.2; }
+# The previous server is gone (its port free) before the next starts, and the next one's
+# "listening" is read from a fresh file: the old file's line, read before the new server's
+# redirection truncated it, once sent the probe to the dying server.
+if [[ -f "$WORK/server.pid" ]]; then
+  old=\$(cat "$WORK/server.pid")
+  kill "\$old" 2>/dev/null || true
+  for _ in \$(seq 1 600); do  # gone, or a zombie (its sockets closed) nobody reaped yet
+    state=\$(awk '{print \$3}' "/proc/\$old/stat" 2>/dev/null || true)
+    [[ -z "\$state" || "\$state" == Z ]] && break
+    sleep 0.05
+  done
+  [[ -z "\$state" || "\$state" == Z ]] || { echo "the previous server did not exit" >&2; exit 1; }
+fi
+rm -f "$WORK/server.out"
 seed=\${1#v}
 "$RETRACE" serve --listen 127.0.0.1:$port --latency-model off --weights-seed "\$seed" \
   >"$WORK/server.out" 2>"$WORK/server.err" &
