@@ -10,7 +10,7 @@ kinds() { ex "$1" | jq -r '.error.kind' | sort | uniq -c | awk '{print $2 "=" $1
 
 # A misbehaving server (test-only): MODE reset | stall | cut.
 cat >"$WORK/bad_server.py" <<'EOF'
-import socket, struct, sys, threading, time
+import os, socket, struct, sys, threading, time
 mode = sys.argv[1]
 server = socket.socket()
 server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -49,7 +49,9 @@ def serve(conn):
             return conn.close()
         if mode == "stall":
             # Says which request it holds, so a test can wait for that instead of sleeping.
-            print("stalling " + head.split(b"\r\n")[0].decode("latin-1"), file=sys.stderr, flush=True)
+            # One write per line: print() from several threads writes each text and its newline
+            # separately, and two lines could interleave into one ("stalling ...stalling ...").
+            os.write(2, b"stalling " + head.split(b"\r\n")[0] + b"\n")
             time.sleep(30)
             return conn.close()
         if mode == "cut":
@@ -109,7 +111,7 @@ check_eq "$(kinds "$WORK/stall.rtrace")" "timeout=4" "error kinds, stalled serve
 replay_pid=$!
 _PIDS+=("$replay_pid")
 # Wait until the stall server holds the run's 4 requests (it says so for each), then interrupt.
-held() { grep -c "^stalling POST" "$WORK/STALL.err" 2>/dev/null || true; }
+held() { { grep -o "stalling POST" "$WORK/STALL.err" 2>/dev/null || true; } | wc -l; }
 before=$(held)
 for _ in $(seq 1 300); do
   (( $(held) >= before + 4 )) && break
