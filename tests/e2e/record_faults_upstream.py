@@ -29,6 +29,7 @@ Listens on the port given as the first argument (default: any free one), prints
 "listening on http://127.0.0.1:PORT"; logs events to stderr.
 """
 import json
+import os
 import socket
 import socketserver
 import struct
@@ -206,7 +207,9 @@ def send_big(sock, query: str) -> bool:
 
 
 def log(text):
-    print("upstream: " + text, file=sys.stderr, flush=True)
+    # One write per line: print() from the handler threads writes a text and its newline
+    # separately, so two lines could interleave into one and a test counting lines miss one.
+    os.write(2, ("upstream: " + text + "\n").encode())
 
 
 class Server(socketserver.ThreadingTCPServer):
