@@ -67,10 +67,12 @@ join "$WORK/const_actual.tsv" "$WORK/timed.tsv" | while read -r id actual intend
   (( intended - want <= 1 && want - intended <= 1 )) || fail "exchange $id: intended $intended, want $want"
 done
 
-# --- overrides, headers, credentials.
+# --- overrides, headers, credentials. Without a temperature the simulator samples, and may
+# sample its end of sequence before max_tokens (1 exchange in ~75 did): ignore_eos keeps the
+# count exact.
 export REPLAY_TEST_KEY=sk-SECRET-0123456789
 "$RETRACE" replay "$WORK/gold.rtrace" --target "$SIM_URL" --out "$WORK/over.rtrace" -c 4 \
-  --set max_tokens=3 --set stream=true --set stream_options.include_usage=true --unset temperature \
+  --set max_tokens=3 --set ignore_eos=true --set stream=true --set stream_options.include_usage=true --unset temperature \
   --header 'X-Replay-Test: hello' --header 'X-Api-Key: SECRET-too' --api-key-env REPLAY_TEST_KEY \
   --label team=blue --limit 5 >/dev/null
 check_eq "$(zstd -dc "$WORK/over.rtrace" | grep -c SECRET || true)" 0 "secrets in the trace"
