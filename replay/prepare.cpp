@@ -117,10 +117,8 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
                                   source.request.target + "): " + e.what());
     }
     p.body = std::move(body);
-    p.recorded_headers.reserve(p.headers.size());
-    for (const auto& header : p.headers)
-      p.recorded_headers.push_back(
-          {header.name, is_secret_header(header.name) ? std::string(kRedacted) : header.value});
+    p.recorded_headers = p.headers;
+    Redactor().apply(p.recorded_headers);
     p.key = request_key(p.method, p.target, p.body);
     try {
       p.head = wire_head(p, p.body);
