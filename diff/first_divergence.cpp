@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 
 #include "diff/diff.hpp"
+#include "format/json.hpp"
 
 namespace retrace::diff {
 
@@ -252,10 +253,7 @@ std::optional<Divergence> first_divergence(const Choice& baseline, const Choice&
 }
 
 std::string output_text(const Exchange& exchange) {
-  std::string text;
-  if (exchange.choices.empty()) return text;
-  for (const auto& token : exchange.choices.front().tokens) text += token.bytes;
-  return text;
+  return exchange.choices.empty() ? std::string() : retrace::output_text(exchange.choices.front());
 }
 
 std::string_view output_text(const ExchangeOutputs& exchange) {
