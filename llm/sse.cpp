@@ -21,13 +21,9 @@ namespace {
 constexpr std::string_view kBom = "\xEF\xBB\xBF";
 }  // namespace
 
+// Between feeds event_start_ is 0: an unfinished event is kept from the start of buffer_ (both
+// paths below leave it so), and a finished one leaves buffer_ empty.
 void SseParser::feed(std::string_view bytes, const Handler& on_event) {
-  if (event_start_ > 0) {  // never left by the code below; kept for safety
-    buffer_.erase(0, event_start_);
-    scan_from_ -= event_start_;
-    line_start_ -= event_start_;
-    event_start_ = 0;
-  }
   if (bom_checked_ && buffer_.empty()) {
     frame_in_place(bytes, on_event);
     return;
