@@ -38,6 +38,11 @@ std::string header_value(const http::fields& fields, http::field field) {
   return it == fields.end() ? std::string() : std::string(it->value());
 }
 
+// Live-session answers rewrite the prepared body (and so its head and key) once there are any.
+bool changes_body(const std::vector<std::optional<std::string>>* answers) {
+  return answers && !answers->empty();
+}
+
 }  // namespace
 
 // One exchange on its way: the record being filled, the response's decoders, and where the
@@ -232,7 +237,7 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
 // The head worked out once at preparation, unless live-session answers changed the body.
 const std::string& Worker::request_head(Flight& flight, const Prepared& prepared,
                                         const std::vector<std::optional<std::string>>* answers) {
-  if (!prepared.head.empty() && !(answers && !answers->empty())) return prepared.head;
+  if (!prepared.head.empty() && !changes_body(answers)) return prepared.head;
   flight.head = wire_head(prepared, flight.exchange.request.body);
   return flight.head;
 }
@@ -257,11 +262,11 @@ Exchange Worker::describe_request(const Prepared& prepared, std::int64_t intende
   exchange.intended_send_ns = intended_ns;
   exchange.request.method = prepared.method;
   exchange.request.target = prepared.target;
-  exchange.request.body = answers && !answers->empty()
+  exchange.request.body = changes_body(answers)
                               ? substitute_session_answers(prepared.body, *answers)
                               : prepared.body;
   exchange.request.headers = prepared.recorded_headers;
-  exchange.key = answers && !answers->empty()
+  exchange.key = changes_body(answers)
                      ? request_key(exchange.request.method, exchange.request.target, exchange.request.body)
                      : prepared.key;
   return exchange;
