@@ -1,6 +1,4 @@
 // record's trace thread (record/trace_sink.hpp): the queue from the proxy workers is bounded.
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -9,6 +7,7 @@
 
 #include "format/header.hpp"
 #include "record/trace_sink.hpp"
+#include "tests/temp_dir.hpp"
 
 using namespace retrace;
 using namespace retrace::record;
@@ -25,20 +24,22 @@ CapturedExchange captured_with_body(const std::string& target, std::size_t body_
   return captured;
 }
 
+// A sink's trace in a scratch directory (TempDir), and the header it writes.
+struct SinkFile {
+  TempDir dir;
+  std::filesystem::path path = dir / "sink.rtrace";
+  TraceHeader header = new_trace_header(Source::recorded, "test", "http://upstream", "{}", Clock::system());
+};
+
 }  // namespace
 
 TEST_CASE("a worker waits for room when the trace thread's queue is full, and nothing is dropped",
           "[record][sink]") {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("retrace_record_sink_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  auto path = dir / "sink.rtrace";
-  TraceHeader header = new_trace_header(Source::recorded, "test", "http://upstream", "{}",
-                                        Clock::system());
+  SinkFile file;
   WriterOptions writer;
   writer.flush_every = 1;
   // A bound of 1,000 bytes: the first exchange (an empty queue takes any) fills it.
-  TraceSink sink(path, header, writer, Redactor(false, {}), 1000);
+  TraceSink sink(file.path, file.header, writer, Redactor(false, {}), 1000);
 
   // The trace thread is not started yet, so nothing leaves the queue.
   sink.submit(captured_with_body("/first", 4000));
@@ -61,28 +62,21 @@ TEST_CASE("a worker waits for room when the trace thread's queue is full, and no
 
   CHECK(sink.written == 2);
   CHECK(sink.lost == 0);
-  auto trace = load_trace(path);
+  auto trace = load_trace(file.path);
   REQUIRE(trace.exchanges.size() == 2);
   CHECK(trace.exchanges[0].request.target == "/first");
   CHECK(trace.exchanges[0].response.body.size() == 4000);
   CHECK(trace.exchanges[1].request.target == "/second");
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("an exchange larger than the queue's bound goes through when the queue is empty",
           "[record][sink]") {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("retrace_record_sink_large_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  auto path = dir / "sink.rtrace";
-  TraceHeader header = new_trace_header(Source::recorded, "test", "http://upstream", "{}",
-                                        Clock::system());
-  TraceSink sink(path, header, WriterOptions{}, Redactor(false, {}), 10);
+  SinkFile file;
+  TraceSink sink(file.path, file.header, WriterOptions{}, Redactor(false, {}), 10);
   sink.start({});
   for (int i = 0; i < 20; ++i) sink.submit(captured_with_body("/" + std::to_string(i), 100));
   sink.close();
   CHECK(sink.written == 20);
   CHECK(sink.lost == 0);
-  CHECK(load_trace(path).exchanges.size() == 20);
-  std::filesystem::remove_all(dir);
+  CHECK(load_trace(file.path).exchanges.size() == 20);
 }
