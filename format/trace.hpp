@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -369,5 +370,11 @@ LoadedTrace load_trace(const std::filesystem::path& path, ReaderOptions = {});
 // kilobytes of SSE events each exchange recorded. The rest is kept: id, key, session, times,
 // request, labels, expected, and the error (replay skips what record rejected by it).
 LoadedTrace load_requests(const std::filesystem::path& path, ReaderOptions = {});
+// The same, reading only as far as `enough` asks: it sees each exchange as it is read, and true
+// stops the reading there (that exchange kept). A caller that will use only the first N exchanges
+// of a large trace then reads N, not the whole file; the index and anything damaged after them
+// are never seen, so `recovery` speaks for the part read.
+LoadedTrace load_requests(const std::filesystem::path& path, ReaderOptions,
+                          const std::function<bool(const Exchange&)>& enough);
 
 }  // namespace retrace

@@ -20,7 +20,8 @@ constexpr std::size_t kBlockExchanges = 4096;
 // place into blocks of a fixed size and moved once into a vector of the exact size. A vector
 // grown one exchange at a time moved every exchange again at each doubling, and once more to
 // shrink it: ~30 % of a 200,000-request replay's start-up (bench/RESULTS.md, replay, session 8).
-LoadedTrace load(const std::filesystem::path& path, ReaderOptions options, bool requests_only) {
+LoadedTrace load(const std::filesystem::path& path, ReaderOptions options, bool requests_only,
+                 const std::function<bool(const Exchange&)>& enough) {
   TraceReader reader(path, options);
   LoadedTrace loaded;
   loaded.header = reader.header();
@@ -41,6 +42,7 @@ LoadedTrace load(const std::filesystem::path& path, ReaderOptions options, bool 
       exchange.usage = {};
     }
     ++count;
+    if (enough && enough(exchange)) break;
   }
   if (blocks.size() == 1) {
     loaded.exchanges = std::move(blocks.front());
@@ -58,11 +60,16 @@ LoadedTrace load(const std::filesystem::path& path, ReaderOptions options, bool 
 }  // namespace
 
 LoadedTrace load_trace(const std::filesystem::path& path, ReaderOptions options) {
-  return load(path, options, false);
+  return load(path, options, false, {});
 }
 
 LoadedTrace load_requests(const std::filesystem::path& path, ReaderOptions options) {
-  return load(path, options, true);
+  return load(path, options, true, {});
+}
+
+LoadedTrace load_requests(const std::filesystem::path& path, ReaderOptions options,
+                          const std::function<bool(const Exchange&)>& enough) {
+  return load(path, options, true, enough);
 }
 
 }  // namespace retrace

@@ -277,6 +277,13 @@ bool matches_filter(const Exchange& exchange, std::string_view filter);
 // How many of `exchanges` record rejected itself (ErrorKind rejected): select_exchanges skips them.
 std::size_t rejected_by_record(const std::vector<Exchange>& exchanges);
 
+// What replay can stop reading its input at: a predicate for load_requests that turns true once
+// --limit exchanges it would send (not rejected by record) have been read, when nothing that comes
+// before --limit in the order of selection needs the rest of the trace (no --filter, time window,
+// --sample-sessions, --shard or --start-at: a shard's input identity and clock are the whole
+// trace's). Empty (read it all) otherwise. --limit 100 on a million-exchange trace reads 100.
+std::function<bool(const Exchange&)> enough_input(const Options& options);
+
 // Input positions to replay, in input order, without the requests record rejected, after filters, window, session sample, shard (by
 // position, or by session when `by_session`) and limit; then cycled to --requests.
 std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,

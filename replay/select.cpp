@@ -2,6 +2,7 @@
 // sample, shards, --limit and --requests (the order is in replay/replay.hpp); idle-gap capping.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -73,10 +74,25 @@ void validate_trace_controls(const Options& options) {
     throw std::invalid_argument("--duration must be above 0");
 }
 
+namespace {
+
+// Requests record rejected itself (400/413/431 answered by record) never reached a server.
+bool rejected(const Exchange& exchange) { return exchange.error.kind == ErrorKind::rejected; }
+
+}  // namespace
+
 std::size_t rejected_by_record(const std::vector<Exchange>& exchanges) {
-  return static_cast<std::size_t>(std::count_if(exchanges.begin(), exchanges.end(), [](const Exchange& e) {
-    return e.error.kind == ErrorKind::rejected;
-  }));
+  return static_cast<std::size_t>(std::count_if(exchanges.begin(), exchanges.end(), rejected));
+}
+
+std::function<bool(const Exchange&)> enough_input(const Options& options) {
+  if (!options.limit || !options.filters.empty() || options.window_from || options.window_to ||
+      options.sample_sessions || options.shard_count > 1 || options.start_at_unix_ns)
+    return {};
+  return [limit = *options.limit, sendable = std::size_t{0}](const Exchange& exchange) mutable {
+    if (!rejected(exchange)) ++sendable;
+    return sendable >= limit;
+  };
 }
 
 std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
@@ -114,7 +130,7 @@ std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges
   std::size_t position = 0;
   for (std::size_t i = 0; i < exchanges.size(); ++i) {
     const auto& exchange = exchanges[i];
-    if (exchange.error.kind == ErrorKind::rejected) continue;  // it never reached a server
+    if (rejected(exchange)) continue;
     bool keep = std::all_of(options.filters.begin(), options.filters.end(),
                             [&](const std::string& f) { return matches_filter(exchange, f); });
     if (!keep || (windowed && !in_window(i)) || (options.sample_sessions && !sampled(i))) continue;

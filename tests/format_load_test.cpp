@@ -84,3 +84,24 @@ TEST_CASE("load_requests reports a torn tail as load_trace does") {
   CHECK(requests.recovery.torn == whole.recovery.torn);
   CHECK(requests.recovery.dropped_bytes == whole.recovery.dropped_bytes);
 }
+
+TEST_CASE("load_requests with a stop reads as far as it asks, keeping the exchange it stopped at") {
+  TempDir dir;
+  {
+    TraceWriter writer(dir / "t.rtrace", TraceHeader{}, WriterOptions{.flush_every = 2});
+    for (std::uint64_t id = 0; id < 9; ++id) writer.write(recorded_exchange(id));
+    writer.close();
+  }
+  std::vector<std::uint64_t> seen;
+  LoadedTrace first = load_requests(dir / "t.rtrace", {}, [&](const Exchange& exchange) {
+    seen.push_back(exchange.id);
+    return exchange.id == 3;
+  });
+  CHECK(seen == std::vector<std::uint64_t>{0, 1, 2, 3});
+  REQUIRE(first.exchanges.size() == 4);
+  LoadedTrace whole = load_requests(dir / "t.rtrace");
+  for (std::size_t i = 0; i < 4; ++i) CHECK(first.exchanges[i] == whole.exchanges[i]);
+  CHECK(first.recovery.clean());
+  // A stop that never says so reads it all.
+  CHECK(load_requests(dir / "t.rtrace", {}, [](const Exchange&) { return false; }).exchanges.size() == 9);
+}

@@ -261,3 +261,43 @@ TEST_CASE("requests record rejected are never selected and do not take a shard p
   CHECK(boost::json::parse(settings_json(counted)).as_object().at("skipped_rejected").to_number<double>() == 1);
   CHECK_FALSE(boost::json::parse(settings_json(Options{})).as_object().contains("skipped_rejected"));
 }
+
+TEST_CASE("with --limit alone replay reads only the trace's first sendable exchanges, and selects from them what it selects from all") {
+  // Exchanges 1 and 4 were rejected by record: they are read but not counted.
+  std::vector<Exchange> exchanges;
+  for (std::uint64_t id = 0; id < 8; ++id) {
+    exchanges.push_back(sent_at(id, static_cast<std::int64_t>(id)));
+    if (id == 1 || id == 4) exchanges.back().error = {ErrorKind::rejected, "413 by record"};
+  }
+  for (std::size_t limit = 1; limit <= 7; ++limit) {
+    Options options;
+    options.limit = limit;
+    options.requests = 9;  // cycles what --limit left, from the part read as from the whole
+    auto enough = enough_input(options);
+    REQUIRE(enough);
+    std::vector<Exchange> read;
+    for (const auto& exchange : exchanges) {
+      read.push_back(exchange);
+      if (enough(exchange)) break;
+    }
+    INFO("limit " << limit << ", read " << read.size());
+    const std::vector<std::size_t> read_through{1, 3, 4, 6, 7, 8, 8};  // the limit-th sendable, 1-based
+    CHECK(read.size() == read_through[limit - 1]);
+    CHECK(select_exchanges(read, options, false) == select_exchanges(exchanges, options, false));
+  }
+  // Every control that comes before --limit, or a shard's identity, needs the whole trace.
+  Options options;
+  CHECK_FALSE(enough_input(options));
+  options.limit = 2;
+  auto needs_all = [&](auto change) {
+    Options changed = options;
+    change(changed);
+    return !enough_input(changed);
+  };
+  CHECK(needs_all([](Options& o) { o.filters = {"path:/v1/*"}; }));
+  CHECK(needs_all([](Options& o) { o.window_from = 1s; }));
+  CHECK(needs_all([](Options& o) { o.window_to = 1s; }));
+  CHECK(needs_all([](Options& o) { o.sample_sessions = 0.5; }));
+  CHECK(needs_all([](Options& o) { o.shard_count = 2; }));
+  CHECK(needs_all([](Options& o) { o.start_at_unix_ns = 1; }));
+}
