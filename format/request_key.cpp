@@ -17,8 +17,16 @@ namespace retrace {
 
 namespace {
 
+// The text Boost.JSON prints for what `serializer` was reset to, appended to `out`. One serializer
+// and a stack buffer serve a whole key: boost::json::serialize would return a new string for every
+// object key and scalar (half of a short request's key).
+void append_serialized(boost::json::serializer& serializer, std::string& out) {
+  char buffer[256];
+  while (!serializer.done()) out.append(serializer.read(buffer, sizeof buffer));
+}
+
 // JSON with object keys sorted recursively and no whitespace; scalars as Boost.JSON prints them.
-void write_canonical(const boost::json::value& value, std::string& out) {
+void write_canonical(const boost::json::value& value, boost::json::serializer& serializer, std::string& out) {
   switch (value.kind()) {
     case boost::json::kind::object: {
       const auto& object = value.get_object();
@@ -32,9 +40,10 @@ void write_canonical(const boost::json::value& value, std::string& out) {
       for (const auto* member : members) {
         if (!first) out += ',';
         first = false;
-        out += boost::json::serialize(boost::json::string_view(member->key()));
+        serializer.reset(member->key());
+        append_serialized(serializer, out);
         out += ':';
-        write_canonical(member->value(), out);
+        write_canonical(member->value(), serializer, out);
       }
       out += '}';
       break;
@@ -45,13 +54,14 @@ void write_canonical(const boost::json::value& value, std::string& out) {
       for (const auto& element : value.get_array()) {
         if (!first) out += ',';
         first = false;
-        write_canonical(element, out);
+        write_canonical(element, serializer, out);
       }
       out += ']';
       break;
     }
     default:
-      out += boost::json::serialize(value);
+      serializer.reset(&value);
+      append_serialized(serializer, out);
   }
 }
 
@@ -65,12 +75,17 @@ RequestKey request_key(std::string_view method, std::string_view target, std::st
   XXH3_128bits_update(&state, &kSeparator, 1);
   XXH3_128bits_update(&state, target.data(), target.size());
   XXH3_128bits_update(&state, &kSeparator, 1);
+  // The parsed body lives in a stack buffer (and spills to the heap past it): a request's many
+  // small nodes are not each allocated and freed.
+  unsigned char nodes[4096];
+  boost::json::monotonic_resource resource(nodes, sizeof nodes);
   boost::json::error_code error;
-  boost::json::value parsed = boost::json::parse(body, error);
+  boost::json::value parsed = boost::json::parse(body, error, &resource);
   if (!error && !body.empty()) {
     std::string canonical;
     canonical.reserve(body.size());
-    write_canonical(parsed, canonical);
+    boost::json::serializer serializer;
+    write_canonical(parsed, serializer, canonical);
     XXH3_128bits_update(&state, canonical.data(), canonical.size());
   } else {
     XXH3_128bits_update(&state, body.data(), body.size());
