@@ -9,8 +9,11 @@ namespace json = boost::json;
 
 std::string set_streaming(std::string_view body, Dialect dialect, bool stream) {
   if (dialect != Dialect::openai_completions && dialect != Dialect::openai_chat) return std::string(body);
+  // Most bodies come back unchanged: parsed into a stack buffer, not node by node on the heap.
+  unsigned char nodes[4096];
+  json::monotonic_resource resource(nodes, sizeof nodes);
   json::error_code ec;
-  json::value parsed = json::parse(body, ec);
+  json::value parsed = json::parse(body, ec, &resource);
   if (ec || !parsed.is_object()) return std::string(body);
   json::object& object = parsed.get_object();
   const json::value* current = object.if_contains("stream");
