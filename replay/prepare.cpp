@@ -4,15 +4,15 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
-#include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/message.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
+#include <boost/beast/core/buffers_range.hpp>
+#include <boost/beast/http/span_body.hpp>
+#include <boost/beast/http/fields.hpp>
 #include <boost/json.hpp>
 
 #include "llm/json_fields.hpp"
@@ -44,14 +44,21 @@ std::string with_model(const std::string& body, llm::Dialect dialect, const std:
 }  // namespace
 
 std::string wire_head(const Prepared& prepared, std::string_view body) {
-  http::request<http::string_body> request{prepared.verb, prepared.target, 11};
+  // The body is only measured (a span of it, not a copy), and the head is Beast's own fields
+  // writer's bytes, appended: what `ostream << request.base()` printed, without a stream and its
+  // locale per request.
+  http::request<http::span_body<const char>> request{prepared.verb, prepared.target, 11};
   for (const auto& header : prepared.headers) request.insert(header.name, header.value);
   request.keep_alive(true);
-  request.body() = body;
+  request.body() = {body.data(), body.size()};
   if (!body.empty() || prepared.verb == http::verb::post) request.prepare_payload();
-  std::ostringstream head;
-  head << request.base();
-  return std::move(head).str();
+  http::fields::writer writer{request.base(), request.version(), request.method()};
+  const auto buffers = writer.get();
+  std::string head;
+  head.reserve(boost::beast::buffer_bytes(buffers));
+  for (auto buffer : boost::beast::buffers_range_ref(buffers))
+    head.append(static_cast<const char*>(buffer.data()), buffer.size());
+  return head;
 }
 
 std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vector<std::size_t>& chosen,
@@ -63,7 +70,7 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
   for (const auto& header : options.headers) overridden.insert(lower(header.name));
   if (options.api_key) overridden.insert("authorization");
 
-  std::unordered_map<std::size_t, std::size_t> copies;
+  std::vector<std::size_t> copies(input.exchanges.size());  // how often each input was prepared
   for (auto index : chosen) {
     const auto& source = input.exchanges[index];
     Prepared p;
