@@ -56,12 +56,16 @@ std::string joined(const std::vector<std::string>& items) {
 // What the chosen exchanges' inference bodies name as their model ("" for none).
 std::set<std::string> requested_models(const LoadedTrace& input, const Options& options) {
   std::set<std::string> models;
+  unsigned char nodes[4096];
+  json::monotonic_resource resource(nodes, sizeof nodes);
   bool sessions = options.sessions || options.live_sessions;
   for (auto index : select_exchanges(input.exchanges, options, sessions)) {
     const auto& request = input.exchanges[index].request;
     if (!is_inference_dialect(llm::detect_dialect(request.target, request.body))) continue;
+    // Into a stack buffer, reused: only the model is read, from every chosen request.
+    resource.release();
     json::error_code ec;
-    auto body = json::parse(request.body, ec);
+    auto body = json::parse(request.body, ec, &resource);
     if (ec || !body.is_object()) continue;
     auto model = llm::string_field(body.get_object(), "model");
     models.insert(model ? std::string(*model) : "");
