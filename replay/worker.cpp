@@ -228,7 +228,7 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
   } catch (const std::exception& e) {
     flight.failure = e.what();
   }
-  auto answer = finish(flight);
+  auto answer = finish(flight, answers != nullptr);
   give_decoder(std::move(flight.decoder));
   co_return answer;
 }
@@ -252,6 +252,7 @@ Exchange Worker::describe_request(const Prepared& prepared, std::int64_t intende
   exchange.session_id = source.session_id;
   exchange.expected = source.expected;
   // The input's own labels (a dataset's `id`, ...) stay; the run's labels win on a clash.
+  exchange.labels.reserve(source.labels.size() + shared_.exchange_labels.size());
   exchange.labels = source.labels;
   for (const auto& label : shared_.exchange_labels) {
     auto same = std::find_if(exchange.labels.begin(), exchange.labels.end(),
@@ -449,8 +450,8 @@ bool Worker::settle_content(Flight& flight) {
 }
 
 // Classifies the outcome, counts it and hands the exchange to the writer. Returns choice 0's text
-// when the exchange completed.
-std::optional<std::string> Worker::finish(Flight& flight) {
+// when the exchange completed and `want_answer` (live sessions substitute it in later turns).
+std::optional<std::string> Worker::finish(Flight& flight, bool want_answer) {
   auto& exchange = flight.exchange;
   auto& ec = flight.ec;
   std::optional<std::string> answer;
@@ -473,7 +474,7 @@ std::optional<std::string> Worker::finish(Flight& flight) {
     auto excerpt = exchange.response.streamed ? std::string() : exchange.response.body.substr(0, 200);
     exchange.error.message = "HTTP " + std::to_string(exchange.response.status) +
                              (excerpt.empty() ? "" : ": " + excerpt);
-  } else if (!exchange.choices.empty()) {
+  } else if (want_answer && !exchange.choices.empty()) {
     answer = llm::choice_text(exchange.choices.front());
   }
 

@@ -153,7 +153,7 @@ class Worker {
   boost::asio::awaitable<void> read_body(Flight& flight, net::UpstreamConnection& connection,
                                          ResponseParser& parser, char* buffer);
   bool settle_content(Flight& flight);
-  std::optional<std::string> finish(Flight& flight);
+  std::optional<std::string> finish(Flight& flight, bool want_answer);
 
   void stamp_send(Flight& flight) const;
   boost::asio::awaitable<bool> wait_until(std::int64_t offset_ns);
