@@ -13,10 +13,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TRACE_SIZE=${TRACE_SIZE:-200000}
 LIMIT=${LIMIT:-140000}
 ROUNDS=${ROUNDS:-3}
-WORK=$(mktemp -d /tmp/retrace-bench-startup.XXXXXX)
-SERVER_PID=""
-cleanup() { [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
-trap cleanup EXIT
+. "$ROOT/bench/lib.sh"
+bench_workdir bench-startup
 HZ=$(getconf CLK_TCK)
 
 python3 - "$WORK/short.jsonl" "$TRACE_SIZE" <<'PY'
@@ -26,16 +24,10 @@ with open(sys.argv[1], "w") as out:
     for i in range(int(sys.argv[2])):
         out.write(json.dumps({"request": body}) + "\n")
 PY
-"$1" import "$WORK/short.jsonl" --endpoint completions --out "$WORK/short.rtrace" >/dev/null
-taskset -c 0 "$1" serve --listen 127.0.0.1:0 --latency-model off >"$WORK/serve.out" 2>&1 &
-SERVER_PID=$!
-URL=""
-for _ in $(seq 1 100); do
-  URL=$(grep -m1 -oE 'http://[0-9.:]+' "$WORK/serve.out" 2>/dev/null || true)
-  [[ -n "$URL" ]] && break
-  sleep 0.1
-done
-[[ -n "$URL" ]] || { echo "serve did not start" >&2; exit 1; }
+"$1" import "$WORK/short.jsonl" --endpoint completions --out "$WORK/short.rtrace" >/dev/null 2>"$WORK/import.err"
+taskset -c 0 "$1" serve --listen 127.0.0.1:0 --latency-model off >"$WORK/serve.out" 2>"$WORK/serve.err" &
+PIDS+=($!)
+URL=$(url_of serve)
 
 thread_ticks() { local line; read -r line <"/proc/$1/task/$1/stat" || return 1; set -- ${line##*) }; echo $(( ${12} + ${13} )); }
 echo "machine: $(nproc) cores; input $TRACE_SIZE exchanges, $LIMIT sent per run, server on core 0, client on core 1"
