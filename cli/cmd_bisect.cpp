@@ -92,7 +92,8 @@ int run_bisect_command(BisectArgs& args) {
     if (args.range.empty()) throw std::invalid_argument("--over concurrency needs --range FROM..TO");
     need_replay("concurrency");
     levels = sweep::parse_range(args.range);
-    trace = load_requests(args.trace);
+    trace = replay::load_input(args.trace, sweep::to_replay_options(args.replay, args.target, 1, {}),
+                               std::cerr, "bisect");
     // Once for every probe, before any traffic: the target stays the same along this axis.
     checked = std::make_shared<const replay::Preflight>(
         replay::preflight(*trace, sweep::to_replay_options(args.replay, args.target, 1, {})));
@@ -134,7 +135,8 @@ int run_bisect_command(BisectArgs& args) {
       throw std::invalid_argument("--over values needs --run 'CMD {}' (run before each probe, {} "
                                   "replaced by the value)");
     need_replay("values");
-    trace = load_requests(args.trace);
+    trace = replay::load_input(args.trace, sweep::to_replay_options(args.replay, args.target, 1, {}),
+                               std::cerr, "bisect");
     dir = make_out_dir(args.out, args.force);
     for (std::size_t index = 0; index < values.size(); ++index)
       check_output_file(dir / probe_file(index, values[index]), {args.trace}, true, "--out");

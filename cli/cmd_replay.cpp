@@ -174,14 +174,7 @@ int run(const ReplayArgs& args) {
   if (args.repeat < 1) throw std::invalid_argument("--repeat must be at least 1");
   for (int k = 1; k <= args.repeat; ++k)
     check_output_file(replay::repeat_path(args.out, k, args.repeat), {args.input}, args.force, "--out");
-  // The responses it recorded are not needed to send it again; with --limit alone, neither is
-  // anything after the first N it sends.
-  auto input = load_requests(args.input, {}, replay::enough_input(options));
-  if (!input.recovery.clean())
-    std::cerr << "retrace: warning: " << args.input << ": " << describe(input.recovery)
-              << "; replaying the " << input.exchanges.size() << " readable exchanges\n";
-  if (input.exchanges.empty())
-    throw std::invalid_argument(args.input + " holds no exchanges to replay");
+  auto input = replay::load_input(args.input, options, std::cerr, "retrace");
   if (options.schedule.kind == replay::ScheduleKind::concurrency && options.schedule.concurrency == 0)
     options.schedule.concurrency =
         static_cast<int>(std::max(input.exchanges.size(), options.requests.value_or(0)));

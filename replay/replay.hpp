@@ -52,6 +52,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -283,6 +284,13 @@ std::size_t rejected_by_record(const std::vector<Exchange>& exchanges);
 // --sample-sessions, --shard or --start-at: a shard's input identity and clock are the whole
 // trace's). Empty (read it all) otherwise. --limit 100 on a million-exchange trace reads 100.
 std::function<bool(const Exchange&)> enough_input(const Options& options);
+
+// The trace to replay, as replay, sweep and bisect read it: its requests only (load_requests), as
+// far as enough_input(options) needs. A damaged or torn input is named on `warnings` ("PREFIX:
+// warning: PATH: what was lost; replaying the N readable exchanges"); one that holds no readable
+// exchange throws invalid_argument.
+LoadedTrace load_input(const std::string& path, const Options& options, std::ostream& warnings,
+                       std::string_view prefix);
 
 // Input positions to replay, in input order, without the requests record rejected, after filters, window, session sample, shard (by
 // position, or by session when `by_session`) and limit; then cycled to --requests.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -93,6 +94,16 @@ std::function<bool(const Exchange&)> enough_input(const Options& options) {
     if (!rejected(exchange)) ++sendable;
     return sendable >= limit;
   };
+}
+
+LoadedTrace load_input(const std::string& path, const Options& options, std::ostream& warnings,
+                       std::string_view prefix) {
+  auto input = load_requests(path, {}, enough_input(options));
+  if (!input.recovery.clean())
+    warnings << prefix << ": warning: " << path << ": " << describe(input.recovery) << "; replaying the "
+             << input.exchanges.size() << " readable exchanges\n";
+  if (input.exchanges.empty()) throw std::invalid_argument(path + " holds no exchanges to replay");
+  return input;
 }
 
 std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <ostream>
 #include <stdexcept>
@@ -68,9 +69,10 @@ void attach_expected(LoadedTrace& run, const LoadedTrace& input,
 }
 
 std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, const SweepIo& io) {
-  LoadedTrace input = load_requests(plan.trace);
-  if (input.exchanges.empty())
-    throw std::runtime_error(plan.trace + ": the trace holds no exchanges to replay");
+  // Every run selects the same exchanges (only the schedule differs): read as replay reads.
+  LoadedTrace input = replay::load_input(
+      plan.trace, to_replay_options(plan.replay, plan.target, schedule_at(plan, plan.runs.front().level), {}),
+      io.log ? *io.log : std::cerr, "sweep");
   // Check every run's options before any traffic flows: a bad flag fails at once, not at run 7.
   for (const auto& run : plan.runs)
     to_replay_options(plan.replay, plan.target, schedule_at(plan, run.level), {});

@@ -2,7 +2,8 @@
 # replay --limit N reads only as far into its input as the first N exchanges it sends (a smoke run
 # of a large trace does not read it all): a trace torn at its end replays its first 10 with no
 # warning, while a run that must read it all (a --filter, or no --limit) warns of the torn tail
-# and replays what it could read.
+# and replays what it could read. sweep and bisect read their input the same way, and name a
+# damaged one as replay does.
 . "$(dirname "$0")/lib.sh"
 
 start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
@@ -36,4 +37,16 @@ check_eq "$(jq -r .completed "$WORK/all.json")" "$readable" "completed, read who
 # The first 10 sent are the same requests either way.
 keys() { "$RETRACE" export "$1" | jq -r 'select(.exchange) | .exchange.source_id' | sort -n | head -10 | paste -sd, -; }
 check_eq "$(keys "$WORK/first.rtrace")" "$(keys "$WORK/filtered.rtrace")" "source ids of the first 10"
-echo "replay --limit reads only what it sends: ok"
+
+"$RETRACE" sweep "$WORK/many.rtrace" --target "$SIM_URL" --concurrency 1,2 --repeat 1 --limit 4 \
+  --out "$WORK/sweep" >/dev/null 2>"$WORK/sweep.err"
+check_eq "$(grep -c 'warning' "$WORK/sweep.err")" 0 "sweep's warnings when only the first 4 are read"
+check_contains "$WORK/sweep.err" "4 requests, 0 errors" "sweep's runs of 4"
+"$RETRACE" sweep "$WORK/many.rtrace" --target "$SIM_URL" --concurrency 1,2 --repeat 1 --limit 4 \
+  --filter 'path:/v1/*' --out "$WORK/sweep-filtered" >/dev/null 2>"$WORK/sweep-filtered.err"
+check_contains "$WORK/sweep-filtered.err" "sweep: warning: " "sweep names the torn tail"
+check_contains "$WORK/sweep-filtered.err" "readable exchanges" "sweep says what it replays"
+"$RETRACE" bisect --over concurrency --range 1..2 --trace "$WORK/many.rtrace" --target "$SIM_URL" \
+  --limit 4 --filter 'path:/v1/*' --out "$WORK/bisect" >/dev/null 2>"$WORK/bisect.err"
+check_contains "$WORK/bisect.err" "bisect: warning: " "bisect names the torn tail"
+echo "replay, sweep and bisect read only what they send, and name a damaged input: ok"
