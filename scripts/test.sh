@@ -35,8 +35,11 @@ if [[ "${RETRACE_SKIP_REAL:-}" == 1 ]]; then
   echo "== test: real engine skipped (RETRACE_SKIP_REAL=1)"
   exit $status
 fi
-# Build llama-server first (once per machine) only when a real-engine test is selected.
-if (cd build/release && ctest -N -L real "$@" | grep -q '^  Test'); then
+# Build llama-server first (once per machine) only when a real-engine test is selected. grep -c
+# reads the whole list: `grep -q` stopped at the first match, ctest then died of SIGPIPE, and
+# under pipefail the real-engine tests were skipped in silence (seen once in a clean clone).
+real_tests=$(cd build/release && ctest -N -L real "$@" | grep -c '^  Test' || true)
+if (( real_tests > 0 )); then
   echo "== build: llama-server (cached after the first time)"
   started=$SECONDS
   scripts/llama-server.sh build >/dev/null && scripts/llama-server.sh model >/dev/null
