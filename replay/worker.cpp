@@ -16,6 +16,7 @@
 
 #include "net/content_coding.hpp"
 #include "net/errors.hpp"
+#include "net/response_reader.hpp"
 
 namespace retrace::replay {
 
@@ -333,14 +334,9 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
     ResponseParser parser;
     parser.body_limit(boost::none);
     parser.header_limit(64 * 1024);
-    // Parse every chunk already buffered into the body buffer in one read: not eager, Beast
-    // returns after each chunk, and a token stream is one chunk per token.
-    parser.eager(true);
     if (!ec) {
       flight.phase = net::Phase::read_header;
-      std::tie(ec, std::ignore) = co_await connection->visit([&](auto& stream) {
-        return http::async_read_header(stream, connection->buffer(), parser, kTuple);
-      });
+      ec = co_await net::read_response_part(*connection, parser, true);
     }
     if (ec && reused && attempt == 0 && !stopping_ && !watchdog->timed_out &&
         (flight.phase == net::Phase::write_request || ec == http::error::end_of_stream ||
@@ -407,9 +403,7 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
   while (!parser.is_done()) {
     parser.get().body().data = buffer;
     parser.get().body().size = kReadBufferBytes;
-    std::tie(ec, std::ignore) = co_await connection.visit([&](auto& stream) {
-      return http::async_read_some(stream, connection.buffer(), parser, kTuple);
-    });
+    ec = co_await net::read_response_part(connection, parser, false);
     if (ec == http::error::need_buffer) ec = {};
     auto got = kReadBufferBytes - parser.get().body().size;
     if (got > 0) {

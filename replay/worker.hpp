@@ -34,6 +34,7 @@
 
 #include "llm/llm.hpp"
 #include "net/connection.hpp"
+#include "net/response_reader.hpp"
 #include "replay/prepare.hpp"
 
 namespace retrace::replay {
@@ -131,7 +132,7 @@ class Worker {
   bool past_duration(std::int64_t intended_ns) const;
 
  private:
-  using ResponseParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
+  using ResponseParser = net::ResponsePartParser;
   class Hooks;
 
   boost::asio::awaitable<void> run_chain(std::size_t chain_index, bool closed_loop);

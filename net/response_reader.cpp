@@ -1,0 +1,51 @@
+// See net/response_reader.hpp.
+#include "net/response_reader.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <tuple>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/error.hpp>
+
+namespace retrace::net {
+
+namespace http = beast::http;
+
+asio::awaitable<error_code> read_response_part(UpstreamConnection& connection,
+                                               ResponsePartParser& parser, bool head_only) {
+  auto& buffer = connection.buffer();
+  parser.eager(!head_only);
+  error_code ec;
+  for (;;) {
+    if (buffer.size() > 0) {
+      auto room = head_only ? 0 : parser.get().body().size;
+      buffer.consume(parser.put(buffer.data(), ec));
+      if (ec != http::error::need_more) co_return ec;  // a part, the body buffer full, or an error
+      if (!head_only && parser.get().body().size < room) co_return error_code{};
+      ec = {};
+    }
+    // Sized as Beast sizes a read: the buffer's free room, at least 512 bytes, at most 64 KiB.
+    auto size = buffer.size();
+    auto want = std::min(std::max<std::size_t>(512, buffer.capacity() - size),
+                         std::min<std::size_t>(64 * 1024, buffer.max_size() - size));
+    if (want == 0) co_return http::error::buffer_overflow;
+    std::size_t got = 0;
+    std::tie(ec, got) = co_await connection.visit([&](auto& stream) {
+      return stream.async_read_some(buffer.prepare(want), asio::as_tuple(asio::use_awaitable));
+    });
+    buffer.commit(got);
+    if (ec == asio::error::eof) {
+      // Before any byte of the response, the connection was closed under us (a stale keep-alive
+      // one); after some, a response without a length ends where the connection does.
+      if (!parser.got_some()) co_return http::error::end_of_stream;
+      ec = {};
+      parser.put_eof(ec);
+      co_return ec;
+    }
+    if (ec) co_return ec;
+  }
+}
+
+}  // namespace retrace::net
