@@ -43,7 +43,7 @@ std::string with_model(const std::string& body, llm::Dialect dialect, const std:
 
 }  // namespace
 
-std::string wire_head(const Prepared& prepared, std::string_view body) {
+std::string wire_head(const PreparedRequest& prepared, std::string_view body) {
   // The body is only measured (a span of it, not a copy), and the head is Beast's own fields
   // writer's bytes, appended: what `ostream << request.base()` printed, without a stream and its
   // locale per request.
@@ -71,11 +71,15 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
   if (options.api_key) overridden.insert("authorization");
 
   std::vector<std::size_t> copies(input.exchanges.size());  // how often each input was prepared
+  std::vector<std::shared_ptr<const PreparedRequest>> first(input.exchanges.size());
   for (auto index : chosen) {
+    auto cycle = copies[index]++;
+    if (cycle > 0) {  // a copy: preparation depends on the input exchange and the options only
+      prepared.push_back({index, cycle, first[index]});
+      continue;
+    }
     const auto& source = input.exchanges[index];
-    Prepared p;
-    p.input_index = index;
-    p.cycle = copies[index]++;
+    PreparedRequest p;
     p.method = source.request.method.empty() ? "POST" : source.request.method;
     p.verb = http::string_to_verb(p.method);
     if (p.verb == http::verb::unknown)
@@ -133,7 +137,8 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
       // Left empty: each send builds it again, and the exchange records why it cannot be sent
       // (Beast refuses a header value over 64 KiB, a TRACE with a body).
     }
-    prepared.push_back(std::move(p));
+    first[index] = std::make_shared<const PreparedRequest>(std::move(p));
+    prepared.push_back({index, cycle, first[index]});
   }
   return prepared;
 }

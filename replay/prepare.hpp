@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,9 +19,7 @@ namespace retrace::replay {
 
 // A request as it goes out, and the parts of its record that do not change from one send to the
 // next (worked out once here, not per send: bench/RESULTS.md, replay non-streaming).
-struct Prepared {
-  std::size_t input_index = 0;
-  std::size_t cycle = 0;  // --requests: how many earlier copies of this input exchange were prepared
+struct PreparedRequest {
   boost::beast::http::verb verb = boost::beast::http::verb::post;
   std::string method;
   std::string target;               // joined with the base path
@@ -31,10 +30,19 @@ struct Prepared {
   std::string head;  // wire_head of `body`; empty when that threw
 };
 
+// One send of an input exchange. --requests sends an input exchange again and again: every copy
+// shares its one PreparedRequest (a copy each cost ~600 bytes and a preparation per send:
+// bench/RESULTS.md, session 10).
+struct Prepared {
+  std::size_t input_index = 0;
+  std::size_t cycle = 0;  // --requests: how many earlier copies of this input exchange were prepared
+  std::shared_ptr<const PreparedRequest> request;
+};
+
 // The wire form of a request up to its body (the request line, the headers and, for a body or
 // a POST, its Content-Length; keep-alive), as Beast serialises it. Throws what Beast throws for
 // a request it cannot send.
-std::string wire_head(const Prepared& prepared, std::string_view body);
+std::string wire_head(const PreparedRequest& prepared, std::string_view body);
 
 // One session's requests (a single request without --sessions), run one after the other.
 struct Chain {

@@ -206,8 +206,9 @@ asio::awaitable<void> Worker::run_chain(std::size_t chain_index, bool closed_loo
 asio::awaitable<std::optional<std::string>> Worker::run_exchange(
     std::size_t prepared_index, std::int64_t intended_ns,
     const std::vector<std::optional<std::string>>* answers) {
-  const Prepared& prepared = shared_.prepared[prepared_index];
-  auto record = describe_request(prepared, intended_ns, answers);
+  const Prepared& send = shared_.prepared[prepared_index];
+  const PreparedRequest& prepared = *send.request;
+  auto record = describe_request(send, intended_ns, answers);
   auto dialect = llm::detect_dialect(record.request.target, record.request.body);
   Flight flight(std::move(record), shared_.clock, take_decoder(dialect));
   // An exception here would otherwise end the detached chain and lose the exchange: it is
@@ -236,7 +237,7 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
 #pragma GCC diagnostic pop
 
 // The head worked out once at preparation, unless live-session answers changed the body.
-const std::string& Worker::request_head(Flight& flight, const Prepared& prepared,
+const std::string& Worker::request_head(Flight& flight, const PreparedRequest& prepared,
                                         const std::vector<std::optional<std::string>>* answers) {
   if (!prepared.head.empty() && !changes_body(answers)) return prepared.head;
   flight.head = wire_head(prepared, flight.exchange.request.body);
@@ -245,9 +246,10 @@ const std::string& Worker::request_head(Flight& flight, const Prepared& prepared
 
 // The record of the request as sent: the input's identity and labels, this run's body (with
 // live-session answers), secret header values redacted, and the key of what was sent.
-Exchange Worker::describe_request(const Prepared& prepared, std::int64_t intended_ns,
+Exchange Worker::describe_request(const Prepared& send, std::int64_t intended_ns,
                                   const std::vector<std::optional<std::string>>* answers) const {
-  const Exchange& source = shared_.input.exchanges[prepared.input_index];
+  const Exchange& source = shared_.input.exchanges[send.input_index];
+  const PreparedRequest& prepared = *send.request;
   Exchange exchange;
   exchange.source_id = source.id;
   exchange.session_id = source.session_id;

@@ -143,11 +143,11 @@ class Worker {
       std::size_t prepared_index, std::int64_t intended_ns,
       const std::vector<std::optional<std::string>>* answers);
   // run_exchange's steps, in order.
-  Exchange describe_request(const Prepared& prepared, std::int64_t intended_ns,
+  Exchange describe_request(const Prepared& send, std::int64_t intended_ns,
                             const std::vector<std::optional<std::string>>* answers) const;
-  // `head` and `body` are the request's bytes as sent (Prepared::head, or wire_head of a body
+  // `head` and `body` are the request's bytes as sent (PreparedRequest::head, or wire_head of a body
   // with live-session answers).
-  static const std::string& request_head(Flight& flight, const Prepared& prepared,
+  static const std::string& request_head(Flight& flight, const PreparedRequest& prepared,
                                          const std::vector<std::optional<std::string>>* answers);
   boost::asio::awaitable<void> stream(Flight& flight, const std::string& head, const std::string& body);
   boost::asio::awaitable<bool> connect(Flight& flight, net::UpstreamConnection& connection);

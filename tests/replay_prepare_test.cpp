@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "net/url.hpp"
 #include "replay/prepare.hpp"
+#include "replay/replay.hpp"
 
 using namespace retrace;
 
@@ -28,7 +30,7 @@ TEST_CASE("a prepared request's head is the bytes Beast prints for the whole req
       {http::verb::get, "/with-body", {{"Host", "h"}, {"Transfer-Encoding", "chunked"}}, "abc"},
   };
   for (const auto& c : cases) {
-    replay::Prepared prepared;
+    replay::PreparedRequest prepared;
     prepared.verb = c.verb;
     prepared.target = c.target;
     prepared.headers = c.headers;
@@ -43,8 +45,50 @@ TEST_CASE("a prepared request's head is the bytes Beast prints for the whole req
     CHECK(replay::wire_head(prepared, c.body) == printed.str());
   }
   // What Beast refuses to send, the head refuses too.
-  replay::Prepared trace;
+  replay::PreparedRequest trace;
   trace.verb = http::verb::trace;
   trace.target = "/";
   CHECK_THROWS(replay::wire_head(trace, "a body"));
+}
+
+TEST_CASE("the copies --requests makes of an input exchange share one prepared request") {
+  LoadedTrace input;
+  for (int i = 0; i < 2; ++i) {
+    Exchange exchange;
+    exchange.id = static_cast<std::uint64_t>(i);
+    exchange.request.method = "POST";
+    exchange.request.target = "/v1/completions";
+    exchange.request.headers = {{"Authorization", "Bearer recorded"}, {"X-Trace", std::to_string(i)}};
+    exchange.request.body = R"({"model":"m","prompt":"question )" + std::to_string(i) + R"(","max_tokens":4})";
+    input.exchanges.push_back(exchange);
+  }
+  replay::Options options;
+  options.requests = 5;
+  options.stream = true;
+  options.set = {{"temperature", "0"}};
+  replay::Preflight checked;
+  checked.url = net::parse_url("http://127.0.0.1:9");
+  auto chosen = replay::select_exchanges(input.exchanges, options, false);
+  REQUIRE(chosen == std::vector<std::size_t>{0, 1, 0, 1, 0});
+  auto sends = replay::prepare_requests(input, chosen, options, checked);
+  REQUIRE(sends.size() == 5);
+  for (std::size_t i = 0; i < sends.size(); ++i) {
+    INFO("send " << i);
+    CHECK(sends[i].input_index == i % 2);
+    CHECK(sends[i].cycle == i / 2);
+    REQUIRE(sends[i].request != nullptr);
+    // Each copy is the request its input exchange prepares to, once: the same object.
+    CHECK(sends[i].request == sends[i % 2].request);
+  }
+  // What the one preparation made of each input (the copies send exactly this).
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& request = *sends[i].request;
+    CHECK(request.body == R"({"model":"m","prompt":"question )" + std::to_string(i) +
+                              R"(","max_tokens":4,"stream":true,"stream_options":{"include_usage":true},"temperature":0})");
+    CHECK(request.key == request_key("POST", request.target, request.body));
+    CHECK(request.head == replay::wire_head(request, request.body));
+    CHECK(request.head.find("X-Trace: " + std::to_string(i)) != std::string::npos);
+    CHECK(request.head.find("recorded") == std::string::npos);  // a recorded secret is not resent
+  }
+  CHECK(sends[0].request != sends[1].request);
 }
