@@ -16,7 +16,7 @@
 
 #include "net/content_coding.hpp"
 #include "net/errors.hpp"
-#include "net/response_reader.hpp"
+#include "replay/response_reader.hpp"
 
 namespace retrace::replay {
 
@@ -338,7 +338,7 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
     parser.header_limit(64 * 1024);
     if (!ec) {
       flight.phase = net::Phase::read_header;
-      ec = co_await net::read_response_part(*connection, parser, true);
+      ec = co_await read_response_part(*connection, parser, true);
     }
     if (ec && reused && attempt == 0 && !stopping_ && !watchdog->timed_out &&
         (flight.phase == net::Phase::write_request || ec == http::error::end_of_stream ||
@@ -405,7 +405,7 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
   while (!parser.is_done()) {
     parser.get().body().data = buffer;
     parser.get().body().size = kReadBufferBytes;
-    ec = co_await net::read_response_part(connection, parser, false);
+    ec = co_await read_response_part(connection, parser, false);
     if (ec == http::error::need_buffer) ec = {};
     auto got = kReadBufferBytes - parser.get().body().size;
     if (got > 0) {

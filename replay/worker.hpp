@@ -34,7 +34,7 @@
 
 #include "llm/llm.hpp"
 #include "net/connection.hpp"
-#include "net/response_reader.hpp"
+#include "replay/response_reader.hpp"
 #include "replay/prepare.hpp"
 
 namespace retrace::replay {
@@ -132,7 +132,7 @@ class Worker {
   bool past_duration(std::int64_t intended_ns) const;
 
  private:
-  using ResponseParser = net::ResponsePartParser;
+  using ResponseParser = ResponsePartParser;
   class Hooks;
 
   boost::asio::awaitable<void> run_chain(std::size_t chain_index, bool closed_loop);

@@ -13,7 +13,13 @@ shift || true
 targets=("$@")
 (( ${#targets[@]} )) || targets=(trace_reader sse decoder import trace_import content_coding url sim_request)
 
-scripts/build.sh fuzz >/dev/null
+# The build's output only when it fails: a failed build ended this script in silence (set -e),
+# and scripts/test.sh then failed with no word of why.
+if ! build_log=$(scripts/build.sh fuzz 2>&1); then
+  printf '%s\n' "$build_log" | grep -E -A8 'error:|FAILED:' | head -60 >&2
+  echo "scripts/fuzz.sh: the fuzz build (clang-14, ASan + UBSan) failed; the lines above say why" >&2
+  exit 1
+fi
 out=build/fuzz
 mkdir -p "$out/findings"
 

@@ -1,5 +1,5 @@
-// See net/response_reader.hpp.
-#include "net/response_reader.hpp"
+// See replay/response_reader.hpp.
+#include "replay/response_reader.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -9,11 +9,13 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/error.hpp>
 
-namespace retrace::net {
+namespace retrace::replay {
 
-namespace http = beast::http;
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using net::error_code;
 
-asio::awaitable<error_code> read_response_part(UpstreamConnection& connection,
+asio::awaitable<error_code> read_response_part(net::UpstreamConnection& connection,
                                                ResponsePartParser& parser, bool head_only) {
   auto& buffer = connection.buffer();
   parser.eager(!head_only);
@@ -48,4 +50,4 @@ asio::awaitable<error_code> read_response_part(UpstreamConnection& connection,
   }
 }
 
-}  // namespace retrace::net
+}  // namespace retrace::replay

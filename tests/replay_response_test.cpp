@@ -1,4 +1,4 @@
-// net::read_response_part against a real loopback upstream whose bytes the test writes by hand:
+// read_response_part against a real loopback upstream whose bytes the test writes by hand:
 // what one call hands over, and that it does not wait for bytes the upstream has not sent.
 // (No co_await inside Catch's assertion macros: GCC 12 evaluates the expression twice there.)
 #include <catch2/catch.hpp>
@@ -18,11 +18,13 @@
 #include <boost/beast/http/error.hpp>
 
 #include "net/connection.hpp"
-#include "net/response_reader.hpp"
+#include "replay/response_reader.hpp"
 #include "net/url.hpp"
 
 using namespace retrace;
 using namespace retrace::net;
+using retrace::replay::read_response_part;
+using retrace::replay::ResponsePartParser;
 namespace http = boost::beast::http;
 
 namespace {
@@ -77,7 +79,7 @@ struct Upstream {
 
 }  // namespace
 
-TEST_CASE("a part holds every chunk already received, not one chunk", "[net][response]") {
+TEST_CASE("a part holds every chunk already received, not one chunk", "[replay][response]") {
   Upstream upstream;
   // A token stream's head and three events, sent in one write: one read at the client.
   upstream.send(
@@ -95,7 +97,7 @@ TEST_CASE("a part holds every chunk already received, not one chunk", "[net][res
   });
 }
 
-TEST_CASE("body bytes before a chunk header still on its way are handed over at once", "[net][response]") {
+TEST_CASE("body bytes before a chunk header still on its way are handed over at once", "[replay][response]") {
   Upstream upstream;
   // The first event and the first byte of the next chunk's size: the rest follows only after
   // the client has handed the first event over (a read that waited for it would never return).
@@ -118,7 +120,7 @@ TEST_CASE("body bytes before a chunk header still on its way are handed over at 
   });
 }
 
-TEST_CASE("a full body buffer, an end before the response and an end that ends a body", "[net][response]") {
+TEST_CASE("a full body buffer, an end before the response and an end that ends a body", "[replay][response]") {
   SECTION("need_buffer when the body buffer is full, the rest in the next part") {
     Upstream upstream;
     std::string body(6000, 'x');
