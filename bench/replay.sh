@@ -4,7 +4,8 @@
 #       (replay with --no-stream --token-ids off: by default it would stream and ask for logprobs,
 #       a different request and a larger response than wrk's)
 #   (b) streaming, 256 tokens per response: SSE events/s the client ingests, and whether the client
-#       or the server is the limit (CPU seconds each spent during the run, from /proc)
+#       or the server is the limit (CPU seconds each spent during the run, from /proc); then the
+#       floor per event (decoding it and storing it, bench/record_trace_bench on the run's trace)
 #   (c) the client's own added TTFT: replay -c 1 vs a raw-socket python client, same request
 # Each figure is the median of 3 runs. Usage: bench/replay.sh [path/to/retrace]
 # Environment: SECTIONS="a b c" (which parts to run), DURATION (seconds per wrk run in (a)),
@@ -140,6 +141,21 @@ echo "  median: $(printf '%s\n' "${event_rates[@]}" | median) events/s;" \
      "client CPU $(printf '%s\n' "${client_cpu[@]}" | median)s vs server CPU $(printf '%s\n' "${server_cpu[@]}" | median)s per run;" \
      "client $(printf '%s\n' "${client_us[@]}" | median) us/event ($(printf '%s\n' "${client_pct[@]}" | median)% of a core)," \
      "server $(printf '%s\n' "${server_us[@]}" | median) us/event ($(printf '%s\n' "${server_pct[@]}" | median)% of a core)"
+# The floor of what the client must do per event besides reading the socket: decode each event and
+# store the exchange (Cap'n Proto, zstd), as record's trace thread does — record_trace_bench on the
+# last run's own trace, on the client's core, the best of 3 passes (issue 18: per-token targets
+# are read against it). Skipped when the bench binaries were not built (-DRETRACE_BENCH=ON).
+FLOOR_BENCH=$(dirname "$RETRACE")/bench/record_trace_bench
+if [[ -x "$FLOOR_BENCH" ]]; then
+  floor_line=$("${CLIENT_PIN[@]}" "$FLOOR_BENCH" "$WORK/b.rtrace" 3)
+  floor_us_token=$(sed -E 's/.*: ([0-9.]+) us\/token.*/\1/' <<<"$floor_line")
+  floor_tokens=$(awk '{print $3}' <<<"$floor_line")
+  floor_us=$(awk -v u="$floor_us_token" -v t="$floor_tokens" -v e="$events" 'BEGIN {printf "%.2f", u * t / e}')
+  echo "  floor (decode + store, record_trace_bench on the last run's trace): $floor_us_token us/token," \
+       "$floor_us us/event; client ÷ floor: $(awk -v c="$(printf '%s\n' "${client_us[@]}" | median)" -v f="$floor_us" 'BEGIN {printf "%.2f", c / f}')"
+else
+  echo "  floor: skipped ($FLOOR_BENCH not built; configure with -DRETRACE_BENCH=ON)"
+fi
 echo "  load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 stop_server
 fi
