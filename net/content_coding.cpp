@@ -260,7 +260,10 @@ class ZstdStage : public ContentDecoder::Stage {
         return corrupt(ZSTD_getErrorName(hint));
       }
       boundary_ = hint == 0;  // a frame ended and is flushed; another may follow
-      output_pending = output.pos == output.size;
+      // More output may wait only inside a frame: at a frame's end (0) everything is flushed, and
+      // another call would let libzstd read the next frame's first bytes before the magic check
+      // above (when the frame's output had just filled the room).
+      output_pending = hint != 0 && output.pos == output.size;
     }
     consumed += in.size() - magic_.size();
     return true;

@@ -231,3 +231,22 @@ TEST_CASE("a legacy zstd frame is corrupt input however the body is split") {
   CHECK_FALSE(decoder.feed(body, out));
   CHECK(decoder.error().find("unknown magic number") != std::string::npos);
 }
+
+TEST_CASE("bytes after a zstd frame whose output fills the buffer are checked like any others") {
+  // Found by fuzz_content_coding: a frame of 8,192 decoded bytes (two RLE blocks) ends exactly as
+  // two 4 KiB output steps fill; then 3 bytes that cannot begin a frame. Whole, the decoder called
+  // libzstd once more for output it thought pending, and libzstd read those bytes as a frame
+  // ("Unknown frame descriptor"); split at byte 11, the frame ended on a step with room to spare
+  // and the 3 bytes were held as a frame's start, the body cut short. Now both ways: cut short.
+  const std::string body("\x28\xb5\x2f\xfd\x00\x2a\x2a\xff\x00\x2a\xdb\x00\x00\x00\x19\x2a\x03", 17);
+  for (std::size_t at = 0; at <= body.size(); ++at) {
+    INFO("split at " << at);
+    ContentDecoder decoder("zstd", 1 << 20);
+    std::string out;
+    REQUIRE(decoder.feed(std::string_view(body).substr(0, at), out));
+    REQUIRE(decoder.feed(std::string_view(body).substr(at), out));
+    CHECK(out == std::string(8165, '\x2a') + std::string(27, '\0'));
+    CHECK_FALSE(decoder.finish());
+    CHECK(decoder.trace_note().find("ended inside the zstd stream") != std::string::npos);
+  }
+}
