@@ -19,8 +19,10 @@
 # RECORD_BASELINE=OTHER_RETRACE_BINARY adds a second recording proxy run from that binary (setup
 # record-base), so that a change to record is measured before/after in the same run;
 # RECORD_ARGS="--threads 1" passes options to the proxy under test only (compare settings).
-# Prints one markdown table per concurrency (median of ROUNDS, range of the proxy CPU figure) and
-# keeps the raw JSON reports in $OUT_DIR.
+# Prints one markdown table per concurrency (median of ROUNDS, range of the proxy CPU figure) and,
+# when bench/record_trace_bench is built, record's fair peer: nginx plus storing alone (what the
+# trace thread spends per token on the recording, on one core); keeps the raw JSON reports in
+# $OUT_DIR.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -179,9 +181,18 @@ echo "serve --latency-model $LATENCY_MODEL, $REQUESTS requests x $MAX_TOKENS tok
 for trace in "$WORK"/recorded*.rtrace; do  # the same traffic went through each recording proxy
   echo "$(basename "$trace"): $(stat -c %s "$trace") bytes (up to its last flush)"
 done
-python3 - "$OUT_DIR" "$ROUNDS" "$CONCURRENCY" "${SETUPS[@]}" <<'EOF'
-import json, statistics, sys
-out_dir, rounds, levels, setups = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
+# What recording adds per token besides relaying, alone: bench/record_trace_bench (built with
+# -DRETRACE_BENCH=ON) on the recording, best of 3 passes on one core. nginx relays and stores
+# nothing, so the fair peer of record is nginx plus this (issue 18).
+FLOOR_BENCH=$(dirname "$RETRACE")/bench/record_trace_bench
+FLOOR_US=""
+if [[ -x "$FLOOR_BENCH" && -s "$WORK/recorded.rtrace" ]]; then
+  FLOOR_US=$(taskset -c 1 "$FLOOR_BENCH" "$WORK/recorded.rtrace" 3 | sed -E 's/.*: ([0-9.]+) us\/token.*/\1/')
+  echo "storing floor (record_trace_bench on recorded.rtrace): $FLOOR_US us/token"
+fi
+python3 - "$OUT_DIR" "$ROUNDS" "$CONCURRENCY" "${FLOOR_US:-nan}" "${SETUPS[@]}" <<'EOF'
+import json, math, statistics, sys
+out_dir, rounds, levels, floor, setups = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), float(sys.argv[4]), sys.argv[5:]
 def median(values):  # of the values a run has: a proxy that buffers whole responses has no ITL
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else float("nan")
@@ -218,6 +229,10 @@ for c in levels:
         print(f"| {setup} | {r['tps']:.0f} | {r['tps'] / direct['tps']:.3f} | {r['ttft']:.3f} | "
               f"{r['ttft'] - direct['ttft']:+.3f} | {r['ttft99']:.3f} | {r['ttft99'] - direct['ttft99']:+.3f} | "
               f"{r['itl']:.3f} | {r['itl'] - direct['itl']:+.3f} | {proxy} | {vs_nginx} | {r['server']:.2f} | {r['errors']} |")
+    if nginx and not math.isnan(floor):
+        peer = median(nginx["proxy"]) + floor
+        print(f"\nfair peer (nginx {median(nginx['proxy']):.2f} + storing {floor:.2f} = {peer:.2f} µs/token):"
+              f" record ÷ peer {median(rows['record']['proxy']) / peer:.2f}")
     if "record-base" in rows:  # paired by round: the rounds move together on a loaded machine
         paired = [a / b for a, b in zip(rows["record"]["proxy"], rows["record-base"]["proxy"])]
         print(f"\nrecord ÷ record-base proxy CPU per round: {', '.join(f'{x:.2f}' for x in paired)}"
