@@ -1,6 +1,7 @@
 # Sourced by the bench scripts that start processes: `bench_workdir NAME` makes $WORK (a fresh
 # temporary folder) and, on exit, stops every process whose pid is in PIDS and removes $WORK;
-# `url_of NAME` waits for a process started with output in $WORK/NAME.out to say where it listens.
+# `url_of NAME` waits for a process started with output in $WORK/NAME.out to say where it listens;
+# `storing_us_per_token RETRACE TRACE [PIN...]` prints what decoding and storing cost per token.
 PIDS=()
 bench_cleanup() {
   local pid
@@ -20,4 +21,15 @@ url_of() {  # NAME : waits for "listening on http://..." in $WORK/NAME.out and p
   done
   cat "$WORK/$1.err" >&2
   return 1
+}
+storing_us_per_token() {  # RETRACE TRACE [PIN...] : "TOKENS US", or nothing when not built
+  # bench/record_trace_bench (-DRETRACE_BENCH=ON) next to RETRACE: each exchange of TRACE decoded
+  # again and stored (Cap'n Proto, zstd level 1) as record's trace thread does, best of 3 passes,
+  # on the core PIN gives. What a relay or client that also stored would add (issue 18).
+  local bench line
+  bench=$(dirname "$1")/bench/record_trace_bench
+  [[ -x "$bench" && -s "$2" ]] || return 0
+  line=$("${@:3}" "$bench" "$2" 3)
+  awk '{print $3}' <<<"$line" | tr '\n' ' '
+  sed -E 's/.*: ([0-9.]+) us\/token.*/\1/' <<<"$line"
 }

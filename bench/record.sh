@@ -26,7 +26,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-. "$ROOT/bench/lib.sh"  # url_of
+. "$ROOT/bench/lib.sh"  # url_of, storing_us_per_token
 RETRACE=${1:-$ROOT/build/record/retrace}
 REQUESTS=${2:-320}
 MAX_TOKENS=${3:-128}
@@ -184,12 +184,8 @@ done
 # What recording adds per token besides relaying, alone: bench/record_trace_bench (built with
 # -DRETRACE_BENCH=ON) on the recording, best of 3 passes on one core. nginx relays and stores
 # nothing, so the fair peer of record is nginx plus this (issue 18).
-FLOOR_BENCH=$(dirname "$RETRACE")/bench/record_trace_bench
-FLOOR_US=""
-if [[ -x "$FLOOR_BENCH" && -s "$WORK/recorded.rtrace" ]]; then
-  FLOOR_US=$(taskset -c 1 "$FLOOR_BENCH" "$WORK/recorded.rtrace" 3 | sed -E 's/.*: ([0-9.]+) us\/token.*/\1/')
-  echo "storing floor (record_trace_bench on recorded.rtrace): $FLOOR_US us/token"
-fi
+FLOOR_US=$(storing_us_per_token "$RETRACE" "$WORK/recorded.rtrace" taskset -c 1 | awk '{print $2}')
+[[ -n "$FLOOR_US" ]] && echo "storing floor (record_trace_bench on recorded.rtrace): $FLOOR_US us/token"
 python3 - "$OUT_DIR" "$ROUNDS" "$CONCURRENCY" "${FLOOR_US:-nan}" "${SETUPS[@]}" <<'EOF'
 import json, math, statistics, sys
 out_dir, rounds, levels, floor, setups = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), float(sys.argv[4]), sys.argv[5:]

@@ -15,6 +15,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RETRACE=${1:-$ROOT/build/release/retrace}
+. "$ROOT/bench/lib.sh"  # storing_us_per_token
 WORK=$(mktemp -d /tmp/retrace-bench-replay.XXXXXX)
 SERVER_PID=""
 cleanup() { [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
@@ -145,16 +146,13 @@ echo "  median: $(printf '%s\n' "${event_rates[@]}" | median) events/s;" \
 # store the exchange (Cap'n Proto, zstd), as record's trace thread does — record_trace_bench on the
 # last run's own trace, on the client's core, the best of 3 passes (issue 18: per-token targets
 # are read against it). Skipped when the bench binaries were not built (-DRETRACE_BENCH=ON).
-FLOOR_BENCH=$(dirname "$RETRACE")/bench/record_trace_bench
-if [[ -x "$FLOOR_BENCH" ]]; then
-  floor_line=$("${CLIENT_PIN[@]}" "$FLOOR_BENCH" "$WORK/b.rtrace" 3)
-  floor_us_token=$(sed -E 's/.*: ([0-9.]+) us\/token.*/\1/' <<<"$floor_line")
-  floor_tokens=$(awk '{print $3}' <<<"$floor_line")
+read -r floor_tokens floor_us_token < <(storing_us_per_token "$RETRACE" "$WORK/b.rtrace" "${CLIENT_PIN[@]}") || true
+if [[ -n "${floor_us_token:-}" ]]; then
   floor_us=$(awk -v u="$floor_us_token" -v t="$floor_tokens" -v e="$events" 'BEGIN {printf "%.2f", u * t / e}')
   echo "  floor (decode + store, record_trace_bench on the last run's trace): $floor_us_token us/token," \
        "$floor_us us/event; client ÷ floor: $(awk -v c="$(printf '%s\n' "${client_us[@]}" | median)" -v f="$floor_us" 'BEGIN {printf "%.2f", c / f}')"
 else
-  echo "  floor: skipped ($FLOOR_BENCH not built; configure with -DRETRACE_BENCH=ON)"
+  echo "  floor: skipped (bench/record_trace_bench not built; configure with -DRETRACE_BENCH=ON)"
 fi
 echo "  load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 stop_server
