@@ -333,7 +333,7 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
       return asio::async_write(
           stream, std::array<asio::const_buffer, 2>{asio::buffer(head), asio::buffer(body)}, kTuple);
     });
-    ResponseParser parser;
+    ResponsePartParser parser;
     parser.body_limit(boost::none);
     parser.header_limit(64 * 1024);
     if (!ec) {
@@ -387,7 +387,7 @@ asio::awaitable<bool> Worker::connect(Flight& flight, net::UpstreamConnection& c
 // The response's head is in `parser`: records it, then reads the body as it arrives, each read's
 // bytes stamped with their arrival; events go to the decoder as they complete.
 asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection& connection,
-                                        ResponseParser& parser, char* buffer) {
+                                        ResponsePartParser& parser, char* buffer) {
   auto& exchange = flight.exchange;
   auto& ec = flight.ec;
   exchange.first_byte_ns = flight.offset();

@@ -27,9 +27,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/message.hpp>
-#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
 #include "llm/llm.hpp"
@@ -132,7 +130,6 @@ class Worker {
   bool past_duration(std::int64_t intended_ns) const;
 
  private:
-  using ResponseParser = ResponsePartParser;
   class Hooks;
 
   boost::asio::awaitable<void> run_chain(std::size_t chain_index, bool closed_loop);
@@ -152,7 +149,7 @@ class Worker {
   boost::asio::awaitable<void> stream(Flight& flight, const std::string& head, const std::string& body);
   boost::asio::awaitable<bool> connect(Flight& flight, net::UpstreamConnection& connection);
   boost::asio::awaitable<void> read_body(Flight& flight, net::UpstreamConnection& connection,
-                                         ResponseParser& parser, char* buffer);
+                                         ResponsePartParser& parser, char* buffer);
   bool settle_content(Flight& flight);
   std::optional<std::string> finish(Flight& flight, bool want_answer);
 
