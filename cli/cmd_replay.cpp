@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "cli/commands.hpp"
@@ -18,6 +19,7 @@
 #include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
 #include "format/trace.hpp"
+#include "replay/feed.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
 #include "replay/shard.hpp"
@@ -174,13 +176,19 @@ int run(const ReplayArgs& args) {
   if (args.repeat < 1) throw std::invalid_argument("--repeat must be at least 1");
   for (int k = 1; k <= args.repeat; ++k)
     check_output_file(replay::repeat_path(args.out, k, args.repeat), {args.input}, args.force, "--out");
-  auto input = replay::load_input(args.input, options, std::cerr, "retrace");
+  // A run that sends the input in its own order reads it as it sends it, in bounded memory
+  // (replay/feed.hpp); sessions, recorded timing and a time window load it whole.
+  std::optional<LoadedTrace> loaded;
+  std::optional<replay::StreamedInput> streamed;
+  if (replay::can_stream(options)) streamed = replay::scan_input(args.input, options, std::cerr, "retrace");
+  else loaded = replay::load_input(args.input, options, std::cerr, "retrace");
+  std::size_t readable = streamed ? streamed->exchanges : loaded->exchanges.size();
   if (options.schedule.kind == replay::ScheduleKind::concurrency && options.schedule.concurrency == 0)
-    options.schedule.concurrency =
-        static_cast<int>(std::max(input.exchanges.size(), options.requests.value_or(0)));
+    options.schedule.concurrency = static_cast<int>(std::max(readable, options.requests.value_or(0)));
 
   // Once for every repeat: nothing answering, or an ambiguous model, stops here (exit 2).
-  options.preflight = std::make_shared<const replay::Preflight>(replay::preflight(input, options));
+  options.preflight = std::make_shared<const replay::Preflight>(
+      streamed ? replay::preflight(streamed->facts, options) : replay::preflight(*loaded, options));
   for (const auto& note : options.preflight->notes) std::cerr << "retrace: " << note << "\n";
 
   bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -203,7 +211,8 @@ int run(const ReplayArgs& args) {
                    replay::format_rfc3339(*options.start_at_unix_ns).c_str(),
                    static_cast<double>(*options.start_at_unix_ns - now) / 1e9);
     }
-    auto result = replay::run_replay(input, run_options, out, &signals.flag(), progress);
+    auto result = streamed ? replay::run_replay(*streamed, run_options, out, &signals.flag(), progress)
+                           : replay::run_replay(*loaded, run_options, out, &signals.flag(), progress);
     if (tty) std::fprintf(stderr, "\n");
     interrupted = result.interrupted;
     total += result.stats.exchanges;

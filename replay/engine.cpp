@@ -16,6 +16,7 @@
 
 #include "format/header.hpp"
 #include "net/fetch.hpp"
+#include "replay/feed.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
 #include "replay/shard.hpp"
@@ -107,11 +108,7 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
       asio::co_spawn(worker.io(), worker.run_closed_slot(), asio::detached);
     }
   } else {
-    std::vector<std::vector<std::size_t>> per_worker(worker_count);
-    for (std::size_t c = 0; c < shared.chains.size(); ++c) per_worker[c % worker_count].push_back(c);
-    for (std::size_t w = 0; w < worker_count; ++w)
-      asio::co_spawn(workers[w]->io(), workers[w]->run_launcher(std::move(per_worker[w])),
-                     asio::detached);
+    for (auto& worker : workers) asio::co_spawn(worker->io(), worker->run_launcher(), asio::detached);
   }
   std::atomic<std::size_t> running{worker_count};
   std::vector<std::thread> threads;
@@ -128,6 +125,7 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
     if (!stop_sent && stop && stop->load()) {
       stop_sent = true;
       interrupted = true;
+      if (shared.feed) shared.feed->stop();  // a slot waiting for a request ends too
       for (auto& worker : workers) {
         Worker* w = worker.get();
         asio::post(w->io(), [w] { w->stop_now(); });
@@ -137,11 +135,88 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
   for (auto& thread : threads) thread.join();
 }
 
-}  // namespace
+// What a run sends: a loaded trace's plan, or a streamed input's feed (replay/feed.hpp).
+class RunInput {
+ public:
+  virtual ~RunInput() = default;
+  virtual std::size_t count() const = 0;  // requests the measured run sends
+  virtual std::size_t rejected() const = 0;
+  virtual std::string identity_json() const = 0;
+  // Sets `shared` up for a phase: `warmup` requests (closed loop), or the measured run.
+  virtual void begin(Shared& shared, std::optional<std::size_t> warmup) = 0;
+  // After the phase: what went wrong with the input during it (a streamed input that changed).
+  virtual std::exception_ptr end(Shared& shared) = 0;
+};
 
-RunResult run_replay(const LoadedTrace& input, const Options& options,
-                     const std::filesystem::path& out, const std::atomic<bool>* stop,
-                     const std::function<void(const Progress&)>& on_progress) {
+class LoadedRun final : public RunInput {
+ public:
+  LoadedRun(const LoadedTrace& input, const Options& options, const Preflight& checked)
+      : input_(input) {
+    auto chosen = select_exchanges(input.exchanges, options, options.sessions || options.live_sessions);
+    prepared_ = prepare_requests(input, chosen, options, checked);
+    chains_ = make_chains(input, prepared_, options);
+  }
+  std::size_t count() const override { return prepared_.size(); }
+  std::size_t rejected() const override { return rejected_by_record(input_.exchanges); }
+  std::string identity_json() const override { return input_identity_json(input_); }
+  void begin(Shared& shared, std::optional<std::size_t> warmup) override {
+    shared.prepared = &prepared_;
+    shared.chains = &chains_;
+    if (!warmup) return;
+    warm_.clear();
+    for (std::size_t i = 0; i < *warmup; ++i)  // the first N chosen requests, cycling
+      warm_.emplace_back().items.push_back(i % prepared_.size());
+    shared.chains = &warm_;
+  }
+  std::exception_ptr end(Shared& shared) override {
+    shared.chains = nullptr;
+    shared.prepared = nullptr;
+    warm_ = {};
+    return nullptr;
+  }
+
+ private:
+  const LoadedTrace& input_;
+  std::vector<Prepared> prepared_;
+  std::vector<Chain> chains_, warm_;
+};
+
+class StreamedRun final : public RunInput {
+ public:
+  StreamedRun(const StreamedInput& input, const Options& options, const Preflight& checked)
+      : input_(input), options_(options), prepare_(options, checked) {
+    // What a loaded run finds when it prepares every request before the traffic: a --set or
+    // --unset that cannot apply. (Without them, preparing cannot fail: the scan checked methods.)
+    if (options.set.empty() && options.unset.empty()) return;
+    TraceReader reader(input.path);
+    Selection selection(options, false);
+    Exchange exchange;
+    while (!selection.full() && reader.next(exchange))
+      if (selection.take(exchange)) prepare_(exchange);
+  }
+  std::size_t count() const override { return input_.count(options_); }
+  std::size_t rejected() const override { return input_.facts.rejected; }
+  std::string identity_json() const override { return input_.identity_json; }
+  void begin(Shared& shared, std::optional<std::size_t> warmup) override {
+    bool open_loop = !warmup && options_.schedule.kind == ScheduleKind::rate;
+    feed_ = std::make_unique<Feed>(input_, options_, prepare_, warmup.value_or(count()), open_loop);
+    shared.feed = feed_.get();
+  }
+  std::exception_ptr end(Shared& shared) override {
+    auto failure = feed_->finish();
+    shared.feed = nullptr;
+    feed_.reset();
+    return failure;
+  }
+
+ private:
+  const StreamedInput& input_;
+  const Options& options_;
+  Preparer prepare_;
+  std::unique_ptr<Feed> feed_;
+};
+
+void check_options(const Options& options) {
   if (options.shard_count == 0 || options.shard_index >= options.shard_count)
     throw std::invalid_argument("bad shard: index must be below count");
   const auto& schedule = options.schedule;
@@ -151,7 +226,40 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
     throw std::invalid_argument("--rate must be above 0");
   if (schedule.kind == ScheduleKind::recorded && !(schedule.speed > 0))
     throw std::invalid_argument("--speed must be above 0");
+}
 
+RunResult run(RunInput& input, const Preflight& checked, const Options& options,
+              const std::filesystem::path& out, const std::atomic<bool>* stop,
+              const std::function<void(const Progress&)>& on_progress);
+
+}  // namespace
+
+RunResult run_replay(const LoadedTrace& input, const Options& options,
+                     const std::filesystem::path& out, const std::atomic<bool>* stop,
+                     const std::function<void(const Progress&)>& on_progress) {
+  check_options(options);
+  auto checked = options.preflight ? options.preflight
+                                    : std::make_shared<const Preflight>(preflight(input, options));
+  LoadedRun run_input(input, options, *checked);
+  return run(run_input, *checked, options, out, stop, on_progress);
+}
+
+RunResult run_replay(const StreamedInput& input, const Options& options,
+                     const std::filesystem::path& out, const std::atomic<bool>* stop,
+                     const std::function<void(const Progress&)>& on_progress) {
+  check_options(options);
+  auto checked = options.preflight ? options.preflight
+                                    : std::make_shared<const Preflight>(preflight(input.facts, options));
+  StreamedRun run_input(input, options, *checked);
+  return run(run_input, *checked, options, out, stop, on_progress);
+}
+
+namespace {
+
+RunResult run(RunInput& input, const Preflight& checked, const Options& options,
+              const std::filesystem::path& out, const std::atomic<bool>* stop,
+              const std::function<void(const Progress&)>& on_progress) {
+  const auto& schedule = options.schedule;
   // One malloc arena for every thread of the run: glibc gives each new thread an arena of its
   // own, and each --repeat pass (or sweep level) starts new worker and writer threads, whose
   // freed memory stayed resident and fragmented there: RSS crept ~370 KiB a pass even after
@@ -159,19 +267,12 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   // cost in client CPU per request is in bench/RESULTS.md ("replay's memory across --repeat").
   static const bool one_arena = ::mallopt(M_ARENA_MAX, 1) == 1;
   (void)one_arena;
-  auto checked = options.preflight ? options.preflight
-                                    : std::make_shared<const Preflight>(preflight(input, options));
-  const auto& url = checked->url;
+  const auto& url = checked.url;
   std::shared_ptr<asio::ssl::context> tls;
   if (url.tls()) tls = net::make_client_tls_context({options.ca_file, options.insecure});
 
-  bool sessions = options.sessions || options.live_sessions;
-  auto chosen = select_exchanges(input.exchanges, options, sessions);
-
-  Shared shared(input, options, url, tls);
+  Shared shared(options, url, tls);
   shared.kind = schedule.kind;
-  shared.prepared = prepare_requests(input, chosen, options, *checked);
-  shared.chains = make_chains(input, shared.prepared, options);
 
   auto run_name = options.run_name.empty() ? out.stem().string() : options.run_name;
   std::vector<Label> labels{{"run", run_name}};
@@ -196,9 +297,9 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   auto metrics_before = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
 
   auto settled = options;  // what the preflight chose stands in the settings
-  settled.token_ids = checked->token_ids;
-  settled.model = checked->model;
-  settled.skipped_rejected = rejected_by_record(input.exchanges);
+  settled.token_ids = checked.token_ids;
+  settled.model = checked.model;
+  settled.skipped_rejected = input.rejected();
   TraceHeader header =
       new_trace_header(Source::replayed, kToolVersion, url.str(), settings_json(settled),
                        *options.clock);
@@ -207,14 +308,14 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   ShardFacts facts;
   if (sharded) {
     if (options.start_at_unix_ns) check_start_at(*options.start_at_unix_ns, unix_now_ns(*options.clock));
-    facts.input_identity = input_identity_json(input);
-    facts.selected = shared.prepared.size();
+    facts.input_identity = input.identity_json();
+    facts.selected = input.count();
     facts.host = header.host;
     facts.start_at_ns = options.start_at_unix_ns;
     header.settings = with_shard_facts(header.settings, facts);
   }
   header.labels = labels;
-  header.server_info = server_info_json(*checked, metrics_before, std::nullopt);
+  header.server_info = server_info_json(checked, metrics_before, std::nullopt);
 
   // Fails here, before any traffic, when the destination is not writable.
   auto partial_path = out;
@@ -245,16 +346,13 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   };
 
   // Warmup: the first N chosen requests (cycling), closed loop, not recorded.
-  if (options.warmup > 0 && !shared.prepared.empty()) {
-    std::vector<Chain> warm;
-    for (std::size_t i = 0; i < options.warmup; ++i)
-      warm.emplace_back().items.push_back(i % shared.prepared.size());
-    std::swap(shared.chains, warm);
+  if (options.warmup > 0 && input.count() > 0) {
+    input.begin(shared, options.warmup);
     shared.kind = ScheduleKind::concurrency;
     shared.record = false;
     progress.total = options.warmup;
     run_phase(shared, workers, stop, {}, interrupted);
-    std::swap(shared.chains, warm);
+    input.end(shared);  // what the run's own reading meets, it reports
     shared.kind = schedule.kind;
     shared.record = true;
     shared.done = 0;
@@ -265,7 +363,7 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   WriteQueue queue;
   shared.queue = &queue;
   std::vector<ExchangeMetrics> metrics;
-  metrics.reserve(shared.prepared.size());
+  metrics.reserve(input.count());
   std::exception_ptr writer_failure;
   std::thread writer_thread([&] {
     std::vector<Exchange> batch;
@@ -286,9 +384,13 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
     }
   });
 
-  progress.total = shared.prepared.size();
-  if (!interrupted)
+  progress.total = input.count();
+  std::exception_ptr input_failure;
+  if (!interrupted) {
+    input.begin(shared, std::nullopt);
     run_phase(shared, workers, stop, tick, interrupted, options.start_at_unix_ns, &facts.clock_offset_ns);
+    input_failure = input.end(shared);
+  }
   queue.close();
   writer_thread.join();
   workers.clear();
@@ -303,7 +405,7 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
     metrics_after = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
   if (facts.clock_offset_ns) header.settings = with_shard_facts(settings_json(settled), facts);
   if (metrics_after || facts.clock_offset_ns) {
-    if (metrics_after) header.server_info = server_info_json(*checked, metrics_before, metrics_after);
+    if (metrics_after) header.server_info = server_info_json(checked, metrics_before, metrics_after);
     // The run's frames are copied as they are (written at the fast level above); a partial
     // file that is not whole with an index is read and written again record by record.
     if (!copy_trace_with_header(partial_path, out, header, options.writer)) {
@@ -318,6 +420,9 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
     std::filesystem::rename(partial_path, out);
   }
 
+  // The run's trace is whole for what it sent; the input's failure is the run's error.
+  if (input_failure) std::rethrow_exception(input_failure);
+
   RunResult result;
   result.out = out;
   result.interrupted = interrupted;
@@ -331,4 +436,5 @@ RunResult run_replay(const LoadedTrace& input, const Options& options,
   return result;
 }
 
+}  // namespace
 }  // namespace retrace::replay

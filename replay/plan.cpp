@@ -85,6 +85,9 @@ json::value* walk_to_parent(json::value& root, const std::vector<std::string_vie
   return node;
 }
 
+
+}  // namespace
+
 // xoshiro256** seeded by splitmix64: the same stream on every platform.
 class Random {
  public:
@@ -133,8 +136,6 @@ class Random {
  private:
   std::uint64_t state_[4];
 };
-
-}  // namespace
 
 std::string_view to_string(ScheduleKind kind) { return enum_name(kind, "?"); }
 
@@ -342,32 +343,40 @@ namespace {
 constexpr double kMaxScheduleSeconds = 100.0 * 365 * 24 * 3600;
 }  // namespace
 
-std::vector<std::int64_t> arrival_offsets_ns(std::size_t count, const Schedule& schedule,
-                                             std::uint64_t seed) {
+Arrivals::Arrivals(const Schedule& schedule, std::uint64_t seed)
+    : schedule_(schedule), random_(std::make_unique<Random>(seed)) {
   if (!(schedule.rate > 0)) throw std::invalid_argument("--rate must be above 0");
-  std::vector<std::int64_t> offsets;
-  offsets.reserve(count);
-  Random random(seed);
-  double mean_gap_s = 1.0 / schedule.rate;
-  double at_s = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    // An offset past what int64 nanoseconds hold (292 years) would overflow; no real schedule
-    // is that long, so a rate that low is a mistake worth naming.
-    if (!(at_s < kMaxScheduleSeconds))
-      throw std::invalid_argument("--rate " + std::to_string(schedule.rate) +
-                                  " would schedule request " + std::to_string(i + 1) +
-                                  " more than 100 years after the start; give a higher rate");
-    offsets.push_back(static_cast<std::int64_t>(std::llround(at_s * 1e9)));
-    switch (schedule.arrival) {
-      case Arrival::constant: at_s += mean_gap_s; break;
-      case Arrival::poisson: at_s += mean_gap_s * random.exponential(); break;
-      case Arrival::gamma: {
-        double shape = schedule.burstiness > 0 ? schedule.burstiness : 1;
-        at_s += random.gamma(shape) * mean_gap_s / shape;
-        break;
-      }
+}
+Arrivals::~Arrivals() = default;
+
+std::int64_t Arrivals::next() {
+  // An offset past what int64 nanoseconds hold (292 years) would overflow; no real schedule
+  // is that long, so a rate that low is a mistake worth naming.
+  if (!(at_s_ < kMaxScheduleSeconds))
+    throw std::invalid_argument("--rate " + std::to_string(schedule_.rate) +
+                                " would schedule request " + std::to_string(drawn_ + 1) +
+                                " more than 100 years after the start; give a higher rate");
+  auto offset = static_cast<std::int64_t>(std::llround(at_s_ * 1e9));
+  double mean_gap_s = 1.0 / schedule_.rate;
+  switch (schedule_.arrival) {
+    case Arrival::constant: at_s_ += mean_gap_s; break;
+    case Arrival::poisson: at_s_ += mean_gap_s * random_->exponential(); break;
+    case Arrival::gamma: {
+      double shape = schedule_.burstiness > 0 ? schedule_.burstiness : 1;
+      at_s_ += random_->gamma(shape) * mean_gap_s / shape;
+      break;
     }
   }
+  ++drawn_;
+  return offset;
+}
+
+std::vector<std::int64_t> arrival_offsets_ns(std::size_t count, const Schedule& schedule,
+                                             std::uint64_t seed) {
+  Arrivals arrivals(schedule, seed);
+  std::vector<std::int64_t> offsets;
+  offsets.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) offsets.push_back(arrivals.next());
   return offsets;
 }
 

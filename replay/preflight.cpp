@@ -53,27 +53,18 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
-// What the chosen exchanges' inference bodies name as their model ("" for none).
-std::set<std::string> requested_models(const LoadedTrace& input, const Options& options) {
-  std::set<std::string> models;
-  unsigned char nodes[4096];
-  json::monotonic_resource resource(nodes, sizeof nodes);
-  bool sessions = options.sessions || options.live_sessions;
-  for (auto index : select_exchanges(input.exchanges, options, sessions)) {
-    const auto& request = input.exchanges[index].request;
-    if (!is_inference_dialect(llm::detect_dialect(request.target, request.body))) continue;
-    // Into a stack buffer, reused: only the model is read, from every chosen request.
-    resource.release();
-    json::error_code ec;
-    auto body = json::parse(request.body, ec, &resource);
-    if (ec || !body.is_object()) continue;
-    auto model = llm::string_field(body.get_object(), "model");
-    models.insert(model ? std::string(*model) : "");
-  }
-  return models;
-}
-
 }  // namespace
+
+std::optional<std::string> ModelReader::operator()(const Exchange& exchange) {
+  const auto& request = exchange.request;
+  if (!is_inference_dialect(llm::detect_dialect(request.target, request.body))) return std::nullopt;
+  resource_.release();
+  json::error_code ec;
+  auto body = json::parse(request.body, ec, &resource_);
+  if (ec || !body.is_object()) return std::nullopt;
+  auto model = llm::string_field(body.get_object(), "model");
+  return model ? std::string(*model) : std::string();
+}
 
 std::vector<std::string> served_models(const net::Fetched& models) {
   std::vector<std::string> ids;
@@ -165,6 +156,15 @@ std::string Preflight::to_json() const {
 
 Preflight preflight(const LoadedTrace& input, const Options& options) {
   check_schedule(input, options);  // bad input is exit 2 whether or not the target is up
+  InputFacts facts;
+  ModelReader model_of;
+  for (auto index : select_exchanges(input.exchanges, options, options.sessions || options.live_sessions))
+    if (auto model = model_of(input.exchanges[index])) facts.models.insert(*model);
+  facts.rejected = rejected_by_record(input.exchanges);
+  return preflight(facts, options);
+}
+
+Preflight preflight(const InputFacts& input, const Options& options) {
   Preflight checked;
   checked.url = net::parse_url(options.target);
   // Trace targets start with /v1 already; a base URL in the OpenAI SDKs' form names the same root.
@@ -216,7 +216,7 @@ Preflight preflight(const LoadedTrace& input, const Options& options) {
     checked.model_reason = "--model";
   } else if (!checked.models.empty()) {
     std::vector<std::string> unserved;
-    for (const auto& model : requested_models(input, options))
+    for (const auto& model : input.models)
       if (std::find(checked.models.begin(), checked.models.end(), model) == checked.models.end())
         unserved.push_back(model.empty() ? "(none)" : model);
     if (!unserved.empty() && checked.models.size() == 1) {
@@ -238,7 +238,7 @@ Preflight preflight(const LoadedTrace& input, const Options& options) {
     if (checked.token_ids == llm::TokenIdMode::off)
       checked.notes.push_back("--token-ids auto: " + checked.token_ids_reason);
   }
-  if (auto rejected = rejected_by_record(input.exchanges))
+  if (auto rejected = input.rejected)
     checked.notes.push_back("skipped " + std::to_string(rejected) +
                             " request(s) record rejected itself (400/413/431, never sent upstream)");
   return checked;

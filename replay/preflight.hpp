@@ -15,9 +15,12 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <boost/json/monotonic_resource.hpp>
 
 #include "llm/llm.hpp"
 #include "net/fetch.hpp"
@@ -76,8 +79,28 @@ struct Preflight {
   std::string to_json() const;
 };
 
-// Runs the preflight for replaying the exchanges `options` selects from `input`. Throws
-// PreflightError (nothing could run), std::invalid_argument for a bad URL.
+// The model an OpenAI-style inference request's body names ("" for none); nullopt for any other
+// request. One reader parses every body into the same small buffer.
+class ModelReader {
+ public:
+  std::optional<std::string> operator()(const Exchange& exchange);
+
+ private:
+  unsigned char nodes_[4096];
+  boost::json::monotonic_resource resource_{nodes_, sizeof nodes_};
+};
+
+// What the preflight needs of the input, gathered over the exchanges `options` selects.
+struct InputFacts {
+  std::set<std::string> models;  // ModelReader's, of every chosen request
+  std::size_t rejected = 0;      // requests record rejected itself: a note
+};
+
+// Runs the preflight for replaying the exchanges `options` selects from `input` (its schedule
+// checked first). Throws PreflightError (nothing could run), std::invalid_argument for a bad URL
+// or input that cannot be replayed as `options` ask.
 Preflight preflight(const LoadedTrace& input, const Options& options);
+// The same for an input whose facts were gathered as it was read (replay/feed.hpp).
+Preflight preflight(const InputFacts& input, const Options& options);
 
 }  // namespace retrace::replay

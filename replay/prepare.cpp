@@ -61,83 +61,97 @@ std::string wire_head(const PreparedRequest& prepared, std::string_view body) {
   return head;
 }
 
+Preparer::Preparer(const Options& options, const Preflight& checked)
+    : options_(options), checked_(checked) {
+  for (const auto& header : options.headers) overridden_.insert(lower(header.name));
+  if (options.api_key) overridden_.insert("authorization");
+}
+
+http::verb method_of(const Exchange& source) {
+  auto verb = source.request.method.empty() ? http::verb::post : http::string_to_verb(source.request.method);
+  if (verb == http::verb::unknown)
+    throw std::invalid_argument("exchange " + std::to_string(source.id) + ": unknown method '" +
+                                source.request.method + "'; use --filter to leave it out");
+  return verb;
+}
+
+std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& source) const {
+  const auto& options = options_;
+  const auto& checked = checked_;
+  const net::Url& url = checked.url;
+  PreparedRequest p;
+  p.verb = method_of(source);
+  p.method = source.request.method.empty() ? "POST" : source.request.method;
+  auto target = source.request.target.empty() ? std::string("/") : source.request.target;
+  if (target.front() != '/') target.insert(target.begin(), '/');
+  p.target = url.join(target);
+  p.headers.push_back({"Host", url.host_header()});
+  std::string_view connection;
+  for (const auto& header : source.request.headers)
+    if (boost::beast::iequals(header.name, "connection")) connection = header.value;
+  net::HopByHop hop_by_hop(connection);
+  for (const auto& header : source.request.headers) {
+    auto name = lower(header.name);
+    // Recorded secrets are redacted: resending "[redacted]" would only fail; --api-key-env or
+    // --header supplies real ones.
+    if (hop_by_hop(name) || is_secret_header(name) || overridden_.count(name)) continue;
+    // Compression as the recorded client asked for it (it changes what the server does and
+    // when bytes arrive), limited to the codings replay decodes; none when it asked for none.
+    if (name == "accept-encoding") {
+      auto codings = net::decodable_accept_encoding(header.value);
+      if (!codings.empty()) p.headers.push_back({header.name, std::move(codings)});
+      continue;
+    }
+    p.headers.push_back(header);
+  }
+  for (const auto& header : options.headers) p.headers.push_back(header);
+  if (options.api_key) p.headers.push_back({"Authorization", "Bearer " + *options.api_key});
+  bool has_type = std::any_of(p.headers.begin(), p.headers.end(), [](const HttpHeader& h) {
+    return boost::beast::iequals(h.name, "content-type");
+  });
+  if (!has_type && !source.request.body.empty())
+    p.headers.push_back({"Content-Type", "application/json"});
+
+  std::string body = source.request.body;
+  auto dialect = llm::detect_dialect(target, body);
+  if (checked.model) body = with_model(body, dialect, *checked.model);
+  if (checked.token_ids != llm::TokenIdMode::off)
+    body = llm::add_token_id_fields(body, dialect, checked.token_ids);
+  body = llm::set_streaming(body, dialect, options.stream);
+  try {
+    body = apply_body_overrides(body, options.set, options.unset);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("exchange " + std::to_string(source.id) + " (" +
+                                source.request.target + "): " + e.what());
+  }
+  p.body = std::move(body);
+  p.recorded_headers = p.headers;
+  Redactor().apply(p.recorded_headers);
+  p.key = request_key(p.method, p.target, p.body);
+  try {
+    p.head = wire_head(p, p.body);
+  } catch (const std::exception&) {
+    // Left empty: each send builds it again, and the exchange records why it cannot be sent
+    // (Beast refuses a header value over 64 KiB, a TRACE with a body).
+  }
+  p.source_id = source.id;
+  p.session_id = source.session_id;
+  p.labels = source.labels;
+  p.expected = source.expected;
+  return std::make_shared<const PreparedRequest>(std::move(p));
+}
+
 std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vector<std::size_t>& chosen,
                                        const Options& options, const Preflight& checked) {
-  const net::Url& url = checked.url;
+  Preparer prepare(options, checked);
   std::vector<Prepared> prepared;
   prepared.reserve(chosen.size());
-  std::unordered_set<std::string> overridden;
-  for (const auto& header : options.headers) overridden.insert(lower(header.name));
-  if (options.api_key) overridden.insert("authorization");
-
   std::vector<std::size_t> copies(input.exchanges.size());  // how often each input was prepared
   std::vector<std::shared_ptr<const PreparedRequest>> first(input.exchanges.size());
   for (auto index : chosen) {
     auto cycle = copies[index]++;
-    if (cycle > 0) {  // a copy: preparation depends on the input exchange and the options only
-      prepared.push_back({index, cycle, first[index]});
-      continue;
-    }
-    const auto& source = input.exchanges[index];
-    PreparedRequest p;
-    p.method = source.request.method.empty() ? "POST" : source.request.method;
-    p.verb = http::string_to_verb(p.method);
-    if (p.verb == http::verb::unknown)
-      throw std::invalid_argument("exchange " + std::to_string(source.id) + ": unknown method '" +
-                                  p.method + "'; use --filter to leave it out");
-    auto target = source.request.target.empty() ? std::string("/") : source.request.target;
-    if (target.front() != '/') target.insert(target.begin(), '/');
-    p.target = url.join(target);
-    p.headers.push_back({"Host", url.host_header()});
-    std::string_view connection;
-    for (const auto& header : source.request.headers)
-      if (boost::beast::iequals(header.name, "connection")) connection = header.value;
-    net::HopByHop hop_by_hop(connection);
-    for (const auto& header : source.request.headers) {
-      auto name = lower(header.name);
-      // Recorded secrets are redacted: resending "[redacted]" would only fail; --api-key-env or
-      // --header supplies real ones.
-      if (hop_by_hop(name) || is_secret_header(name) || overridden.count(name)) continue;
-      // Compression as the recorded client asked for it (it changes what the server does and
-      // when bytes arrive), limited to the codings replay decodes; none when it asked for none.
-      if (name == "accept-encoding") {
-        auto codings = net::decodable_accept_encoding(header.value);
-        if (!codings.empty()) p.headers.push_back({header.name, std::move(codings)});
-        continue;
-      }
-      p.headers.push_back(header);
-    }
-    for (const auto& header : options.headers) p.headers.push_back(header);
-    if (options.api_key) p.headers.push_back({"Authorization", "Bearer " + *options.api_key});
-    bool has_type = std::any_of(p.headers.begin(), p.headers.end(), [](const HttpHeader& h) {
-      return boost::beast::iequals(h.name, "content-type");
-    });
-    if (!has_type && !source.request.body.empty())
-      p.headers.push_back({"Content-Type", "application/json"});
-
-    std::string body = source.request.body;
-    auto dialect = llm::detect_dialect(target, body);
-    if (checked.model) body = with_model(body, dialect, *checked.model);
-    if (checked.token_ids != llm::TokenIdMode::off)
-      body = llm::add_token_id_fields(body, dialect, checked.token_ids);
-    body = llm::set_streaming(body, dialect, options.stream);
-    try {
-      body = apply_body_overrides(body, options.set, options.unset);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument("exchange " + std::to_string(source.id) + " (" +
-                                  source.request.target + "): " + e.what());
-    }
-    p.body = std::move(body);
-    p.recorded_headers = p.headers;
-    Redactor().apply(p.recorded_headers);
-    p.key = request_key(p.method, p.target, p.body);
-    try {
-      p.head = wire_head(p, p.body);
-    } catch (const std::exception&) {
-      // Left empty: each send builds it again, and the exchange records why it cannot be sent
-      // (Beast refuses a header value over 64 KiB, a TRACE with a body).
-    }
-    first[index] = std::make_shared<const PreparedRequest>(std::move(p));
+    // A copy shares the first: preparation depends on the input exchange and the options only.
+    if (cycle == 0) first[index] = prepare(input.exchanges[index]);
     prepared.push_back({index, cycle, first[index]});
   }
   return prepared;

@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
+#include <optional>
 #include <vector>
 
 #include <boost/beast/http/verb.hpp>
@@ -28,6 +30,11 @@ struct PreparedRequest {
   std::vector<HttpHeader> recorded_headers;  // `headers` with secret values redacted: the record's
   RequestKey key;                            // request_key of method, target and body
   std::string head;  // wire_head of `body`; empty when that threw
+  // What the record of each send keeps of the input exchange: its identity, labels and answer.
+  std::uint64_t source_id = 0;
+  std::string session_id;
+  std::vector<Label> labels;
+  std::optional<std::string> expected;
 };
 
 // One send of an input exchange. --requests sends an input exchange again and again: every copy
@@ -49,6 +56,24 @@ struct Chain {
   std::vector<std::size_t> items;        // indices into the prepared list, in session order
   std::vector<std::int64_t> offsets_ns;  // recorded timing: each item's intended offset
   std::int64_t start_ns = 0;             // open loop / recorded: the first item's intended offset
+};
+
+// The method an input exchange is sent with (POST when it names none). Throws
+// std::invalid_argument naming the exchange for one Beast does not know.
+boost::beast::http::verb method_of(const Exchange& source);
+
+// One input exchange as it will be sent (what prepare_requests does to each), for a run that
+// prepares as it goes (replay/feed.hpp). Thread-safe: const, and it holds nothing per request.
+class Preparer {
+ public:
+  Preparer(const Options& options, const Preflight& checked);
+  // Throws std::invalid_argument as prepare_requests does.
+  std::shared_ptr<const PreparedRequest> operator()(const Exchange& source) const;
+
+ private:
+  const Options& options_;
+  const Preflight& checked_;
+  std::unordered_set<std::string> overridden_;  // header names --header and --api-key set
 };
 
 // The chosen input exchanges as they will be sent to `checked.url`: hop-by-hop and recorded

@@ -4,8 +4,9 @@
 // Latency is measured from the *intended* send time (what the schedule wanted; corrected for
 // coordinated omission as wrk2 does) and from the actual send time; both are kept per exchange.
 //
-// Entry points: run_replay() (one run into one trace), compute_stats() (the report's figures for
-// any trace). Everything below "Building blocks" is public so that tests, sweep and bisect can use
+// Entry points: run_replay() (one run into one trace; its input loaded whole, or, for a run that
+// sends it in its own order, read as it is sent: replay/feed.hpp), compute_stats() (the report's
+// figures for any trace). Everything below "Building blocks" is public so that tests, sweep and bisect can use
 // the same parsing and selection rules as `retrace replay`.
 //
 // Decisions a caller should know:
@@ -57,6 +58,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -251,6 +253,12 @@ struct RunResult {
 RunResult run_replay(const LoadedTrace& input, const Options& options,
                      const std::filesystem::path& out, const std::atomic<bool>* stop = nullptr,
                      const std::function<void(const Progress&)>& on_progress = {});
+// The same for an input read as it is sent (replay/feed.hpp: scan_input, when can_stream()).
+// Throws, after writing `out` for what was sent, TraceError when the input changed during the run.
+struct StreamedInput;
+RunResult run_replay(const StreamedInput& input, const Options& options,
+                     const std::filesystem::path& out, const std::atomic<bool>* stop = nullptr,
+                     const std::function<void(const Progress&)>& on_progress = {});
 
 // RUN.rtrace, k of K -> RUN.r<k>.rtrace (K > 1); RUN.rtrace itself when K == 1.
 std::filesystem::path repeat_path(const std::filesystem::path& out, int k, int repeats);
@@ -291,11 +299,32 @@ std::function<bool(const Exchange&)> enough_input(const Options& options);
 // exchange throws invalid_argument.
 LoadedTrace load_input(const std::string& path, const Options& options, std::ostream& warnings,
                        std::string_view prefix);
+// load_input's checks of what was read: the warning, and the error for nothing readable.
+void check_readable(const std::string& path, const Recovery& recovery, std::size_t exchanges,
+                    std::ostream& warnings, std::string_view prefix);
 
 // Input positions to replay, in input order, without the requests record rejected, after filters, window, session sample, shard (by
 // position, or by session when `by_session`) and limit; then cycled to --requests.
 std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
                                           const Options& options, bool by_session);
+
+// The order of selection above, one exchange at a time in input order (the window is the
+// caller's: it needs the whole trace's clock): what select_exchanges and a streamed input
+// (replay/feed.hpp) both apply. Throws invalid_argument for a bad filter or trace control.
+class Selection {
+ public:
+  Selection(const Options& options, bool by_session);
+  // Whether the next exchange in input order is sent; false once --limit exchanges were taken.
+  bool take(const Exchange& exchange, bool in_window = true);
+  bool full() const;
+  std::size_t taken() const { return taken_; }
+
+ private:
+  const Options& options_;
+  bool by_session_;
+  std::size_t position_ = 0, taken_ = 0;
+  std::unordered_map<std::string, std::size_t> session_ordinal_;
+};
 
 // The trace's own clock: each exchange's send offset (ns) from the trace's earliest one. The
 // recorded offsets (actual_send_ns, which an import sets from the dataset's timestamps) when any
@@ -333,6 +362,21 @@ std::string substitute_session_answers(std::string_view body,
 // seed gives the same times on every machine (own samplers, not std:: distributions).
 std::vector<std::int64_t> arrival_offsets_ns(std::size_t count, const Schedule& schedule,
                                              std::uint64_t seed);
+// The same offsets one at a time (a streamed input draws them as it sends). Both throw
+// invalid_argument for a rate of 0 or below, and for an arrival more than 100 years out.
+class Random;
+class Arrivals {
+ public:
+  Arrivals(const Schedule& schedule, std::uint64_t seed);
+  ~Arrivals();
+  std::int64_t next();
+
+ private:
+  Schedule schedule_;
+  std::unique_ptr<Random> random_;
+  double at_s_ = 0;
+  std::size_t drawn_ = 0;
+};
 
 // Nearest-rank percentiles over values in milliseconds (sorted in place).
 Percentiles percentiles(std::vector<double>& values_ms);

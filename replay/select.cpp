@@ -96,20 +96,54 @@ std::function<bool(const Exchange&)> enough_input(const Options& options) {
   };
 }
 
+void check_readable(const std::string& path, const Recovery& recovery, std::size_t exchanges,
+                    std::ostream& warnings, std::string_view prefix) {
+  if (!recovery.clean())
+    warnings << prefix << ": warning: " << path << ": " << describe(recovery) << "; replaying the "
+             << exchanges << " readable exchanges\n";
+  if (exchanges == 0) throw std::invalid_argument(path + " holds no exchanges to replay");
+}
+
 LoadedTrace load_input(const std::string& path, const Options& options, std::ostream& warnings,
                        std::string_view prefix) {
   auto input = load_requests(path, {}, enough_input(options));
-  if (!input.recovery.clean())
-    warnings << prefix << ": warning: " << path << ": " << describe(input.recovery) << "; replaying the "
-             << input.exchanges.size() << " readable exchanges\n";
-  if (input.exchanges.empty()) throw std::invalid_argument(path + " holds no exchanges to replay");
+  check_readable(path, input.recovery, input.exchanges.size(), warnings, prefix);
   return input;
 }
 
-std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
-                                          const Options& options, bool by_session) {
+Selection::Selection(const Options& options, bool by_session)
+    : options_(options), by_session_(by_session) {
   for (const auto& filter : options.filters) validate_filter(filter);
   validate_trace_controls(options);
+}
+
+bool Selection::take(const Exchange& exchange, bool in_window) {
+  if (full() || rejected(exchange)) return false;
+  bool keep = std::all_of(options_.filters.begin(), options_.filters.end(),
+                          [&](const std::string& f) { return matches_filter(exchange, f); });
+  if (!keep || !in_window) return false;
+  if (options_.sample_sessions) {
+    auto key = exchange.session_id.empty() ? "#" + std::to_string(exchange.id) : exchange.session_id;
+    if (!session_sampled(key, *options_.sample_sessions, options_.seed)) return false;
+  }
+  std::size_t shard_key;
+  if (by_session_ && !exchange.session_id.empty()) {
+    auto [it, inserted] = session_ordinal_.try_emplace(exchange.session_id, position_);
+    if (inserted) ++position_;
+    shard_key = it->second;
+  } else {
+    shard_key = position_++;
+  }
+  if (shard_key % options_.shard_count != options_.shard_index) return false;
+  ++taken_;
+  return true;
+}
+
+bool Selection::full() const { return options_.limit && taken_ >= *options_.limit; }
+
+std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
+                                          const Options& options, bool by_session) {
+  Selection selection(options, by_session);
   bool windowed = options.window_from || options.window_to;
   std::vector<std::int64_t> clock;
   // A session is kept or left whole, by its first turn's offset.
@@ -124,39 +158,17 @@ std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges
     }
   }
   auto in_window = [&](std::size_t i) {
+    if (!windowed) return true;
     const auto& session = exchanges[i].session_id;
     std::int64_t at = session.empty() ? clock[i] : session_start.at(session);
     if (options.window_from && at < options.window_from->count()) return false;
     if (options.window_to && at >= options.window_to->count()) return false;
     return true;
   };
-  auto sampled = [&](std::size_t i) {
-    const auto& e = exchanges[i];
-    auto key = e.session_id.empty() ? "#" + std::to_string(e.id) : e.session_id;
-    return session_sampled(key, *options.sample_sessions, options.seed);
-  };
 
   std::vector<std::size_t> chosen;
-  std::unordered_map<std::string, std::size_t> session_ordinal;
-  std::size_t position = 0;
-  for (std::size_t i = 0; i < exchanges.size(); ++i) {
-    const auto& exchange = exchanges[i];
-    if (rejected(exchange)) continue;
-    bool keep = std::all_of(options.filters.begin(), options.filters.end(),
-                            [&](const std::string& f) { return matches_filter(exchange, f); });
-    if (!keep || (windowed && !in_window(i)) || (options.sample_sessions && !sampled(i))) continue;
-    std::size_t shard_key;
-    if (by_session && !exchange.session_id.empty()) {
-      auto [it, inserted] = session_ordinal.try_emplace(exchange.session_id, position);
-      if (inserted) ++position;
-      shard_key = it->second;
-    } else {
-      shard_key = position++;
-    }
-    if (shard_key % options.shard_count != options.shard_index) continue;
-    chosen.push_back(i);
-  }
-  if (options.limit && chosen.size() > *options.limit) chosen.resize(*options.limit);
+  for (std::size_t i = 0; i < exchanges.size() && !selection.full(); ++i)
+    if (selection.take(exchanges[i], in_window(i))) chosen.push_back(i);
   if (options.requests && !chosen.empty()) {
     auto selected = chosen.size();
     chosen.resize(*options.requests);

@@ -140,17 +140,26 @@ void check_start_at(std::int64_t start_at_ns, std::int64_t now_ns) {
                               "to load the trace, e.g. --start-at $(( $(date +%s) + 30 ))");
 }
 
-std::string input_identity_json(const LoadedTrace& input) {
-  std::uint64_t digest = mix(0, input.exchanges.size());
-  for (const auto& exchange : input.exchanges)
-    digest = mix(mix(digest, exchange.key.hi), exchange.key.lo);
+void InputIdentity::add(const Exchange& exchange) {
+  ++exchanges_;
+  keys_ = mix(mix(keys_, exchange.key.hi), exchange.key.lo);
+}
+
+std::string InputIdentity::json(std::int64_t created_unix_ns) const {
+  // Every key in order, then the count: a fold that a streamed input computes as it reads.
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(mix(keys_, exchanges_)));
   json::object identity;
-  identity["exchanges"] = input.exchanges.size();
-  identity["created_unix_ns"] = input.header.created_unix_ns;
+  identity["exchanges"] = exchanges_;
+  identity["created_unix_ns"] = created_unix_ns;
   identity["digest"] = hex;
   return json::serialize(identity);
+}
+
+std::string input_identity_json(const LoadedTrace& input) {
+  InputIdentity identity;
+  for (const auto& exchange : input.exchanges) identity.add(exchange);
+  return identity.json(input.header.created_unix_ns);
 }
 
 std::string with_shard_facts(std::string_view settings, const ShardFacts& facts) {

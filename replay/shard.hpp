@@ -45,6 +45,15 @@ void check_start_at(std::int64_t start_at_ns, std::int64_t now_ns);
 // "digest"} as JSON. Shards of one trace agree on it; a different trace (or another filter of the
 // same file, which is in the settings anyway) does not.
 std::string input_identity_json(const LoadedTrace& input);
+// The same, a trace's exchanges added one at a time in order (a streamed input: replay/feed.hpp).
+class InputIdentity {
+ public:
+  void add(const Exchange& exchange);
+  std::string json(std::int64_t created_unix_ns) const;
+
+ private:
+  std::uint64_t exchanges_ = 0, keys_ = 0;
+};
 
 struct ShardFacts {
   std::string input_identity;  // input_identity_json()

@@ -3,6 +3,8 @@
 // arrives), finish (decode, classify, count, hand to the writer). See replay/worker.hpp.
 #include "replay/worker.hpp"
 
+#include "replay/feed.hpp"
+
 #include <algorithm>
 #include <array>
 #include <boost/asio/as_tuple.hpp>
@@ -161,39 +163,52 @@ bool Worker::past_duration(std::int64_t intended_ns) const {
   return std::max(intended_ns, elapsed) >= duration->count();
 }
 
+asio::awaitable<std::optional<Work>> Worker::next_work() {
+  if (shared_.feed) {
+    auto fed = co_await shared_.feed->next();
+    if (!fed) co_return std::nullopt;
+    co_return Work{nullptr, std::move(fed->send), fed->start_ns};
+  }
+  auto index = shared_.next_chain.fetch_add(1);
+  if (index >= shared_.chains->size()) co_return std::nullopt;
+  const auto& chain = (*shared_.chains)[index];
+  co_return Work{&chain, {}, chain.start_ns};
+}
+
 asio::awaitable<void> Worker::run_closed_slot() {
   while (!stopping_ && !past_duration(0)) {
-    auto index = shared_.next_chain.fetch_add(1);
-    if (index >= shared_.chains.size()) break;
-    co_await run_chain(index, true);
+    auto work = co_await next_work();
+    if (!work || stopping_) break;
+    co_await run_chain(std::move(*work), true);
   }
 }
 
 // Detached chains lose nothing: run_exchange does not throw.
-asio::awaitable<void> Worker::run_launcher(std::vector<std::size_t> chain_indices) {
-  for (auto index : chain_indices) {
-    if (past_duration(shared_.chains[index].start_ns)) break;
-    if (!co_await wait_until(shared_.chains[index].start_ns)) break;
-    asio::co_spawn(io_, run_chain(index, false), asio::detached);
+asio::awaitable<void> Worker::run_launcher() {
+  while (!stopping_) {
+    auto work = co_await next_work();
+    if (!work || past_duration(work->start_ns)) break;
+    if (!co_await wait_until(work->start_ns)) break;
+    asio::co_spawn(io_, run_chain(std::move(*work), false), asio::detached);
   }
 }
 
-asio::awaitable<void> Worker::run_chain(std::size_t chain_index, bool closed_loop) {
-  const auto& chain = shared_.chains[chain_index];
+asio::awaitable<void> Worker::run_chain(Work work, bool closed_loop) {
   std::vector<std::optional<std::string>> answers;
   bool live = shared_.options.live_sessions && shared_.record;
-  for (std::size_t k = 0; k < chain.items.size() && !stopping_; ++k) {
+  for (std::size_t k = 0; k < work.size() && !stopping_; ++k) {
     std::int64_t intended;
     if (closed_loop) {
       intended = nanoseconds(shared_.clock.now() - shared_.run_start);  // the slot (or turn) just freed
     } else if (shared_.kind == ScheduleKind::recorded) {
-      intended = chain.offsets_ns[k];
+      intended = work.chain->offsets_ns[k];
       if (past_duration(intended) || !co_await wait_until(intended)) break;
     } else {
-      intended = k == 0 ? chain.start_ns : nanoseconds(shared_.clock.now() - shared_.run_start);
+      intended = k == 0 ? work.start_ns : nanoseconds(shared_.clock.now() - shared_.run_start);
     }
     if (past_duration(intended)) break;
-    auto answer = co_await run_exchange(chain.items[k], intended, live ? &answers : nullptr);
+    const Prepared& send = work.chain ? (*shared_.prepared)[work.chain->items[k]] : work.single;
+    auto answer = co_await run_exchange(send, intended, live ? &answers : nullptr);
     if (live) answers.push_back(std::move(answer));
   }
 }
@@ -204,9 +219,8 @@ asio::awaitable<void> Worker::run_chain(std::size_t chain_index, bool closed_loo
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 asio::awaitable<std::optional<std::string>> Worker::run_exchange(
-    std::size_t prepared_index, std::int64_t intended_ns,
+    const Prepared& send, std::int64_t intended_ns,
     const std::vector<std::optional<std::string>>* answers) {
-  const Prepared& send = shared_.prepared[prepared_index];
   const PreparedRequest& prepared = *send.request;
   auto record = describe_request(send, intended_ns, answers);
   auto dialect = llm::detect_dialect(record.request.target, record.request.body);
@@ -248,15 +262,14 @@ const std::string& Worker::request_head(Flight& flight, const PreparedRequest& p
 // live-session answers), secret header values redacted, and the key of what was sent.
 Exchange Worker::describe_request(const Prepared& send, std::int64_t intended_ns,
                                   const std::vector<std::optional<std::string>>* answers) const {
-  const Exchange& source = shared_.input.exchanges[send.input_index];
   const PreparedRequest& prepared = *send.request;
   Exchange exchange;
-  exchange.source_id = source.id;
-  exchange.session_id = source.session_id;
-  exchange.expected = source.expected;
+  exchange.source_id = prepared.source_id;
+  exchange.session_id = prepared.session_id;
+  exchange.expected = prepared.expected;
   // The input's own labels (a dataset's `id`, ...) stay; the run's labels win on a clash.
-  exchange.labels.reserve(source.labels.size() + shared_.exchange_labels.size());
-  exchange.labels = source.labels;
+  exchange.labels.reserve(prepared.labels.size() + shared_.exchange_labels.size());
+  exchange.labels = prepared.labels;
   for (const auto& label : shared_.exchange_labels) {
     auto same = std::find_if(exchange.labels.begin(), exchange.labels.end(),
                              [&](const Label& l) { return l.key == label.key; });

@@ -33,6 +33,7 @@
 #include "llm/llm.hpp"
 #include "net/connection.hpp"
 #include "replay/response_reader.hpp"
+#include "replay/feed.hpp"
 #include "replay/prepare.hpp"
 
 namespace retrace::replay {
@@ -86,19 +87,31 @@ class WriteQueue {
   bool closed_ = false;
 };
 
+
+// What a closed-loop slot or an open-loop launcher takes next: a chain of a loaded run's plan, or
+// one request of a streamed input.
+struct Work {
+  const Chain* chain = nullptr;  // its items index Shared::prepared
+  Prepared single;               // without a chain: the one request
+  std::int64_t start_ns = 0;     // open loop: when it starts
+  std::size_t size() const { return chain ? chain->items.size() : 1; }
+};
+
 // Everything the workers share; read-only during a phase except the atomics and the queue.
 struct Shared {
-  Shared(const LoadedTrace& input_trace, const Options& run_options, net::Url target_url,
+  Shared(const Options& run_options, net::Url target_url,
          std::shared_ptr<boost::asio::ssl::context> tls_context)
-      : input(input_trace), options(run_options), clock(*run_options.clock),
-        url(std::move(target_url)), tls(std::move(tls_context)) {}
-  const LoadedTrace& input;
+      : options(run_options), clock(*run_options.clock), url(std::move(target_url)),
+        tls(std::move(tls_context)) {}
   const Options& options;
   const Clock& clock;  // every time the run measures and records (send offsets, TTFT, ends)
   net::Url url;
   std::shared_ptr<boost::asio::ssl::context> tls;
-  std::vector<Prepared> prepared;
-  std::vector<Chain> chains;
+  // The phase's work: `chains` of `prepared` requests (a loaded run's plan), or, when `feed` is
+  // set, what it hands over.
+  const std::vector<Prepared>* prepared = nullptr;
+  const std::vector<Chain>* chains = nullptr;
+  Feed* feed = nullptr;
   std::vector<Label> exchange_labels;
   ScheduleKind kind = ScheduleKind::concurrency;
   bool record = true;  // false during warmup
@@ -119,10 +132,10 @@ class Worker {
   explicit Worker(Shared& shared)
       : shared_(shared), pool_(retrace::Clock::system(), 4096), pool_key_(net::pool_key(shared.url)) {}
   boost::asio::io_context& io() { return io_; }
-  // Closed loop: takes the next chain until none is left.
+  // Closed loop: takes the next work until none is left.
   boost::asio::awaitable<void> run_closed_slot();
-  // Open loop: starts each chain at its start time.
-  boost::asio::awaitable<void> run_launcher(std::vector<std::size_t> chain_indices);
+  // Open loop: takes the next work and starts it at its start time, until none is left.
+  boost::asio::awaitable<void> run_launcher();
   // Stops sending and closes every connection, cutting what is in flight. On io()'s thread.
   void stop_now();
   // --duration: whether a request meant for `intended_ns` (or sent now) would start after the
@@ -132,12 +145,13 @@ class Worker {
  private:
   class Hooks;
 
-  boost::asio::awaitable<void> run_chain(std::size_t chain_index, bool closed_loop);
+  boost::asio::awaitable<std::optional<Work>> next_work();
+  boost::asio::awaitable<void> run_chain(Work work, bool closed_loop);
   // One request and its response, counted and handed to the writer. Does not throw: a failure
   // inside retrace becomes the exchange's error. Returns choice 0's text when it completed (for
   // live sessions).
   boost::asio::awaitable<std::optional<std::string>> run_exchange(
-      std::size_t prepared_index, std::int64_t intended_ns,
+      const Prepared& send, std::int64_t intended_ns,
       const std::vector<std::optional<std::string>>* answers);
   // run_exchange's steps, in order.
   Exchange describe_request(const Prepared& send, std::int64_t intended_ns,
