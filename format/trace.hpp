@@ -330,6 +330,9 @@ class TraceReader {
   // Next exchange into `out` (reusing its storage); false at the end. A torn or corrupt tail ends
   // the stream and is described by recovery(); it is not an exception.
   bool next(Exchange& out);
+  // The same record read for what sending its request again needs: the response, choices and
+  // usage left empty and unread (a recording's bulk), everything else read. For replay.
+  bool next_request(Exchange& out);
   // The same record read for its outputs only (ExchangeOutputs: no copy of the request, response,
   // per-token strings or alternatives), the rest left in the decoded frame; read_last() decodes
   // the whole of it on demand, until the next call of either next(). For diff.

@@ -13,8 +13,9 @@ namespace {
 constexpr std::size_t kBlockExchanges = 4096;
 
 // One loop for both: with `requests_only`, each exchange's response and its decoding (events,
-// choices, usage: the bulk of a recording) are dropped as it is read; everything else is kept,
-// so a new field of the request side, or the error a selection reads, is never lost by omission.
+// choices, usage: the bulk of a recording) are not read (TraceReader::next_request); everything
+// else is, so a new field of the request side, or the error a selection reads, is never lost by
+// omission.
 //
 // The count is known only at the end (the index is in the trailer), so exchanges are read in
 // place into blocks of a fixed size and moved once into a vector of the exact size. A vector
@@ -32,14 +33,9 @@ LoadedTrace load(const std::filesystem::path& path, ReaderOptions options, bool 
       blocks.emplace_back().reserve(kBlockExchanges);
     auto& block = blocks.back();
     Exchange& exchange = block.emplace_back();
-    if (!reader.next(exchange)) {
+    if (!(requests_only ? reader.next_request(exchange) : reader.next(exchange))) {
       block.pop_back();
       break;
-    }
-    if (requests_only) {
-      exchange.response = {};
-      exchange.choices = {};
-      exchange.usage = {};
     }
     ++count;
     if (enough && enough(exchange)) break;

@@ -156,6 +156,12 @@ bool TraceReader::next(Exchange& out) {
   });
 }
 
+bool TraceReader::next_request(Exchange& out) {
+  return impl_->next_record([&](wire::Exchange::Reader exchange, ListBudget& budget) {
+    read_exchange(exchange, out, budget, true);
+  });
+}
+
 bool TraceReader::next(ExchangeOutputs& out) {
   Impl& impl = *impl_;
   if (!impl.next_record([&](wire::Exchange::Reader exchange, ListBudget& budget) {

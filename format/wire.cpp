@@ -224,7 +224,11 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
   out.setRetries(exchange.retries);
 }
 
-void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget) {
+// What an exchange's response made of it: the response, its choices and usage.
+static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget);
+
+void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget,
+                   bool requests_only) {
   read_identity(in, exchange.id, exchange.source_id, exchange.key);
   assign(exchange.session_id, in.getSessionId());
   exchange.start_unix_ns = in.getStartUnixNs();
@@ -239,6 +243,24 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& bu
   read_headers(request.getHeaders(), exchange.request.headers, budget);
   assign(exchange.request.body, request.getBody());
 
+  if (requests_only) {
+    exchange.response = {};
+    exchange.choices.clear();
+    exchange.usage = {};
+  } else {
+    read_outputs_side(in, exchange, budget);
+  }
+
+  read_error(in.getError(), exchange.error);
+
+  read_labels(in.getLabels(), exchange.labels, budget);
+  read_expected(in, exchange.expected);
+  assign(exchange.dialect, in.getDialect());
+  assign(exchange.decode_note, in.getDecodeNote());
+  exchange.retries = in.getRetries();
+}
+
+static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget) {
   auto response = in.getResponse();
   exchange.response.status = response.getStatus();
   read_headers(response.getHeaders(), exchange.response.headers, budget);
@@ -285,14 +307,6 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& bu
   exchange.usage.prompt_tokens = usage.getPromptTokens();
   exchange.usage.completion_tokens = usage.getCompletionTokens();
   exchange.usage.total_tokens = usage.getTotalTokens();
-
-  read_error(in.getError(), exchange.error);
-
-  read_labels(in.getLabels(), exchange.labels, budget);
-  read_expected(in, exchange.expected);
-  assign(exchange.dialect, in.getDialect());
-  assign(exchange.decode_note, in.getDecodeNote());
-  exchange.retries = in.getRetries();
 }
 
 void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudget& budget) {

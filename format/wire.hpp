@@ -40,7 +40,10 @@ void read_header(wire::Header::Reader in, TraceHeader& header, ListBudget& budge
 void read_index(wire::TraceIndex::Reader in, TraceIndex& index);
 void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange);
 // Reuses `exchange`'s strings and vectors: a reader loop allocates only while records grow.
-void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget);
+// With `requests_only`, the response, the choices and the usage are left empty, not read (what
+// sending the request again does not need: most of a recording's bytes); every other field is read.
+void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget,
+                   bool requests_only = false);
 // Only the outputs (trace.hpp's ExchangeOutputs), the token bytes appended straight from the
 // message: what outputs_of() takes from a whole exchange read by read_exchange().
 void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudget& budget);

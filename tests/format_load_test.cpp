@@ -105,3 +105,22 @@ TEST_CASE("load_requests with a stop reads as far as it asks, keeping the exchan
   // A stop that never says so reads it all.
   CHECK(load_requests(dir / "t.rtrace", {}, [](const Exchange&) { return false; }).exchanges.size() == 9);
 }
+
+TEST_CASE("next_request into an exchange that held a whole one leaves its response side empty") {
+  TempDir dir;
+  {
+    TraceWriter writer(dir / "t.rtrace", TraceHeader{});
+    for (std::uint64_t id = 0; id < 2; ++id) writer.write(recorded_exchange(id));
+    writer.close();
+  }
+  TraceReader reader(dir / "t.rtrace");
+  Exchange exchange;
+  REQUIRE(reader.next(exchange));
+  REQUIRE(exchange == recorded_exchange(0));
+  REQUIRE(reader.next_request(exchange));  // the same storage, reused as a replay reader does
+  Exchange expected = recorded_exchange(1);
+  expected.response = {};
+  expected.choices.clear();
+  expected.usage = {};
+  CHECK(exchange == expected);
+}
