@@ -10,7 +10,8 @@
 # serve --latency-model off` (iterations run flat out) as the server. For each N:
 #   record   `retrace replay INPUT --requests N -c C` -> `retrace record --max-exchanges N` -> serve
 #            (record stops by itself after N; the client is measured too, as "record's client")
-#   replay   `retrace replay RECORDING -c C` -> serve (the N-exchange recording, loaded whole)
+#   replay   `retrace replay RECORDING -c C` -> serve (the N-exchange recording, read as it is
+#            sent: replay/feed.hpp)
 #   diff     `retrace diff RECORDING REPLAY`
 #   stats    `retrace stats REPLAY`;  inspect `retrace inspect REPLAY`
 # serve's own CPU over each phase is read from /proc. Everything runs on 127.0.0.1.

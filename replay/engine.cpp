@@ -191,7 +191,7 @@ class StreamedRun final : public RunInput {
     TraceReader reader(input.path);
     Selection selection(options, false);
     Exchange exchange;
-    while (!selection.full() && reader.next(exchange))
+    while (!selection.full() && reader.next_request(exchange))
       if (selection.take(exchange)) prepare_(exchange);
   }
   std::size_t count() const override { return input_.count(options_); }

@@ -41,7 +41,7 @@ StreamedInput scan_input(const std::string& path, const Options& options, std::o
   InputIdentity identity;
   ModelReader model_of;
   Exchange exchange;
-  while ((whole || !selection.full()) && reader.next(exchange)) {
+  while ((whole || !selection.full()) && reader.next_request(exchange)) {
     ++input.exchanges;
     if (exchange.error.kind == ErrorKind::rejected) ++input.facts.rejected;
     identity.add(exchange);
@@ -165,7 +165,7 @@ void Feed::produce() {
       Selection selection(options_, false);
       Exchange exchange;
       std::size_t position = 0;
-      while (sent < count_ && !selection.full() && reader.next(exchange)) {
+      while (sent < count_ && !selection.full() && reader.next_request(exchange)) {
         auto index = position++;
         if (!selection.take(exchange)) continue;
         Prepared prepared{index, cycle, prepare_(exchange)};
