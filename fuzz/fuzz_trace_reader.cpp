@@ -1,5 +1,5 @@
 // The trace reader on arbitrary bytes: a whole file (header, frames, index), every record read,
-// then read again as diff reads it (each record's outputs, and the record whole after them, which
+// then read again as replay reads it (next_request: the request side only), then as diff reads it (each record's outputs, and the record whole after them, which
 // may find damage the outputs did not touch). Errors are TraceError; anything else (a crash, a sanitizer report, an allocation past
 // libFuzzer's -rss_limit_mb) is a finding.
 #include <cstddef>
@@ -16,6 +16,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     while (reader.next(exchange)) {
     }
     (void)retrace::describe(reader.recovery());
+  } catch (const retrace::TraceError&) {
+  }
+  try {
+    retrace::TraceReader reader(file.path());
+    retrace::Exchange exchange;
+    while (reader.next_request(exchange)) {
+    }
   } catch (const retrace::TraceError&) {
   }
   try {
