@@ -96,7 +96,7 @@ void Feed::end(bool stopped) {
 void Feed::wake(std::size_t count) {
   for (; count > 0 && !waiting_.empty(); --count) {
     auto* timer = waiting_.front();
-    waiting_.erase(waiting_.begin());
+    waiting_.pop_front();
     // On the taker's own thread: a timer is not safe to touch from this one. The taker resumes
     // only through this cancel, so the timer is there when it runs.
     asio::post(timer->get_executor(), [timer] { timer->cancel(); });
@@ -104,9 +104,8 @@ void Feed::wake(std::size_t count) {
 }
 
 asio::awaitable<std::optional<FedRequest>> Feed::next() {
-  auto executor = co_await asio::this_coro::executor;
   while (true) {
-    asio::steady_timer woken(executor, asio::steady_timer::time_point::max());
+    std::optional<asio::steady_timer> woken;  // made only to wait: not per request taken
     {
       std::lock_guard lock(mutex_);
       if (!ready_.empty()) {
@@ -119,9 +118,15 @@ asio::awaitable<std::optional<FedRequest>> Feed::next() {
         co_return request;
       }
       if (ended_) co_return std::nullopt;
-      waiting_.push_back(&woken);
     }
-    co_await woken.async_wait(asio::as_tuple(asio::use_awaitable));
+    woken.emplace(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
+    {
+      std::lock_guard lock(mutex_);
+      // Ready or ended since the look above: take it (or end) on the next turn, without waiting.
+      if (!ready_.empty() || ended_) continue;
+      waiting_.push_back(&*woken);
+    }
+    co_await woken->async_wait(asio::as_tuple(asio::use_awaitable));
   }
 }
 

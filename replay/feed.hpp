@@ -107,7 +107,7 @@ class Feed {
   mutable std::mutex mutex_;
   std::condition_variable room_;
   std::deque<FedRequest> ready_;
-  std::vector<boost::asio::steady_timer*> waiting_;  // takers' wake-up timers, oldest first
+  std::deque<boost::asio::steady_timer*> waiting_;  // takers' wake-up timers, oldest first
   bool reader_waiting_ = false;
   bool ended_ = false, stopped_ = false;
 
