@@ -2,10 +2,12 @@
 # Replay client throughput and overhead, against `retrace serve --latency-model off`.
 #   (a) short non-streaming requests: `retrace replay -c 64` vs `wrk -c 64` posting the same body
 #       (replay with --no-stream --token-ids off: by default it would stream and ask for logprobs,
-#       a different request and a larger response than wrk's)
+#       a different request and a larger response than wrk's), and against the fair peer: wrk's
+#       CPU per request plus storing the exchange (bench/record_trace_bench on the run's trace)
 #   (b) streaming, 256 tokens per response: SSE events/s the client ingests, and whether the client
 #       or the server is the limit (CPU seconds each spent during the run, from /proc); then the
 #       floor per event (decoding it and storing it, bench/record_trace_bench on the run's trace)
+#       and the fair peer: wrk posting the run's own request, plus that floor
 #   (c) the client's own added TTFT: replay -c 1 vs a raw-socket python client, same request
 # Each figure is the median of 3 runs. Usage: bench/replay.sh [path/to/retrace]
 # Environment: SECTIONS="a b c" (which parts to run), DURATION (seconds per wrk run in (a)),
@@ -28,6 +30,13 @@ STREAM_LIMIT=${STREAM_LIMIT:-1500}
 SERVER_PIN=(); CLIENT_PIN=()
 if [[ "$PIN" == 1 ]]; then SERVER_PIN=(taskset -c 0); CLIENT_PIN=(taskset -c 1); fi
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }
+# UNIT REPLAY_MEDIAN "REPLAY RUNS" WRK_MEDIAN "WRK RUNS" STORING: client CPU per unit against
+# wrk's plus storing's, the fair peer issue 18's replay targets are read against.
+fair_peer() {
+  echo "  client CPU µs per $1: replay $2 (runs $3); wrk $4 (runs $5) + storing $6 = fair peer" \
+       "$(awk -v w="$4" -v s="$6" 'BEGIN {printf "%.2f", w + s}'); replay ÷ fair peer" \
+       "$(awk -v r="$2" -v w="$4" -v s="$6" 'BEGIN {printf "%.2f", r / (w + s)}')"
+}
 
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 cpu_seconds() {  # utime + stime of a process, in seconds
@@ -69,7 +78,7 @@ EOF
 start_server
 echo
 echo "(a) short non-streaming requests, 64 connections, ${DURATION}s each"
-wrk_rates=(); replay_rates=(); per_cpu=()
+wrk_rates=(); replay_rates=(); per_cpu=(); wrk_us=(); replay_us=()
 for run in 1 2 3; do
   # Requests per client CPU-second as well: what each client costs, whatever the load.
   rate=$(/usr/bin/time -f '%U %S' -o "$WORK/wrk_time.txt" "${CLIENT_PIN[@]}" \
@@ -87,6 +96,8 @@ for run in 1 2 3; do
   replay_cpu=$(awk '{print $1 + $2}' "$WORK/replay_time.txt")
   replay_per_cpu=$(awk -v n="$(jq -r .exchanges "$WORK/a.json")" -v c="$replay_cpu" 'BEGIN {printf "%d", n / c}')
   per_cpu+=("$(awk -v a="$replay_per_cpu" -v b="$wrk_per_cpu" 'BEGIN {printf "%.2f", a / b}')")
+  wrk_us+=("$(awk -v r="$rate" -v d="$DURATION" -v c="$wrk_cpu" 'BEGIN {printf "%.2f", c * 1e6 / (r * d)}')")
+  replay_us+=("$(awk -v n="$(jq -r .exchanges "$WORK/a.json")" -v c="$replay_cpu" 'BEGIN {printf "%.2f", c * 1e6 / n}')")
   echo "  run $run: wrk $rate req/s ($wrk_per_cpu per CPU-s); replay $(jq -r .requests_per_s "$WORK/a.json") req/s" \
        "($replay_per_cpu per CPU-s, start-up and trace rewrite included; $(jq -r .completed "$WORK/a.json") recorded," \
        "errors $(jq -c .errors "$WORK/a.json"))"
@@ -97,6 +108,17 @@ echo "  median: wrk $wrk_median req/s, replay $replay_median req/s," \
      "ratio $(awk -v a="$replay_median" -v b="$wrk_median" 'BEGIN {printf "%.2f", a / b}');" \
      "requests per client CPU-second, replay / wrk: $(printf '%s\n' "${per_cpu[@]}" | median)" \
      "(runs ${per_cpu[*]})"
+# wrk stores nothing: the fair peer of a client that records every exchange is wrk plus storing
+# alone — record_trace_bench on the last run's own trace, per exchange (issue 18). Reading and
+# preparing the input is in replay's figure and not in the peer's.
+read -r store_tokens store_us_token < <(storing_us_per_token "$RETRACE" "$WORK/a.rtrace" "${CLIENT_PIN[@]}") || true
+if [[ -n "${store_us_token:-}" ]]; then
+  store_us=$(awk -v u="$store_us_token" -v t="$store_tokens" -v n="$(jq -r .exchanges "$WORK/a.json")" 'BEGIN {printf "%.2f", u * t / n}')
+  fair_peer "request" "$(printf '%s\n' "${replay_us[@]}" | median)" "${replay_us[*]}" \
+            "$(printf '%s\n' "${wrk_us[@]}" | median)" "${wrk_us[*]}" "$store_us"
+else
+  echo "  fair peer: skipped (bench/record_trace_bench not built; configure with -DRETRACE_BENCH=ON)"
+fi
 stop_server
 fi
 
@@ -151,6 +173,20 @@ if [[ -n "${floor_us_token:-}" ]]; then
   floor_us=$(awk -v u="$floor_us_token" -v t="$floor_tokens" -v e="$events" 'BEGIN {printf "%.2f", u * t / e}')
   echo "  floor (decode + store, record_trace_bench on the last run's trace): $floor_us_token us/token," \
        "$floor_us us/event; client ÷ floor: $(awk -v c="$(printf '%s\n' "${client_us[@]}" | median)" -v f="$floor_us" 'BEGIN {printf "%.2f", c / f}')"
+  # The network part of the fair peer: wrk posting the run's own request (the body replay sent,
+  # logprobs and usage included), on the client's core, CPU per event of the responses it read.
+  "$RETRACE" export "$WORK/b.rtrace" | jq -r 'select(.exchange) | .exchange.request.body' | awk 'NR == 1' >"$WORK/b_body.json"
+  per_response=$(awk -v e="$events" -v n="$(jq -r .exchanges "$WORK/b.json")" 'BEGIN {printf "%.2f", e / n}')
+  { echo 'wrk.method = "POST"'; echo "wrk.body = [==[$(cat "$WORK/b_body.json")]==]"
+    echo 'wrk.headers["Content-Type"] = "application/json"'; } >"$WORK/stream.lua"
+  wrk_event_us=()
+  for run in 1 2 3; do
+    requests=$(/usr/bin/time -f '%U %S' -o "$WORK/wrk_time.txt" "${CLIENT_PIN[@]}" \
+               wrk -t "$THREADS" -c 64 -d 4s -s "$WORK/stream.lua" "$URL/v1/completions" | awk '/requests in/ {print $1}')
+    wrk_event_us+=("$(awk -v n="$requests" -v e="$per_response" '{printf "%.2f", ($1 + $2) * 1e6 / (n * e)}' "$WORK/wrk_time.txt")")
+  done
+  fair_peer "event" "$(printf '%s\n' "${client_us[@]}" | median)" "${client_us[*]}" \
+            "$(printf '%s\n' "${wrk_event_us[@]}" | median)" "${wrk_event_us[*]}" "$floor_us"
 else
   echo "  floor: skipped (bench/record_trace_bench not built; configure with -DRETRACE_BENCH=ON)"
 fi
