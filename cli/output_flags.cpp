@@ -16,7 +16,8 @@ void add_output_flags(CLI::App& command, OutputFlags& flags, const std::string& 
   json->excludes(csv)->excludes(markdown);
   csv->excludes(markdown);
   command.add_option("--percentiles", flags.percentiles,
-                     "Latency percentiles to report, e.g. 50,90,95,99.9 (default 50,90,95,99)");
+                     "Latency percentiles to report, e.g. 50,90,95,99.9 (default 50,90,95,99); exact up to a "
+                     "million samples of a figure, past that from a histogram within 0.003 % (the report says so)");
 }
 
 report::StatsContext stats_context(const OutputFlags& flags) {

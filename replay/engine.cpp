@@ -359,11 +359,11 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
     shared.errors = 0;
   }
 
-  // The writer thread: assigns ids in arrival order, keeps the small per-exchange metrics.
+  // The writer thread: assigns ids in arrival order, gathers the run's figures.
   WriteQueue queue;
   shared.queue = &queue;
-  std::vector<ExchangeMetrics> metrics;
-  metrics.reserve(input.count());
+  StatsBuilder stats(schedule.kind != ScheduleKind::concurrency, options.slo);
+  stats.reserve(input.count());
   std::exception_ptr writer_failure;
   std::thread writer_thread([&] {
     std::vector<Exchange> batch;
@@ -372,7 +372,7 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
     while (queue.pop_all(batch)) {
       for (auto& exchange : batch) {
         exchange.id = next_id++;
-        metrics.push_back(summarize(exchange));
+        stats.add(summarize(exchange));  // its offsets are the run's own: no wall-clock start
         if (failed) continue;
         try {
           writer->write(exchange);
@@ -426,12 +426,11 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
   RunResult result;
   result.out = out;
   result.interrupted = interrupted;
-  result.stats = compute_stats(schedule.kind != ScheduleKind::concurrency, metrics, options.slo);
+  result.stats = std::move(stats).finish();
   // What the run's threads freed goes back to the system: glibc keeps it in their per-thread
   // arenas otherwise, and each --repeat pass's new threads fragment them further (the heap in
   // use is flat; RSS grew ~320 KiB a pass: bench/RESULTS.md, "replay's memory across --repeat").
-  // What a run keeps is its result: per exchange, its metrics and the stats' sorted samples.
-  metrics = {};
+  // What a run keeps is its result: the stats' samples (bounded: replay/distribution.hpp).
   ::malloc_trim(0);
   return result;
 }

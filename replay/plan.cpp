@@ -380,34 +380,6 @@ std::vector<std::int64_t> arrival_offsets_ns(std::size_t count, const Schedule& 
   return offsets;
 }
 
-double Percentiles::at(double percent) const {
-  if (sorted.empty()) return 0;
-  auto n = sorted.size();
-  auto index = static_cast<std::size_t>(std::ceil(percent / 100 * static_cast<double>(n)));
-  return sorted[std::clamp<std::size_t>(index, 1, n) - 1];
-}
-
-Percentiles percentiles(std::vector<double>& values_ms) {
-  Percentiles result;
-  result.count = values_ms.size();
-  if (values_ms.empty()) return result;
-  std::sort(values_ms.begin(), values_ms.end());
-  result.sorted = values_ms;
-  result.p50 = result.at(50);
-  result.p90 = result.at(90);
-  result.p99 = result.at(99);
-  result.max = values_ms.back();
-  double sum = 0;
-  for (double v : values_ms) sum += v;
-  result.mean = sum / static_cast<double>(values_ms.size());
-  if (values_ms.size() > 1) {
-    double squares = 0;
-    for (double v : values_ms) squares += (v - result.mean) * (v - result.mean);
-    result.stddev = std::sqrt(squares / static_cast<double>(values_ms.size() - 1));
-  }
-  return result;
-}
-
 std::string settings_json(const Options& options, std::string_view input_path) {
   json::object settings;
   settings["command"] = "replay";

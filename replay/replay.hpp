@@ -54,6 +54,8 @@
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
+#include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +69,7 @@
 #include "format/redaction.hpp"  // secrets: what the trace and settings never hold
 #include "format/trace.hpp"
 #include "llm/llm.hpp"
+#include "replay/distribution.hpp"
 
 namespace retrace::replay {
 
@@ -156,19 +159,8 @@ struct Options {
   std::shared_ptr<const Preflight> preflight;
 };
 
-// Latency/throughput figures of one run (or of any trace: `retrace stats`).
-struct Percentiles {
-  std::size_t count = 0;
-  double p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;  // milliseconds
-  double stddev = 0;  // sample standard deviation (n - 1); 0 below two samples
-  // Every sample, ascending, so a report can show any percentile it is asked for (--percentiles).
-  // As large as the samples the run already keeps (one gap per token in ExchangeMetrics).
-  std::vector<double> sorted;
-  // Nearest rank: the smallest sample with at least `percent` % of the samples at or below it;
-  // 0 without samples. at(50) == p50.
-  double at(double percent) const;
-};
-
+// Latency/throughput figures of one run (or of any trace: `retrace stats`); each latency
+// figure's Percentiles come from a Distribution (replay/distribution.hpp).
 struct Stats {
   std::size_t exchanges = 0;  // inference requests only (see other_requests)
   std::size_t completed = 0;  // no error
@@ -222,13 +214,51 @@ std::optional<std::int64_t> ttft_of(const ExchangeMetrics& metrics);
 // TPOT in ns by the definition above; absent for a non-streamed response or one token or fewer.
 std::optional<double> tpot_of(const ExchangeMetrics& metrics);
 
+
+// A run's figures, gathered one exchange at a time in memory that does not grow with tokens:
+// add() counts an exchange and puts the latencies that do not depend on when it was sent (TTFT,
+// ITL, TPOT, e2e) into their distributions (replay/distribution.hpp); it keeps only what the
+// others need (64 bytes: its offsets, end, TTFT and TPOT), for finish(): offsets derived from
+// wall-clock starts for traces that have none, schedule slip and the intended latencies, requests
+// in flight, SLOs.
+class StatsBuilder {
+ public:
+  explicit StatsBuilder(bool open_loop, Slo slo = {}) : open_loop_(open_loop), slo_(std::move(slo)) {}
+  void reserve(std::size_t exchanges) { kept_.reserve(exchanges); }
+  // `start_unix_ns`: the exchange's wall-clock start, from which send offsets are derived when no
+  // exchange has one (traces of some recorders and imports).
+  void add(ExchangeMetrics metrics, std::int64_t start_unix_ns = 0);
+  void add(const Exchange& exchange) { add(summarize(exchange), exchange.start_unix_ns); }
+  Stats finish() &&;
+
+ private:
+  struct Kept {  // an inference exchange, for finish()
+    std::int64_t actual_send_ns, intended_send_ns, start_unix_ns;
+    std::int64_t end_ns;   // from the send; -1 without an end
+    std::int64_t ttft_ns;  // ttft_of; -1 without one
+    double tpot_ns;        // tpot_of; -1 without one
+    bool sent, completed;
+  };
+  bool open_loop_;
+  Slo slo_;
+  Stats stats_;  // the counts, as add() goes
+  std::map<ErrorKind, std::size_t> errors_;
+  std::map<std::string, std::size_t> other_requests_;
+  OutputTokenTally tokens_;
+  Distribution ttft_, itl_, tpot_, e2e_;
+  std::vector<Kept> kept_;
+  std::size_t added_ = 0;
+  bool any_offset_ = false;
+  std::int64_t first_start_ = std::numeric_limits<std::int64_t>::max();
+};
+
 // Open loop (rate or recorded timing) is read from the header's settings JSON.
 Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exchanges,
                     const Slo& slo = {});
 Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
                     const Slo& slo = {});
 bool is_open_loop(const TraceHeader& header);
-// Streams a trace file (bounded memory: one ExchangeMetrics per exchange) into its figures.
+// Streams a trace file (one ExchangeMetrics per exchange, without its token gaps) into its figures.
 // Throws TraceError when it is not a readable trace; a torn tail is reported through `recovery`.
 Stats stats_of_trace(const std::filesystem::path& path, const Slo& slo = {},
                      Recovery* recovery = nullptr);
@@ -377,9 +407,6 @@ class Arrivals {
   double at_s_ = 0;
   std::size_t drawn_ = 0;
 };
-
-// Nearest-rank percentiles over values in milliseconds (sorted in place).
-Percentiles percentiles(std::vector<double>& values_ms);
 
 // The settings JSON written to the header: schedule and every option, secrets left out.
 std::string settings_json(const Options& options, std::string_view input_path = {});

@@ -81,138 +81,113 @@ bool is_open_loop(const TraceHeader& header) {
   return kind && kind->is_string() && (kind->as_string() == "rate" || kind->as_string() == "recorded");
 }
 
-namespace {
+constexpr double kMs = 1e6;
 
-// Traces that kept only wall-clock starts (some recorders, imports): derive send offsets.
-void fill_offsets_from_wall_clock(std::vector<ExchangeMetrics>& metrics,
-                                  const std::vector<std::int64_t>& start_unix_ns) {
-  bool no_offsets = std::all_of(metrics.begin(), metrics.end(),
-                                [](const ExchangeMetrics& m) { return m.actual_send_ns == 0; });
-  if (!no_offsets || metrics.size() < 2) return;
-  std::int64_t first = std::numeric_limits<std::int64_t>::max();
-  for (auto start : start_unix_ns)
-    if (start > 0) first = std::min(first, start);
-  for (std::size_t i = 0; i < metrics.size(); ++i)
-    if (start_unix_ns[i] > 0) {
-      metrics[i].actual_send_ns = start_unix_ns[i] - first;
-      metrics[i].intended_send_ns = metrics[i].actual_send_ns;
+void StatsBuilder::add(ExchangeMetrics m, std::int64_t start_unix_ns) {
+  ++added_;
+  if (m.actual_send_ns != 0) any_offset_ = true;
+  if (start_unix_ns > 0) first_start_ = std::min(first_start_, start_unix_ns);
+  if (!m.inference) {
+    ++other_requests_[m.endpoint];
+    return;
+  }
+  ++stats_.exchanges;
+  bool completed = m.sent && m.error == ErrorKind::none;
+  auto ttft = ttft_of(m);
+  auto tpot = tpot_of(m);
+  if (!m.sent) {
+    ++stats_.not_sent;
+  } else {
+    if (m.retried) ++stats_.retried;
+    if (!completed) ++errors_[m.error];
+  }
+  if (completed) {  // the figures that do not depend on when it was sent
+    tokens_.add(m.output_tokens);
+    if (m.input_tokens >= 0)
+      stats_.input_tokens = stats_.input_tokens.value_or(0) + static_cast<std::uint64_t>(m.input_tokens);
+    if (ttft) {
+      ttft_.add(static_cast<double>(*ttft) / kMs);
+      for (auto gap : m.token_gaps_ns) itl_.add(static_cast<double>(gap) / kMs);
+      if (tpot) tpot_.add(*tpot / kMs);
     }
-}
-
-// Peak and time-weighted mean of the requests in flight between `first_send` and `last_end`.
-void fill_in_flight(const std::vector<ExchangeMetrics>& metrics, Stats& stats) {
-  std::vector<std::pair<std::int64_t, int>> edges;  // (time, +1 send / -1 end); ends sort first
-  double busy_ns = 0;
-  for (const auto& m : metrics) {
-    if (!m.inference || m.end_ns < 0) continue;
-    edges.emplace_back(m.actual_send_ns, +1);
-    edges.emplace_back(m.actual_send_ns + m.end_ns, -1);
-    busy_ns += static_cast<double>(m.end_ns);
+    if (m.end_ns >= 0) e2e_.add(static_cast<double>(m.end_ns) / kMs);
   }
-  std::sort(edges.begin(), edges.end());
-  long current = 0;
-  for (const auto& [time, step] : edges) {
-    current += step;
-    stats.peak_in_flight = std::max(stats.peak_in_flight, static_cast<std::size_t>(std::max(current, 0L)));
-  }
-  if (stats.duration_s > 0) stats.mean_in_flight = busy_ns / 1e9 / stats.duration_s;
+  kept_.push_back({m.actual_send_ns, m.intended_send_ns, start_unix_ns, m.end_ns, ttft.value_or(-1),
+                   tpot.value_or(-1), m.sent, completed});
 }
-
-}  // namespace
 
 Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exchanges,
                     const Slo& slo) {
-  std::vector<ExchangeMetrics> metrics;
-  std::vector<std::int64_t> starts;
-  metrics.reserve(exchanges.size());
-  for (const auto& exchange : exchanges) {
-    metrics.push_back(summarize(exchange));
-    starts.push_back(exchange.start_unix_ns);
-  }
-  fill_offsets_from_wall_clock(metrics, starts);
-  return compute_stats(is_open_loop(header), metrics, slo);
+  StatsBuilder builder(is_open_loop(header), slo);
+  for (const auto& exchange : exchanges) builder.add(exchange);
+  return std::move(builder).finish();
+}
+
+Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics, const Slo& slo) {
+  StatsBuilder builder(open_loop, slo);
+  builder.reserve(metrics.size());
+  for (const auto& m : metrics) builder.add(m);
+  return std::move(builder).finish();
 }
 
 Stats stats_of_trace(const std::filesystem::path& path, const Slo& slo, Recovery* recovery) {
   TraceReader reader(path);
-  std::vector<ExchangeMetrics> metrics;
-  std::vector<std::int64_t> starts;
+  StatsBuilder builder(is_open_loop(reader.header()), slo);
   Exchange exchange;
-  while (reader.next(exchange)) {
-    metrics.push_back(summarize(exchange));
-    starts.push_back(exchange.start_unix_ns);
-  }
+  while (reader.next(exchange)) builder.add(exchange);
   if (recovery) *recovery = reader.recovery();
-  fill_offsets_from_wall_clock(metrics, starts);
-  return compute_stats(is_open_loop(reader.header()), metrics, slo);
+  return std::move(builder).finish();
 }
 
-Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics, const Slo& slo) {
-  Stats stats;
-  stats.open_loop = open_loop;
-  std::map<ErrorKind, std::size_t> errors;
-  std::map<std::string, std::size_t> other_requests;
-  OutputTokenTally tokens;
-  std::vector<double> ttft, itl, tpot, e2e, ttft_intended, e2e_intended, slip;
+Stats StatsBuilder::finish() && {
+  auto& stats = stats_;
+  stats.open_loop = open_loop_;
+  // Traces that kept only wall-clock starts (some recorders, imports): send offsets from them.
+  if (!any_offset_ && added_ >= 2)
+    for (auto& k : kept_)
+      if (k.start_unix_ns > 0) k.actual_send_ns = k.intended_send_ns = k.start_unix_ns - first_start_;
+
+  Distribution ttft_intended, e2e_intended, slip;
   std::int64_t first_send = std::numeric_limits<std::int64_t>::max();
   std::int64_t last_end = std::numeric_limits<std::int64_t>::min();
   std::size_t slo_met = 0;
-  constexpr double kMs = 1e6;
-
-  for (const auto& m : metrics) {
-    if (!m.inference) {
-      ++other_requests[m.endpoint];
-      continue;
+  std::vector<std::pair<std::int64_t, int>> edges;  // (time, +1 send / -1 end); ends sort first
+  double busy_ns = 0;
+  for (const auto& k : kept_) {
+    if (k.end_ns >= 0) {  // in flight from its send to its end
+      edges.emplace_back(k.actual_send_ns, +1);
+      edges.emplace_back(k.actual_send_ns + k.end_ns, -1);
+      busy_ns += static_cast<double>(k.end_ns);
     }
-    ++stats.exchanges;
-    if (!m.sent) {
-      ++stats.not_sent;
-      continue;
-    }
-    first_send = std::min(first_send, m.actual_send_ns);
-    if (m.end_ns >= 0) last_end = std::max(last_end, m.actual_send_ns + m.end_ns);
-    if (m.retried) ++stats.retried;
-    if (m.error != ErrorKind::none) {
-      ++errors[m.error];
-      continue;
-    }
-    ++stats.completed;
-    tokens.add(m.output_tokens);
-    if (m.input_tokens >= 0)
-      stats.input_tokens = stats.input_tokens.value_or(0) + static_cast<std::uint64_t>(m.input_tokens);
-    auto slip_ns = m.actual_send_ns - m.intended_send_ns;
-    slip.push_back(static_cast<double>(slip_ns) / kMs);
-
-    std::optional<std::int64_t> first_token_ns = ttft_of(m);
-    std::optional<double> tpot_ns = tpot_of(m);
-    if (first_token_ns) {
-      ttft.push_back(static_cast<double>(*first_token_ns) / kMs);
-      ttft_intended.push_back(static_cast<double>(*first_token_ns + slip_ns) / kMs);
-      for (auto gap : m.token_gaps_ns) itl.push_back(static_cast<double>(gap) / kMs);
-      if (tpot_ns) tpot.push_back(*tpot_ns / kMs);
-    }
-    if (m.end_ns >= 0) {
-      e2e.push_back(static_cast<double>(m.end_ns) / kMs);
-      e2e_intended.push_back(static_cast<double>(m.end_ns + slip_ns) / kMs);
-    }
-
-    if (slo.any()) {
+    if (!k.sent) continue;
+    first_send = std::min(first_send, k.actual_send_ns);
+    if (k.end_ns >= 0) last_end = std::max(last_end, k.actual_send_ns + k.end_ns);
+    if (!k.completed) continue;
+    auto slip_ns = k.actual_send_ns - k.intended_send_ns;
+    slip.add(static_cast<double>(slip_ns) / kMs);
+    if (k.ttft_ns >= 0) ttft_intended.add(static_cast<double>(k.ttft_ns + slip_ns) / kMs);
+    if (k.end_ns >= 0) e2e_intended.add(static_cast<double>(k.end_ns + slip_ns) / kMs);
+    if (slo_.any()) {
       // Open loop: judged from the intended send, as the user on schedule experienced it.
-      std::int64_t counted_slip = open_loop ? slip_ns : 0;
-      std::int64_t ttft_ns = (first_token_ns ? *first_token_ns : m.end_ns) + counted_slip;
-      bool met = m.end_ns >= 0;
-      if (slo.ttft && ttft_ns > slo.ttft->count()) met = false;
-      if (slo.tpot && tpot_ns && *tpot_ns > static_cast<double>(slo.tpot->count())) met = false;
-      if (slo.e2e && m.end_ns + counted_slip > slo.e2e->count()) met = false;
+      std::int64_t counted_slip = open_loop_ ? slip_ns : 0;
+      std::int64_t ttft_ns = (k.ttft_ns >= 0 ? k.ttft_ns : k.end_ns) + counted_slip;
+      bool met = k.end_ns >= 0;
+      if (slo_.ttft && ttft_ns > slo_.ttft->count()) met = false;
+      if (slo_.tpot && k.tpot_ns >= 0 && k.tpot_ns > static_cast<double>(slo_.tpot->count())) met = false;
+      if (slo_.e2e && k.end_ns + counted_slip > slo_.e2e->count()) met = false;
       if (met) ++slo_met;
     }
   }
+  std::vector<Kept>().swap(kept_);
 
-  stats.output_tokens = tokens.total;
-  stats.output_tokens_source = tokens.source();
-  stats.other_requests.assign(other_requests.begin(), other_requests.end());
-  for (const auto& [kind, count] : errors)
+  stats.completed = stats.exchanges - stats.not_sent;
+  for (const auto& [kind, count] : errors_) {
+    stats.completed -= count;
     stats.errors_by_kind.emplace_back(std::string(to_string(kind)), count);
+  }
+  stats.output_tokens = tokens_.total;
+  stats.output_tokens_source = tokens_.source();
+  stats.other_requests.assign(other_requests_.begin(), other_requests_.end());
   if (stats.exchanges > stats.not_sent && last_end > first_send)
     stats.duration_s = static_cast<double>(last_end - first_send) / 1e9;
   if (stats.duration_s > 0) {
@@ -221,20 +196,27 @@ Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
     stats.input_tokens_per_s = static_cast<double>(stats.input_tokens.value_or(0)) / stats.duration_s;
     stats.total_tokens_per_s = stats.input_tokens_per_s + stats.output_tokens_per_s;
   }
-  fill_in_flight(metrics, stats);
-  stats.ttft = percentiles(ttft);
-  stats.itl = percentiles(itl);
-  stats.tpot = percentiles(tpot);
-  stats.e2e = percentiles(e2e);
-  stats.ttft_intended = percentiles(ttft_intended);
-  stats.e2e_intended = percentiles(e2e_intended);
-  stats.schedule_slip = percentiles(slip);
-  if (slo.any()) {
+  // Requests in flight: the most at one instant, and the time-weighted mean (Little's law).
+  std::sort(edges.begin(), edges.end());
+  long current = 0;
+  for (const auto& [time, step] : edges) {
+    current += step;
+    stats.peak_in_flight = std::max(stats.peak_in_flight, static_cast<std::size_t>(std::max(current, 0L)));
+  }
+  if (stats.duration_s > 0) stats.mean_in_flight = busy_ns / 1e9 / stats.duration_s;
+  stats.ttft = std::move(ttft_).percentiles();
+  stats.itl = std::move(itl_).percentiles();
+  stats.tpot = std::move(tpot_).percentiles();
+  stats.e2e = std::move(e2e_).percentiles();
+  stats.ttft_intended = std::move(ttft_intended).percentiles();
+  stats.e2e_intended = std::move(e2e_intended).percentiles();
+  stats.schedule_slip = std::move(slip).percentiles();
+  if (slo_.any()) {
     stats.slo_met = slo_met;
     stats.goodput_per_s =
         stats.duration_s > 0 ? static_cast<double>(slo_met) / stats.duration_s : 0.0;
   }
-  return stats;
+  return std::move(stats);
 }
 
 }  // namespace retrace::replay

@@ -1,6 +1,7 @@
 #include "report/replay_report.hpp"
 
 #include <charconv>
+#include <cstdio>
 #include <cmath>
 #include <stdexcept>
 
@@ -47,6 +48,16 @@ std::vector<double> column_values(const replay::Percentiles& p, const StatsConte
   for (double percent : context.percentiles) values.push_back(p.at(percent));
   values.insert(values.end(), {p.max, p.mean, p.stddev});
   return values;
+}
+
+// The sample count, and for percentiles read from a histogram (past a million samples:
+// replay/distribution.hpp) how close they are.
+std::string sample_count(const replay::Percentiles& p) {
+  auto count = std::to_string(p.count);
+  if (p.relative_error == 0) return count;
+  char bound[32];
+  std::snprintf(bound, sizeof bound, "%.3g", p.relative_error * 100);
+  return count + ", percentiles within " + bound + " %";
 }
 
 std::string padded(std::string text, std::size_t width) {
@@ -135,6 +146,8 @@ json::value latency_json(const replay::Percentiles& p, const StatsContext& conte
   out["max"] = value(p.max);
   out["mean"] = value(p.mean);
   out["stddev"] = p.count > 1 ? json::value(rounded(p.stddev, 3)) : json::value(nullptr);
+  // Only past a million samples: the percentiles' bound, as a fraction (replay/distribution.hpp).
+  if (p.relative_error > 0) out["relative_error"] = p.relative_error;
   return out;
 }
 
@@ -187,14 +200,14 @@ std::string render_stats_text(const replay::Stats& stats, const StatsContext& co
         continue;
       }
       for (double value : column_values(*row.values, context)) out += right(fixed(value, 2), kColumn);
-      out += "   (n=" + std::to_string(row.values->count) + ")\n";
+      out += "   (n=" + sample_count(*row.values) + ")\n";
     }
     return out;
   }
   // Too narrow for the table: one figure per line, wrapped nowhere.
   out += "  latency (ms)\n";
   for (const auto& row : latency_rows(stats)) {
-    out += "    " + std::string(row.label) + " (n=" + std::to_string(row.values->count) + ")\n";
+    out += "    " + std::string(row.label) + " (n=" + sample_count(*row.values) + ")\n";
     if (row.values->count == 0) continue;
     auto values = column_values(*row.values, context);
     for (std::size_t i = 0; i < names.size(); ++i)
@@ -219,7 +232,7 @@ std::string render_stats_markdown(const replay::Stats& stats, const StatsContext
     out += "| " + std::string(row.label) + " |";
     for (double value : column_values(*row.values, context))
       out += " " + (row.values->count ? fixed(value, 2) : std::string("—")) + " |";
-    out += " " + std::to_string(row.values->count) + " |\n";
+    out += " " + sample_count(*row.values) + " |\n";
   }
   return out;
 }

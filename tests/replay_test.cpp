@@ -420,6 +420,30 @@ TEST_CASE("stats count inference requests only and list the others apart") {
   CHECK(stats.peak_in_flight == 2);  // the two GETs are not inference
 }
 
+TEST_CASE("stats of a trace that kept only wall-clock starts take the send offsets from them") {
+  std::vector<Exchange> exchanges(4);
+  const std::int64_t starts_ms[] = {1'000, 1'100, 1'300, 1'000};
+  for (std::size_t i = 0; i < exchanges.size(); ++i) {
+    exchanges[i].request = {"POST", "/v1/completions", {}, "{}"};
+    exchanges[i].response.status = 200;
+    exchanges[i].start_unix_ns = starts_ms[i] * 1'000'000;
+    exchanges[i].end_ns = 50'000'000;
+  }
+  exchanges[3].request = {"GET", "/v1/models", {}, ""};  // not inference, yet its start counts too
+  exchanges[3].start_unix_ns = 900'000'000;
+  auto stats = compute_stats(TraceHeader{}, exchanges);
+  CHECK(stats.completed == 3);
+  CHECK(stats.duration_s == Approx(0.35));  // 1,000 ms to 1,350 ms, not 50 ms
+  CHECK(stats.peak_in_flight == 1);        // one after another, not all at offset 0
+  CHECK(stats.schedule_slip.max == 0);
+
+  // One exchange with an offset of its own: the offsets are the trace's, nothing is derived.
+  exchanges[1].actual_send_ns = 20'000'000;
+  stats = compute_stats(TraceHeader{}, exchanges);
+  CHECK(stats.duration_s == Approx(0.07));
+  CHECK(stats.peak_in_flight == 3);
+}
+
 TEST_CASE("a plan never sent is counted as not sent rather than completed") {
   std::vector<Exchange> exchanges(3);
   for (auto& exchange : exchanges) exchange.request = {"POST", "/v1/completions", {}, "{}"};
