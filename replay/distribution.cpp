@@ -87,16 +87,10 @@ void Distribution::add(double ms) {
     counting_ = true;
     mean_ = mean_of(samples_);
     m2_ = squared_deviations(samples_, mean_);
-    std::size_t kept = samples_.size();
     for (double v : samples_) count_in_histogram(v);
     std::vector<double>().swap(samples_);
-    // Welford from the kept samples' mean and squares on: `kept` samples so far.
-    double delta = ms - mean_;
-    mean_ += delta / static_cast<double>(kept + 1);
-    m2_ += delta * (ms - mean_);
-    count_in_histogram(ms);
-    return;
   }
+  // Welford's update, from the kept samples' mean and squares on (count_ includes this sample).
   double delta = ms - mean_;
   mean_ += delta / static_cast<double>(count_);
   m2_ += delta * (ms - mean_);

@@ -1,8 +1,8 @@
 #include "report/replay_report.hpp"
 
 #include <charconv>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include <boost/json.hpp>
