@@ -19,8 +19,7 @@ void ResponseDecoder::Impl::note(std::string message) {
 
 // Parses `text` into the arena; nullopt (and a note naming `what`) when it is not JSON.
 std::optional<json::value> ResponseDecoder::Impl::parse(std::string_view text, const std::string& what) {
-  arena.release();
-  parser.reset(json::storage_ptr(&arena));
+  parser.reset(arena.fresh());
   json::error_code ec;
   parser.write(text.data(), text.size(), ec);
   if (ec) {

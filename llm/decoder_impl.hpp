@@ -17,7 +17,6 @@
 #include <vector>
 
 #include <boost/json/array.hpp>
-#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse_options.hpp>
 #include <boost/json/parser.hpp>
@@ -25,6 +24,7 @@
 
 #include "llm/fast_event.hpp"
 #include "llm/fast_logprobs.hpp"
+#include "llm/json_arena.hpp"
 #include "llm/json_fields.hpp"
 #include "llm/llm.hpp"
 
@@ -76,9 +76,9 @@ struct DecodeState {
 };
 
 struct ResponseDecoder::Impl : DecodeState {
-  // Parsing: one parser and one arena reused for every event (they are many and small).
-  std::unique_ptr<unsigned char[]> scratch{new unsigned char[kScratchBytes]};
-  json::monotonic_resource arena{scratch.get(), kScratchBytes};
+  // Parsing: one parser and one arena reused for every event (they are many and small); the
+  // arena's rule (a fresh resource per parse) is llm/json_arena.hpp's.
+  JsonArena arena{kScratchBytes};
   json::parser parser{json::storage_ptr(), make_options()};
   bool fast_path_allowed = true;  // as constructed; reset() starts each response from it
   FastEventParser fast_parser{make_options()};

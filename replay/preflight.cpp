@@ -58,9 +58,8 @@ std::string joined(const std::vector<std::string>& items) {
 std::optional<std::string> ModelReader::operator()(const Exchange& exchange) {
   const auto& request = exchange.request;
   if (!is_inference_dialect(llm::detect_dialect(request.target, request.body))) return std::nullopt;
-  resource_.release();
   json::error_code ec;
-  auto body = json::parse(request.body, ec, &resource_);
+  auto body = json::parse(request.body, ec, arena_.fresh());
   if (ec || !body.is_object()) return std::nullopt;
   auto model = llm::string_field(body.get_object(), "model");
   return model ? std::string(*model) : std::string();

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include <boost/json/monotonic_resource.hpp>
 
+#include "llm/json_arena.hpp"
 #include "llm/llm.hpp"
 #include "net/fetch.hpp"
 #include "net/url.hpp"
@@ -86,8 +86,7 @@ class ModelReader {
   std::optional<std::string> operator()(const Exchange& exchange);
 
  private:
-  unsigned char nodes_[4096];
-  boost::json::monotonic_resource resource_{nodes_, sizeof nodes_};
+  llm::JsonArena arena_{4096};
 };
 
 // What the preflight needs of the input, gathered over the exchanges `options` selects.
