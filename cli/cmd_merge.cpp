@@ -4,8 +4,12 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/output_flags.hpp"
 #include "cli/outputs.hpp"
 #include "replay/merge.hpp"
+#include "replay/replay.hpp"
+#include "report/header.hpp"
+#include "report/replay_report.hpp"
 
 namespace retrace::cli {
 namespace {
@@ -15,8 +19,25 @@ struct MergeArgs {
   std::string out;
   bool force = false;
   bool allow_missing = false;
+  bool stats = false;
   std::string source;
 };
+
+// The run's report as `retrace stats` prints it, after the merge whatever its status (a
+// container without a shell cannot run `merge; stats`).
+void print_stats(const std::string& path) {
+  auto stats = replay::stats_of_trace(path, replay::Slo{});
+  auto context = stats_context(OutputFlags{});
+  context.title = path;
+  context.header = report::header_of_trace(path);
+  std::cout << "\n" << report::render_stats_text(stats, context);
+}
+
+std::string milliseconds(std::int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f ms", static_cast<double>(ns) / 1e6);
+  return text;
+}
 
 std::string offset_text(const std::optional<std::int64_t>& offset_ns) {
   if (!offset_ns) return "unknown (the shard did not finish)";
@@ -49,6 +70,17 @@ int run(const MergeArgs& args) {
             << " shards into " << args.out;
   if (result.total_concurrency > 0) std::cout << " (total concurrency " << result.total_concurrency << ")";
   std::cout << "\n";
+  if (result.clock_offset_spread_ns) {
+    std::cout << "clock offsets spread " << milliseconds(*result.clock_offset_spread_ns)
+              << " across the shards (how far apart they began, by their own clocks)\n";
+    if (*result.clock_offset_spread_ns > replay::kClockSpreadWarnNs)
+      std::cerr << "retrace: warning: the shards began " << milliseconds(*result.clock_offset_spread_ns)
+                << " apart, more than " << milliseconds(replay::kClockSpreadWarnNs)
+                << " (hosts in one datacenter under NTP agree within 1-5 ms): a shard started "
+                   "late (give --start-at more lead) or a host's clock is off (check its NTP "
+                   "sync); the merged send times are only as close as that\n";
+  }
+  if (args.stats) print_stats(args.out);
   std::cout.flush();
   if (result.missing == 0) return kExitOk;
   constexpr std::size_t kListed = 20;
@@ -98,6 +130,9 @@ void add_merge(CLI::App& root, Registry& registry) {
                       "The trace the shards replayed: name the missing exchanges by source id "
                       "(loads it whole)")
       ->check(CLI::ExistingFile);
+  command->add_flag("--stats", args->stats,
+                    "Then print the merged run's report (as `retrace stats` does), also when "
+                    "exchanges are missing");
   command->add_flag("--allow-missing", args->allow_missing,
                     "Exit 0 even when shards lack exchanges they selected (killed or stopped)");
   registry.add(command, [args] { return run(*args); });

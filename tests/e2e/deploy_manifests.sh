@@ -30,9 +30,12 @@ assert "retrace merge /runs/shard-*.rtrace" in margs, "merge args"
 assert merge["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
 PY
 for script in "$ROOT"/deploy/slurm/*.sbatch; do bash -n "$script" || fail "$script does not parse"; done
-check_contains "$ROOT/deploy/slurm/replay-shards.sbatch" '--shard "$SLURM_ARRAY_TASK_ID/$SHARDS"' "the array task gives the shard"
-check_contains "$ROOT/deploy/slurm/replay-shards.sbatch" '#SBATCH --array=' "a job array"
-check_contains "$ROOT/deploy/slurm/merge.sbatch" 'retrace merge shard-*.rtrace' "the merge step"
+# One job of N tasks (tests/slurm/sharded_replay.sh runs it on a real Slurm).
+SLURM_SCRIPT="$ROOT/deploy/slurm/replay-shards.sbatch"
+check_contains "$SLURM_SCRIPT" '--shard "$SLURM_PROCID/$SLURM_NTASKS"' "each task gives its shard"
+check_contains "$SLURM_SCRIPT" '#SBATCH --ntasks=' "one job of N tasks"
+check_contains "$SLURM_SCRIPT" '#SBATCH --time=' "a time limit"
+grep -q -- '--array' "$SLURM_SCRIPT" && fail "a job array is not co-scheduled: one job of N tasks"
 # The flags the scripts use exist.
 "$RETRACE" replay --help >"$WORK/replay.help"
 check_contains "$WORK/replay.help" "--start-at" "replay --start-at"

@@ -53,6 +53,17 @@ check_eq "$(jq -r .completed "$WORK/stats.json")" 20 "stats of the merged run"
 "$RETRACE" report "$WORK/merged.rtrace" -o "$WORK/merged.html" >/dev/null 2>&1 || fail "report of the merged run"
 check_contains "$WORK/merged.html" "<svg" "report of the merged run has charts"
 
+# --- --requests N per shard: the merged run says the total it sent, and --stats reports it.
+run_shards q "$(( $(date +%s) + 4 ))" -c 1 --requests 6
+"$RETRACE" merge "$WORK"/q{0,1,2,3}.rtrace -o "$WORK/qmerged.rtrace" --stats >"$WORK/qmerge.out" \
+  || fail "merge --stats of four complete shards exited non-zero"
+check_contains "$WORK/qmerge.out" "schedule concurrency 4, 4 shards, 24 requests" "the merged run's schedule line"
+check_contains "$WORK/qmerge.out" "clock offsets spread" "the spread of the shards' clock offsets"
+grep -qE '^  completed +24$' "$WORK/qmerge.out" || fail "merge --stats: no 'completed 24' in $WORK/qmerge.out"
+header "$WORK/qmerged.rtrace" | jq '.settings | fromjson' >"$WORK/qmerged.settings"
+check_eq "$(jq -r '.requests, .requests_per_shard, (.clock_offset_spread_ns >= 0)' "$WORK/qmerged.settings" | tr '\n' ' ')" \
+  "24 6 true " "the merged run's requests and clock spread"
+
 # --- open loop: the shards keep the whole trace's arrival process (same seed, same times).
 "$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/rate.rtrace" --rate 40 --seed 7 >/dev/null
 run_shards r "$(( $(date +%s) + 4 ))" --rate 40 --seed 7
