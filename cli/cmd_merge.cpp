@@ -1,7 +1,10 @@
 // `retrace merge SHARD... -o RUN.rtrace`: the shard runs of one replay as one run (replay/merge.hpp).
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <stdexcept>
 
 #include "cli/commands.hpp"
 #include "cli/output_flags.hpp"
@@ -46,15 +49,48 @@ std::string offset_text(const std::optional<std::int64_t>& offset_ns) {
   return text;
 }
 
+// A directory given as a shard stands for the shard outputs in it: every *.rtrace, and a
+// *.rtrace.partial where its shard left no *.rtrace (killed mid-run). A job without a shell
+// (deploy/kubernetes/merge.yaml) cannot glob, nor pick the .partial of the shard that failed.
+std::vector<std::filesystem::path> shard_paths(const std::vector<std::string>& given) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> paths;
+  for (const auto& name : given) {
+    if (!fs::is_directory(name)) {
+      paths.emplace_back(name);
+      continue;
+    }
+    std::vector<fs::path> found;
+    for (const auto& entry : fs::directory_iterator(name)) {
+      if (!entry.is_regular_file()) continue;
+      auto file = entry.path().filename().string();
+      auto ends_with = [&](std::string_view suffix) {
+        return file.size() > suffix.size() && file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
+      };
+      bool partial_of_missing = ends_with(".rtrace.partial") &&
+                                !fs::exists(entry.path().parent_path() / file.substr(0, file.size() - 8));
+      if (ends_with(".rtrace") || partial_of_missing) found.push_back(entry.path());
+    }
+    if (found.empty())
+      throw std::invalid_argument(name + " holds no shard outputs (*.rtrace, or *.rtrace.partial "
+                                  "from a shard killed mid-run); give the directory replay "
+                                  "--shard wrote its --out files into");
+    std::sort(found.begin(), found.end());
+    paths.insert(paths.end(), found.begin(), found.end());
+  }
+  return paths;
+}
+
 int run(const MergeArgs& args) {
-  std::vector<std::filesystem::path> inputs(args.shards.begin(), args.shards.end());
+  auto inputs = shard_paths(args.shards);
+  const auto shard_count = inputs.size();
   replay::MergeOptions options;
   if (!args.source.empty()) {
     options.source_trace = args.source;
     inputs.push_back(args.source);
   }
   check_output_file(args.out, inputs, args.force, "--out");
-  inputs.resize(args.shards.size());
+  inputs.resize(shard_count);
   auto result = replay::merge_shards(inputs, args.out, options);
   for (const auto& shard : result.shards) {
     std::cout << "shard " << shard.index << "/" << result.shards.size() << "  " << shard.path.string()
@@ -116,14 +152,17 @@ void add_merge(CLI::App& root, Registry& registry) {
       "  for i in 0 1 2 3; do retrace replay prod.rtrace --target http://gpu:8000 --rate 40 \\\n"
       "      --shard $i/4 --start-at $T --out shard$i.rtrace & done; wait\n"
       "  retrace merge shard*.rtrace -o run.rtrace\n"
+      "  retrace merge shards/ --trace prod.rtrace -o run.rtrace --stats\n"
       "Refused (exit 2, nothing written): shards of different traces, different shard counts, a "
       "shard given twice, missing shards, other settings (anything but --shard and --start-at).\n"
       "A shard killed mid-run leaves OUT.partial: give it instead; its exchanges are merged and "
       "the missing ones counted, or named with --trace SRC (exit 1 unless --allow-missing).\n"
       "Exit status: 0 merged, every exchange present; 1 merged with exchanges missing; 2 refused.");
-  command->add_option("shards", args->shards, "Every shard's output (.rtrace, or .rtrace.partial)")
+  command->add_option("shards", args->shards,
+                      "Every shard's output (.rtrace, or .rtrace.partial), or a directory of them "
+                      "(its *.rtrace, and the .partial of a shard that left none)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingPath);
   command->add_option("--out,-o", args->out, "The merged run")->required();
   add_force_flag(*command, args->force, "Replace an existing --out (never a shard)");
   command->add_option("--trace", args->source,

@@ -148,6 +148,17 @@ status=0
   --trace "$WORK/gold.rtrace" >/dev/null 2>"$WORK/kmerge2.err" || status=$?
 check_eq "$status" 1 "exit status of a merge with --trace and exchanges missing"
 check_contains "$WORK/kmerge2.err" "exchanges: source ids $missing_ids" "missing source ids"
+# A directory of shard outputs stands for its *.rtrace and the .partial of a shard that left none.
+mkdir "$WORK/kdir"
+cp "$WORK"/k{0,2,3}.rtrace "$WORK/k1.rtrace.partial" "$WORK/kdir/"
+cp "$WORK/k0.rtrace" "$WORK/kdir/k0.rtrace.partial"  # a stale .partial beside its shard's output
+echo "shard log" >"$WORK/kdir/k1.log"
+status=0
+"$RETRACE" merge "$WORK/kdir" -o "$WORK/kmerged3.rtrace" --trace "$WORK/gold.rtrace" >"$WORK/kmerge3.out" \
+  2>"$WORK/kmerge3.err" || status=$?
+check_eq "$status" 1 "exit status of a merge of a directory with a killed shard's .partial"
+check_contains "$WORK/kmerge3.err" "exchanges: source ids $missing_ids" "missing source ids from a directory"
+check_contains "$WORK/kmerge3.out" "merged $(( 15 + present )) exchanges from 4 shards" "a directory's shards"
 "$RETRACE" merge "$WORK"/k{0,2,3}.rtrace "$WORK/k1.rtrace.partial" -o "$WORK/kmerged.rtrace" --force \
   --allow-missing >/dev/null 2>&1 || fail "--allow-missing still exited non-zero"
 

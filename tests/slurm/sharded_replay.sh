@@ -23,7 +23,7 @@ job1=$(sbatch --parsable --ntasks=4 "$ROOT/deploy/slurm/replay-shards.sbatch" pr
          "${FLAGS[@]}" -c 1) || fail "sbatch refused the shipped script"
 check_eq "$(wait_for_job "$job1" 120)" 0 "exit code of job $job1"
 run1="retrace-run-$job1"
-for i in 0 1 2 3; do [[ -s "$run1/shard-$i.rtrace" ]] || fail "job $job1 wrote no $run1/shard-$i.rtrace"; done
+for i in 0 1 2 3; do [[ -s "$run1/shards/shard-$i.rtrace" ]] || fail "job $job1 wrote no $run1/shards/shard-$i.rtrace"; done
 check_contains "retrace-replay-$job1.log" "merged 20 exchanges from 4 shards into $run1/run.rtrace" "the job's merge"
 grep -qE '^  completed +20$' "retrace-replay-$job1.log" || fail "the job's stats of the merged run: no 'completed 20'"
 "$RETRACE" diff "$WORK/whole.rtrace" "$run1/run.rtrace" >"$WORK/diff.out" \
@@ -32,14 +32,15 @@ grep -qE '^  completed +20$' "retrace-replay-$job1.log" || fail "the job's stats
 "$RETRACE" export "$run1/run.rtrace" | jq -c 'select(.header) | .header.settings | fromjson' >"$WORK/run1.settings"
 check_eq "$(jq -r '.schedule.concurrency_per_shard, .set.max_tokens' "$WORK/run1.settings" | tr '\n' ' ')" "1 12 " \
   "replay arguments passed through"
-sum1=$(cat "$run1"/* | md5sum)
+tree_sum() { (cd "$1" && find . -type f -exec md5sum {} + | sort | md5sum); }
+sum1=$(tree_sum "$run1")
 
 # --- a second submission in the same directory, at a rate, with shard 2 killed mid-run once its
 # first exchange is on disk (constant arrivals at 2/s: shard 2 sends every 2 s).
 job2=$(sbatch --parsable --ntasks=4 "$ROOT/deploy/slurm/replay-shards.sbatch" prod.rtrace \
          "${FLAGS[@]}" --rate 2 --arrival constant) || fail "sbatch refused the second submission"
 run2="retrace-run-$job2"
-partial="$run2/shard-2.rtrace.partial"
+partial="$run2/shards/shard-2.rtrace.partial"
 on_disk=0
 for _ in $(seq 1 600); do
   if [[ -f "$partial" ]] && (( $("$RETRACE" export "$partial" 2>/dev/null | grep -c '"exchange"' || true) > 0 )); then
@@ -67,7 +68,7 @@ check_contains "$log2" "merged $(( 15 + present )) exchanges from 4 shards into 
 grep -qE "^  completed +$(( 15 + present ))\$" "$log2" || fail "the job's stats after a merge with exchanges missing"
 "$RETRACE" export "$run2/run.rtrace" | jq -c 'select(.header) | .header.settings | fromjson' >"$WORK/run2.settings"
 check_eq "$(jq -r .schedule.kind "$WORK/run2.settings")" rate "the second job's merged run is its own"
-check_eq "$(cat "$run1"/* | md5sum)" "$sum1" "the first job's run directory after the second job"
+check_eq "$(tree_sum "$run1")" "$sum1" "the first job's run directory after the second job"
 
 stop "$SIM_PID" || fail "serve exited non-zero"
 echo "sharded_replay: ok"
