@@ -18,7 +18,7 @@ packages=(cmake g++ pkg-config make
           git python3-numpy  # git and numpy: scripts/llama-server.sh (llama.cpp sources, the tiny model)
           nginx-light  # a gzip-compressing front in tests/e2e/content_coding.sh (and bench/)
           slurm-wlm munge  # a real one-node Slurm cluster in tests/slurm/ (deploy/slurm/)
-          buildah  # the container image, built offline (deploy/image/build.sh, tests/image/)
+          buildah podman runc  # the container image, built offline and run (deploy/image/, tests/image/)
           python3-kubernetes)  # the manifests checked against the API types (tests/e2e/deploy_manifests.sh)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk mitmproxy hyperfine)
