@@ -12,9 +12,11 @@ done
 [[ $(id -u) == 0 ]] || { echo "slurmd runs jobs as their user and needs root here: skipped"; exit 77; }
 
 SLURM_DIR="$WORK/slurm"
-_DAEMONS=()  # "name:pidfile"
+# The daemons run in the foreground as this script's children, so they end with it even when it
+# is killed (ctest's timeout kills the whole process tree); the trap stops them in order.
+_DAEMONS=()  # "name:pid"
 _slurm_cleanup() {
-  local status=$? entry name pidfile pid i jobs
+  local status=$? entry name pid i jobs
   # Jobs first: their steps run under slurmstepd, which would outlive slurmd.
   if [[ -n "${SLURM_CONF:-}" ]]; then
     jobs=$(squeue -h -o %i 2>/dev/null) || true
@@ -23,15 +25,18 @@ _slurm_cleanup() {
       for _ in $(seq 1 300); do [[ -z "$(squeue -h -o %i 2>/dev/null)" ]] && break; sleep 0.1; done
     fi
   fi
+  # A job's slurmstepd ends a moment after the job does: wait for this cluster's (they inherit
+  # slurmd's environment, SLURM_CONF included), then the daemons; a straggler is killed by pid.
+  for _ in $(seq 1 100); do [[ -z "$(our_stepds)" ]] && break; sleep 0.1; done
   # Reverse order: slurmd, slurmctld, then munged (the others authenticate through it).
   for (( i = ${#_DAEMONS[@]} - 1; i >= 0; i-- )); do
-    entry=${_DAEMONS[$i]}; name=${entry%%:*}; pidfile=${entry#*:}
-    pid=$(cat "$pidfile" 2>/dev/null) || continue
+    entry=${_DAEMONS[$i]}; name=${entry%%:*}; pid=${entry#*:}
     kill -TERM "$pid" 2>/dev/null || continue
-    # Each daemon is its own process (they fork into the background): wait for its pid to go.
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -0 "$pid" 2>/dev/null && { echo "$name ($pid) did not stop on SIGTERM: killed" >&2; kill -KILL "$pid" 2>/dev/null || true; }
+    wait "$pid" 2>/dev/null || true
   done
+  for pid in $(our_stepds); do echo "slurmstepd ($pid) outlived its job: killed" >&2; kill -KILL "$pid" 2>/dev/null || true; done
   if (( status != 0 )); then
     for name in slurmctld slurmd munged; do
       [[ -s "$SLURM_DIR/$name.log" ]] || continue
@@ -43,13 +48,37 @@ _slurm_cleanup() {
 }
 trap _slurm_cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# wait_for_file FILE WHAT: a daemon writes its pid file once it is up (up to 30 s).
-wait_for_file() {
-  for _ in $(seq 1 300); do [[ -s "$1" ]] && return 0; sleep 0.1; done
-  fail "$2 did not start within 30 s (no $1)"
+# our_stepds: the pids of the slurmstepd processes of this cluster.
+our_stepds() {
+  local environ pid
+  [[ -n "${SLURM_CONF:-}" ]] || return 0
+  for environ in /proc/[0-9]*/environ; do
+    pid=${environ#/proc/}; pid=${pid%/environ}
+    [[ "$(cat "/proc/$pid/comm" 2>/dev/null)" == slurmstepd ]] || continue
+    { tr '\0' '\n' <"$environ"; } 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF" && echo "$pid"
+  done
+  return 0
 }
+
+# daemon NAME CMD...: starts CMD (in the foreground) in the background, stopped at exit.
+daemon() {
+  local name=$1; shift
+  "$@" >>"$SLURM_DIR/$name.out" 2>&1 &
+  _DAEMONS+=("$name:$!")
+}
+
+# wait_until WHAT CMD...: until CMD succeeds (up to 30 s), failing if a daemon died meanwhile.
+wait_until() {
+  local what=$1 entry; shift
+  for _ in $(seq 1 300); do
+    "$@" >/dev/null 2>&1 && return 0
+    for entry in "${_DAEMONS[@]}"; do kill -0 "${entry#*:}" 2>/dev/null || fail "${entry%%:*} exited (waiting for $what)"; done
+    sleep 0.1
+  done
+  fail "$what: not within 30 s"
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # start_slurm CPUS: munged, slurmctld and slurmd for one node named after this host with CPUS
 # CPUs (declared; slurmd is told to trust the config), one partition, accounting off but
@@ -61,11 +90,10 @@ start_slurm() {
   chmod 700 "$SLURM_DIR/munge"
   mungekey --create --keyfile "$SLURM_DIR/munge/munge.key" >/dev/null 2>&1 \
     || fail "mungekey could not create a key"
-  munged --force --key-file "$SLURM_DIR/munge/munge.key" --socket "$SLURM_DIR/munge/munge.socket" \
-    --pid-file "$SLURM_DIR/munge/munged.pid" --log-file "$SLURM_DIR/munged.log" \
-    --seed-file "$SLURM_DIR/munge/munged.seed" || fail "munged did not start"
-  _DAEMONS+=("munged:$SLURM_DIR/munge/munged.pid")
-  wait_for_file "$SLURM_DIR/munge/munged.pid" munged
+  daemon munged munged --foreground --force --key-file "$SLURM_DIR/munge/munge.key" \
+    --socket "$SLURM_DIR/munge/munge.socket" --pid-file "$SLURM_DIR/munge/munged.pid" \
+    --log-file "$SLURM_DIR/munged.log" --seed-file "$SLURM_DIR/munge/munged.seed"
+  wait_until "munged's socket" test -S "$SLURM_DIR/munge/munge.socket"
   ctld_port=$(free_port); slurmd_port=$(free_port)
   cat >"$SLURM_DIR/slurm.conf" <<EOF
 ClusterName=retrace-test
@@ -100,20 +128,13 @@ NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=2048 State=UNKNOWN
 PartitionName=test Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
   export SLURM_CONF="$SLURM_DIR/slurm.conf"
-  slurmctld -f "$SLURM_CONF" || fail "slurmctld did not start"
-  _DAEMONS+=("slurmctld:$SLURM_DIR/slurmctld.pid")
-  wait_for_file "$SLURM_DIR/slurmctld.pid" slurmctld
-  slurmd -f "$SLURM_CONF" -N "$node" || fail "slurmd did not start"
-  _DAEMONS+=("slurmd:$SLURM_DIR/slurmd.pid")
-  wait_for_file "$SLURM_DIR/slurmd.pid" slurmd
-  local state=""
-  for _ in $(seq 1 300); do
-    state=$(sinfo -h -N -o '%T' 2>/dev/null | head -1) || true
-    [[ "$state" == idle ]] && return 0
-    sleep 0.1
-  done
-  fail "the node did not become idle within 30 s (state '$state')"
+  daemon slurmctld slurmctld -D -f "$SLURM_CONF"
+  wait_until "slurmctld answering" scontrol ping
+  daemon slurmd slurmd -D -f "$SLURM_CONF" -N "$node"
+  wait_until "the node idle" node_idle
 }
+
+node_idle() { [[ "$(sinfo -h -N -o '%T' 2>/dev/null | head -1)" == idle ]]; }
 
 # job_state JOB: the job's state (PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, ...).
 job_state() { scontrol show job "$1" 2>/dev/null | grep -oE 'JobState=[A-Z_]+' | cut -d= -f2 || true; }
