@@ -64,6 +64,16 @@ header "$WORK/qmerged.rtrace" | jq '.settings | fromjson' >"$WORK/qmerged.settin
 check_eq "$(jq -r '.requests, .requests_per_shard, (.clock_offset_spread_ns >= 0)' "$WORK/qmerged.settings" | tr '\n' ' ')" \
   "24 6 true " "the merged run's requests and clock spread"
 
+# --- a shard that began 0.3 s late (within --start-at's 1 s tolerance): merge warns.
+late_start=$(python3 -c 'import time; print(f"{time.time() - 0.3:.3f}")')
+"$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/late1.rtrace" -c 1 --limit 4 \
+  --shard 1/2 --start-at "$late_start" >/dev/null 2>"$WORK/late1.err" || { cat "$WORK/late1.err" >&2; fail "the late shard"; }
+"$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/late0.rtrace" -c 1 --limit 4 \
+  --shard 0/2 --start-at "$(( $(date +%s) + 2 ))" >/dev/null 2>"$WORK/late0.err" || { cat "$WORK/late0.err" >&2; fail "the timely shard"; }
+"$RETRACE" merge "$WORK"/late{0,1}.rtrace -o "$WORK/late.merged.rtrace" >/dev/null 2>"$WORK/latemerge.err" \
+  || fail "merge of a late shard exited non-zero"
+check_contains "$WORK/latemerge.err" "warning: the shards began" "the warning about the shards' clock spread"
+
 # --- open loop: the shards keep the whole trace's arrival process (same seed, same times).
 "$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/rate.rtrace" --rate 40 --seed 7 >/dev/null
 run_shards r "$(( $(date +%s) + 4 ))" --rate 40 --seed 7

@@ -2,11 +2,12 @@
 # started by hand (no systemd) with their own keys, config, state and sockets under $WORK, on
 # free loopback ports. Source it first thing:  . "$(dirname "$0")/lib.sh"
 # Everything tests/e2e/lib.sh provides, plus start_slurm (exports SLURM_CONF, so sbatch, squeue,
-# sacct and scancel talk to this cluster only) and wait_for_job. Every daemon started here is
-# stopped at exit, by its pid, however the test ends; their logs are printed when it failed.
+# scontrol and scancel talk to this cluster only), job_state and wait_for_job. Every daemon and
+# job started here is stopped at exit, by its pid, however the test ends; their logs are printed
+# when it failed.
 . "$(dirname "${BASH_SOURCE[0]}")/../e2e/lib.sh"
 
-for tool in munged mungekey slurmctld slurmd sbatch squeue sacct scancel; do
+for tool in munged mungekey slurmctld slurmd sbatch squeue scontrol scancel sinfo; do
   command -v "$tool" >/dev/null || { echo "$tool is not installed (scripts/deps.sh installs munge and slurm-wlm): skipped"; exit 77; }
 done
 [[ $(id -u) == 0 ]] || { echo "slurmd runs jobs as their user and needs root here: skipped"; exit 77; }
@@ -81,8 +82,8 @@ wait_until() {
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # start_slurm CPUS: munged, slurmctld and slurmd for one node named after this host with CPUS
-# CPUs (declared; slurmd is told to trust the config), one partition, accounting off but
-# `sacct` answered from slurmctld's job table.
+# CPUs (declared: slurmd is told to trust the config), one partition, accounting off (job states
+# come from scontrol: MinJobAge keeps an ended job for 10 minutes).
 start_slurm() {
   local cpus=$1 node ctld_port slurmd_port
   node=$(hostname -s)
