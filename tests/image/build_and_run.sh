@@ -16,6 +16,10 @@ command -v buildah >/dev/null || { echo "buildah is not installed (scripts/deps.
 # Storage of its own under $WORK (vfs: no overlay mounts to leave behind).
 export CONTAINERS_STORAGE_CONF="$WORK/storage.conf"
 printf '[storage]\ndriver = "vfs"\ngraphroot = "%s"\nrunroot = "%s"\n' "$WORK/graph" "$WORK/run" >"$CONTAINERS_STORAGE_CONF"
+# podman's own state and events there too, and the runtime that starts containers here.
+export CONTAINERS_CONF="$WORK/containers.conf"
+printf '[engine]\ntmp_dir = "%s"\nevents_logger = "none"\ncgroup_manager = "cgroupfs"\nruntime = "runc"\n' \
+  "$WORK/podman-tmp" >"$CONTAINERS_CONF"
 _containers=()
 _image_cleanup() {
   local c
@@ -43,7 +47,7 @@ for library in $(ldd "$RETRACE" | grep -oE '/[^ ]+'); do check_contains "$WORK/f
 grep -qE '/(sh|bash|busybox)$' "$WORK/files" && fail "the image holds a shell"
 
 # run_in_image [--volume HOST:PATH] ARGS...: retrace ARGS inside the image, on the host's network.
-PODMAN=(podman --runtime runc --cgroup-manager cgroupfs run --rm --network host
+PODMAN=(podman run --rm --network host
         --ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=1024:1024)
 if command -v podman >/dev/null && command -v runc >/dev/null &&
    "${PODMAN[@]}" "$image" --version >"$WORK/version" 2>"$WORK/podman.err"; then
