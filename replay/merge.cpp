@@ -143,6 +143,28 @@ Options selection_of(const json::object& settings) {
   return options;
 }
 
+// A figure each shard had for itself (a closed loop's -c, --requests, --limit): the merged run's
+// is the sum, and KEY_per_shard keeps the shard's.
+void total_per_shard(json::object& object, const std::string& key, std::int64_t shards) {
+  auto per_shard = int_field(object, key);
+  if (!per_shard) return;
+  object[key] = *per_shard * shards;
+  object[key + "_per_shard"] = *per_shard;
+}
+
+std::optional<std::int64_t> clock_offset_spread(const std::vector<MergedShard>& shards) {
+  std::optional<std::int64_t> low, high;
+  std::size_t known = 0;
+  for (const auto& shard : shards) {
+    if (!shard.clock_offset_ns) continue;
+    ++known;
+    low = std::min(low.value_or(*shard.clock_offset_ns), *shard.clock_offset_ns);
+    high = std::max(high.value_or(*shard.clock_offset_ns), *shard.clock_offset_ns);
+  }
+  if (known < 2) return std::nullopt;
+  return *high - *low;
+}
+
 }  // namespace
 
 MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
@@ -204,13 +226,17 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
   settings["selected"] = selected_total;
   if (common_start) settings["start_at_unix_ns"] = *common_start;
   settings["shards"] = std::move(facts);
+  result.clock_offset_spread_ns = clock_offset_spread(result.shards);
+  if (result.clock_offset_spread_ns) settings["clock_offset_spread_ns"] = *result.clock_offset_spread_ns;
+  const auto shard_count = static_cast<std::int64_t>(shards.size());
+  total_per_shard(settings, "requests", shard_count);
+  total_per_shard(settings, "limit", shard_count);
   auto& schedule = settings["schedule"];
   bool closed_loop = schedule.is_object() && string_field(schedule.as_object(), "kind") == "concurrency";
+  if (schedule.is_object()) total_per_shard(schedule.as_object(), "max_in_flight", shard_count);
   if (closed_loop) {
-    auto per_shard = int_field(schedule.as_object(), "concurrency").value_or(0);
-    result.total_concurrency = static_cast<int>(per_shard * static_cast<std::int64_t>(shards.size()));
-    schedule.as_object()["concurrency"] = result.total_concurrency;
-    schedule.as_object()["concurrency_per_shard"] = per_shard;
+    total_per_shard(schedule.as_object(), "concurrency", shard_count);
+    result.total_concurrency = static_cast<int>(int_field(schedule.as_object(), "concurrency").value_or(0));
   }
   header.settings = json::serialize(settings);
   set_label(header.labels, "run", run);
