@@ -7,6 +7,7 @@
 #include <queue>
 #include <set>
 
+#include "replay/client_usage.hpp"
 #include "replay/replay.hpp"
 #include "replay/shard.hpp"
 
@@ -17,7 +18,7 @@ namespace {
 
 // What may differ between the shards of one replay; everything else in the settings must agree.
 constexpr const char* kPerShardKeys[] = {"shard", "start_at", "start_at_unix_ns", "host",
-                                         "clock_offset_ns", "selected", "run"};
+                                         "clock_offset_ns", "selected", "run", "client"};
 
 struct Shard {
   std::filesystem::path path;
@@ -199,6 +200,10 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
   json::array facts;
   std::uint64_t selected_total = 0;
   std::string run = string_field(settings, "run");
+  // The merged run's client headroom is its most loaded shard's: one saturated client is enough to
+  // have set the pace (replay/client_usage.hpp); each shard's own stays in its facts.
+  std::optional<ClientUsage> busiest_client;
+  json::value busiest_client_json;
   for (auto& shard : shards) {
     MergedShard merged;
     merged.path = shard.path;
@@ -217,6 +222,14 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
     fact["clock_offset_ns"] =
         merged.clock_offset_ns ? json::value(*merged.clock_offset_ns) : json::value(nullptr);
     fact["selected"] = merged.selected;
+    if (const json::value* client = shard.settings.if_contains("client")) {
+      fact["client"] = *client;
+      auto usage = client_usage_of(json::serialize(shard.settings));
+      if (usage && (!busiest_client || usage->busiest_thread_share() > busiest_client->busiest_thread_share())) {
+        busiest_client = usage;
+        busiest_client_json = *client;
+      }
+    }
     facts.push_back(std::move(fact));
     result.shards.push_back(std::move(merged));
   }
@@ -226,6 +239,7 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
   settings["selected"] = selected_total;
   if (common_start) settings["start_at_unix_ns"] = *common_start;
   settings["shards"] = std::move(facts);
+  if (busiest_client) settings["client"] = busiest_client_json;
   result.clock_offset_spread_ns = clock_offset_spread(result.shards);
   if (result.clock_offset_spread_ns) settings["clock_offset_spread_ns"] = *result.clock_offset_spread_ns;
   const auto shard_count = static_cast<std::int64_t>(shards.size());
