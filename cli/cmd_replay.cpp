@@ -156,6 +156,7 @@ replay::Options make_options(const ReplayArgs& args) {
                                .count());
   }
   options.run_name = args.run_name;
+  options.input = args.input;
   return options;
 }
 

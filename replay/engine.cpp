@@ -306,7 +306,7 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
   settled.model = checked.model;
   settled.skipped_rejected = input.rejected();
   TraceHeader header =
-      new_trace_header(Source::replayed, kToolVersion, url.str(), settings_json(settled),
+      new_trace_header(Source::replayed, kToolVersion, url.str(), settings_json(settled, settled.input),
                        *options.clock);
   // What `retrace merge` checks and records (replay/shard.hpp); the clock offset once known.
   bool sharded = options.shard_count > 1 || options.start_at_unix_ns.has_value();
@@ -413,7 +413,7 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
   std::optional<Fetched> metrics_after;
   if (metrics_before.status == 200)
     metrics_after = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
-  if (facts.clock_offset_ns) header.settings = with_shard_facts(settings_json(settled), facts);
+  if (facts.clock_offset_ns) header.settings = with_shard_facts(settings_json(settled, settled.input), facts);
   // The client's own CPU over the run (replay/client_usage.hpp) is only known now: the final
   // header always differs from the partial file's.
   if (client) header.settings = with_client_usage(header.settings, *client);

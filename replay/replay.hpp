@@ -106,6 +106,7 @@ Slo parse_slo(std::string_view text);
 
 struct Options {
   std::string target;  // base URL, e.g. http://127.0.0.1:8000
+  std::string input;   // the input trace as named: the run's settings keep it ("trace" in reports)
   Schedule schedule;
   bool sessions = false;       // a session's exchanges run in order, sessions concurrently
   bool live_sessions = false;  // chat turns carry this run's earlier answers (implies sessions)

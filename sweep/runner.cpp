@@ -93,6 +93,7 @@ std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, c
     auto& run = plan.runs[index];
     auto options = to_replay_options(plan.replay, plan.target, schedule_at(plan, run.level),
                                      run_labels(plan, run));
+    options.input = plan.trace;
     options.preflight = checked;
     if (io.log)
       *io.log << "sweep: run " << (index + 1) << "/" << plan.runs.size() << " " << run.name

@@ -26,6 +26,8 @@ check_eq "$(jq -r '.client | ((.busiest_thread_share >= 0.8) or (.cores_used >= 
   "$WORK/stats.json")" true "the verdict agrees with the figures"
 "$RETRACE" stats "$WORK/run.rtrace" >"$WORK/stats.txt"
 check_contains "$WORK/stats.txt" "of one core (busiest of 2 worker threads" "stats text"
+# The header line names the input the run replayed (it said "trace unknown").
+check_contains "$WORK/stats.txt" "trace $WORK/gold.rtrace" "the run's input in its header line"
 
 "$RETRACE" report "$WORK/run.rtrace" -o "$WORK/run.html" >/dev/null
 check_contains "$WORK/run.html" "run.rtrace: the client used" "the HTML report"
