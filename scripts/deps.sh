@@ -21,7 +21,7 @@ packages=(cmake g++ pkg-config make
           buildah podman runc  # the container image, built offline and run (deploy/image/, tests/image/)
           python3-kubernetes)  # the manifests checked against the API types (tests/e2e/deploy_manifests.sh)
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(wrk mitmproxy hyperfine)
+  packages+=(wrk mitmproxy hyperfine python3-aiohttp)
 fi
 
 missing=()
