@@ -1,7 +1,8 @@
 # Sourced by the bench scripts that start processes: `bench_workdir NAME` makes $WORK (a fresh
 # temporary folder) and, on exit, stops every process whose pid is in PIDS and removes $WORK;
 # `url_of NAME` waits for a process started with output in $WORK/NAME.out to say where it listens;
-# `storing_us_per_token RETRACE TRACE [PIN...]` prints what decoding and storing cost per token.
+# `storing_us_per_token RETRACE TRACE [PIN...]` prints what decoding and storing cost per token;
+# `free_port` a free loopback port, `wait_port PORT` until something listens there.
 PIDS=()
 bench_cleanup() {
   local pid
@@ -32,4 +33,15 @@ storing_us_per_token() {  # RETRACE TRACE [PIN...] : "TOKENS US", or nothing whe
   line=$("${@:3}" "$bench" "$2" 3)
   awk '{print $3}' <<<"$line" | tr '\n' ' '
   sed -E 's/.*: ([0-9.]+) us\/token.*/\1/' <<<"$line"
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {
+  local i
+  for i in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "nothing listens on port $1" >&2
+  return 1
 }

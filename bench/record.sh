@@ -49,16 +49,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-  local i
-  for i in $(seq 1 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "nothing listens on port $1" >&2
-  return 1
-}
 start_listening() {  # NAME CMD... : start in the background (in this shell, so cleanup sees it)
   local name=$1; shift
   "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
