@@ -715,6 +715,30 @@ TEST_CASE("import builds chat and completions requests with ids and expected ans
   CHECK(boost::json::parse(batch.exchanges[0].request.body).as_object().at("model") == "gpt");
 }
 
+TEST_CASE("import keeps max_completion_tokens and adds no max_tokens beside it") {
+  TempDir dir;
+  write_file(dir / "in.jsonl",
+             "{\"request\": {\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"max_completion_tokens\": 64}}\n"
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"b\"}], \"max_completion_tokens\": 12}\n"
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"c\"}]}\n");
+  ImportOptions options;
+  options.max_tokens = 128;
+  REQUIRE(import_dataset(dir / "in.jsonl", dir / "out.rtrace", options) == 3);
+  LoadedTrace loaded = load_trace(dir / "out.rtrace");
+  auto whole = boost::json::parse(loaded.exchanges[0].request.body).as_object();
+  CHECK(whole.at("max_completion_tokens") == 64);
+  CHECK_FALSE(whole.contains("max_tokens"));
+  auto messages = boost::json::parse(loaded.exchanges[1].request.body).as_object();
+  CHECK(messages.at("max_completion_tokens") == 12);
+  CHECK_FALSE(messages.contains("max_tokens"));
+  auto plain = boost::json::parse(loaded.exchanges[2].request.body).as_object();
+  CHECK(plain.at("max_tokens") == 128);
+  CHECK_FALSE(plain.contains("max_completion_tokens"));
+  write_file(dir / "bad.jsonl", "{\"messages\": [{\"role\": \"user\", \"content\": \"b\"}], \"max_completion_tokens\": 0}\n");
+  CHECK_THROWS_WITH(import_dataset(dir / "bad.jsonl", dir / "bad.rtrace", options),
+                    Catch::Contains("\"max_completion_tokens\" must be a whole number above 0"));
+}
+
 TEST_CASE("a bad import line is named by its line number and leaves no output file") {
   TempDir dir;
   const std::string good = "{\"prompt\": \"a\"}\n";
