@@ -400,6 +400,37 @@ TEST_CASE("garbage Cap'n Proto messages inside valid zstd frames are rejected wi
   }
 }
 
+TEST_CASE("every error kind round-trips and a kind a newer minor added reads as protocol") {
+  TempDir dir;
+  std::vector<Exchange> exchanges;
+  for (std::size_t k = 0; k < kErrorKindCount; ++k) {
+    Exchange exchange = small_exchange(k);
+    exchange.error = {static_cast<ErrorKind>(k), k ? "kind " + std::to_string(k) : ""};
+    exchanges.push_back(exchange);
+  }
+  write_trace(dir / "kinds.rtrace", exchanges);
+  LoadedTrace loaded = load_trace(dir / "kinds.rtrace");
+  REQUIRE(loaded.exchanges.size() == kErrorKindCount);
+  for (std::size_t k = 0; k < kErrorKindCount; ++k) CHECK(loaded.exchanges[k].error == exchanges[k].error);
+  CHECK(loaded.exchanges[kErrorKindCount - 2].error.kind == ErrorKind::server_error);
+  CHECK(loaded.exchanges[kErrorKindCount - 1].error.kind == ErrorKind::truncated);
+
+  // A file of format 1.2 (before server_error and truncated) whose exchange carries a kind this
+  // reader does not know, as a 1.2 reader meets a 1.3 file's server_error.
+  capnp::MallocMessageBuilder header_message, exchange_message;
+  auto header = header_message.initRoot<wire::Record>().initHeader();
+  header.setFormatMajor(kFormatMajor);
+  header.setFormatMinor(2);
+  auto exchange = exchange_message.initRoot<wire::Record>().initExchange();
+  exchange.setId(7);
+  exchange.initError().setKind(static_cast<wire::ErrorKind>(kErrorKindCount));
+  write_file(dir / "old.rtrace", zstd_frame(framed(header_message) + framed(exchange_message)));
+  LoadedTrace old = load_trace(dir / "old.rtrace");
+  CHECK(old.header.format_minor == 2);
+  REQUIRE(old.exchanges.size() == 1);
+  CHECK(old.exchanges[0].error.kind == ErrorKind::protocol);
+}
+
 TEST_CASE("a trace of a newer major version is refused with both versions named") {
   TempDir dir;
   capnp::MallocMessageBuilder message;
