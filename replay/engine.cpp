@@ -16,6 +16,7 @@
 
 #include "format/header.hpp"
 #include "net/fetch.hpp"
+#include "replay/client_usage.hpp"
 #include "replay/feed.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
@@ -87,7 +88,7 @@ std::optional<std::int64_t> start_clock_at(Shared& shared, std::int64_t start_at
 void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
                const std::atomic<bool>* stop, const std::function<void()>& on_tick,
                bool& interrupted, std::optional<std::int64_t> start_at = std::nullopt,
-               std::optional<std::int64_t>* clock_offset = nullptr) {
+               std::optional<std::int64_t>* clock_offset = nullptr, double* busiest_thread_cpu_s = nullptr) {
   shared.next_chain = 0;
   if (start_at) {
     auto late = start_clock_at(shared, *start_at, stop);
@@ -111,11 +112,13 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
     for (auto& worker : workers) asio::co_spawn(worker->io(), worker->run_launcher(), asio::detached);
   }
   std::atomic<std::size_t> running{worker_count};
+  std::vector<double> thread_cpu_s(worker_count, 0.0);  // each slot written by its thread only
   std::vector<std::thread> threads;
-  for (auto& worker : workers)
-    threads.emplace_back([&worker, &running] {
+  for (std::size_t t = 0; t < worker_count; ++t)
+    threads.emplace_back([&worker = workers[t], &running, &cpu_s = thread_cpu_s[t]] {
       worker->io().restart();
       worker->io().run();
+      cpu_s = thread_cpu_seconds();  // a new thread each phase: this phase's CPU
       running.fetch_sub(1);
     });
   bool stop_sent = false;
@@ -133,6 +136,8 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
     }
   }
   for (auto& thread : threads) thread.join();
+  if (busiest_thread_cpu_s)
+    *busiest_thread_cpu_s = *std::max_element(thread_cpu_s.begin(), thread_cpu_s.end());
 }
 
 // What a run sends: a loaded trace's plan, or a streamed input's feed (replay/feed.hpp).
@@ -386,9 +391,14 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
 
   progress.total = input.count();
   std::exception_ptr input_failure;
+  std::optional<ClientUsage> client;
   if (!interrupted) {
     input.begin(shared, std::nullopt);
-    run_phase(shared, workers, stop, tick, interrupted, options.start_at_unix_ns, &facts.clock_offset_ns);
+    ClientMeter meter;
+    double busiest_thread_cpu_s = 0;
+    run_phase(shared, workers, stop, tick, interrupted, options.start_at_unix_ns, &facts.clock_offset_ns,
+              &busiest_thread_cpu_s);
+    client = meter.usage(busiest_thread_cpu_s, static_cast<unsigned>(workers.size()));
     input_failure = input.end(shared);
   }
   queue.close();
@@ -404,7 +414,10 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
   if (metrics_before.status == 200)
     metrics_after = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
   if (facts.clock_offset_ns) header.settings = with_shard_facts(settings_json(settled), facts);
-  if (metrics_after || facts.clock_offset_ns) {
+  // The client's own CPU over the run (replay/client_usage.hpp) is only known now: the final
+  // header always differs from the partial file's.
+  if (client) header.settings = with_client_usage(header.settings, *client);
+  if (metrics_after || facts.clock_offset_ns || client) {
     if (metrics_after) header.server_info = server_info_json(checked, metrics_before, metrics_after);
     // The run's frames are copied as they are (written at the fast level above); a partial
     // file that is not whole with an index is read and written again record by record.
@@ -427,6 +440,7 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
   result.out = out;
   result.interrupted = interrupted;
   result.stats = std::move(stats).finish();
+  result.stats.client = client;
   // What the run's threads freed goes back to the system: glibc keeps it in their per-thread
   // arenas otherwise, and each --repeat pass's new threads fragment them further (the heap in
   // use is flat; RSS grew ~320 KiB a pass: bench/RESULTS.md, "replay's memory across --repeat").

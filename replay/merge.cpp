@@ -7,6 +7,7 @@
 #include <queue>
 #include <set>
 
+#include "replay/client_usage.hpp"
 #include "replay/replay.hpp"
 #include "replay/shard.hpp"
 
@@ -17,7 +18,7 @@ namespace {
 
 // What may differ between the shards of one replay; everything else in the settings must agree.
 constexpr const char* kPerShardKeys[] = {"shard", "start_at", "start_at_unix_ns", "host",
-                                         "clock_offset_ns", "selected", "run"};
+                                         "clock_offset_ns", "selected", "run", "client"};
 
 struct Shard {
   std::filesystem::path path;
@@ -143,6 +144,28 @@ Options selection_of(const json::object& settings) {
   return options;
 }
 
+// A figure each shard had for itself (a closed loop's -c, --requests, --limit): the merged run's
+// is the sum, and KEY_per_shard keeps the shard's.
+void total_per_shard(json::object& object, const std::string& key, std::int64_t shards) {
+  auto per_shard = int_field(object, key);
+  if (!per_shard) return;
+  object[key] = *per_shard * shards;
+  object[key + "_per_shard"] = *per_shard;
+}
+
+std::optional<std::int64_t> clock_offset_spread(const std::vector<MergedShard>& shards) {
+  std::optional<std::int64_t> low, high;
+  std::size_t known = 0;
+  for (const auto& shard : shards) {
+    if (!shard.clock_offset_ns) continue;
+    ++known;
+    low = std::min(low.value_or(*shard.clock_offset_ns), *shard.clock_offset_ns);
+    high = std::max(high.value_or(*shard.clock_offset_ns), *shard.clock_offset_ns);
+  }
+  if (known < 2) return std::nullopt;
+  return *high - *low;
+}
+
 }  // namespace
 
 MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
@@ -177,6 +200,10 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
   json::array facts;
   std::uint64_t selected_total = 0;
   std::string run = string_field(settings, "run");
+  // The merged run's client headroom is its most loaded shard's: one saturated client is enough to
+  // have set the pace (replay/client_usage.hpp); each shard's own stays in its facts.
+  std::optional<ClientUsage> busiest_client;
+  json::value busiest_client_json;
   for (auto& shard : shards) {
     MergedShard merged;
     merged.path = shard.path;
@@ -195,6 +222,14 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
     fact["clock_offset_ns"] =
         merged.clock_offset_ns ? json::value(*merged.clock_offset_ns) : json::value(nullptr);
     fact["selected"] = merged.selected;
+    if (const json::value* client = shard.settings.if_contains("client")) {
+      fact["client"] = *client;
+      auto usage = client_usage_of(json::serialize(shard.settings));
+      if (usage && (!busiest_client || usage->busiest_thread_share() > busiest_client->busiest_thread_share())) {
+        busiest_client = usage;
+        busiest_client_json = *client;
+      }
+    }
     facts.push_back(std::move(fact));
     result.shards.push_back(std::move(merged));
   }
@@ -204,13 +239,18 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
   settings["selected"] = selected_total;
   if (common_start) settings["start_at_unix_ns"] = *common_start;
   settings["shards"] = std::move(facts);
+  if (busiest_client) settings["client"] = busiest_client_json;
+  result.clock_offset_spread_ns = clock_offset_spread(result.shards);
+  if (result.clock_offset_spread_ns) settings["clock_offset_spread_ns"] = *result.clock_offset_spread_ns;
+  const auto shard_count = static_cast<std::int64_t>(shards.size());
+  total_per_shard(settings, "requests", shard_count);
+  total_per_shard(settings, "limit", shard_count);
   auto& schedule = settings["schedule"];
   bool closed_loop = schedule.is_object() && string_field(schedule.as_object(), "kind") == "concurrency";
+  if (schedule.is_object()) total_per_shard(schedule.as_object(), "max_in_flight", shard_count);
   if (closed_loop) {
-    auto per_shard = int_field(schedule.as_object(), "concurrency").value_or(0);
-    result.total_concurrency = static_cast<int>(per_shard * static_cast<std::int64_t>(shards.size()));
-    schedule.as_object()["concurrency"] = result.total_concurrency;
-    schedule.as_object()["concurrency_per_shard"] = per_shard;
+    total_per_shard(schedule.as_object(), "concurrency", shard_count);
+    result.total_concurrency = static_cast<int>(int_field(schedule.as_object(), "concurrency").value_or(0));
   }
   header.settings = json::serialize(settings);
   set_label(header.labels, "run", run);

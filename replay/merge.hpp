@@ -18,8 +18,14 @@
 //   as with any other.
 // - The merged header is shard 0's with settings saying: "shards" (each one's index, file, host,
 //   start_at, clock_offset_ns — null for a shard that never finished — and selected), no "shard",
-//   and for a closed loop the total concurrency (the sum; "concurrency_per_shard" keeps the
-//   shard's). The exchanges' and header's labels "run" and "concurrency" say the merged run's.
+//   and the merged run's totals where a shard's figure is per shard: a closed loop's concurrency,
+//   --requests and --limit are the sums ("concurrency_per_shard", "requests_per_shard" and
+//   "limit_per_shard" keep the shard's), so a report's schedule line says what was sent. The
+//   exchanges' and header's labels "run" and "concurrency" say the merged run's.
+// - Clock agreement: each shard's clock_offset_ns is how late it began by its own clock; the
+//   spread across shards (max - min, "clock_offset_spread_ns") bounds how far apart their
+//   schedules started as their hosts tell it. Past kClockSpreadWarnNs merge warns: hosts in one
+//   datacenter under NTP agree within 1-5 ms, so more means a shard started late or a clock is off.
 // - A shard with fewer exchanges than it selected (killed mid-run: its OUT.partial, with a torn
 //   tail; or stopped with Ctrl-C) is merged with what it has; the result lists how many of each
 //   shard's selection are missing, and the caller decides (merge exits 1 unless --allow-missing).
@@ -39,6 +45,8 @@
 #include "format/trace.hpp"
 
 namespace retrace::replay {
+
+inline constexpr std::int64_t kClockSpreadWarnNs = 5'000'000;
 
 class MergeRefused : public std::invalid_argument {
  public:
@@ -63,6 +71,8 @@ struct MergeResult {
   std::uint64_t exchanges = 0;
   std::uint64_t missing = 0;
   int total_concurrency = 0;        // closed loop; 0 otherwise
+  // max - min of the shards' clock offsets, when at least two finished and recorded one.
+  std::optional<std::int64_t> clock_offset_spread_ns;
 };
 
 // Merges `shards` into `out` (created; the caller applies the no-overwrite rule). Throws

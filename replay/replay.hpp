@@ -69,6 +69,7 @@
 #include "format/redaction.hpp"  // secrets: what the trace and settings never hold
 #include "format/trace.hpp"
 #include "llm/llm.hpp"
+#include "replay/client_usage.hpp"
 #include "replay/distribution.hpp"
 
 namespace retrace::replay {
@@ -189,6 +190,7 @@ struct Stats {
   bool open_loop = false;
   std::optional<double> goodput_per_s;      // requests/s meeting the SLO, where one is given
   std::optional<std::size_t> slo_met;
+  std::optional<ClientUsage> client;        // the client's own CPU, for a replayed run
 };
 
 // What the statistics need of one exchange; small, so a run keeps one per exchange in memory

@@ -120,7 +120,9 @@ Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exch
                     const Slo& slo) {
   StatsBuilder builder(is_open_loop(header), slo);
   for (const auto& exchange : exchanges) builder.add(exchange);
-  return std::move(builder).finish();
+  auto stats = std::move(builder).finish();
+  stats.client = client_usage_of(header.settings);
+  return stats;
 }
 
 Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics, const Slo& slo) {
@@ -136,7 +138,9 @@ Stats stats_of_trace(const std::filesystem::path& path, const Slo& slo, Recovery
   Exchange exchange;
   while (reader.next(exchange)) builder.add(exchange);
   if (recovery) *recovery = reader.recovery();
-  return std::move(builder).finish();
+  auto stats = std::move(builder).finish();
+  stats.client = client_usage_of(reader.header().settings);
+  return stats;
 }
 
 Stats StatsBuilder::finish() && {

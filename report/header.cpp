@@ -57,6 +57,9 @@ std::string schedule_of(const json::value& settings) {
   if (kind == "rate")
     text = "rate " + string_at(*schedule, "rate") + "/s " + string_at(*schedule, "arrival");
   if (kind == "recorded") text = "recorded timing ×" + string_at(*schedule, "speed");
+  // A merged run (replay/merge.hpp) says it was sent from N shards; its totals are the sums.
+  if (const auto* shards = object->if_contains("shards"); shards && shards->is_array())
+    text += ", " + std::to_string(shards->as_array().size()) + " shards";
   return text + trace_controls_of(settings);
 }
 

@@ -125,7 +125,11 @@ void throughput_section(const HtmlReport& report, std::ostream& out) {
         << range_text(series.requests_per_s, 2) << "</td><td class=\"n\">"
         << interval_text(series.output_tokens_per_s, 1) << "</td><td class=\"n\">"
         << range_text(series.output_tokens_per_s, 1) << "</td></tr>";
-  out << "</table></section>\n";
+  out << "</table>";
+  // Whether the client could have set the pace: throughput is the server's only when it did not.
+  for (const auto& series : report.series)
+    if (series.client) out << "<p class=\"note\">" << e(series.label) << ": the client " << e(*series.client) << "</p>";
+  out << "</section>\n";
 }
 
 std::string percentile_cells(std::vector<double> values) {

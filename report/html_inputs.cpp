@@ -19,6 +19,7 @@ HtmlSeries series_of(const std::string& label, const replay::Stats& stats, const
   metrics.reserve(exchanges.size());
   for (const auto& exchange : exchanges) metrics.push_back(replay::summarize(exchange));
   series.latency = latency_samples(metrics);
+  if (stats.client) series.client = stats.client->summary();
   return series;
 }
 

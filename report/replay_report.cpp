@@ -122,6 +122,12 @@ std::vector<std::pair<std::string, std::string>> figures(const replay::Stats& st
                  " met the SLO)";
     out.emplace_back("goodput", goodput);
   }
+  if (stats.client) {
+    std::string client = stats.client->summary();
+    if (stats.open_loop && stats.schedule_slip.count > 0)
+      client += "; schedule slip p99 " + fixed(stats.schedule_slip.p99, 2) + " ms";
+    out.emplace_back("client", client);
+  }
   if (!stats.other_requests.empty()) {
     std::string others;
     for (const auto& [endpoint, count] : stats.other_requests)
@@ -272,6 +278,18 @@ std::string render_stats_json(const replay::Stats& stats, const StatsContext& co
   out["goodput_per_s"] =
       stats.goodput_per_s ? json::value(rounded(*stats.goodput_per_s, 3)) : json::value(nullptr);
   out["slo_met"] = stats.slo_met ? json::value(*stats.slo_met) : json::value(nullptr);
+  if (stats.client) {
+    const auto& client = *stats.client;
+    out["client"] = json::object{{"cpu_s", rounded(client.cpu_s, 6)},
+                                 {"wall_s", rounded(client.wall_s, 6)},
+                                 {"cores_used", rounded(client.cores_used(), 3)},
+                                 {"busiest_thread_share", rounded(client.busiest_thread_share(), 3)},
+                                 {"worker_threads", client.worker_threads},
+                                 {"cores", client.cores},
+                                 {"may_be_bottleneck", client.may_be_bottleneck()}};
+  } else {
+    out["client"] = nullptr;
+  }
   return json_text(out);
 }
 

@@ -16,7 +16,10 @@ packages=(cmake g++ pkg-config make
           chromium  # the HTML report is checked in a real browser (tests/e2e/report_browser.sh)
           clang-14 libclang-rt-14-dev  # libFuzzer (scripts/fuzz.sh)
           git python3-numpy  # git and numpy: scripts/llama-server.sh (llama.cpp sources, the tiny model)
-          nginx-light)  # a gzip-compressing front in tests/e2e/content_coding.sh (and bench/)
+          nginx-light  # a gzip-compressing front in tests/e2e/content_coding.sh (and bench/)
+          slurm-wlm munge  # a real one-node Slurm cluster in tests/slurm/ (deploy/slurm/)
+          buildah podman runc  # the container image, built offline and run (deploy/image/, tests/image/)
+          python3-kubernetes)  # the manifests checked against the API types (tests/e2e/deploy_manifests.sh)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk mitmproxy hyperfine)
 fi

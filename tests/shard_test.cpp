@@ -1,5 +1,6 @@
 // Unit tests of sharded replay: --start-at parsing, the global schedule of a shard, and the
 // refusals and bookkeeping of `retrace merge` (replay/shard.hpp, replay/merge.hpp).
+#include <functional>
 #include <map>
 
 #include <catch2/catch.hpp>
@@ -10,6 +11,7 @@
 #include "replay/prepare.hpp"
 #include "replay/replay.hpp"
 #include "replay/shard.hpp"
+#include "report/header.hpp"
 #include "tests/temp_dir.hpp"
 
 using namespace retrace;
@@ -24,7 +26,8 @@ constexpr std::int64_t kSecond = 1'000'000'000;
 // source ids are index, index + shards, ...
 void write_shard(const std::filesystem::path& path, std::size_t index, std::size_t shards,
                  std::size_t count, std::size_t selected, const std::string& input = "A",
-                 int concurrency = 1) {
+                 int concurrency = 1,
+                 const std::function<void(Options&, ShardFacts&)>& adjust = {}) {
   Options options;
   options.target = "http://127.0.0.1:1";
   options.schedule.concurrency = concurrency;
@@ -36,6 +39,7 @@ void write_shard(const std::filesystem::path& path, std::size_t index, std::size
   facts.host = "host" + std::to_string(index);
   facts.start_at_ns = 1764583200 * kSecond;
   facts.clock_offset_ns = 1000 + static_cast<std::int64_t>(index);
+  if (adjust) adjust(options, facts);
   TraceHeader header;
   header.source = Source::replayed;
   header.settings = with_shard_facts(settings_json(options), facts);
@@ -206,6 +210,39 @@ TEST_CASE("merge joins every shard once and says the total concurrency and each 
   CHECK(shards[2].at("host") == "host2");
   CHECK(shards[2].at("clock_offset_ns") == 1002);
   CHECK(shards[0].at("start_at") == "2025-12-01T10:00:00.000000000Z");
+}
+
+TEST_CASE("the merged header says the run's totals of per-shard figures and the shards' clock spread") {
+  TempDir dir;
+  auto per_shard = [](Options& options, ShardFacts& facts) {
+    options.requests = 10;
+    options.limit = 7;
+    if (facts.host == "host1") facts.clock_offset_ns = 4'000'000;  // began 4 ms late
+  };
+  for (std::size_t i = 0; i < 3; ++i)
+    write_shard(dir / ("s" + std::to_string(i)), i, 3, 10, 10, "A", 2, per_shard);
+  auto result = merge_shards({dir / "s0", dir / "s1", dir / "s2"}, dir / "out");
+  REQUIRE(result.clock_offset_spread_ns);
+  CHECK(*result.clock_offset_spread_ns == 4'000'000 - 1000);
+  auto merged = load_trace(dir / "out");
+  auto settings = json::parse(merged.header.settings).as_object();
+  CHECK(settings.at("requests") == 30);
+  CHECK(settings.at("requests_per_shard") == 10);
+  CHECK(settings.at("limit") == 21);
+  CHECK(settings.at("limit_per_shard") == 7);
+  CHECK(settings.at("clock_offset_spread_ns") == 4'000'000 - 1000);
+  CHECK(report::header_from_trace(merged.header).schedule == "concurrency 6, 3 shards, 30 requests");
+}
+
+TEST_CASE("the clock spread needs two shards that recorded an offset") {
+  TempDir dir;
+  auto unfinished = [](Options&, ShardFacts& facts) {
+    if (facts.host == "host1") facts.clock_offset_ns.reset();
+  };
+  for (std::size_t i = 0; i < 2; ++i) write_shard(dir / ("s" + std::to_string(i)), i, 2, 1, 1, "A", 1, unfinished);
+  auto result = merge_shards({dir / "s0", dir / "s1"}, dir / "out");
+  CHECK_FALSE(result.clock_offset_spread_ns);
+  CHECK_FALSE(json::parse(load_trace(dir / "out").header.settings).as_object().contains("clock_offset_spread_ns"));
 }
 
 TEST_CASE("merge refuses missing and duplicate shards, listing them") {

@@ -1,38 +1,82 @@
 #!/usr/bin/env bash
-# deploy/: the Kubernetes manifests are well-formed YAML with what sharding needs (an Indexed Job
-# whose completions, parallelism and SHARDS agree, JOB_COMPLETION_INDEX in --shard, --start-at, a
-# shared volume the merge Job reads), and the Slurm scripts parse and use SLURM_ARRAY_TASK_ID.
-# kubectl is not available here: nothing is applied to a cluster. Skipped without python3-yaml.
+# deploy/: the Kubernetes manifests, rendered with README.md's own envsubst lines, pass a strict
+# offline check against the API types (deploy_manifests_check.py: every field known and typed,
+# required ones present, quantities, names, a pinned image; and what sharding needs), which
+# rejects an unknown field and an empty storage class; the replay and merge command lines they
+# hold, run here against `retrace serve`, give one complete run. The Slurm script parses and is
+# one job of N tasks (tests/slurm/ runs it on a real Slurm). No cluster is involved: nothing is
+# applied. Skipped without Debian's python3-kubernetes and python3-yaml.
 . "$(dirname "$0")/lib.sh"
 
-python3 -c 'import yaml' 2>/dev/null || { echo "python3-yaml is not installed: skipped"; exit 77; }
-python3 - "$ROOT/deploy/kubernetes" <<'PY' || fail "Kubernetes manifests"
-import sys, yaml
-root = sys.argv[1]
-docs = list(yaml.safe_load_all(open(f"{root}/replay-shards.yaml")))
-job = next(d for d in docs if d["kind"] == "Job")
-claim = next(d for d in docs if d["kind"] == "PersistentVolumeClaim")
-spec = job["spec"]
-assert spec["completionMode"] == "Indexed", "not an Indexed Job"
-assert spec["completions"] == spec["parallelism"], "shards would not all run at once"
-container = spec["template"]["spec"]["containers"][0]
-env = {e["name"]: e["value"] for e in container["env"]}
-assert int(env["SHARDS"]) == spec["completions"], "SHARDS differs from completions"
-script = " ".join(container["args"])
-for needed in ('--shard "$JOB_COMPLETION_INDEX/$SHARDS"', '--start-at "$START_AT"', "/runs/shard-"):
-    assert needed in script, f"replay args lack {needed}"
-volumes = spec["template"]["spec"]["volumes"]
-assert volumes[0]["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
-merge = yaml.safe_load(open(f"{root}/merge.yaml"))
-assert merge["kind"] == "Job"
-margs = " ".join(merge["spec"]["template"]["spec"]["containers"][0]["args"])
-assert "retrace merge /runs/shard-*.rtrace" in margs, "merge args"
-assert merge["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
-PY
+PY=/usr/bin/python3  # Debian's, with python3-kubernetes (not a python3 earlier on PATH)
+"$PY" -c 'import kubernetes, yaml' 2>/dev/null || { echo "python3-kubernetes is not installed (scripts/deps.sh installs it): skipped"; exit 77; }
+CHECK="$ROOT/tests/e2e/deploy_manifests_check.py"
+
+# render DIR: runs the README's Kubernetes lines that render a manifest (envsubst ... | kubectl
+# apply -f -), each writing DIR/NAME.yaml instead of applying it; a manifest the README applies
+# as it is (kubectl apply -f FILE) is copied. Fails unless every shipped manifest is rendered.
+render() {
+  local dir=$1 line file
+  mkdir -p "$dir"
+  awk '/^On Kubernetes \(1\.29/ { on = 1 } on && /^```sh/ { inside = 1; next } inside && /^```/ { exit } inside' \
+    "$ROOT/README.md" >"$WORK/k8s-block.sh"
+  grep -q envsubst "$WORK/k8s-block.sh" || fail "README.md's Kubernetes block has no envsubst line"
+  while IFS= read -r line; do
+    file=$(grep -oE 'deploy/kubernetes/[a-z-]+\.yaml' <<<"$line") || continue
+    case "$line" in
+      *envsubst*"| kubectl apply -f -") (cd "$ROOT" && eval "${line%| kubectl apply -f -} > \"$dir/$(basename "$file")\"") ;;
+      "kubectl apply -f $file") cp "$ROOT/$file" "$dir/" ;;
+    esac
+  done <"$WORK/k8s-block.sh"
+  for file in "$ROOT"/deploy/kubernetes/*.yaml; do
+    [[ -s "$dir/$(basename "$file")" ]] || fail "README.md's Kubernetes lines do not render $(basename "$file")"
+  done
+}
+
+export IMAGE=registry.example.com/retrace:0.1.0-0123456789ab STORAGE_CLASS=nfs-client
+export RUN_ID=20261202-101500 SHARDS=4 TARGET=http://vllm.default.svc:8000 START_AT=1796205300
+render "$WORK/rendered"
+"$PY" "$CHECK" "$WORK"/rendered/*.yaml 2>"$WORK/check.err" || { cat "$WORK/check.err" >&2; fail "the rendered manifests"; }
+# The check can fail: an unknown field (a typo), an empty storage class, an unpinned image.
+sed 's/backoffLimitPerIndex/backoffLimitPerIndx/' "$WORK/rendered/replay-shards.yaml" >"$WORK/typo.yaml"
+"$PY" "$CHECK" "$WORK/typo.yaml" "$WORK/rendered/volume.yaml" 2>"$WORK/typo.err" && fail "a misspelt field passed the check"
+check_contains "$WORK/typo.err" "spec.backoffLimitPerIndx: no such field in V1JobSpec" "a misspelt field"
+STORAGE_CLASS="" IMAGE=retrace:latest render "$WORK/unset"
+"$PY" "$CHECK" "$WORK"/unset/*.yaml 2>"$WORK/unset.err" && fail "an empty storage class and :latest passed the check"
+check_contains "$WORK/unset.err" "spec.storageClassName: empty" "an empty storage class"
+check_contains "$WORK/unset.err" "'retrace:latest' has no pinned tag" "an unpinned image"
+
+# The command lines the pods run, here: four shards, then the merge, on a local /runs.
+start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
+runs="$WORK/runs/$RUN_ID"
+mkdir -p "$runs/shards"
+"$RETRACE" import "$ROOT/traces/gold-intents.jsonl" --out "$runs/trace.rtrace" >/dev/null
+TARGET=$SIM_URL START_AT=$(( $(date +%s) + 4 )) render "$WORK/local"
+# args_of FILE INDEX: the container's args, one a line, as Kubernetes would expand them here.
+args_of() {
+  "$PY" "$CHECK" --args "$1" | jq -r '.[]' | sed -e "s|^/runs/|$WORK/runs/|" -e "s|\$(SHARD_INDEX)|$2|g"
+}
+pids=()
+for i in 0 1 2 3; do
+  mapfile -t args < <(args_of "$WORK/local/replay-shards.yaml" "$i")
+  "$RETRACE" "${args[@]}" >"$WORK/shard$i.out" 2>"$WORK/shard$i.err" &
+  pids+=($!)
+done
+_PIDS+=("${pids[@]}")
+for i in 0 1 2 3; do wait "${pids[$i]}" || { cat "$WORK/shard$i.err" >&2; fail "the Job's shard $i exited non-zero"; }; done
+mapfile -t args < <(args_of "$WORK/local/merge.yaml" "")
+"$RETRACE" "${args[@]}" >"$WORK/merge.out" 2>"$WORK/merge.err" || { cat "$WORK/merge.err" >&2; fail "the merge Job's command"; }
+check_contains "$WORK/merge.out" "merged 20 exchanges from 4 shards into $runs/run.rtrace" "the merge Job's merge"
+grep -qE '^  completed +20$' "$WORK/merge.out" || fail "the merge Job's report: no 'completed 20'"
+stop "$SIM_PID" || fail "serve exited non-zero"
+
 for script in "$ROOT"/deploy/slurm/*.sbatch; do bash -n "$script" || fail "$script does not parse"; done
-check_contains "$ROOT/deploy/slurm/replay-shards.sbatch" '--shard "$SLURM_ARRAY_TASK_ID/$SHARDS"' "the array task gives the shard"
-check_contains "$ROOT/deploy/slurm/replay-shards.sbatch" '#SBATCH --array=' "a job array"
-check_contains "$ROOT/deploy/slurm/merge.sbatch" 'retrace merge shard-*.rtrace' "the merge step"
+# One job of N tasks (tests/slurm/sharded_replay.sh runs it on a real Slurm).
+SLURM_SCRIPT="$ROOT/deploy/slurm/replay-shards.sbatch"
+check_contains "$SLURM_SCRIPT" '--shard "$SLURM_PROCID/$SLURM_NTASKS"' "each task gives its shard"
+check_contains "$SLURM_SCRIPT" '#SBATCH --ntasks=' "one job of N tasks"
+check_contains "$SLURM_SCRIPT" '#SBATCH --time=' "a time limit"
+grep -q -- '--array' "$SLURM_SCRIPT" && fail "a job array is not co-scheduled: one job of N tasks"
 # The flags the scripts use exist.
 "$RETRACE" replay --help >"$WORK/replay.help"
 check_contains "$WORK/replay.help" "--start-at" "replay --start-at"

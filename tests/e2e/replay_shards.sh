@@ -53,6 +53,27 @@ check_eq "$(jq -r .completed "$WORK/stats.json")" 20 "stats of the merged run"
 "$RETRACE" report "$WORK/merged.rtrace" -o "$WORK/merged.html" >/dev/null 2>&1 || fail "report of the merged run"
 check_contains "$WORK/merged.html" "<svg" "report of the merged run has charts"
 
+# --- --requests N per shard: the merged run says the total it sent, and --stats reports it.
+run_shards q "$(( $(date +%s) + 4 ))" -c 1 --requests 6
+"$RETRACE" merge "$WORK"/q{0,1,2,3}.rtrace -o "$WORK/qmerged.rtrace" --stats >"$WORK/qmerge.out" \
+  || fail "merge --stats of four complete shards exited non-zero"
+check_contains "$WORK/qmerge.out" "schedule concurrency 4, 4 shards, 24 requests" "the merged run's schedule line"
+check_contains "$WORK/qmerge.out" "clock offsets spread" "the spread of the shards' clock offsets"
+grep -qE '^  completed +24$' "$WORK/qmerge.out" || fail "merge --stats: no 'completed 24' in $WORK/qmerge.out"
+header "$WORK/qmerged.rtrace" | jq '.settings | fromjson' >"$WORK/qmerged.settings"
+check_eq "$(jq -r '.requests, .requests_per_shard, (.clock_offset_spread_ns >= 0)' "$WORK/qmerged.settings" | tr '\n' ' ')" \
+  "24 6 true " "the merged run's requests and clock spread"
+
+# --- a shard that began 0.3 s late (within --start-at's 1 s tolerance): merge warns.
+late_start=$(python3 -c 'import time; print(f"{time.time() - 0.3:.3f}")')
+"$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/late1.rtrace" -c 1 --limit 4 \
+  --shard 1/2 --start-at "$late_start" >/dev/null 2>"$WORK/late1.err" || { cat "$WORK/late1.err" >&2; fail "the late shard"; }
+"$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/late0.rtrace" -c 1 --limit 4 \
+  --shard 0/2 --start-at "$(( $(date +%s) + 2 ))" >/dev/null 2>"$WORK/late0.err" || { cat "$WORK/late0.err" >&2; fail "the timely shard"; }
+"$RETRACE" merge "$WORK"/late{0,1}.rtrace -o "$WORK/late.merged.rtrace" >/dev/null 2>"$WORK/latemerge.err" \
+  || fail "merge of a late shard exited non-zero"
+check_contains "$WORK/latemerge.err" "warning: the shards began" "the warning about the shards' clock spread"
+
 # --- open loop: the shards keep the whole trace's arrival process (same seed, same times).
 "$RETRACE" replay "$WORK/gold.rtrace" "${FLAGS[@]}" --out "$WORK/rate.rtrace" --rate 40 --seed 7 >/dev/null
 run_shards r "$(( $(date +%s) + 4 ))" --rate 40 --seed 7
@@ -137,6 +158,17 @@ status=0
   --trace "$WORK/gold.rtrace" >/dev/null 2>"$WORK/kmerge2.err" || status=$?
 check_eq "$status" 1 "exit status of a merge with --trace and exchanges missing"
 check_contains "$WORK/kmerge2.err" "exchanges: source ids $missing_ids" "missing source ids"
+# A directory of shard outputs stands for its *.rtrace and the .partial of a shard that left none.
+mkdir "$WORK/kdir"
+cp "$WORK"/k{0,2,3}.rtrace "$WORK/k1.rtrace.partial" "$WORK/kdir/"
+cp "$WORK/k0.rtrace" "$WORK/kdir/k0.rtrace.partial"  # a stale .partial beside its shard's output
+echo "shard log" >"$WORK/kdir/k1.log"
+status=0
+"$RETRACE" merge "$WORK/kdir" -o "$WORK/kmerged3.rtrace" --trace "$WORK/gold.rtrace" >"$WORK/kmerge3.out" \
+  2>"$WORK/kmerge3.err" || status=$?
+check_eq "$status" 1 "exit status of a merge of a directory with a killed shard's .partial"
+check_contains "$WORK/kmerge3.err" "exchanges: source ids $missing_ids" "missing source ids from a directory"
+check_contains "$WORK/kmerge3.out" "merged $(( 15 + present )) exchanges from 4 shards" "a directory's shards"
 "$RETRACE" merge "$WORK"/k{0,2,3}.rtrace "$WORK/k1.rtrace.partial" -o "$WORK/kmerged.rtrace" --force \
   --allow-missing >/dev/null 2>&1 || fail "--allow-missing still exited non-zero"
 
