@@ -58,6 +58,16 @@ void add_serve(CLI::App& root, Registry& registry) {
   command->add_option("--weights-seed", options->weights_seed,
                       "Seed of the toy model's weights; keep the default so runs stay comparable")
       ->capture_default_str();
+  command->add_option("--fail-mid-stream", options->fail_mid_stream,
+                      "Fault injection: this fraction of streamed requests (0..1, spread evenly) fails after "
+                      "--fail-after-tokens tokens with vLLM's error event (data: {\"error\": {...}}) and [DONE], "
+                      "as an engine that runs out of memory does after its 200 header")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  command->add_option("--fail-after-tokens", options->fail_after_tokens,
+                      "Tokens a --fail-mid-stream request streams before its error event")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   command->add_option("--max-body", options->max_body, "Largest request body in bytes (413 above)")
       ->capture_default_str();
   add_duration_option(*command, "--idle-timeout", options->idle_timeout,

@@ -126,6 +126,7 @@ std::optional<std::size_t> Comparison::place(std::size_t r, const ExchangeOutput
   Summary& summary = state.summary;
   const std::size_t position = state.position++;
   grow(state);
+  if (run.alignment != Alignment::key_occurrence) check_key(state, j);
   // The candidate's own expected answer wins; else the aligned baseline's (imported dataset).
   if (options.expect && j != kNone && !summary.expected && base[j].expected) {
     summary.expected = base[j].expected;
@@ -214,7 +215,89 @@ void Comparison::place_rest(std::size_t r, const ExchangeOutputs* in_hand) {
   finish_run(r);
 }
 
+void Comparison::check_key(RunState& state, std::size_t j) {
+  const Summary& summary = state.summary;
+  if (j != kNone && base[j].key == summary.key) {
+    ++state.same_key_pairs;
+    // Every earlier exchange was paired with its own request too, so the baseline holds as many
+    // copies of this key as the candidate has sent so far: key alignment pairs it as well.
+    if (state.key_mismatches == 0) {
+      ++state.pairable_by_key;
+      return;
+    }
+  } else {
+    ++state.key_mismatches;
+  }
+  const std::uint64_t hash = key_occurrence_hash(summary);
+  if (baseline_done_) state.pairable_by_key += baseline_has(hash);
+  else state.unresolved.push_back(hash);
+}
+
+bool Comparison::baseline_has(std::uint64_t key_occurrence) {
+  if (!baseline_keys_built_) {
+    baseline_keys_.reserve(base.size());
+    for (const Summary& summary : base) baseline_keys_.push_back(key_occurrence_hash(summary));
+    std::sort(baseline_keys_.begin(), baseline_keys_.end());
+    baseline_keys_built_ = true;
+  }
+  return std::binary_search(baseline_keys_.begin(), baseline_keys_.end(), key_occurrence);
+}
+
+bool Comparison::realign_if_keys_disagree(std::size_t r) {
+  RunState& state = runs[r];
+  RunComparison& run = state.run;
+  if (run.alignment == Alignment::key_occurrence) {
+    run.pairs_with_same_key = run.aligned;
+    return false;
+  }
+  for (std::uint64_t hash : state.unresolved) state.pairable_by_key += baseline_has(hash);
+  std::vector<std::uint64_t>().swap(state.unresolved);
+  run.pairs_with_same_key = state.same_key_pairs;
+  const std::string by_ids(to_string(run.alignment));
+  // Of the exchanges the ids paired with another request (or with none), those whose own request
+  // is elsewhere in the baseline say the ids are wrong; those whose request is nowhere in it say
+  // the replay rewrote the bodies it sent, and key alignment could not pair them either.
+  const std::size_t request_elsewhere = state.pairable_by_key - std::min(state.pairable_by_key, state.same_key_pairs);
+  const std::size_t request_nowhere = state.position - state.pairable_by_key;
+  if (request_elsewhere <= request_nowhere) {
+    if (state.same_key_pairs < run.aligned)
+      run.alignment_note = by_ids + " kept: " + std::to_string(run.aligned - state.same_key_pairs) + " of " +
+                           std::to_string(run.aligned) + " pairs carry different request keys, and by request key " +
+                           std::to_string(state.pairable_by_key) +
+                           " would pair (the replay changed the bodies it sent: --model, --token-ids, streaming, --set)";
+    return false;
+  }
+  // The ids name another trace's exchanges: place the run again, from its start, by request key.
+  std::string note = "aligned by request key instead of " + by_ids + ": by ids " +
+                     std::to_string(state.same_key_pairs) + " of " + std::to_string(state.position) +
+                     " exchanges paired with the same request, by request key " +
+                     std::to_string(state.pairable_by_key) +
+                     " (the ids are not the ones the other trace's source ids name, as in a recording of a "
+                     "replay, or a replay of a replay)";
+  std::erase_if(pending_, [&](const Pending& pending) {
+    if (pending.run != r) return false;
+    if (pending.candidate) kept_bytes_ -= estimated_bytes(*pending.candidate);
+    return true;
+  });
+  std::string name = std::move(run.name);
+  run = RunComparison{};
+  run.name = std::move(name);
+  if (options.expect) run.with_expected = 0, run.matches_expected = 0;
+  run.alignment = Alignment::key_occurrence;
+  run.alignment_note = std::move(note);
+  state.summarizer.restart();
+  state.position = 0;
+  state.taken.clear();
+  state.completions.clear();
+  state.recovery_note.clear();
+  state.same_key_pairs = state.key_mismatches = state.pairable_by_key = 0;
+  candidates[r]->rewind();
+  place_rest(r, nullptr);
+  return true;
+}
+
 void Comparison::finish_run(std::size_t r) {
+  if (realign_if_keys_disagree(r)) return;  // placed again, and finished, by request key
   RunState& state = runs[r];
   RunComparison& run = state.run;
   grow(state);

@@ -10,6 +10,14 @@
 // at once, when both are in hand (look_closely()), or later, in the baseline pass
 // (keep_for_later(), then close_look_pass()). Every candidate exchange is placed exactly once,
 // and every divergent pair looked at once.
+//
+// An alignment by ids is checked against the request keys (diff.hpp): each placed pair counts
+// whether it carries the same request, and each candidate exchange whether the baseline holds its
+// (key, occurrence). When the run ends (finish_run()) and more of the exchanges the ids paired
+// with another request (or with none) have their own request elsewhere in the baseline than
+// nowhere in it, the ids were not the ones the other trace's source ids name: the run is placed
+// again, from its start, by request key (realign_if_keys_disagree()). Nothing is counted twice:
+// the first placing's pairs, verdicts and pending close looks are dropped.
 #pragma once
 
 #include <vector>
@@ -29,6 +37,12 @@ struct RunState {
   std::vector<bool> taken;                 // per baseline position
   std::vector<std::uint64_t> completions;  // per baseline position, valid where matrix is '.'/'D'
   std::string recovery_note;
+  // The check of an alignment by ids (see above).
+  std::size_t same_key_pairs = 0;     // pairs whose two exchanges carry the same request key
+  std::size_t key_mismatches = 0;     // exchanges paired with another request, or not paired
+  std::size_t pairable_by_key = 0;    // exchanges whose (key, occurrence) the baseline holds
+  std::vector<std::uint64_t> unresolved;  // key_occurrence_hash of exchanges placed before the
+                                          // baseline was read, looked up at finish_run()
 };
 
 class Comparison {
@@ -81,6 +95,13 @@ class Comparison {
     bool resolved = false;
   };
   void grow(RunState& state) const;
+  // The alignment check's count for the exchange just paired with baseline position j (or kNone).
+  void check_key(RunState& state, std::size_t j);
+  // Whether the baseline holds the hash's (key, occurrence); the baseline is read.
+  bool baseline_has(std::uint64_t key_occurrence);
+  // At the end of a run aligned by ids: true (and the run placed again by request key and
+  // finished) when key alignment pairs more exchanges with their own request; else the note.
+  bool realign_if_keys_disagree(std::size_t r);
 
   Summarizer base_summarizer_;
   BaselineIndex index_;
@@ -88,6 +109,8 @@ class Comparison {
   bool baseline_done_ = false;
   std::vector<Pending> pending_;
   std::size_t kept_bytes_ = 0;
+  std::vector<std::uint64_t> baseline_keys_;  // sorted key_occurrence_hash of base, built on first use
+  bool baseline_keys_built_ = false;
 };
 
 // Candidate 0 (the only one) in lockstep with the baseline while in order, then the rest as

@@ -12,6 +12,14 @@
 // several times, and its k-th copy of a question pairs with the baseline's k-th copy of the same
 // question (never with another question). The other modes pair each id once; further copies are
 // missing. Exchanges on one side only are reported as missing; an error on either side is its own verdict.
+// Ids are checked against the request keys: source ids name the exchanges of the trace that was
+// replayed, which need not be the baseline (a proxy's recording of a replay has ids of its own; a
+// replay of a replay names the replay's ids, not its source's). Of the candidate exchanges the ids
+// pair with another request (or with none), those whose own (request key, occurrence) is elsewhere
+// in the baseline say the ids are wrong; those whose key is nowhere in it are a replay that
+// rewrote the bodies it sent (--model, --token-ids, streaming, --set), which key alignment could
+// not pair either. When the first outnumber the second, the run is aligned by (request key,
+// occurrence) instead; RunComparison::alignment_note says which was used and why.
 //
 // Comparison, per choice (choices pair up by index; an absent choice compares as empty):
 //   * basis token_ids when both sides' streams are token_ids with every id present: the first
@@ -166,6 +174,11 @@ struct RunComparison {
   Alignment alignment = Alignment::key_occurrence;
   std::size_t exchanges = 0;  // in the candidate trace
   std::size_t compared_in_lockstep = 0;  // of them, read side by side with the baseline
+  // The check of an alignment by ids against the request keys: aligned pairs whose two exchanges
+  // carry the same request key, and what was concluded ("" when every pair carried the same key,
+  // or the run was aligned by key from the start).
+  std::size_t pairs_with_same_key = 0;
+  std::string alignment_note;
   std::size_t aligned = 0, identical = 0, divergent = 0, errors = 0;
   std::size_t missing_in_candidate = 0, missing_in_baseline = 0;
   // Divergent pairs by class: real_change if any differing choice is one, else unknown if any

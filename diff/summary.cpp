@@ -40,6 +40,16 @@ void Summarizer::summarize(const ExchangeOutputs& exchange, const std::string* f
   }
 }
 
+void Summarizer::restart() {
+  occurrences_.clear();
+  source_occurrences_.clear();
+}
+
+std::uint64_t key_occurrence_hash(const Summary& summary) {
+  const std::uint64_t parts[3] = {summary.key.hi, summary.key.lo, summary.occurrence};
+  return XXH3_64bits(parts, sizeof parts);
+}
+
 bool same_output(const Summary& baseline, const Summary& candidate) {
   if (baseline.choices.size() != candidate.choices.size()) return false;
   for (std::size_t i = 0; i < baseline.choices.size(); ++i) {

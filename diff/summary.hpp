@@ -61,6 +61,8 @@ class Summarizer {
  public:
   explicit Summarizer(const Options& options) : options_(options) {}
   void summarize(const ExchangeOutputs& exchange, const std::string* fallback_expected, Summary& out);
+  // Forgets the exchanges summarized so far: the next one is the first again.
+  void restart();
 
  private:
   struct StateDeleter {
@@ -78,6 +80,8 @@ bool same_output(const Summary& baseline, const Summary& candidate);
 // How a run pairs with the baseline, from each trace's first exchange (see diff.hpp).
 Alignment choose_alignment(bool baseline_has_sources, bool candidate_has_sources);
 AlignKey baseline_key(const Summary& summary, Alignment alignment);
+// (request key, occurrence) in 64 bits: what the alignment check looks up in the baseline.
+std::uint64_t key_occurrence_hash(const Summary& summary);
 std::optional<AlignKey> candidate_key(const Summary& summary, Alignment alignment);
 
 // The baseline's alignment keys per alignment mode, each built on first use and extended as the

@@ -87,12 +87,14 @@ void check_body_fields(const json::object& body) {
       throw TraceError("\"temperature\" must be a number of at least 0, not " +
                        json::serialize(*temperature));
   }
-  if (const auto* max_tokens = body.if_contains("max_tokens"); max_tokens && !max_tokens->is_null()) {
-    bool ok = (max_tokens->is_int64() && max_tokens->get_int64() > 0) ||
-              (max_tokens->is_uint64() && max_tokens->get_uint64() <= INT64_MAX);
+  for (std::string_view name : {"max_tokens", "max_completion_tokens"}) {
+    const auto* limit = body.if_contains(name);
+    if (!limit || limit->is_null()) continue;
+    bool ok = (limit->is_int64() && limit->get_int64() > 0) ||
+              (limit->is_uint64() && limit->get_uint64() <= INT64_MAX);
     if (!ok)
-      throw TraceError("\"max_tokens\" must be a whole number above 0, not " +
-                       json::serialize(*max_tokens));
+      throw TraceError("\"" + std::string(name) + "\" must be a whole number above 0, not " +
+                       json::serialize(*limit));
   }
 }
 
@@ -133,7 +135,11 @@ class LineImporter {
     };
     take("model", options_.model.empty() ? json::value(nullptr) : json::value(json::string(options_.model)));
     take("temperature", 0);
-    take("max_tokens", options_.max_tokens);
+    take("max_completion_tokens", nullptr);  // no default: kept where the line gives it
+    // One output limit: a body with max_completion_tokens (the chat API's newer name) gets no
+    // max_tokens besides it.
+    take("max_tokens", body.contains("max_completion_tokens") ? json::value(nullptr)
+                                                              : json::value(options_.max_tokens));
     check_body_fields(body);
   }
 

@@ -77,6 +77,10 @@ enum ErrorKind {
   cut @7;            # stopped by us: client went away, shutdown deadline, --max-exchanges
   rejected @8;       # (format 1.2) never forwarded: record answered it itself (400, 413, 431);
                      # a 1.1 reader reads it as protocol
+  serverError @9;    # (format 1.3) a 2xx response whose body or stream reported a server error
+                     # ({"error": ...} or {"object": "error"}); a 1.2 reader reads it as protocol
+  truncated @10;     # (format 1.3) a 2xx stream that ended without its end marker ([DONE]) and
+                     # a finish reason; a 1.2 reader reads it as protocol
 }
 
 struct Alternative {

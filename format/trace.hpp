@@ -29,7 +29,8 @@
 namespace retrace {
 
 inline constexpr std::uint16_t kFormatMajor = 1;
-inline constexpr std::uint16_t kFormatMinor = 2;  // 1.1: Exchange.retries; 1.2: ErrorKind.rejected
+// 1.1: Exchange.retries; 1.2: ErrorKind.rejected; 1.3: ErrorKind.server_error, ErrorKind.truncated
+inline constexpr std::uint16_t kFormatMinor = 3;
 
 // Their names are the enumerators' own (format/enum_names.hpp); the values are the schema's.
 enum class Source : std::uint8_t { recorded, replayed, imported };
@@ -37,11 +38,16 @@ BOOST_DESCRIBE_ENUM(Source, recorded, replayed, imported)
 enum class TokenKind : std::uint8_t { none, text_deltas, logprob_tokens, token_ids };
 BOOST_DESCRIBE_ENUM(TokenKind, none, text_deltas, logprob_tokens, token_ids)
 // `rejected`: the request never went upstream; record answered it itself (400, 413, 431).
+// `server_error`: a 2xx response whose body or stream says the server failed ({"error": ...},
+// {"object": "error"}), as vLLM and SGLang report a failure after the 200 header.
+// `truncated`: a 2xx stream that ended cleanly (the HTTP body complete) without its end marker
+// ([DONE], a last event) and with a choice lacking a finish reason: the engine behind a proxy died.
+// Both are set by llm::ResponseDecoder::finish, so record and replay classify alike.
 enum class ErrorKind : std::uint8_t {
-  none, connect, tls, timeout, reset, http_status, protocol, cut, rejected
+  none, connect, tls, timeout, reset, http_status, protocol, cut, rejected, server_error, truncated
 };
 BOOST_DESCRIBE_ENUM(ErrorKind, none, connect, tls, timeout, reset, http_status, protocol, cut,
-                    rejected)
+                    rejected, server_error, truncated)
 // Size of an array indexed by ErrorKind.
 inline constexpr std::size_t kErrorKindCount = enum_count<ErrorKind>;
 

@@ -27,6 +27,10 @@ retrace::Exchange decode(Dialect dialect, bool fast, bool streamed, std::string_
     decoder.on_body(bytes, 1000);
   }
   retrace::Exchange out;
+  // A 200 response, so that finish() also classifies failures (server_error, truncated): both
+  // paths must agree on those too.
+  out.response.status = 200;
+  out.response.streamed = streamed;
   decoder.finish(out);
   return out;
 }

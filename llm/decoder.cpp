@@ -64,6 +64,7 @@ bool ResponseDecoder::Impl::read_error(const json::object& object) {
     message = std::string(string_field(object, "message").value_or(""));
   }
   note(where() + ": server error: " + message.substr(0, 200));
+  if (!server_error) server_error = where() + ": " + message.substr(0, 500);
   return true;
 }
 
@@ -177,9 +178,38 @@ void ResponseDecoder::on_body(std::string_view body, std::int64_t offset_ns) {
   for (std::size_t i = notes_before; i < impl.notes.size(); ++i) {
     if (impl.notes[i].rfind("event 0", 0) == 0) impl.notes[i].replace(0, 7, "body");
   }
+  if (impl.server_error && impl.server_error->rfind("event 0", 0) == 0) impl.server_error->replace(0, 7, "body");
 }
 
 bool ResponseDecoder::finished() const { return impl_->finished; }
+
+// A 2xx response the server failed in, after the header: an error it wrote into the body or the
+// stream, or a stream that stopped short (its HTTP body complete, but no end marker and an answer
+// without a finish reason: the engine died behind a proxy that ended the body for it). An error
+// the transport already gave (reset, timeout, cut, an HTTP status) is the more precise one and
+// stays; replay sets those after finish() and so overrides these as well.
+namespace {
+void classify_failure(const DecodeState& impl, Exchange& out) {
+  if (out.error.kind != ErrorKind::none || out.response.status < 200 || out.response.status >= 300) return;
+  if (impl.server_error) {
+    out.error = {ErrorKind::server_error, "the server reported an error in a " +
+                                              std::to_string(out.response.status) + " response, " +
+                                              *impl.server_error};
+    return;
+  }
+  // Only dialects whose streams have an end marker can be told to have stopped short.
+  if (!out.response.streamed || impl.finished || impl.dialect == Dialect::unknown) return;
+  const bool every_choice_finished =
+      !impl.choices.empty() && std::all_of(impl.choices.begin(), impl.choices.end(),
+                                           [](const Choice& choice) { return !choice.finish_reason.empty(); });
+  if (every_choice_finished) return;  // complete answers; only the end marker is missing (noted)
+  out.error = {ErrorKind::truncated,
+               impl.events_seen == 0
+                   ? std::string("the stream ended before its first event")
+                   : "the stream ended after " + std::to_string(impl.events_seen) +
+                         " events without its end marker ([DONE]) or a finish reason"};
+}
+}  // namespace
 std::size_t ResponseDecoder::fast_path_events() const { return impl_->fast_events; }
 
 void ResponseDecoder::finish(Exchange& out) {
@@ -212,6 +242,7 @@ void ResponseDecoder::finish(Exchange& out) {
   if (!impl.finished && impl.events_seen > 0) {
     impl.note("stream ended before its end marker after " + std::to_string(impl.events_seen) + " events");
   }
+  classify_failure(impl, out);
   out.choices = std::move(impl.choices);
   impl.choices.clear();
   out.usage = impl.usage;

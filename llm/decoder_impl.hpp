@@ -68,6 +68,9 @@ struct DecodeState {
   Usage usage;
   std::vector<std::string> notes;
   std::size_t notes_dropped = 0;
+  // The first server error the response carried ("event 3: CUDA out of memory"): finish() makes
+  // it the exchange's ErrorKind::server_error.
+  std::optional<std::string> server_error;
   bool noted_split_unknown = false;
   bool noted_text_mismatch = false;
   bool fast_path = true;        // off for the rest of a response after kFastPathMisses

@@ -104,7 +104,11 @@ class ResponseDecoder {
   void on_body(std::string_view body, std::int64_t offset_ns);
   // The stream said it is complete ([DONE], llama.cpp "stop": true, TGI final event).
   bool finished() const;
-  // Writes choices (sorted by index), usage, dialect and decode_note into `out`.
+  // Writes choices (sorted by index), usage, dialect and decode_note into `out`. When `out` has
+  // no error yet and a 2xx status, also its failure after the header: ErrorKind::server_error for
+  // an error the server wrote into the body or stream (vLLM's and SGLang's `data: {"error":
+  // {...}}`, `{"object": "error"}`), ErrorKind::truncated for a stream (out.response.streamed)
+  // that ended without its end marker while a choice had no finish reason.
   void finish(Exchange& out);
   // How many events the SAX fast path decoded (the rest went through the general parse): for
   // tests that must know the fast path was taken, and for benchmarks.

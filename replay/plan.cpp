@@ -394,11 +394,10 @@ std::string settings_json(const Options& options, std::string_view input_path) {
       schedule["arrival"] = std::string(to_string(options.schedule.arrival));
       schedule["burstiness"] = options.schedule.burstiness;
       schedule["seed"] = options.seed;
-      if (options.schedule.concurrency > 0) schedule["max_in_flight"] = options.schedule.concurrency;
       break;
     case ScheduleKind::recorded:
+      // No cap on requests in flight here (nor under --rate): the trace's own times decide.
       schedule["speed"] = options.schedule.speed;
-      if (options.schedule.concurrency > 0) schedule["max_in_flight"] = options.schedule.concurrency;
       break;
   }
   settings["schedule"] = std::move(schedule);

@@ -87,7 +87,7 @@ std::optional<Arrival> arrival_from_string(std::string_view);
 
 struct Schedule {
   ScheduleKind kind = ScheduleKind::concurrency;
-  int concurrency = 1;     // closed loop: requests in flight (with rate/recorded + sessions: cap, 0 = none)
+  int concurrency = 1;     // closed loop: requests in flight (rate and recorded schedules have no cap)
   double rate = 0;         // open loop: requests per second (sessions per second with --sessions)
   Arrival arrival = Arrival::poisson;
   double burstiness = 1;   // gamma shape; 1 = Poisson, < 1 burstier, > 1 more regular

@@ -483,7 +483,8 @@ std::optional<std::string> Worker::finish(Flight& flight, bool want_answer) {
     auto excerpt = exchange.response.streamed ? std::string() : exchange.response.body.substr(0, 200);
     exchange.error.message = "HTTP " + std::to_string(exchange.response.status) +
                              (excerpt.empty() ? "" : ": " + excerpt);
-  } else if (want_answer && !exchange.choices.empty()) {
+  } else if (want_answer && exchange.error.kind == ErrorKind::none && !exchange.choices.empty()) {
+    // (A server_error or truncated answer, set by the decoder's finish(), is not substituted.)
     answer = llm::choice_text(exchange.choices.front());
   }
 

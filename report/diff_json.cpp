@@ -116,6 +116,9 @@ void render_diff_json(const Result& result, const DiffRenderOptions& options, st
     boost::json::object object;
     object["name"] = run.name;
     object["alignment"] = diff::to_string(run.alignment);
+    object["pairs_with_same_key"] = run.pairs_with_same_key;
+    object["alignment_note"] = run.alignment_note.empty() ? boost::json::value(nullptr)
+                                                          : boost::json::value(run.alignment_note);
     object["exchanges"] = run.exchanges;
     object["aligned"] = run.aligned;
     object["identical"] = run.identical;

@@ -228,6 +228,7 @@ void render_diff_terminal(const Result& result, const DiffRenderOptions& options
         << " in baseline\n";
     out << styles.dim() << "  aligned by " << diff::to_string(run.alignment) << " (" << run.aligned << " pairs)"
         << styles.reset() << "\n";
+    if (!run.alignment_note.empty()) out << styles.dim() << "  " << run.alignment_note << styles.reset() << "\n";
   }
 
   // The divergences themselves, then errors and missing exchanges, up to --show.

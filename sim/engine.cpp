@@ -412,10 +412,18 @@ std::optional<std::vector<ChatMessage>> parse_chat_messages(const boost::json::v
     } else if (content && content->is_array()) {
       for (const json::value& part : content->get_array()) {
         const json::object* object = part.if_object();
+        const json::value* type = object ? object->if_contains("type") : nullptr;
+        if (type && type->is_string() && type->get_string() != "text") {
+          // An image_url (input_audio, ...) part: nothing the toy model reads, but its bytes are
+          // prompt, as a vision model's prompt grows with its images.
+          out.content += json::serialize(*object);
+          continue;
+        }
         const json::value* text = object ? object->if_contains("text") : nullptr;
         if (!text || !text->is_string()) {
           error_param = where + ".content";
-          error_message = "'" + where + ".content' parts must be {\"type\": \"text\", \"text\": ...}";
+          error_message = "'" + where + ".content' parts must be {\"type\": \"text\", \"text\": ...} or media "
+                          "parts such as {\"type\": \"image_url\", ...}";
           return std::nullopt;
         }
         out.content += text->get_string();

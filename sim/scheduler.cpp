@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 
 #include <boost/asio/post.hpp>
@@ -33,6 +34,11 @@ ActiveRequest::ActiveRequest(ApiRequest api_request, std::shared_ptr<Session> se
 }
 
 void Scheduler::submit(std::unique_ptr<ActiveRequest> request) {
+  if (request->api.stream && options_.fail_mid_stream > 0) {
+    const auto k = double(streamed_requests_++);
+    request->fails_mid_stream =
+        std::floor((k + 1) * options_.fail_mid_stream) > std::floor(k * options_.fail_mid_stream);
+  }
   waiting_.push_back(std::move(request));
   metrics_.requests_waiting = waiting_.size();
   if (!step_scheduled_) schedule_step();
@@ -111,7 +117,7 @@ void Scheduler::step() {
                                             : Model::kFixedSplitCount;
   ++metrics_.steps;
   for (auto& request : running_) {
-    if (request->session->gone()) continue;  // retired below
+    if (request->session->gone() || request->failed) continue;  // retired below
     const bool stream = request->api.stream;
     for (ChoiceState& choice : request->choices) {
       if (choice.done) continue;
@@ -119,6 +125,11 @@ void Scheduler::step() {
       ++metrics_.generation_tokens;
       if (request->api.want_logprobs) choice.logprobs.push_back(token);
       bool finished = choice.generation.finished();
+      if (request->fails_mid_stream && choice.index == 0 &&
+          (finished || choice.generation.tokens().size() > std::size_t(options_.fail_after_tokens))) {
+        fail(*request);
+        break;
+      }
       if (stream && (finished || choice.generation.tokens().size() - choice.streamed_tokens >=
                                      std::size_t(options_.stream_interval)))
         emit(*request, choice);
@@ -137,10 +148,10 @@ void Scheduler::retire() {
   for (std::size_t i = 0; i < running_.size(); ++i) {
     ActiveRequest& request = *running_[i];
     bool abandoned = request.session->gone();
-    if (abandoned || request.unfinished == 0) {
+    if (abandoned || request.failed || request.unfinished == 0) {
       running_sequences_ -= request.choices.size();
       if (abandoned) ++metrics_.requests_cancelled;
-      else complete(request);
+      else if (!request.failed) complete(request);
       running_[i].reset();
     } else {
       if (kept != i) running_[kept] = std::move(running_[i]);
@@ -205,6 +216,20 @@ void Scheduler::emit(ActiveRequest& request, ChoiceState& choice) {
   out += "}]}\n\n";
   choice.first_event_sent = true;
   choice.streamed_tokens = generation.tokens().size();
+}
+
+// A failure after the 200 header, in vLLM's words: its error event (vllm/entrypoints/openai/
+// serving_engine.py create_streaming_error_response, json.dumps of ErrorResponse(error=ErrorInfo))
+// and the [DONE] its stream generators send after it.
+void Scheduler::fail(ActiveRequest& request) {
+  std::string& out = request.session->stream_buffer();
+  out += "data: {\"error\": {\"message\": \"simulated engine failure after ";
+  put_number(out, options_.fail_after_tokens);
+  out += " tokens (retrace serve --fail-mid-stream)\", \"type\": \"InternalServerError\", \"param\": null, "
+         "\"code\": 500}}\n\n";
+  out += "data: [DONE]\n\n";
+  request.session->end_stream();
+  request.failed = true;
 }
 
 // The end of a request: the usage chunk and [DONE] of a stream, or the whole response.

@@ -48,6 +48,8 @@ struct ActiveRequest {
   std::vector<ChoiceState> choices;
   std::size_t unfinished = 0;
   std::size_t prompt_tokens = 0;
+  bool fails_mid_stream = false;  // chosen by ServeOptions::fail_mid_stream
+  bool failed = false;            // its error event is written; retire() drops it
 };
 
 class Scheduler {
@@ -69,6 +71,7 @@ class Scheduler {
   void emit(ActiveRequest& request, ChoiceState& choice);
   void put_choice_logprobs(std::string& out, const ActiveRequest& request, ChoiceState& choice);
   void complete(ActiveRequest& request);
+  void fail(ActiveRequest& request);
 
   boost::asio::io_context& io_;
   const ServeOptions& options_;
@@ -79,6 +82,7 @@ class Scheduler {
   std::vector<std::unique_ptr<ActiveRequest>> running_;
   std::size_t running_sequences_ = 0;
   bool step_scheduled_ = false;
+  std::uint64_t streamed_requests_ = 0;  // submitted so far, for fail_mid_stream's choice
 };
 
 }  // namespace retrace::sim

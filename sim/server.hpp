@@ -46,6 +46,11 @@ struct ServeOptions {
   int stream_interval = 1;       // tokens coalesced into one SSE event
   std::size_t max_body = 8u << 20;
   std::string answers_path;      // JSONL of known answers, "" for none
+  // Fault injection: this fraction of streamed requests (spread evenly: the k-th fails when
+  // floor((k+1) f) > floor(k f)) fails after choice 0 streamed fail_after_tokens tokens (or at
+  // its last token, if sooner) with vLLM's error event `data: {"error": {...}}`, then [DONE].
+  double fail_mid_stream = 0;
+  int fail_after_tokens = 2;
   std::chrono::milliseconds drain_timeout{5000};  // on SIGINT/SIGTERM, then cut what is left
   // A connection that has not sent a whole request header for this long is closed (idle
   // keep-alive connections and slow senders alike), so that held sockets cannot use up the

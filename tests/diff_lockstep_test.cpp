@@ -249,8 +249,9 @@ TEST_CASE("A trace that ends first - or a repeated baseline key - ends the locks
   // A baseline that cycled its source (source ids 0, 1, 0, 1, ...) against the source trace
   // itself: the candidate's id pairs with the first copy only, so the lockstep stops at the first
   // repeated source.
+  // A copy carries its source's request (and key): the ids' pairs then agree with the keys.
   auto cycled = baseline;
-  for (std::size_t i = 0; i < cycled.size(); ++i) cycled[i].source_id = i % 30;
+  for (std::size_t i = 0; i < cycled.size(); ++i) cycled[i].source_id = i % 30, cycled[i].key = baseline[i % 30].key;
   auto source = candidate;
   for (std::size_t i = 0; i < source.size(); ++i) source[i].id = i;
   both = compare_both(cycled, source);

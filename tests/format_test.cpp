@@ -400,6 +400,37 @@ TEST_CASE("garbage Cap'n Proto messages inside valid zstd frames are rejected wi
   }
 }
 
+TEST_CASE("every error kind round-trips and a kind a newer minor added reads as protocol") {
+  TempDir dir;
+  std::vector<Exchange> exchanges;
+  for (std::size_t k = 0; k < kErrorKindCount; ++k) {
+    Exchange exchange = small_exchange(k);
+    exchange.error = {static_cast<ErrorKind>(k), k ? "kind " + std::to_string(k) : ""};
+    exchanges.push_back(exchange);
+  }
+  write_trace(dir / "kinds.rtrace", exchanges);
+  LoadedTrace loaded = load_trace(dir / "kinds.rtrace");
+  REQUIRE(loaded.exchanges.size() == kErrorKindCount);
+  for (std::size_t k = 0; k < kErrorKindCount; ++k) CHECK(loaded.exchanges[k].error == exchanges[k].error);
+  CHECK(loaded.exchanges[kErrorKindCount - 2].error.kind == ErrorKind::server_error);
+  CHECK(loaded.exchanges[kErrorKindCount - 1].error.kind == ErrorKind::truncated);
+
+  // A file of format 1.2 (before server_error and truncated) whose exchange carries a kind this
+  // reader does not know, as a 1.2 reader meets a 1.3 file's server_error.
+  capnp::MallocMessageBuilder header_message, exchange_message;
+  auto header = header_message.initRoot<wire::Record>().initHeader();
+  header.setFormatMajor(kFormatMajor);
+  header.setFormatMinor(2);
+  auto exchange = exchange_message.initRoot<wire::Record>().initExchange();
+  exchange.setId(7);
+  exchange.initError().setKind(static_cast<wire::ErrorKind>(kErrorKindCount));
+  write_file(dir / "old.rtrace", zstd_frame(framed(header_message) + framed(exchange_message)));
+  LoadedTrace old = load_trace(dir / "old.rtrace");
+  CHECK(old.header.format_minor == 2);
+  REQUIRE(old.exchanges.size() == 1);
+  CHECK(old.exchanges[0].error.kind == ErrorKind::protocol);
+}
+
 TEST_CASE("a trace of a newer major version is refused with both versions named") {
   TempDir dir;
   capnp::MallocMessageBuilder message;
@@ -713,6 +744,30 @@ TEST_CASE("import builds chat and completions requests with ids and expected ans
   REQUIRE(batch.exchanges.size() == 1);
   CHECK(*batch.exchanges[0].label("id") == "r-1");
   CHECK(boost::json::parse(batch.exchanges[0].request.body).as_object().at("model") == "gpt");
+}
+
+TEST_CASE("import keeps max_completion_tokens and adds no max_tokens beside it") {
+  TempDir dir;
+  write_file(dir / "in.jsonl",
+             "{\"request\": {\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"max_completion_tokens\": 64}}\n"
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"b\"}], \"max_completion_tokens\": 12}\n"
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"c\"}]}\n");
+  ImportOptions options;
+  options.max_tokens = 128;
+  REQUIRE(import_dataset(dir / "in.jsonl", dir / "out.rtrace", options) == 3);
+  LoadedTrace loaded = load_trace(dir / "out.rtrace");
+  auto whole = boost::json::parse(loaded.exchanges[0].request.body).as_object();
+  CHECK(whole.at("max_completion_tokens") == 64);
+  CHECK_FALSE(whole.contains("max_tokens"));
+  auto messages = boost::json::parse(loaded.exchanges[1].request.body).as_object();
+  CHECK(messages.at("max_completion_tokens") == 12);
+  CHECK_FALSE(messages.contains("max_tokens"));
+  auto plain = boost::json::parse(loaded.exchanges[2].request.body).as_object();
+  CHECK(plain.at("max_tokens") == 128);
+  CHECK_FALSE(plain.contains("max_completion_tokens"));
+  write_file(dir / "bad.jsonl", "{\"messages\": [{\"role\": \"user\", \"content\": \"b\"}], \"max_completion_tokens\": 0}\n");
+  CHECK_THROWS_WITH(import_dataset(dir / "bad.jsonl", dir / "bad.rtrace", options),
+                    Catch::Contains("\"max_completion_tokens\" must be a whole number above 0"));
 }
 
 TEST_CASE("a bad import line is named by its line number and leaves no output file") {

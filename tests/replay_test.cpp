@@ -369,6 +369,19 @@ TEST_CASE("stats of a trace header know open-loop runs from the settings") {
   CHECK_FALSE(is_open_loop(header));
 }
 
+TEST_CASE("Open-loop and recorded-timing settings name no cap on requests in flight") {
+  // Nothing caps them (the default closed-loop concurrency of 1 is not theirs): a run at peak 16
+  // in flight once said "max_in_flight":1.
+  Options options;
+  for (auto kind : {ScheduleKind::recorded, ScheduleKind::rate}) {
+    options.schedule.kind = kind;
+    options.schedule.rate = 2;
+    auto schedule = boost::json::parse(settings_json(options)).at("schedule").as_object();
+    CHECK(schedule.at("kind").as_string() == to_string(kind));
+    CHECK_FALSE(schedule.contains("max_in_flight"));
+  }
+}
+
 TEST_CASE("settings never contain the API key or secret header values") {
   Options options;
   options.api_key = "sk-SECRET";

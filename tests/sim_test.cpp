@@ -210,3 +210,22 @@ TEST_CASE("malformed chat messages name the offending field") {
   CHECK(!parsed);
   CHECK(param == "messages");
 }
+
+TEST_CASE("image_url content parts are accepted and their bytes count as prompt") {
+  std::string param, message;
+  const std::string image = R"({"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}})";
+  auto with_image = parse_chat_messages(
+      boost::json::parse(R"([{"role":"user","content":[{"type":"text","text":"What is this?"},)" + image + "]}]"),
+      param, message);
+  REQUIRE(with_image);
+  auto text_only = parse_chat_messages(
+      boost::json::parse(R"([{"role":"user","content":[{"type":"text","text":"What is this?"}]}])"), param, message);
+  REQUIRE(text_only);
+  const std::string& content = (*with_image)[0].content;
+  CHECK(content.rfind("What is this?", 0) == 0);
+  CHECK(content.size() == (*text_only)[0].content.size() + image.size());
+  // A part that is neither text nor a typed media part is still refused, naming the field.
+  auto bad = parse_chat_messages(boost::json::parse(R"([{"role":"user","content":[{"text":5}]}])"), param, message);
+  CHECK(!bad);
+  CHECK(param == "messages[0].content");
+}

@@ -22,6 +22,16 @@ recorder decodes the stream as chat), picks the misbehaviour:
                does to every request after a streamed response
   /set-cookie  200 with a small JSON body, a Set-Cookie and an X-Api-Key header (secrets a
                trace redacts) and a harmless X-Request-Id, kept alive
+  /vllm-error, /sglang-error
+               a 200 SSE stream that fails after its first tokens, byte for byte as vLLM and SGLang
+               write it (tests/data/vllm/chat-stream-error.sse, tests/data/sglang/chat-stream-error.sse:
+               an error event, then [DONE]), one event a chunk, kept alive
+  /truncated   a 200 SSE stream of two chunks whose body then ends cleanly (terminating chunk)
+               without finish_reason or [DONE], as a proxy ends it when the engine behind dies
+  /error-body-200
+               200 with vLLM's {"object":"error",...} body (tests/data/vllm/chat-nonstream-error-v0.json)
+  A request body holding "fault:NAME" (e.g. a prompt of an imported dataset) picks fault NAME as
+  the fault= parameter does.
   HEAD on any path: 405 with a body, which a response to HEAD must not have
   anything else: 200 with a small JSON body naming the path and the request's header names
                (Content-Length)
@@ -30,6 +40,7 @@ Listens on the port given as the first argument (default: any free one), prints
 """
 import json
 import os
+import re
 import socket
 import socketserver
 import struct
@@ -80,6 +91,7 @@ class Handler(socketserver.BaseRequestHandler):
             rest += more
         method, target = lines[0].split(" ")[:2]
         self.header_names = [line.partition(":")[0].strip().lower() for line in lines[1:]]
+        self.body = rest[:length]
         return method, target
 
     def handle(self):
@@ -108,6 +120,19 @@ class Handler(socketserver.BaseRequestHandler):
                              b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n")
             if "fault=" in path:
                 path = "/" + path.split("fault=", 1)[1].split("&")[0]
+            elif (marked := re.search(rb"fault:([a-z0-9-]+)", self.body)):
+                path = "/" + marked.group(1).decode()
+            if path in SERVER_FAILURES:
+                name, ends_well = SERVER_FAILURES[path]
+                events = read_data(name).split(b"\n\n")
+                sock.sendall(SSE_HEAD + b"".join(chunk(e + b"\n\n") for e in events if e) + b"0\r\n\r\n")
+                log(f"{path}: sent {name} ({'ends with [DONE]' if ends_well else 'no [DONE]'})")
+                continue
+            if path.endswith("/error-body-200"):
+                body = read_data("vllm/chat-nonstream-error-v0.json")
+                sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                continue
             if path.endswith("/reset"):
                 sock.sendall(SSE_HEAD + chunk(event("Hel")) + chunk(event("lo")))
                 time.sleep(0.2)
@@ -169,6 +194,20 @@ class Handler(socketserver.BaseRequestHandler):
             body = json.dumps({"ok": True, "path": path, "headers": self.header_names}).encode()
             sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                          b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+# Streams that fail after the 200 header: fault path -> (file in tests/data, has [DONE]).
+SERVER_FAILURES = {
+    "/vllm-error": ("vllm/chat-stream-error.sse", True),
+    "/sglang-error": ("sglang/chat-stream-error.sse", True),
+    "/truncated": ("vllm/chat-stream-truncated.sse", False),
+}
+
+
+def read_data(name: str) -> bytes:
+    with open(os.path.join(DATA, name), "rb") as f:
+        return f.read()
 
 
 def pattern(size: int) -> bytes:
