@@ -508,6 +508,31 @@ TEST_CASE("frames never pass what the reader accepts whatever the flush settings
   CHECK(reader.index().frames.size() > 3);
 }
 
+TEST_CASE("a frame closes once it holds a few MB so that a reader holds no more than that") {
+  TempDir dir;
+  std::vector<Exchange> exchanges;
+  for (std::uint64_t id = 0; id < 24; ++id) {
+    auto exchange = small_exchange(id);
+    exchange.response.body = std::string(1u << 20, static_cast<char>('a' + id));
+    exchanges.push_back(std::move(exchange));
+  }
+  // By count and age alone all 24 MiB would be one frame.
+  write_trace(dir / "t.rtrace", exchanges, WriterOptions{.flush_every = 1'000'000, .flush_ms = -1});
+  TraceReader reader(dir / "t.rtrace");
+  Exchange exchange;
+  std::size_t count = 0;
+  while (reader.next(exchange)) {
+    REQUIRE(count < exchanges.size());
+    CHECK(exchange == exchanges[count]);
+    ++count;
+  }
+  CHECK(count == exchanges.size());
+  REQUIRE(reader.has_index());
+  CHECK(reader.index().frames.size() >= 1 + 24 / 5);  // the header's, then about 4 MiB each
+  INFO("peak buffers " << reader.peak_buffer_bytes());
+  CHECK(reader.peak_buffer_bytes() < (12u << 20));
+}
+
 TEST_CASE("a frame closes when its oldest exchange is flush_ms old on the writer's clock") {
   TempDir dir;
   ManualClock clock;
