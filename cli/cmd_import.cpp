@@ -11,6 +11,16 @@
 
 namespace retrace::cli {
 
+namespace {
+
+void say_lone_surrogates(std::uint64_t count) {
+  if (count == 0) return;
+  std::cerr << "replaced " << count << " lone UTF-16 surrogate escape" << (count == 1 ? "" : "s")
+            << " (\\uD800-\\uDFFF without its other half: no character) with U+FFFD\n";
+}
+
+}  // namespace
+
 void add_import(CLI::App& root, Registry& registry) {
   auto options = std::make_shared<ImportOptions>();
   auto input = std::make_shared<std::string>();
@@ -31,7 +41,8 @@ void add_import(CLI::App& root, Registry& registry) {
       "recorded output length) and ignore_eos (see traces/README.md). What `retrace export` writes "
       "comes back as the trace it was (header kept, secrets redacted again), so a trace can be "
       "filtered or edited as text. The format is told from the "
-      "first line unless --from names it. A bad line stops the import with its line number and "
+      "first 64 KiB unless --from names it. A lone UTF-16 surrogate escape (\\ud83d alone) is read as "
+      "U+FFFD and counted. A bad line stops the import with its line number and "
       "leaves no output file.");
   command->footer(
       "Example:\n  retrace import traces/gold-intents.jsonl --out gold.rtrace\n"
@@ -45,7 +56,7 @@ void add_import(CLI::App& root, Registry& registry) {
   command->add_option("--out,-o", *output, "the trace to write (OUT.rtrace)")->required();
   add_force_flag(*command, *force, "replace an existing --out (never IN)");
   options->from = "auto";
-  command->add_option("--from", options->from, "input format (auto: told from the first line)")
+  command->add_option("--from", options->from, "input format (auto: told from the start of the file)")
       ->check(CLI::IsMember({"auto", "jsonl", "openai-batch", "export", "mooncake", "bailian", "azure",
                              "burstgpt", "sharegpt"}))
       ->capture_default_str();
@@ -92,20 +103,24 @@ void add_import(CLI::App& root, Registry& registry) {
       if (summary.inexact_prompts)
         std::cerr << "warning: " << summary.inexact_prompts << " prompts could not be brought to "
                   << "their exact token count (closest kept; see traces/README.md)\n";
+      say_lone_surrogates(summary.lone_surrogates);
       return kExitOk;
     }
     if (!tokenizer_url->empty())
       throw std::invalid_argument("--tokenizer-url is for length-only traces (mooncake, bailian, "
                                   "azure, burstgpt) and sharegpt, not " + options->from);
+    ImportNotes notes;
     if (options->from == "export") {
-      std::uint64_t count = import_export_lines(*input, *output, *options);
+      std::uint64_t count = import_export_lines(*input, *output, *options, &notes);
       std::cerr << "imported " << count << (count == 1 ? " exchange" : " exchanges") << " from "
                 << *input << " (retrace export lines) into " << *output << "\n";
+      say_lone_surrogates(notes.lone_surrogates);
       return kExitOk;
     }
-    std::uint64_t count = import_dataset(*input, *output, *options);
+    std::uint64_t count = import_dataset(*input, *output, *options, &notes);
     std::cerr << "imported " << count << " requests from " << *input << " into " << *output
               << "\n";
+    say_lone_surrogates(notes.lone_surrogates);
     return kExitOk;
   });
 }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "cli/commands.hpp"
@@ -28,6 +29,10 @@ struct Summary {
   std::uint64_t choices = 0;
   std::int64_t first_start_ns = 0;  // 0: no wall-clock times (imported traces)
   std::int64_t last_end_ns = 0;
+  // The trace's own clock, for traces without wall-clock times (an imported Mooncake or Bailian
+  // trace's rows carry their send offsets): the earliest send and the latest send or end.
+  std::int64_t first_offset_ns = INT64_MAX;
+  std::int64_t last_offset_ns = 0;
   std::uint64_t min_id = 0;
   std::uint64_t max_id = 0;
 };
@@ -52,6 +57,17 @@ void add(Summary& summary, const Exchange& exchange) {
       summary.first_start_ns = exchange.start_unix_ns;
     summary.last_end_ns = std::max(summary.last_end_ns, end);
   }
+  summary.first_offset_ns = std::min(summary.first_offset_ns, exchange.intended_send_ns);
+  summary.last_offset_ns = std::max(summary.last_offset_ns,
+                                    exchange.intended_send_ns + std::max<std::int64_t>(exchange.end_ns, 0));
+}
+
+// Seconds between the first and last send offsets, when there are no wall-clock times and the
+// offsets say more than "all at once" (a dataset's requests are all at 0).
+std::optional<double> offset_span_s(const Summary& summary) {
+  if (summary.first_start_ns || summary.exchanges == 0 || summary.last_offset_ns <= summary.first_offset_ns)
+    return std::nullopt;
+  return (summary.last_offset_ns - summary.first_offset_ns) / 1e9;
 }
 
 // A header field that holds JSON text (settings, server info), as the JSON it holds: an object
@@ -108,6 +124,10 @@ int run_inspect(const std::string& path, bool as_json) {
       out["time_span"] = boost::json::object{{"first_start_unix_ns", summary.first_start_ns},
                                              {"last_end_unix_ns", summary.last_end_ns},
                                              {"seconds", span_s}};
+    } else if (auto offsets = offset_span_s(summary)) {
+      out["time_span"] = boost::json::object{{"first_send_offset_ns", summary.first_offset_ns},
+                                             {"last_offset_ns", summary.last_offset_ns},
+                                             {"seconds", *offsets}};
     } else {
       out["time_span"] = nullptr;
     }
@@ -163,6 +183,9 @@ int run_inspect(const std::string& path, bool as_json) {
   std::cout << "\n";
   if (summary.first_start_ns)
     std::cout << "  time span     " << report::fixed(span_s, 3) << " s from " << report::utc_time(summary.first_start_ns) << "\n";
+  else if (auto offsets = offset_span_s(summary))
+    std::cout << "  time span     " << report::fixed(*offsets, 3)
+              << " s of send offsets (the trace's own clock; it has no wall-clock times)\n";
   else
     std::cout << "  time span     none (no exchange was sent)\n";
   std::cout << "  file size     " << reader.file_size() << " bytes ("

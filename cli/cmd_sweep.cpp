@@ -57,8 +57,8 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
     for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--rate", "--speed", "--arrival",
                       "--repeat", "--order", "--answers-from", "--match", "--near-tie", "--set",
                       "--unset", "--token-ids", "--model", "--max-error-rate", "--api-key-env",
-                      "--timeout", "--label", "--limit", "--warmup", "--filter", "--force",
-                      "--no-stream", "--seed", "--window-from", "--window-to", "--max-idle-gap",
+                      "--timeout", "--request-deadline", "--label", "--limit", "--warmup", "--filter",
+                      "--force", "--no-stream", "--seed", "--window-from", "--window-to", "--max-idle-gap",
                       "--sample-sessions", "--requests", "--duration"})
       if (command.count(flag) > 0)
         throw std::invalid_argument(std::string("--resume continues a sweep with its saved settings; ") +

@@ -13,13 +13,7 @@
 
 namespace retrace::cli {
 
-// "5s", "1500ms", "2m": the shortest exact spelling, for defaults shown in --help.
-inline std::string format_duration(std::chrono::milliseconds value) {
-  auto ms = value.count();
-  if (ms != 0 && ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
-  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
-  return std::to_string(ms) + "ms";
-}
+using replay::format_duration;
 
 // Accepts a duration of at least `minimum`; the value is left as typed.
 inline CLI::Validator duration_check(std::chrono::milliseconds minimum) {

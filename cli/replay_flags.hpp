@@ -28,8 +28,15 @@ inline void add_request_flags(CLI::App& command, replay::RequestFlags& flags) {
                      "Fraction of failed requests tolerated before the exit code says failed (0.05 "
                      "= 5 %)")
       ->capture_default_str();
-  command.add_option("--timeout", flags.timeout, "Per request, with a unit: 30s, 500ms, 2m")
+  command.add_option("--timeout", flags.timeout,
+                     "Give a request up after this long without progress (connecting, its first "
+                     "byte, or the next byte of its answer), with a unit: 30s, 500ms, 2m")
       ->capture_default_str()
+      ->type_name("DURATION")
+      ->check(duration_check(std::chrono::milliseconds(1)));
+  command.add_option("--request-deadline", flags.request_deadline,
+                     "Give a request up this long after its send however it progresses (default: "
+                     "none; a long generation takes minutes)")
       ->type_name("DURATION")
       ->check(duration_check(std::chrono::milliseconds(1)));
   command.add_flag("--no-stream", flags.no_stream,

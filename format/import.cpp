@@ -9,6 +9,7 @@
 
 #include "format/header.hpp"
 #include "format/staged_output.hpp"
+#include "format/text.hpp"
 
 namespace retrace {
 
@@ -229,7 +230,7 @@ class LineImporter {
 }  // namespace
 
 std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesystem::path& out,
-                             const ImportOptions& options) {
+                             const ImportOptions& options, ImportNotes* notes) {
   if (options.from != "jsonl" && options.from != "openai-batch")
     throw TraceError("unknown input format \"" + options.from + "\"; use jsonl or openai-batch");
   if (options.endpoint != "chat" && options.endpoint != "completions")
@@ -260,6 +261,8 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line.find_first_not_of(" \t") == std::string::npos) continue;
       std::string where = in.string() + ":" + std::to_string(line_number) + ": ";
+      auto lone_surrogates = replace_lone_surrogate_escapes(line);
+      if (notes) notes->lone_surrogates += lone_surrogates;
       parser.reset();
       boost::json::error_code error;
       parser.write(line, error);

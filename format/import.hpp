@@ -28,11 +28,16 @@ struct ImportOptions {
   WriterOptions writer;
 };
 
+// What an import met and went past: counted, told to the user, never a reason to stop.
+struct ImportNotes {
+  std::uint64_t lone_surrogates = 0;  // lone UTF-16 surrogate escapes read as U+FFFD
+};
+
 // Reads `in` and writes the trace `out`, through `out`.tmp renamed at the end, so a bad line
 // leaves nothing behind. Throws TraceError "IN:LINE: what is wrong" on a bad line, or an I/O
 // error. Returns the number of exchanges written.
 std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesystem::path& out,
-                             const ImportOptions& options);
+                             const ImportOptions& options, ImportNotes* notes = nullptr);
 
 // `retrace export`'s JSON lines ({"header": ...} then one {"exchange": ...} per line; plain, .gz
 // or .zst) back into a trace, so that a trace filtered or edited as text (jq) is a trace again.
@@ -42,6 +47,6 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
 // throws TraceError "IN:LINE: what is wrong". Returns the number of exchanges written (0 for an
 // exported empty trace).
 std::uint64_t import_export_lines(const std::filesystem::path& in, const std::filesystem::path& out,
-                                  const ImportOptions& options);
+                                  const ImportOptions& options, ImportNotes* notes = nullptr);
 
 }  // namespace retrace

@@ -11,6 +11,7 @@
 #include "format/json.hpp"
 #include "format/redaction.hpp"
 #include "format/staged_output.hpp"
+#include "format/text.hpp"
 #include "format/trace_rows.hpp"
 
 namespace retrace {
@@ -20,7 +21,9 @@ namespace json = boost::json;
 namespace {
 
 // The line's one object, or a TraceError saying where and what is wrong.
-json::object parse_line(const std::string& line, const std::string& where) {
+json::object parse_line(std::string& line, const std::string& where, ImportNotes* notes) {
+  auto lone_surrogates = replace_lone_surrogate_escapes(line);
+  if (notes) notes->lone_surrogates += lone_surrogates;
   json::error_code error;
   json::value value = json::parse(line, error);
   if (error) throw TraceError(where + "not valid JSON (" + error.message() + ")");
@@ -33,13 +36,13 @@ bool blank(const std::string& line) { return line.find_first_not_of(" \t") == st
 }  // namespace
 
 std::uint64_t import_export_lines(const std::filesystem::path& in, const std::filesystem::path& out,
-                                  const ImportOptions& options) {
+                                  const ImportOptions& options, ImportNotes* notes) {
   CompressedInput input(in);
   std::string line;
   while (input.next_line(line) && blank(line)) {
   }
   if (blank(line)) throw TraceError(in.string() + ": no records found (the file is empty)");
-  json::object first = parse_line(line, rows::where(input));
+  json::object first = parse_line(line, rows::where(input), notes);
 
   // The exported header is the trace's own history (source, target, settings, server) and is kept
   // as it was; lines without one (hand-written) get a header saying they were imported.
@@ -86,7 +89,7 @@ std::uint64_t import_export_lines(const std::filesystem::path& in, const std::fi
     };
     if (!first_is_header) take(first);
     while (input.next_line(line))
-      if (!blank(line)) take(parse_line(line, rows::where(input)));
+      if (!blank(line)) take(parse_line(line, rows::where(input), notes));
     writer.close();
   }
   staged.commit();

@@ -1,6 +1,7 @@
 #include "format/text.hpp"
 
 #include <cstdint>
+#include <cstring>
 
 namespace retrace {
 namespace {
@@ -15,6 +16,25 @@ std::size_t sequence_length(unsigned char lead) {
 }
 
 bool is_continuation(unsigned char byte) { return (byte & 0xC0) == 0x80; }
+
+// The code unit of the escape "\uXXXX" at `at`, or -1 when there is none.
+long escaped_unit(const std::string& text, std::size_t at) {
+  if (at + 6 > text.size() || text[at] != '\\' || text[at + 1] != 'u') return -1;
+  long unit = 0;
+  for (std::size_t k = at + 2; k < at + 6; ++k) {
+    char c = text[k];
+    int digit = c >= '0' && c <= '9' ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+    if (digit < 0) return -1;
+    unit = unit * 16 + digit;
+  }
+  return unit;
+}
+
+bool is_high_surrogate(long unit) { return unit >= 0xD800 && unit <= 0xDBFF; }
+bool is_low_surrogate(long unit) { return unit >= 0xDC00 && unit <= 0xDFFF; }
 
 }  // namespace
 
@@ -45,6 +65,32 @@ std::size_t utf8_whole_prefix(std::string_view text) {
   const std::size_t lead = start - 1;
   const std::size_t needed = sequence_length(static_cast<unsigned char>(text[lead]));
   return needed > n - lead ? lead : n;
+}
+
+std::size_t replace_lone_surrogate_escapes(std::string& json) {
+  std::size_t replaced = 0;
+  // Backslashes only stand in strings in JSON, and each starts an escape: "\\u..." is an escaped
+  // backslash and then text, which the step of 2 skips.
+  for (std::size_t i = 0; i < json.size();) {
+    const void* found = std::memchr(json.data() + i, '\\', json.size() - i);
+    if (!found) break;
+    i = static_cast<std::size_t>(static_cast<const char*>(found) - json.data());
+    long unit = escaped_unit(json, i);
+    if (unit < 0) {
+      i += 2;
+      continue;
+    }
+    if (is_high_surrogate(unit) && is_low_surrogate(escaped_unit(json, i + 6))) {
+      i += 12;
+      continue;
+    }
+    if (is_high_surrogate(unit) || is_low_surrogate(unit)) {
+      json.replace(i + 2, 4, "fffd");
+      ++replaced;
+    }
+    i += 6;
+  }
+  return replaced;
 }
 
 }  // namespace retrace

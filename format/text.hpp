@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace retrace {
@@ -13,5 +14,11 @@ bool is_valid_utf8(std::string_view bytes);
 // The length of `text` without a UTF-8 sequence cut short at its end (at most 3 bytes go), so a
 // stream of text never hands out half a character. Only the last character is looked at.
 std::size_t utf8_whole_prefix(std::string_view text);
+
+// JSON text with every lone UTF-16 surrogate escape ("\ud83d" with no low half after it, or a low
+// half alone: valid JSON, common in scraped chat dumps, and no character at all) rewritten in
+// place as "\ufffd", U+FFFD REPLACEMENT CHARACTER, so that a JSON parser takes it. Pairs and
+// every other byte are left alone. Returns the number replaced.
+std::size_t replace_lone_surrogate_escapes(std::string& json);
 
 }  // namespace retrace

@@ -221,6 +221,9 @@ struct WriterOptions {
   std::size_t flush_every = 64;     // close a zstd frame after this many exchanges...
   std::int64_t flush_ms = 1000;     // ...or when the oldest unflushed exchange is this old
   std::uint64_t max_frame_bytes = kMaxFrameBytes;  // ...or before it would pass this size
+  // ...or once it holds this much, decompressed: a reader holds one frame at a time, and 64 long
+  // streamed answers (megabytes each) in one frame made stats and diff take hundreds of MB.
+  std::uint64_t frame_target_bytes = 4u << 20;
   int zstd_level = 3;
   bool write_index = true;          // the skippable index frame at close() (spilled to disk
                                     // meanwhile, so memory stays flat)

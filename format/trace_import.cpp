@@ -1,5 +1,6 @@
 #include "format/trace_import.hpp"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <unordered_set>
 
@@ -35,14 +36,41 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-std::optional<std::string> format_of_object(const json::object& row) {
-  if (row.contains("chat_id") || row.contains("parent_chat_id")) return "bailian";
-  if (row.contains("hash_ids") || (row.contains("timestamp") && row.contains("input_length")))
-    return "mooncake";
-  if (row.contains("custom_id") && row.contains("body")) return "openai-batch";
-  if (row.contains("header") || row.contains("exchange")) return "export";
-  if (row.contains("prompt") || row.contains("messages") || row.contains("request")) return "jsonl";
+// From the top-level keys of the first object.
+std::optional<std::string> format_of_keys(const std::vector<std::string>& keys) {
+  auto has = [&](std::string_view key) { return std::find(keys.begin(), keys.end(), key) != keys.end(); };
+  if (has("chat_id") || has("parent_chat_id")) return "bailian";
+  if (has("hash_ids") || (has("timestamp") && has("input_length"))) return "mooncake";
+  if (has("custom_id") && has("body")) return "openai-batch";
+  if (has("header") || has("exchange")) return "export";
+  if (has("prompt") || has("messages") || has("request")) return "jsonl";
   return std::nullopt;
+}
+
+// The top-level keys of the JSON object `text` opens, as far as `text` goes (it may be cut
+// short: a row's first kilobytes name its keys, the text after them may be megabytes). Keys are
+// taken as written (an escaped key is not decoded); nothing is validated: the import does that.
+std::vector<std::string> object_keys(std::string_view text) {
+  std::vector<std::string> keys;
+  int depth = 0;
+  bool expect_key = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      std::size_t end = i + 1;
+      while (end < text.size() && text[end] != '"') end += text[end] == '\\' ? 2 : 1;
+      if (depth == 1 && expect_key && end < text.size()) keys.emplace_back(text.substr(i + 1, end - i - 1));
+      expect_key = false;
+      i = end;
+    } else if (c == '{' || c == '[') {
+      expect_key = ++depth == 1 && c == '{';
+    } else if (c == '}' || c == ']') {
+      if (--depth <= 0) break;
+    } else if (c == ',') {
+      expect_key = depth == 1;
+    }
+  }
+  return keys;
 }
 
 std::optional<std::string> format_of_header(std::string_view line) {
@@ -129,27 +157,33 @@ void read_rows(const std::string& from, CompressedInput& input, const rows::RowS
 }  // namespace
 
 std::string detect_import_format(const std::filesystem::path& path) {
+  constexpr std::size_t kSniffBytes = 64 * 1024;
   CompressedInput input(path);
-  std::string line;
-  while (input.next_line(line) && line.find_first_not_of(" \t") == std::string::npos) {
+  // The first non-blank line's start: leading blank lines are dropped as they are read.
+  std::string start;
+  std::uint64_t line = 1;
+  char chunk[8192];
+  for (bool opening = true; start.size() < kSniffBytes; opening = false) {
+    std::size_t n = input.read(chunk, std::min(sizeof chunk, kSniffBytes - start.size()));
+    if (n == 0) break;
+    start.append(chunk, n);
+    if (opening && start.starts_with("\xEF\xBB\xBF")) start.erase(0, 3);  // a UTF-8 byte order mark
+    std::size_t blank = start.find_first_not_of(" \t\r\n");
+    if (blank == std::string::npos) blank = start.size();
+    line += static_cast<std::uint64_t>(std::count(start.begin(), start.begin() + blank, '\n'));
+    start.erase(0, blank);
   }
-  std::string_view first = line;
-  first.remove_prefix(std::min(first.size(), first.find_first_not_of(" \t")));
-  if (first.starts_with("\xEF\xBB\xBF")) first.remove_prefix(3);  // a UTF-8 byte order mark
+  std::string_view first(start);
+  first = first.substr(0, first.find_first_of("\r\n"));
   std::optional<std::string> found;
-  if (first.starts_with("[")) {
-    found = "sharegpt";
-  } else if (first.starts_with("{")) {
-    json::error_code error;
-    json::value value = json::parse(first, error);
-    if (!error && value.is_object()) found = format_of_object(value.get_object());
-  } else {
-    found = format_of_header(first);
-  }
+  if (first.starts_with("[")) found = "sharegpt";
+  else if (first.starts_with("{")) found = format_of_keys(object_keys(first));
+  else found = format_of_header(first);
   if (found) return *found;
   if (first.empty()) throw TraceError(path.string() + ": the file is empty");
   std::string shown(first.substr(0, 80));
-  throw TraceError(rows::where(input) + "cannot tell the format from the first line (\"" + shown +
+  throw TraceError(path.string() + ":" + std::to_string(line) +
+                   ": cannot tell the format from the first line (\"" + shown +
                    (first.size() > 80 ? "..." : "") + "\"); name it with --from " +
                    std::string(kAllFormats) + " (traces/README.md shows each)");
 }
@@ -175,6 +209,7 @@ TraceImportSummary import_trace(const std::filesystem::path& in, const std::file
     Exchange exchange;
     read_rows(options.from, input, [&](rows::TraceRow& row) {
       ++row_number;
+      summary.lone_surrogates += row.lone_surrogates;
       if (!row.skip_reason.empty()) {
         ++summary.skipped;
         return;

@@ -31,8 +31,9 @@ namespace retrace {
 const std::vector<std::string_view>& trace_formats();
 bool is_trace_format(std::string_view name);
 
-// The format of `path` from its first non-blank line (after decompression): a trace format,
-// "jsonl" or "openai-batch". Throws TraceError naming the formats when none fits.
+// The format of `path` from the start of its first non-blank line (after decompression; at most
+// the first 64 KiB are read, so a one-line file of gigabytes is not read whole): a trace format,
+// "jsonl", "openai-batch" or "export". Throws TraceError naming the formats when none fits.
 std::string detect_import_format(const std::filesystem::path& path);
 
 struct TraceImportOptions {
@@ -50,6 +51,7 @@ struct TraceImportSummary {
   std::uint64_t skipped = 0;
   std::uint64_t sessions = 0;
   std::uint64_t inexact_prompts = 0;  // exact mode: prompts the tokenizer could not match
+  std::uint64_t lone_surrogates = 0;  // lone UTF-16 surrogate escapes read as U+FFFD
 };
 
 // Reads `in` (plain, .gz or .zst) and writes the trace `out` through `out`.tmp, renamed at the

@@ -35,6 +35,9 @@ struct TraceRow {
   std::vector<Message> messages;        // ShareGPT: real text instead of lengths
   std::optional<std::string> reply;     // ShareGPT: the recorded answer to the last message
   std::string skip_reason;              // non-empty: the row is counted, not imported
+  // Lone UTF-16 surrogate escapes replaced by U+FFFD in the row's JSON (its conversation's, for
+  // the first row of a ShareGPT conversation): counted, never a reason to stop.
+  std::uint64_t lone_surrogates = 0;
 };
 
 using RowSink = std::function<void(TraceRow&)>;

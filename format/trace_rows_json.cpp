@@ -3,6 +3,7 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "format/text.hpp"
 #include "format/trace_rows.hpp"
 
 namespace retrace::rows {
@@ -71,20 +72,22 @@ void read_lengths(const CompressedInput& input, const json::object& object, doub
   row.block_tokens = block_tokens;
 }
 
-// Calls `each` with every non-blank line parsed as a JSON object.
+// Calls `each` with every non-blank line parsed as a JSON object, and the number of lone
+// surrogate escapes replaced in it.
 template <typename Each>
 void each_object(CompressedInput& input, Each&& each) {
   json::parser parser;
   std::string line;
   while (input.next_line(line)) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    std::uint64_t lone_surrogates = replace_lone_surrogate_escapes(line);
     parser.reset();
     json::error_code error;
     parser.write(line, error);
     if (error) bad(input, "not valid JSON (" + error.message() + ")");
     json::value value = parser.release();
     if (!value.is_object()) bad(input, "expected a JSON object");
-    each(value.get_object());
+    each(value.get_object(), lone_surrogates);
   }
 }
 
@@ -92,8 +95,9 @@ void each_object(CompressedInput& input, Each&& each) {
 
 void read_mooncake(CompressedInput& input, const RowSink& sink) {
   TraceRow row;
-  each_object(input, [&](const json::object& object) {
+  each_object(input, [&](const json::object& object, std::uint64_t lone_surrogates) {
     read_lengths(input, object, 1e6, "milliseconds", kMooncakeBlockTokens, row);
+    row.lone_surrogates = lone_surrogates;
     sink(row);
   });
 }
@@ -102,8 +106,9 @@ void read_bailian(CompressedInput& input, const RowSink& sink) {
   // Each chat's session is its root's: a turn names its parent, which came before it.
   std::unordered_map<std::int64_t, std::int64_t> root_of;
   TraceRow row;
-  each_object(input, [&](const json::object& object) {
+  each_object(input, [&](const json::object& object, std::uint64_t lone_surrogates) {
     read_lengths(input, object, 1e9, "seconds", kBailianBlockTokens, row);
+    row.lone_surrogates = lone_surrogates;
     std::int64_t chat = whole_number(input, object, "chat_id");
     std::int64_t root = chat;
     if (const auto* parent = object.if_contains("parent_chat_id");

@@ -2,7 +2,9 @@
 // traces/README.md). The array is split into its elements by a small scanner and each element is
 // parsed on its own, so a file of hundreds of megabytes never sits in memory as one document.
 #include <boost/json.hpp>
+#include <utility>
 
+#include "format/text.hpp"
 #include "format/trace_rows.hpp"
 
 namespace retrace::rows {
@@ -23,7 +25,7 @@ std::optional<std::string> role_of(std::string_view from) {
 
 // One conversation: a row per user message, carrying the turns before it and the answer after it.
 void conversation_rows(const json::object& conversation, std::uint64_t ordinal,
-                       const std::string& where, const RowSink& sink) {
+                       std::uint64_t lone_surrogates, const std::string& where, const RowSink& sink) {
   auto bad = [&](const std::string& what) { throw TraceError(where + what); };
   std::string id = "conversation-" + std::to_string(ordinal);
   if (const auto* given = conversation.if_contains("id")) {
@@ -56,6 +58,7 @@ void conversation_rows(const json::object& conversation, std::uint64_t ordinal,
     if (k + 1 < messages.size() && messages[k + 1].role == "assistant") row.reply = messages[k + 1].content;
     row.labels.push_back(Label{"id", id});
     row.labels.push_back(Label{"turn", std::to_string(turn_number++)});
+    row.lone_surrogates = std::exchange(lone_surrogates, 0);
     sink(row);
   }
 }
@@ -107,12 +110,13 @@ void read_sharegpt(CompressedInput& input, const RowSink& sink) {
         if (--depth == 1) {
           std::string where = file + ":" + std::to_string(element_line) + ": conversation " +
                               std::to_string(ordinal + 1) + ": ";
+          std::uint64_t lone_surrogates = replace_lone_surrogate_escapes(element);
           parser.reset();
           json::error_code error;
           parser.write(element, error);
           if (error) throw TraceError(where + "not valid JSON (" + error.message() + ")");
           json::value value = parser.release();
-          conversation_rows(value.get_object(), ++ordinal, where, sink);
+          conversation_rows(value.get_object(), ++ordinal, lone_surrogates, where, sink);
         }
       }
     }

@@ -9,8 +9,9 @@
 // at a frame boundary.
 //
 // This file is the writer: one Cap'n Proto builder per record over a reused zeroed scratch
-// segment, compressed into the open frame, a frame closed on every flush and before a record
-// would take it past max_frame_bytes (what the reader accepts). The index grows on disk, not in
+// segment, compressed into the open frame, a frame closed on every flush, once it holds
+// frame_target_bytes (a reader's memory is one frame) and before a record would take it past
+// max_frame_bytes (what the reader accepts). The index grows on disk, not in
 // memory (index_spill.hpp), so a recording of any length runs in flat memory.
 #include <capnp/message.h>
 #include <capnp/serialize.h>
@@ -268,7 +269,8 @@ void TraceWriter::write(const Exchange& exchange) {
   ++impl.exchanges;
   ++impl.frame_exchanges;
   if (impl.index) impl.index->add_key(exchange.id, exchange.key, impl.frames);
-  if (impl.frame_records >= impl.options.flush_every)
+  if (impl.frame_records >= impl.options.flush_every ||
+      impl.frame_bytes >= impl.options.frame_target_bytes)
     impl.end_frame();
   else
     flush_if_due();

@@ -6,10 +6,10 @@
 
 namespace retrace::replay {
 
-std::chrono::milliseconds parse_timeout(std::string_view text) {
-  auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(text, "--timeout"));
+std::chrono::milliseconds parse_timeout(std::string_view text, const char* flag) {
+  auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(text, flag));
   if (timeout.count() <= 0)
-    throw std::invalid_argument("--timeout " + std::string(text) + ": must be at least 1ms");
+    throw std::invalid_argument(std::string(flag) + " " + std::string(text) + ": must be at least 1ms");
   return timeout;
 }
 
@@ -51,6 +51,9 @@ void apply_request_flags(const RequestFlags& flags, Options& options) {
     options.api_key_env = flags.api_key_env;
   }
   options.timeout = parse_timeout(flags.timeout);
+  options.request_deadline = std::nullopt;
+  if (!flags.request_deadline.empty())
+    options.request_deadline = parse_timeout(flags.request_deadline, "--request-deadline");
   // --set stream=... has the last word, as it is applied last; it then also decides
   // stream_options, which a server refuses on a request that does not stream.
   options.stream = !flags.no_stream;

@@ -22,7 +22,8 @@ struct RequestFlags {
   std::string model;                 // --model NAME: every inference request's model ("" = keep)
   double max_error_rate = 0;         // --max-error-rate R: failed fraction tolerated (exit codes)
   std::string api_key_env;           // --api-key-env VAR: the variable's name, never its value
-  std::string timeout = "120s";      // --timeout, with a unit
+  std::string timeout = "120s";      // --timeout, with a unit: idle (no byte for this long)
+  std::string request_deadline;      // --request-deadline DURATION ("" = none): send to last byte
   bool no_stream = false;            // --no-stream
   std::vector<std::string> labels;   // --label KEY=VALUE
   std::optional<std::size_t> limit;  // --limit N
@@ -49,7 +50,8 @@ void apply_request_flags(const RequestFlags& flags, Options& options);
 // of `total` requests failed. Returns the summary line saying so, or nullopt when within it.
 std::optional<std::string> failure_verdict(std::size_t failed, std::size_t total, double max_error_rate);
 
-// --timeout: a duration (parse_duration: "30s", "500ms", "2m"), at least 1ms.
-std::chrono::milliseconds parse_timeout(std::string_view text);
+// --timeout and --request-deadline (named by `flag`): a duration (parse_duration: "30s",
+// "500ms", "2m"), at least 1ms.
+std::chrono::milliseconds parse_timeout(std::string_view text, const char* flag = "--timeout");
 
 }  // namespace retrace::replay

@@ -178,6 +178,13 @@ std::chrono::nanoseconds parse_duration(std::string_view text, std::string_view 
   return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(ns)));
 }
 
+std::string format_duration(std::chrono::milliseconds value) {
+  auto ms = value.count();
+  if (ms != 0 && ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
 Slo parse_slo(std::string_view text) {
   Slo slo;
   std::string_view rest = text;
@@ -434,7 +441,8 @@ std::string settings_json(const Options& options, std::string_view input_path) {
   if (!options.api_key_env.empty()) settings["api_key_env"] = options.api_key_env;
   settings["token_ids"] = options.token_ids ? llm::to_string(*options.token_ids) : "auto";
   if (options.model) settings["model"] = *options.model;
-  settings["timeout_ms"] = options.timeout.count();
+  settings["timeout_ms"] = options.timeout.count();  // idle: no byte for this long
+  if (options.request_deadline) settings["request_deadline_ms"] = options.request_deadline->count();
   settings["stream"] = options.stream;
   json::object labels;
   for (const auto& label : options.labels) labels[label.key] = label.value;

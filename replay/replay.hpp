@@ -140,7 +140,11 @@ struct Options {
   // Completions and chat stream, with stream_options.include_usage (llm::set_streaming); false:
   // --no-stream.
   bool stream = true;
-  std::chrono::milliseconds timeout{120'000};  // per request, from its send to its last byte
+  // --timeout: the longest a request may go without progress (connecting, the first byte of
+  // the response, and every gap between bytes), so a long generation is not cut while the server
+  // keeps sending; --request-deadline: from its send to its last byte, none by default.
+  std::chrono::milliseconds timeout{120'000};
+  std::optional<std::chrono::milliseconds> request_deadline;
   std::vector<Label> labels;  // written to the header and every exchange
   std::string run_name;       // label "run" (default: the output file's stem)
   int repeat_index = 0;       // label "repeat" when > 0
@@ -303,6 +307,9 @@ std::filesystem::path repeat_path(const std::filesystem::path& out, int k, int r
 // "250us", "100ns"). A bare number is refused: seconds or milliseconds would be a guess. Throws
 // invalid_argument "FLAG 'TEXT': why, e.g. ..." (`flag` may be empty: CLI11 adds the name itself).
 std::chrono::nanoseconds parse_duration(std::string_view text, std::string_view flag);
+// "5s", "1500ms", "2m": the shortest exact spelling parse_duration reads back (help defaults,
+// messages that name a flag's value).
+std::string format_duration(std::chrono::milliseconds value);
 
 // "I/N" with 0 <= I < N. Throws invalid_argument.
 std::pair<std::size_t, std::size_t> parse_shard(std::string_view text);

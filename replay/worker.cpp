@@ -48,6 +48,9 @@ bool changes_body(const std::vector<std::optional<std::string>>* answers) {
 
 }  // namespace
 
+// Which limit gave an exchange up: --timeout (no progress for that long) or --request-deadline.
+enum class Expiry : std::uint8_t { none, idle, deadline };
+
 // One exchange on its way: the record being filled, the response's decoders, and where the
 // transfer stands. Lives in run_exchange's coroutine frame; the steps take it by reference.
 struct Flight {
@@ -64,18 +67,66 @@ struct Flight {
   std::string decoded;              // one read's decoded bytes (a coded body only)
   std::vector<Event> received;      // a coded body as received, stored if it cannot be decoded
   Clock::time_point send_time{};  // unset until stamp_send()
-  Clock::time_point deadline{};
   net::Phase phase = net::Phase::connect;
   error_code ec;
+  Expiry expired = Expiry::none;  // with ec timeout: which limit
   bool complete = false;
   std::string failure;  // an exception's message: retrace itself could not go on
 };
 
-// The exchange's deadline timer and the connection it would close (null between attempts).
+// The exchange's one timer, for both limits, and the connection it would close (null between
+// attempts and while connecting, which has its own timeout). Not re-armed on every read (a
+// timer-queue insert, a cancel and a handler run per token): a read only stamps `progress`, and
+// the timer, when it fires, sleeps again until the idle limit counted from the last stamp.
+// Shared with the timer's handler, which may run after the exchange has moved on. Real time,
+// whatever the run's clock.
 struct Watchdog {
+  using WaitClock = std::chrono::steady_clock;
+  Watchdog(asio::io_context& io, WaitClock::duration idle_limit,
+           std::optional<WaitClock::time_point> deadline_at)
+      : timer(io), progress(WaitClock::now()), idle(idle_limit), deadline(deadline_at) {}
+
+  // The limit that is past at `now`, if any (the deadline first: it is the one asked for).
+  Expiry past(WaitClock::time_point now) const {
+    if (deadline && now >= *deadline) return Expiry::deadline;
+    return now - progress >= idle ? Expiry::idle : Expiry::none;
+  }
+  WaitClock::time_point next_check() const {
+    auto at = progress + idle;
+    return deadline ? std::min(at, *deadline) : at;
+  }
+
+  asio::steady_timer timer;
   net::UpstreamConnection* connection = nullptr;
-  bool timed_out = false;
+  WaitClock::time_point progress;  // the last byte received, or the connection's start
+  WaitClock::duration idle;
+  std::optional<WaitClock::time_point> deadline;
+  Expiry expired = Expiry::none;
+  bool done = false;  // the exchange is over: the handler neither closes nor re-arms
 };
+
+namespace {
+
+// Arms the watchdog's timer for its next check; the handler closes the connection when a limit
+// is past, or arms it again.
+void watch(const std::shared_ptr<Watchdog>& watchdog) {
+  watchdog->timer.expires_at(watchdog->next_check());
+  watchdog->timer.async_wait([watchdog](error_code wait_ec) {
+    if (wait_ec || watchdog->done) return;
+    auto now = Watchdog::WaitClock::now();
+    auto expired = watchdog->past(now);
+    if (expired == Expiry::deadline || (expired == Expiry::idle && watchdog->connection)) {
+      watchdog->expired = expired;
+      if (watchdog->connection) watchdog->connection->close();
+      return;
+    }
+    // No connection to watch yet (connecting keeps its own timeout): idle counts from when there is.
+    if (!watchdog->connection) watchdog->progress = now;
+    watch(watchdog);
+  });
+}
+
+}  // namespace
 
 // While a connection carries an exchange, the stop path (active_) and the deadline (the
 // watchdog) may close it. Leaving the attempt's scope by any path, an exception included, takes
@@ -92,7 +143,10 @@ class Worker::Hooks {
     if (watchdog_.connection == connection_) watchdog_.connection = nullptr;
     worker_.active_.erase(connection_);
   }
-  void arm_watchdog() { watchdog_.connection = connection_; }
+  void arm_watchdog() {
+    watchdog_.progress = Watchdog::WaitClock::now();
+    watchdog_.connection = connection_;
+  }
   void disarm_watchdog() { watchdog_.connection = nullptr; }
 
  private:
@@ -300,19 +354,10 @@ void Worker::stamp_send(Flight& flight) const {
 asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, const std::string& body) {
   auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(shared_.options.timeout);
   stamp_send(flight);
-
-  // One deadline for the whole exchange, connecting included, kept by one timer per exchange
-  // that closes the connection when it fires. (Beast's tcp_stream timeout would re-arm and
-  // cancel a timer on every read of the token stream: a timer-queue insert, a cancel and a
-  // handler run per read.) Connecting keeps its own timeout.
-  flight.deadline = flight.send_time + timeout;
-  auto watchdog = std::make_shared<Watchdog>();
-  asio::steady_timer watchdog_timer(io_, timeout);  // real time, whatever the run's clock
-  watchdog_timer.async_wait([watchdog](error_code wait_ec) {
-    if (wait_ec || !watchdog->connection) return;
-    watchdog->timed_out = true;
-    watchdog->connection->close();
-  });
+  std::optional<Watchdog::WaitClock::time_point> deadline;
+  if (shared_.options.request_deadline) deadline = Watchdog::WaitClock::now() + *shared_.options.request_deadline;
+  auto watchdog = std::make_shared<Watchdog>(io_, timeout, deadline);
+  watch(watchdog);
   auto buffer = take_buffer();
 
   // A connection reused from the pool may have been closed by the server (while idle, or as
@@ -326,13 +371,14 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
       connection = std::make_unique<net::UpstreamConnection>(io_.get_executor(), shared_.url,
                                                              shared_.tls);
     Hooks hooks(*this, *watchdog, connection.get());  // must not outlive `connection`
-    if (!reused && !co_await connect(flight, *connection)) break;
+    if (!reused && !co_await connect(flight, *connection, *watchdog)) break;
     if (stopping_) {
       ec = asio::error::operation_aborted;
       break;
     }
     connection->expires_never();
-    if (shared_.clock.now() >= flight.deadline) {
+    if (watchdog->past(Watchdog::WaitClock::now()) == Expiry::deadline) {
+      flight.expired = Expiry::deadline;
       ec = beast::error::timeout;
       flight.phase = net::Phase::write_request;
       connection->close();
@@ -353,7 +399,7 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
       flight.phase = net::Phase::read_header;
       ec = co_await read_response_part(*connection, parser, true);
     }
-    if (ec && reused && attempt == 0 && !stopping_ && !watchdog->timed_out &&
+    if (ec && reused && attempt == 0 && !stopping_ && watchdog->expired == Expiry::none &&
         (flight.phase == net::Phase::write_request || ec == http::error::end_of_stream ||
          ec == asio::error::connection_reset || ec == asio::error::eof)) {
       hooks.disarm_watchdog();
@@ -362,10 +408,13 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
       ec = {};
       continue;  // stale keep-alive connection
     }
-    if (!ec) co_await read_body(flight, *connection, parser, buffer.get());
+    if (!ec) co_await read_body(flight, *connection, parser, buffer.get(), *watchdog);
     hooks.disarm_watchdog();
     // The watchdog closed the socket: report it as the timeout it is, not as an abort.
-    if (ec && watchdog->timed_out) ec = beast::error::timeout;
+    if (ec && watchdog->expired != Expiry::none) {
+      ec = beast::error::timeout;
+      flight.expired = watchdog->expired;
+    }
     if (flight.complete && parser.keep_alive() && !stopping_) {
       ++connection->responses;
       pool_.put(std::move(connection));
@@ -374,14 +423,24 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
     }
     break;
   }
-  watchdog_timer.cancel();
+  // A connect that timed out: the deadline when it is past, else connecting's own timeout.
+  if (ec == beast::error::timeout && flight.expired == Expiry::none)
+    flight.expired = watchdog->past(Watchdog::WaitClock::now()) == Expiry::deadline ? Expiry::deadline
+                                                                                    : Expiry::idle;
+  watchdog->done = true;
+  watchdog->timer.cancel();
   give_buffer(std::move(buffer));
 }
 
-// Resolves, connects and handshakes within the timeout. False (with the flight's error) when
-// that failed or the run is stopping.
-asio::awaitable<bool> Worker::connect(Flight& flight, net::UpstreamConnection& connection) {
-  auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(shared_.options.timeout);
+// Resolves, connects and handshakes within the timeout (and before the deadline). False (with
+// the flight's error) when that failed or the run is stopping.
+asio::awaitable<bool> Worker::connect(Flight& flight, net::UpstreamConnection& connection,
+                                      const Watchdog& watchdog) {
+  auto timeout = watchdog.idle;
+  if (watchdog.deadline)
+    timeout = std::max<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(1),
+        std::min(timeout, *watchdog.deadline - Watchdog::WaitClock::now()));
   auto [connect_ec, connect_phase] =
       co_await asio::async_initiate<decltype(kTuple), void(error_code, net::Phase)>(
           [&](auto handler) {
@@ -400,9 +459,10 @@ asio::awaitable<bool> Worker::connect(Flight& flight, net::UpstreamConnection& c
 // The response's head is in `parser`: records it, then reads the body as it arrives, each read's
 // bytes stamped with their arrival; events go to the decoder as they complete.
 asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection& connection,
-                                        ResponsePartParser& parser, char* buffer) {
+                                        ResponsePartParser& parser, char* buffer, Watchdog& watchdog) {
   auto& exchange = flight.exchange;
   auto& ec = flight.ec;
+  watchdog.progress = Watchdog::WaitClock::now();  // the head arrived
   exchange.first_byte_ns = flight.offset();
   const auto& head = parser.get();
   exchange.response.status = static_cast<std::uint16_t>(head.result_int());
@@ -420,6 +480,7 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
     parser.get().body().size = kReadBufferBytes;
     ec = co_await read_response_part(connection, parser, false);
     if (ec == http::error::need_buffer) ec = {};
+    if (!ec) watchdog.progress = Watchdog::WaitClock::now();
     auto got = kReadBufferBytes - parser.get().body().size;
     if (got > 0) {
       auto at = flight.offset();
@@ -458,6 +519,19 @@ bool Worker::settle_content(Flight& flight) {
   return false;
 }
 
+// Names the limit that fired and its value, so that a long generation cut by a deadline is not
+// taken for a server that stopped answering.
+std::string Worker::expiry_message(const Flight& flight) const {
+  const auto& options = shared_.options;
+  std::string text =
+      flight.expired == Expiry::deadline
+          ? "the request was not finished by --request-deadline " +
+                format_duration(*options.request_deadline) + " after its send"
+          : "upstream sent nothing for --timeout " + format_duration(options.timeout) +
+                " (an idle timeout: connecting, the first byte, or the next one)";
+  return text + " (" + std::string(net::to_string(flight.phase)) + ", upstream " + shared_.url.str() + ")";
+}
+
 // Classifies the outcome, counts it and hands the exchange to the writer. Returns choice 0's text
 // when the exchange completed and `want_answer` (live sessions substitute it in later turns).
 std::optional<std::string> Worker::finish(Flight& flight, bool want_answer) {
@@ -477,6 +551,7 @@ std::optional<std::string> Worker::finish(Flight& flight, bool want_answer) {
     if (exchange.error.kind == ErrorKind::none) exchange.error.kind = ErrorKind::protocol;
     exchange.error.message = exchange.error.kind == ErrorKind::cut
                                  ? "cut: the run was stopped (interrupt) while this was in flight"
+                             : flight.expired != Expiry::none ? expiry_message(flight)
                                  : net::describe(ec, flight.phase, shared_.url.str());
   } else if (exchange.response.status >= 400) {
     exchange.error.kind = ErrorKind::http_status;

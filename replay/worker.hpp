@@ -161,11 +161,13 @@ class Worker {
   static const std::string& request_head(Flight& flight, const PreparedRequest& prepared,
                                          const std::vector<std::optional<std::string>>* answers);
   boost::asio::awaitable<void> stream(Flight& flight, const std::string& head, const std::string& body);
-  boost::asio::awaitable<bool> connect(Flight& flight, net::UpstreamConnection& connection);
+  boost::asio::awaitable<bool> connect(Flight& flight, net::UpstreamConnection& connection,
+                                       const Watchdog& watchdog);
   boost::asio::awaitable<void> read_body(Flight& flight, net::UpstreamConnection& connection,
-                                         ResponsePartParser& parser, char* buffer);
+                                         ResponsePartParser& parser, char* buffer, Watchdog& watchdog);
   bool settle_content(Flight& flight);
   std::optional<std::string> finish(Flight& flight, bool want_answer);
+  std::string expiry_message(const Flight& flight) const;
 
   void stamp_send(Flight& flight) const;
   boost::asio::awaitable<bool> wait_until(std::int64_t offset_ns);

@@ -29,7 +29,7 @@ void render_diff_csv(const diff::Result& result, std::ostream& out) {
                     std::to_string(run.unknown_changes), std::to_string(run.errors),
                     std::to_string(run.missing_in_candidate), std::to_string(run.missing_in_baseline),
                     std::to_string(differ), std::to_string(total),
-                    bound ? fixed(*bound * 100, 2) : "", count_or_empty(run.matches_expected),
+                    bound ? rate_percent_text(*bound * 100, 2) : "", count_or_empty(run.matches_expected),
                     count_or_empty(run.with_expected)});
   }
 }

@@ -41,7 +41,7 @@ std::string summary_to_csv(const Summary& summary) {
                     latency(level.ttft, level.ttft.p50), latency(level.ttft, level.ttft.p99),
                     latency(level.e2e, level.e2e.p50), latency(level.e2e, level.e2e.p99),
                     std::to_string(level.errors), std::to_string(level.differing_requests),
-                    bound ? fixed(*bound * 100, 2) : "", std::to_string(level.near_tie_requests),
+                    bound ? rate_percent_text(*bound * 100, 2) : "", std::to_string(level.near_tie_requests),
                     optional_count(level.matches_min), optional_count(level.matches_max)});
   }
   return out;

@@ -1,5 +1,6 @@
 #include "report/text.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -54,11 +55,16 @@ std::string csv_row(const std::vector<std::string>& fields) {
   return out + "\r\n";
 }
 
+std::string rate_percent_text(double percent, int decimals) {
+  if (!(percent > 0) || percent >= 1) return fixed(percent, decimals);
+  int digits = 1 - static_cast<int>(std::floor(std::log10(percent)));
+  return fixed(percent, std::clamp(digits, decimals, 12));
+}
+
 std::string rate_bound_text(std::size_t k, std::size_t n) {
   auto upper = clopper_pearson_upper(k, n);
   if (!upper) return "—";
-  double percent = *upper * 100;
-  return "≤ " + fixed(percent, percent < 1 ? 2 : 1) + " %";
+  return "≤ " + rate_percent_text(*upper * 100) + " %";
 }
 
 }  // namespace retrace::report

@@ -34,8 +34,13 @@ std::string csv_field(std::string_view text);
 // The one CSV writer: every `--csv` output is rows of this. An absent value is an empty field.
 std::string csv_row(const std::vector<std::string>& fields);
 
+// A rate bound in percent as text: `decimals` from 1 % up ("4.9"; CSV asks for 2), two significant
+// digits below ("0.30", "0.0015"): a bound of 0.0015 % printed as "0.00" would claim a rate of
+// zero. The one rule for every place a bound is printed (text, Markdown, HTML, CSV).
+std::string rate_percent_text(double percent, int decimals = 1);
+
 // "≤ 5.0 %" — the 95 % Clopper–Pearson upper bound on the per-request rate behind k of n, in
-// percent with one decimal (two below 1 %); "—" when n is 0.
+// percent as rate_percent_text writes it; "—" when n is 0.
 std::string rate_bound_text(std::size_t k, std::size_t n);
 
 }  // namespace retrace::report

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a clean checkout: installs what is missing, builds, runs every unit
-# and end-to-end test, then builds again under AddressSanitizer + UBSan and runs everything again,
+# and end-to-end test and the production-size tier (tests/production, label `production`, release
+# build only: a few minutes on 2 cores), then builds again under AddressSanitizer + UBSan and runs
+# every unit and end-to-end test again,
 # then fuzzes each parser of outside bytes for a bounded time (scripts/fuzz.sh, clang-14 libFuzzer),
 # and last the tests against a real engine (tests/real, label `real`, release build only), which
 # build llama.cpp's llama-server once per machine (scripts/llama-server.sh, ~15 minutes on 2 cores).

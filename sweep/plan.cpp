@@ -174,6 +174,7 @@ std::string plan_to_json(const Plan& plan) {
   replay["max_error_rate"] = plan.replay.max_error_rate;
   replay["api_key_env"] = plan.replay.api_key_env;
   replay["timeout"] = plan.replay.timeout;
+  replay["request_deadline"] = plan.replay.request_deadline;
   replay["no_stream"] = plan.replay.no_stream;
   replay["labels"] = strings_to_json(plan.replay.labels);
   if (plan.replay.limit) replay["limit"] = *plan.replay.limit;
@@ -328,6 +329,8 @@ Plan plan_from_json(std::string_view text, const std::string& where) {
     seconds << replay.number("timeout_s") << "s";
     plan.replay.timeout = seconds.str();
   }
+  if (replay.object.contains("request_deadline"))  // plans written before it have none
+    plan.replay.request_deadline = replay.str("request_deadline");
   plan.replay.no_stream = replay.object.contains("no_stream") && replay.boolean("no_stream");
   plan.replay.labels = replay.strings("labels");
   if (replay.object.contains("limit"))

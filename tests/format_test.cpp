@@ -7,6 +7,7 @@
 #include <zstd.h>
 
 #include <atomic>
+#include <boost/json.hpp>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <random>
@@ -15,6 +16,7 @@
 #include "format/header.hpp"
 #include "format/import.hpp"
 #include "format/json.hpp"
+#include "format/text.hpp"
 #include "format/trace.hpp"
 #include "tests/temp_dir.hpp"
 #include "trace.capnp.h"
@@ -175,6 +177,24 @@ TEST_CASE("UTF-8 is strict about overlong forms and surrogates and values past U
   CHECK_FALSE(is_valid_utf8("\xF8\x88\x80\x80\x80"));                // five-byte form
   CHECK_FALSE(is_valid_utf8("\x80"));                                   // a lone continuation byte
   CHECK_FALSE(is_valid_utf8("caf\xC3"));                                // cut short
+}
+
+TEST_CASE("a lone UTF-16 surrogate escape becomes U+FFFD and a pair or an escaped backslash stays") {
+  auto replaced = [](std::string text) {
+    auto count = replace_lone_surrogate_escapes(text);
+    return std::pair{text, count};
+  };
+  CHECK(replaced(R"({"a": "x\ud83d y"})") == std::pair{std::string(R"({"a": "x\ufffd y"})"), std::size_t{1}});
+  CHECK(replaced(R"("\ud83d\ude00")") == std::pair{std::string(R"("\ud83d\ude00")"), std::size_t{0}});
+  CHECK(replaced(R"("\uDE00 and \uD83D")") == std::pair{std::string(R"("\ufffd and \ufffd")"), std::size_t{2}});
+  // A high half before another high half: the first is lone, the second pairs.
+  CHECK(replaced(R"("\ud83d\ud83d\ude00")") == std::pair{std::string(R"("\ufffd\ud83d\ude00")"), std::size_t{1}});
+  CHECK(replaced(R"("\\ud83d")") == std::pair{std::string(R"("\\ud83d")"), std::size_t{0}});  // text, not an escape
+  CHECK(replaced(R"("\u00e9\n\ud8")") == std::pair{std::string(R"("\u00e9\n\ud8")"), std::size_t{0}});  // cut short
+  // What comes out is JSON Boost.JSON takes.
+  std::string line = R"({"messages": [{"role": "user", "content": "hi \ud83d"}]})";
+  CHECK(replace_lone_surrogate_escapes(line) == 1);
+  CHECK(boost::json::parse(line).at("messages").at(0).at("content").as_string() == "hi \xEF\xBF\xBD");
 }
 
 TEST_CASE("a UTF-8 prefix leaves out only a character cut short at the end") {
@@ -519,6 +539,31 @@ TEST_CASE("frames never pass what the reader accepts whatever the flush settings
   CHECK(reader.index().frames.size() > 3);
 }
 
+TEST_CASE("a frame closes once it holds a few MB so that a reader holds no more than that") {
+  TempDir dir;
+  std::vector<Exchange> exchanges;
+  for (std::uint64_t id = 0; id < 24; ++id) {
+    auto exchange = small_exchange(id);
+    exchange.response.body = std::string(1u << 20, static_cast<char>('a' + id));
+    exchanges.push_back(std::move(exchange));
+  }
+  // By count and age alone all 24 MiB would be one frame.
+  write_trace(dir / "t.rtrace", exchanges, WriterOptions{.flush_every = 1'000'000, .flush_ms = -1});
+  TraceReader reader(dir / "t.rtrace");
+  Exchange exchange;
+  std::size_t count = 0;
+  while (reader.next(exchange)) {
+    REQUIRE(count < exchanges.size());
+    CHECK(exchange == exchanges[count]);
+    ++count;
+  }
+  CHECK(count == exchanges.size());
+  REQUIRE(reader.has_index());
+  CHECK(reader.index().frames.size() >= 1 + 24 / 5);  // the header's, then about 4 MiB each
+  INFO("peak buffers " << reader.peak_buffer_bytes());
+  CHECK(reader.peak_buffer_bytes() < (12u << 20));
+}
+
 TEST_CASE("a frame closes when its oldest exchange is flush_ms old on the writer's clock") {
   TempDir dir;
   ManualClock clock;
@@ -768,6 +813,21 @@ TEST_CASE("import keeps max_completion_tokens and adds no max_tokens beside it")
   write_file(dir / "bad.jsonl", "{\"messages\": [{\"role\": \"user\", \"content\": \"b\"}], \"max_completion_tokens\": 0}\n");
   CHECK_THROWS_WITH(import_dataset(dir / "bad.jsonl", dir / "bad.rtrace", options),
                     Catch::Contains("\"max_completion_tokens\" must be a whole number above 0"));
+}
+
+TEST_CASE("a dataset line with a lone surrogate escape is imported with U+FFFD and counted") {
+  TempDir dir;
+  write_file(dir / "in.jsonl",
+             "{\"prompt\": \"scraped \\ud83d text\"}\n"
+             "{\"prompt\": \"fine \\ud83d\\ude00\"}\n"
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"\\udc00\\udc00\"}]}\n");
+  ImportNotes notes;
+  CHECK(import_dataset(dir / "in.jsonl", dir / "out.rtrace", ImportOptions{}, &notes) == 3);
+  CHECK(notes.lone_surrogates == 3);
+  auto loaded = load_trace(dir / "out.rtrace");
+  REQUIRE(loaded.exchanges.size() == 3);
+  CHECK(loaded.exchanges[0].request.body.find("scraped \xEF\xBF\xBD text") != std::string::npos);
+  CHECK(loaded.exchanges[1].request.body.find("fine \xF0\x9F\x98\x80") != std::string::npos);
 }
 
 TEST_CASE("a bad import line is named by its line number and leaves no output file") {

@@ -144,6 +144,11 @@ TEST_CASE("The Clopper-Pearson bound is about three over n when nothing differs"
   CHECK_FALSE(clopper_pearson_upper(0, 0).has_value());
   CHECK(rate_bound_text(0, 60) == "≤ 4.9 %");
   CHECK(rate_bound_text(0, 1000) == "≤ 0.30 %");
+  // Below 1 %, two significant digits: 0 of 200,000 is not "≤ 0.00 %".
+  CHECK(rate_bound_text(0, 200000) == "≤ 0.0015 %");
+  CHECK(rate_bound_text(3, 200000) == "≤ 0.0039 %");
+  CHECK(rate_percent_text(0.0015, 2) == "0.0015");
+  CHECK(rate_percent_text(13.93, 2) == "13.93");
 }
 
 TEST_CASE("Throughput across repeats gets a Student t interval of its mean") {

@@ -274,6 +274,42 @@ TEST_CASE("the format is told from the first line and an unknown one names every
                     Catch::Contains("u:1:") && Catch::Contains("mooncake, bailian, azure, burstgpt, sharegpt"));
 }
 
+TEST_CASE("the format is told from the first 64 KiB of a line of any length") {
+  TempDir dir;
+  // One JSONL row of 1 MB whose keys come first, and one whose deciding key comes after 64 KiB.
+  std::string long_text(1 << 20, 'x');
+  CHECK(detect_import_format(write(dir, "j", "{\"id\": 1, \"messages\": [{\"role\": \"user\", \"content\": \"" +
+                                                 long_text + "\"}]}\n")) == "jsonl");
+  CHECK(detect_import_format(write(dir, "b", "\xEF\xBB\xBF\n\n[" + long_text)) == "sharegpt");
+  CHECK_THROWS_WITH(detect_import_format(write(dir, "late", "{\"note\": \"" + long_text + "\", \"prompt\": \"hi\"}\n")),
+                    Catch::Contains("late:1: cannot tell the format from the first line"));
+  // Keys of nested objects do not count; a lone surrogate does not get in the way.
+  CHECK_THROWS(detect_import_format(write(dir, "n", "{\"meta\": {\"prompt\": 1}}\n")));
+  CHECK(detect_import_format(write(dir, "s", "\n\n{\"prompt\": \"\\ud83d\"}\n")) == "jsonl");
+  CHECK_THROWS_WITH(detect_import_format(write(dir, "u", "\n\nwhen,what\n")), Catch::Contains("u:3: cannot tell"));
+}
+
+TEST_CASE("lone surrogate escapes in trace rows become U+FFFD and are counted") {
+  TempDir dir;
+  TraceImportSummary summary;
+  auto trace = import(dir,
+                      write(dir, "sharegpt.json",
+                            "[{\"id\": \"a\", \"conversations\": [{\"from\": \"human\", \"value\": \"hi \\ud83d\"}, "
+                            "{\"from\": \"gpt\", \"value\": \"\\ude00 yes\"}, {\"from\": \"human\", \"value\": \"more\"}]}]"),
+                      "sharegpt", &summary);
+  CHECK(summary.written == 2);
+  CHECK(summary.lone_surrogates == 2);
+  CHECK(trace.exchanges[1].request.body.find("hi \xEF\xBF\xBD") != std::string::npos);
+  auto bailian = import(dir,
+                        write(dir, "bailian.jsonl",
+                              "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0, \"input_length\": 4, "
+                              "\"output_length\": 2, \"type\": \"te\\ud800xt\"}\n"),
+                        "bailian", &summary);
+  CHECK(summary.lone_surrogates == 1);
+  REQUIRE(bailian.exchanges.size() == 1);
+  CHECK(*bailian.exchanges[0].label("type") == "te\xEF\xBF\xBDxt");
+}
+
 TEST_CASE("a malformed row stops the import with its line number and leaves no output file") {
   TempDir dir;
   struct Case {

@@ -9,8 +9,8 @@
 
 sweep() {  # sweep URL DIR: scripts/llama-seed.sh, the sweep's exit status in $status
   status=0
-  # --timeout counts from a request's send, and with one slot a request at concurrency 32 waits for
-  # up to 39 others of 256 tokens first: queueing is what this server does, not a failure, and on a
+  # --timeout counts the wait for the first byte too, and with one slot a request at concurrency 32
+  # waits for up to 39 others of 256 tokens first, without a byte: queueing is what this server does, not a failure, and on a
   # loaded machine it can pass the default 120 s.
   "$ROOT/scripts/llama-seed.sh" "$1" "$WORK/$2" --repeat 1 --json --timeout 30m >"$WORK/$2.json" 2>"$WORK/$2.err" || status=$?
 }
