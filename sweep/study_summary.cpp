@@ -3,7 +3,6 @@
 // exchanges.csv, every exchange's sampling as sent and cached tokens, written as the runs are read.
 #include <boost/json.hpp>
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -48,7 +47,7 @@ std::string prompt_of(const Exchange& exchange) {
 struct RunReader {
   report::SamplingAudit& sampling;
   std::string& model;
-  std::ofstream& csv;
+  std::string& csv;
 
   report::CacheFigures read(const LoadedTrace& run, const std::string& name, const std::string& cell) {
     report::CacheFigures figures;
@@ -66,7 +65,7 @@ struct RunReader {
         if (model.empty()) model = audit.model;
       }
       auto text = [](const std::optional<std::string>& value) { return value.value_or(""); };
-      csv << report::csv_row({name, cell, std::to_string(exchange.source_id.value_or(exchange.id)),
+      csv += report::csv_row({name, cell, std::to_string(exchange.source_id.value_or(exchange.id)),
                               prompt_of(exchange), text(audit.temperature),
                               audit.temperature ? "0" : "1", text(audit.top_p), text(audit.top_k),
                               text(audit.seed), text(audit.n),
@@ -136,8 +135,7 @@ report::StudySummary summarize_study(const Plan& plan, const StudySettings& sett
   for (const auto& exchange : baseline.exchanges) prompts.insert(prompt_of(exchange));
   summary.prompts = prompts.size();
 
-  std::ofstream csv(dir / "exchanges.csv", std::ios::binary | std::ios::trunc);
-  csv << report::csv_row({"run", "cell", "request", "prompt", "temperature", "temperature_left_to_server",
+  std::string csv = report::csv_row({"run", "cell", "request", "prompt", "temperature", "temperature_left_to_server",
                           "top_p", "top_k", "seed", "n", "cached_tokens", "error"});
   RunReader reader{summary.sampling, summary.model, csv};
 
@@ -242,8 +240,7 @@ report::StudySummary summarize_study(const Plan& plan, const StudySettings& sett
       summary.divergences.insert(summary.divergences.end(), divergences.begin(), divergences.end());
       summary.cells.push_back(std::move(cell));
     }
-  csv.flush();
-  if (!csv) throw std::runtime_error("cannot write " + (dir / "exchanges.csv").string());
+  write_private_file(dir / "exchanges.csv", csv);
   return summary;
 }
 
