@@ -57,6 +57,7 @@ struct StudyCell {
   std::vector<std::size_t> first_divergence;  // token index of each differing output's first divergence
   Spread requests_per_s, output_tokens_per_s;
   replay::Percentiles ttft, e2e;
+  LatencySamples latency;  // pooled over the cell's runs, for the HTML report's distributions
   std::size_t errors = 0;
   CacheFigures cache_figures;
 };

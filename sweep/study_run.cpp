@@ -119,6 +119,7 @@ std::optional<report::StudySummary> run_study(Plan& plan, const StudySettings& s
   write_private_file(dir / "summary.json", report::study_to_json(summary));
   write_private_file(dir / "summary.md", report::study_to_markdown(summary));
   write_private_file(dir / "summary.csv", report::study_to_csv(summary));
+  write_private_file(dir / "report.html", report::render_html(report::study_report(summary)));
   return summary;
 }
 

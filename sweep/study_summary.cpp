@@ -235,6 +235,10 @@ report::StudySummary summarize_study(const Plan& plan, const StudySettings& sett
       auto stats = replay::compute_stats(baseline.header, pooled);
       cell.ttft = stats.ttft;
       cell.e2e = stats.e2e;
+      std::vector<replay::ExchangeMetrics> metrics;
+      metrics.reserve(pooled.size());
+      for (const auto& exchange : pooled) metrics.push_back(replay::summarize(exchange));
+      cell.latency = report::latency_samples(metrics);
       cell.cache_note = cache_note(cell, control);
       auto divergences = collect_divergences(level, result);
       summary.divergences.insert(summary.divergences.end(), divergences.begin(), divergences.end());

@@ -21,7 +21,7 @@ study() {  # study NAME URL ARGS...: exit status in $status
 start_listening PLAIN "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
 study plain "$PLAIN_URL" -c 1,4 --cache cold,warm --repeat 2
 [[ $status == 0 ]] || { cat "$WORK/plain.err" >&2; fail "plain server: exit $status, want 0"; }
-for f in plan.json study.json baseline.rtrace c1-cold-r1.rtrace c4-warm-r2.rtrace summary.json summary.md summary.csv exchanges.csv; do
+for f in plan.json study.json baseline.rtrace c1-cold-r1.rtrace c4-warm-r2.rtrace summary.json summary.md summary.csv exchanges.csv report.html; do
   [[ -f "$WORK/plain/$f" ]] || fail "study did not write $f"
   check_eq "$(stat -c %a "$WORK/plain/$f")" 600 "mode of $f"
 done
@@ -69,6 +69,12 @@ check_eq "$(json "$S" 's.cells[1].first_divergence_histogram.reduce((a,b)=>a+b.o
   "the histogram counts every first divergence"
 check_contains "$WORK/cached/summary.md" "## First divergent token" "the histogram is in summary.md"
 check_contains "$WORK/cached/summary.md" "$differing of 24 differed: the per-request rate is at most" "the bound with differences"
+# The HTML report: written beside the summaries, and again by `retrace report DIR`.
+check_contains "$WORK/cached/report.html" '<p class="scope">Scope. This is direct evidence about retrace-sim' "report.html opens with the scope"
+check_contains "$WORK/cached/report.html" 'id="positions"' "report.html has the histogram of first divergences"
+"$RETRACE" report "$WORK/cached" -o "$WORK/cached-again.html" >/dev/null || fail "retrace report on a study directory"
+check_contains "$WORK/cached-again.html" "c1 warm" "retrace report shows the study's cells"
+check_contains "$WORK/cached-again.html" 'id="positions"' "retrace report has the histogram"
 diff_status=0
 "$RETRACE" diff "$WORK/cached/baseline.rtrace" "$WORK/cached/c1-warm-r1.rtrace" "$WORK/cached/c1-warm-r2.rtrace" \
   --json >"$WORK/cached-diff.json" || diff_status=$?
