@@ -38,8 +38,8 @@ void add_serve(CLI::App& root, Registry& registry) {
       ->check(CLI::IsMember({"on", "off"}));
   command->add_flag("--cache-variance", options->cache_variance,
                     "Make outputs depend on the prefix cache, as a cached prefix's other kernels can: a request "
-                    "that reused cached blocks is computed with twice the reduction split, so near-tied greedy "
-                    "choices flip between a cold and a warm pass. Off: a hit changes nothing but cached_tokens.");
+                    "that reused cached blocks adds its dot products' partial sums in the reverse order, so "
+                    "near-tied greedy choices flip between a cold and a warm pass. Off: a hit changes nothing but cached_tokens.");
   command->add_option("--max-batch", options->max_batch, "Most sequences in the running batch")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));

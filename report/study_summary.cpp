@@ -305,15 +305,8 @@ std::string study_to_json(const StudySummary& summary) {
   return json_text(root) + "\n";
 }
 
-std::string study_to_markdown(const StudySummary& summary) {
+std::string study_cells_table(const StudySummary& summary) {
   std::ostringstream out;
-  out << "# retrace study\n\n";
-  if (auto banner = sampling_banner(summary); !banner.empty()) out << banner << "\n\n";
-  out << study_scope(summary) << "\n\n" << header_line(summary.header) << "\n\n";
-  out << "## Cells\n\n";
-  if (summary.sampling.all_greedy())
-    out << "At temperature 0 an output that differs from the baseline's is nondeterminism of the "
-           "serving stack under that cell's conditions; read each cell against the control's rate.\n\n";
   out << "Each cell's outputs are compared with the baseline's, with the 95% upper bound on the "
          "per-request rate (Clopper–Pearson); near-tie = the two candidates were within the "
          "near-tie margin; unique completions count distinct outputs per prompt over the cell's "
@@ -334,9 +327,43 @@ std::string study_to_markdown(const StudySummary& summary) {
         << ci_cell(cell.output_tokens_per_s) << " | " << fixed(cell.ttft.p50, 1) << " / "
         << fixed(cell.ttft.p99, 1) << " | " << cell.errors << " |\n";
   }
+  bool noted = false;
   for (const auto& cell : summary.cells)
-    if (!cell.cache_note.empty()) out << "\n- " << cell.name << ": " << cell.cache_note << ".";
-  out << "\n\n## Cache states\n\n";
+    if (!cell.cache_note.empty()) {
+      out << (noted ? "" : "\n") << "- " << cell.name << ": " << cell.cache_note << ".\n";
+      noted = true;
+    }
+  return out.str();
+}
+
+std::string study_divergence_list(const StudySummary& summary, std::size_t at_most) {
+  std::ostringstream out;
+  auto entries = summary.divergences;
+  order_by_severity(entries);
+  if (entries.empty()) out << "None: every output matches the baseline.\n";
+  std::size_t shown = 0;
+  for (const auto& entry : entries) {
+    if (shown++ == at_most) {
+      out << "- … and " << (entries.size() - at_most) << " more\n";
+      break;
+    }
+    out << "- `" << entry.run << "` request " << entry.baseline_id << ": "
+        << describe_divergence(entry.divergence) << "\n";
+  }
+  return out.str();
+}
+
+std::string study_to_markdown(const StudySummary& summary) {
+  std::ostringstream out;
+  out << "# retrace study\n\n";
+  if (auto banner = sampling_banner(summary); !banner.empty()) out << banner << "\n\n";
+  out << study_scope(summary) << "\n\n" << header_line(summary.header) << "\n\n";
+  out << "## Cells\n\n";
+  if (summary.sampling.all_greedy())
+    out << "At temperature 0 an output that differs from the baseline's is nondeterminism of the "
+           "serving stack under that cell's conditions; read each cell against the control's rate.\n\n";
+  out << study_cells_table(summary);
+  out << "\n## Cache states\n\n";
   for (const auto& cell : summary.cells)
     out << "- " << cell.name << ": " << cell.cache_method << "; " << cell.cache_figures.hits
         << " of " << cell.cache_figures.exchanges << " responses with cached prompt tokens ("
@@ -374,12 +401,7 @@ std::string study_to_markdown(const StudySummary& summary) {
         << fixed(run.output_tokens_per_s, 1) << " |\n";
 
   out << "\n## Differences from the baseline (first divergent token, real changes first)\n\n";
-  auto entries = summary.divergences;
-  order_by_severity(entries);
-  if (entries.empty()) out << "None: every output matches the baseline.\n";
-  for (const auto& entry : entries)
-    out << "- `" << entry.run << "` request " << entry.baseline_id << ": "
-        << describe_divergence(entry.divergence) << "\n";
+  out << study_divergence_list(summary, summary.divergences.size());
   return out.str();
 }
 

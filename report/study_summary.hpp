@@ -105,6 +105,11 @@ std::string sampling_banner(const StudySummary& summary);
 // Power-of-two buckets of first-divergence positions: ("0", 3), ("1", 0), ("2-3", 1), ...
 std::vector<std::pair<std::string, std::size_t>> position_histogram(const std::vector<std::size_t>& positions);
 
+// The per-cell Markdown table alone (the demo prints it), and the differences as list items, at
+// most `at_most` of them, real changes first.
+std::string study_cells_table(const StudySummary& summary);
+std::string study_divergence_list(const StudySummary& summary, std::size_t at_most);
+
 std::string study_to_json(const StudySummary& summary);
 std::string study_to_markdown(const StudySummary& summary);
 std::string study_to_csv(const StudySummary& summary);  // one row per cell

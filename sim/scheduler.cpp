@@ -119,18 +119,19 @@ void Scheduler::run_steps() {
 }
 
 void Scheduler::step() {
-  const int batch_split = options_.batch_variance ? Model::split_count_for_batch(int(running_sequences_))
+  const int split = options_.batch_variance ? Model::split_count_for_batch(int(running_sequences_))
                                                   : Model::kFixedSplitCount;
   ++metrics_.steps;
   for (auto& request : running_) {
     if (request->session->gone()) continue;  // retired below
     // --cache-variance: a request that reused cached blocks is computed along another path, as a
-    // real server's prefill over a cached prefix runs other kernels: twice the split.
-    const int split = options_.cache_variance && request->cached_tokens > 0 ? batch_split * 2 : batch_split;
+    // real server's prefill over a cached prefix runs other kernels: its reductions add their
+    // partial sums in the reverse order, whatever the batch's split.
+    const bool reversed = options_.cache_variance && request->cached_tokens > 0;
     const bool stream = request->api.stream;
     for (ChoiceState& choice : request->choices) {
       if (choice.done) continue;
-      const GeneratedToken& token = choice.generation.step(split);
+      const GeneratedToken& token = choice.generation.step(split, reversed);
       ++metrics_.generation_tokens;
       if (request->api.want_logprobs) choice.logprobs.push_back(token);
       bool finished = choice.generation.finished();
