@@ -133,6 +133,7 @@ class LineImporter {
     };
     take("model", options_.model.empty() ? json::value(nullptr) : json::value(json::string(options_.model)));
     take("temperature", 0);
+    if (options_.greedy) body["temperature"] = 0;
     take("max_tokens", options_.max_tokens);
     check_body_fields(body);
   }
@@ -238,7 +239,8 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
                                    {"endpoint", options.endpoint},
                                    {"model", options.model.empty() ? json::value(nullptr)
                                                                    : json::value(options.model)},
-                                   {"max_tokens", options.max_tokens}}),
+                                   {"max_tokens", options.max_tokens},
+                                   {"greedy", options.greedy}}),
       *options.writer.clock);
 
   std::uint64_t written = 0;

@@ -47,6 +47,21 @@ check_eq "$(json "$WORK/greedy/summary.json" 's.sampling.temperature["0"]+"/"+s.
   "--greedy sent temperature 0 on every request"
 check_contains "$WORK/greedy/summary.md" "at temperature 0 (set by --greedy on every request)" "the scope says who set it"
 
+# import --greedy: lines that ask for a temperature get 0, and the study takes them.
+printf '{"prompt":"Tell me about rivers","temperature":0.8}\n{"prompt":"Tell me about hills"}\n' >"$WORK/warm.jsonl"
+"$RETRACE" import "$WORK/warm.jsonl" --out "$WORK/warm.rtrace" 2>/dev/null
+status=0
+"$RETRACE" study "$WORK/warm.rtrace" --target "$SERVE_URL" -c 1 --cache cold --repeat 1 --out "$WORK/hot" 2>"$WORK/hot.err" || status=$?
+check_eq "$status" "2" "a line at temperature 0.8 is refused"
+check_contains "$WORK/hot.err" "1 of 2 requests are not greedy (1 ask for a temperature above 0)" "the refusal says which"
+"$RETRACE" import "$WORK/warm.jsonl" --greedy --out "$WORK/greedy-import.rtrace" 2>/dev/null
+status=0
+"$RETRACE" study "$WORK/greedy-import.rtrace" --target "$SERVE_URL" -c 1 --cache cold --repeat 1 --json \
+  --out "$WORK/cooled" >"$WORK/cooled.json" 2>"$WORK/cooled.err" || status=$?
+[[ $status == 0 ]] || { cat "$WORK/cooled.err" >&2; fail "study of an import --greedy trace: exit $status"; }
+check_eq "$(json "$WORK/cooled.json" 's.sampling.temperature["0"]+"/"+s.greedy_forced')" "4/false" \
+  "import --greedy wrote temperature 0 into every body"
+
 # --same-prompt: one prompt, N times per run.
 status=0
 "$RETRACE" study "$WORK/open.rtrace" --target "$SERVE_URL" --same-prompt 10 -c 1,4 --cache cold --repeat 1 \
