@@ -67,6 +67,9 @@ int run_study_command(CLI::App& command, StudyArgs& args) {
         throw std::invalid_argument(std::string("--resume continues a study with its saved settings; ") + flag +
                                     " cannot change them (start a new study with --out instead)");
     dir = args.resume;
+    if (fs::exists(dir / "plan.json") && !fs::exists(dir / "study.json"))
+      throw std::invalid_argument(dir.string() + " holds a sweep, not a study: continue it with `retrace sweep --resume " +
+                                  dir.string() + "`");
     plan = sweep::load_plan(dir);
     settings = sweep::load_study(dir);
     if (settings.run_cache.size() != plan.runs.size())

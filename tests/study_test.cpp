@@ -188,3 +188,44 @@ TEST_CASE("The simulator's prefix cache reuses whole blocks under the same salt 
   prompt[3] = 7;
   CHECK(cache.lookup_and_insert("", prompt) == 0);
 }
+
+TEST_CASE("The scope says what a cell's cache state turned out to be and never calls a cell without hits warm") {
+  report::StudySummary summary;
+  summary.model = "m";
+  summary.server_kind = "vllm";
+  summary.server_version = "0.9.1";
+  summary.target = "http://h:8000";
+  summary.requests = summary.prompts = 30;
+  summary.concurrency = {1, 32};
+  summary.cache = {"cold", "warm"};
+  summary.repeats = 1;
+  summary.baseline_run = "baseline";
+  summary.sampling.exchanges = summary.sampling.greedy = 90;
+  summary.sampling.temperature["0"] = 90;
+  report::StudyCell control;
+  control.name = "c1 cold";
+  control.cache = "cold";
+  control.control = true;
+  control.cache_method = "a fresh cache_salt on every request";
+  control.compared = 30;
+  control.cache_figures = {30, 30, 0, 0};
+  report::StudyCell warm = control;
+  warm.name = "c32 warm";
+  warm.cache = "warm";
+  warm.control = false;
+  warm.cache_method = "every request sent once first, then the measured pass";
+  warm.cache_note = "no request hit the cache: this cell is not warm";
+  summary.cells = {control, warm};
+  auto scope = report::study_scope(summary);
+  CHECK(scope.find("`m` as the server named it, served by vllm 0.9.1") != std::string::npos);
+  CHECK(scope.find("this set of 30 requests (30 distinct prompts), at concurrency 1 to 32") != std::string::npos);
+  CHECK(scope.find("warm (every request sent once first, then the measured pass; 0 of 30 responses reported "
+                   "cached prompt tokens) — no request hit the cache: this cell is not warm") != std::string::npos);
+  CHECK(scope.find("0 of 60 differed: the per-request rate is at most 4.9 % (95 %), not zero") != std::string::npos);
+  CHECK(scope.find("at temperature 0 (as sent on every request)") != std::string::npos);
+  CHECK(report::sampling_banner(summary).empty());
+  summary.sampling.greedy = 60;
+  summary.sampling.temperature_unset = 30;
+  CHECK(report::sampling_banner(summary).rfind("**NOT GREEDY**: 30 of 90 requests", 0) == 0);
+  CHECK(report::study_to_markdown(summary).find("nondetermin") == std::string::npos);
+}

@@ -106,4 +106,7 @@ check_contains "$WORK/again.err" "--resume" "the refusal names --resume"
 status=0; "$RETRACE" study "$WORK/open.rtrace" --target "$PLAIN_URL" --cache cold,hot --out "$WORK/bad" 2>"$WORK/bad.err" || status=$?
 check_eq "$status" "2" "bad --cache"
 check_contains "$WORK/bad.err" "'hot'" "the bad state is named"
+status=0; "$RETRACE" sweep --resume "$WORK/plain" 2>"$WORK/sweep-resume.err" || status=$?
+check_eq "$status" "2" "sweep --resume of a study directory"
+check_contains "$WORK/sweep-resume.err" "retrace study --resume" "the refusal names study --resume"
 echo "ok"
