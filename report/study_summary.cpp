@@ -150,7 +150,10 @@ std::string study_scope(const StudySummary& summary) {
   out << "**Scope.** This is direct evidence about "
       << (summary.model.empty() ? "a model the server did not name in its responses"
                                 : "`" + summary.model + "` as the server named it")
-      << ", served by " << summary.server_kind
+      << ", served by "
+      << (summary.server_kind == "unknown"             ? std::string("a server the preflight could not identify")
+          : summary.server_kind == "openai-compatible" ? std::string("an OpenAI-compatible server, nothing more specific identified")
+                                                       : summary.server_kind)
       << (summary.server_version.empty() ? " (version not reported)" : " " + summary.server_version)
       << (summary.server_evidence.empty() ? "" : " (identified by " + summary.server_evidence + ")")
       << " at " << summary.target << ", on ";
