@@ -99,6 +99,20 @@ study nocache "$NOCACHE_URL" -c 1 --cache cold,warm --repeat 1
 check_contains "$WORK/nocache/summary.md" "c1 warm: the server reported no cached-token counts, so whether this cell was warm is not known" \
   "a warm cell without reported hits is not called warm"
 
+# The simulator's prefix cache as a client sees it: a repeated prompt reuses whole 16-token blocks;
+# another cache_salt or cache_prompt false does not; no cache, no count.
+prompt='{"prompt":"one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty","max_tokens":2,"temperature":0'
+cached() { curl -sS "$1/v1/completions" -d "$2" | jq -c '.usage.prompt_tokens_details.cached_tokens'; }
+start_listening FRESH "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
+check_eq "$(cached "$FRESH_URL" "$prompt}")" "0" "a first prompt finds nothing cached"
+(( $(cached "$FRESH_URL" "$prompt}") >= 16 )) || fail "a repeated prompt reuses its blocks"
+check_eq "$(cached "$FRESH_URL" "$prompt,\"cache_salt\":\"s1\"}")" "0" "another cache_salt shares nothing"
+check_eq "$(cached "$FRESH_URL" "$prompt,\"cache_prompt\":false}")" "0" "cache_prompt false skips the cache"
+check_eq "$(cached "$NOCACHE_URL" "$prompt}")" "null" "--prefix-cache off reports no count"
+status=0; "$RETRACE" serve --listen 127.0.0.1:0 --prefix-cache off --cache-variance 2>"$WORK/serve-bad.err" || status=$?
+check_eq "$status" "2" "--cache-variance without the prefix cache"
+check_contains "$WORK/serve-bad.err" "--cache-variance needs the prefix cache" "the refusal says why"
+
 # Refusals: an existing study directory, a bad cache state.
 status=0; "$RETRACE" study "$WORK/open.rtrace" --target "$PLAIN_URL" --out "$WORK/plain" 2>"$WORK/again.err" || status=$?
 check_eq "$status" "2" "study into an existing study directory"
