@@ -129,7 +129,7 @@ report::StudySummary summarize_study(const Plan& plan, const StudySettings& sett
   std::string states;
   for (const auto& state : settings.cache) states += (states.empty() ? "" : ",") + state;
   summary.header.schedule = "study: concurrency " + levels + " × cache " + states + " × " +
-                            std::to_string(plan.repeats) + " runs, and a baseline";
+                            std::to_string(plan.repeats) + (plan.repeats == 1 ? " run" : " runs") + ", and a baseline";
   summary.requests = baseline.exchanges.size();
   std::set<std::string> prompts;
   for (const auto& exchange : baseline.exchanges) prompts.insert(prompt_of(exchange));
