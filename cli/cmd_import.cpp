@@ -66,6 +66,9 @@ void add_import(CLI::App& root, Registry& registry) {
       ->capture_default_str();
   command->add_option("--model", options->model, "model name for bodies that give none (default: none; replay fills in the target's)")
       ->capture_default_str();
+  command->add_flag("--greedy", options->greedy,
+                    "temperature 0 on every request, also where a line asks for another (a study of "
+                    "repeatability wants greedy requests: retrace study refuses others)");
   command->add_option("--max-tokens", options->max_tokens,
                       "max_tokens for bodies that give none (ShareGPT: turns with no answer)")
       ->check(CLI::PositiveNumber)

@@ -7,6 +7,7 @@
 #include "cli/outputs.hpp"
 #include "format/private_file.hpp"
 #include "report/html.hpp"
+#include "sweep/study.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::cli {
@@ -31,9 +32,12 @@ int run_report_command(const ReportArgs& args) {
   if (args.inputs.size() == 1 && fs::is_directory(first)) {
     if (!fs::exists(first / "plan.json"))
       throw std::invalid_argument(first.string() + " is a directory but holds no plan.json; report takes a "
-                                  "sweep directory (retrace sweep --out DIR), a run trace, or BASELINE CANDIDATE...");
+                                  "sweep or study directory (retrace sweep/study --out DIR), a run trace, or BASELINE CANDIDATE...");
     auto plan = sweep::load_plan(first);
-    page = report::sweep_report(sweep::summarize_sweep(plan, first));
+    if (fs::exists(first / "study.json"))
+      page = report::study_report(sweep::summarize_study(plan, sweep::load_study(first), first));
+    else
+      page = report::sweep_report(sweep::summarize_sweep(plan, first));
   } else if (args.inputs.size() == 1) {
     page = report::run_report(first);
   } else {
@@ -61,7 +65,8 @@ void add_report(CLI::App& root, Registry& registry) {
       "report",
       "Write one self-contained HTML report (charts, styles and script inline; it loads nothing): for "
       "a run trace, its throughput, latency distributions and errors; for a sweep directory, every "
-      "level with its spread across repeats; for BASELINE CANDIDATE..., also every divergent output "
+      "level with its spread across repeats; for a study directory (retrace study --out), every cell "
+      "with its scope and the histogram of first divergent positions; for BASELINE CANDIDATE..., also every divergent output "
       "with both token streams aligned, the first divergent token highlighted, its alternatives and "
       "the margin. Prints the path written.");
   command->add_option("inputs", args->inputs, "RUN.rtrace, SWEEP_DIR, or BASELINE.rtrace CANDIDATE.rtrace...")

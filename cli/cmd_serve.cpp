@@ -1,5 +1,6 @@
 // `retrace serve`: the embedded reference server (sim/). Only wiring: options in, serve() out.
 #include <iostream>
+#include <stdexcept>
 
 #include "cli/commands.hpp"
 #include "cli/durations.hpp"
@@ -28,6 +29,17 @@ void add_serve(CLI::App& root, Registry& registry) {
                     "split reductions whose split count follows the running batch size (16 splits at batch 1-2, "
                     "8 at 3-8, 4 at 9-32, 2 above) with bfloat16 partial sums, so near-tied greedy choices flip "
                     "under load. Off: a fixed split, bit-identical outputs at any concurrency.");
+  auto prefix_cache = std::make_shared<std::string>("on");
+  command->add_option("--prefix-cache", *prefix_cache,
+                      "on: prompts reuse cached 16-token blocks of earlier prompts, as vLLM's automatic prefix "
+                      "caching does (a request's cache_salt keeps it apart, cache_prompt: false skips the cache) and "
+                      "usage reports prompt_tokens_details.cached_tokens; off: no cache, no cached_tokens")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  command->add_flag("--cache-variance", options->cache_variance,
+                    "Make outputs depend on the prefix cache, as a cached prefix's other kernels can: a request "
+                    "that reused cached blocks adds its dot products' partial sums in the reverse order, so "
+                    "near-tied greedy choices flip between a cold and a warm pass. Off: a hit changes nothing but cached_tokens.");
   command->add_option("--max-batch", options->max_batch, "Most sequences in the running batch")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
@@ -83,7 +95,10 @@ void add_serve(CLI::App& root, Registry& registry) {
       "  curl -s http://127.0.0.1:PORT/v1/completions -d '{\"prompt\": \"Hello\", \"max_tokens\": 8, "
       "\"temperature\": 0}'\n"
       "Prints 'listening on http://HOST:PORT' once ready; SIGINT/SIGTERM stop it cleanly (exit 0).");
-  registry.add(command, [options, latency, drain_timeout, names] {
+  registry.add(command, [options, latency, drain_timeout, names, prefix_cache] {
+    options->prefix_cache = *prefix_cache == "on";
+    if (options->cache_variance && !options->prefix_cache)
+      throw std::invalid_argument("--cache-variance needs the prefix cache: drop --prefix-cache off");
     options->model_name = names->front();
     options->more_model_names.assign(names->begin() + 1, names->end());
     options->latency_model = *latency == "on";

@@ -64,6 +64,9 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
         throw std::invalid_argument(std::string("--resume continues a sweep with its saved settings; ") +
                                     flag + " cannot change them (start a new sweep with --out instead)");
     dir = args.resume;
+    if (fs::exists(dir / "study.json"))
+      throw std::invalid_argument(dir.string() + " holds a study (study.json): continue it with `retrace study --resume " +
+                                  dir.string() + "`");
     plan = sweep::load_plan(dir);
     merge_headers(plan, args.replay.headers);
   } else {

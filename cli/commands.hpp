@@ -40,6 +40,7 @@ void add_export(CLI::App& root, Registry& registry);
 void add_inspect(CLI::App& root, Registry& registry);
 void add_cat(CLI::App& root, Registry& registry);
 void add_sweep(CLI::App& root, Registry& registry);
+void add_study(CLI::App& root, Registry& registry);
 void add_bisect(CLI::App& root, Registry& registry);
 void add_demo(CLI::App& root, Registry& registry);
 void add_record(CLI::App& root, Registry& registry);

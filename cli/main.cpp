@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   retrace::cli::add_replay(app, registry);
   retrace::cli::add_merge(app, registry);
   retrace::cli::add_diff(app, registry);
+  retrace::cli::add_study(app, registry);
   retrace::cli::add_sweep(app, registry);
   retrace::cli::add_bisect(app, registry);
   retrace::cli::add_inspect(app, registry);
@@ -50,7 +51,8 @@ int main(int argc, char** argv) {
             {"Replay", {{"replay", "Re-issue a trace at a concurrency, rate or recorded timing"},
                         {"merge", "Join the shards of one sharded replay into one run"}}},
             {"Compare", {{"diff", "Find where runs' outputs differ: the first divergent token"}}},
-            {"Experiment", {{"sweep", "Replay at several concurrencies, repeated, with a summary"},
+            {"Experiment", {{"study", "The repeatability experiment: concurrency × cache, repeated, with a control"},
+                            {"sweep", "Replay at several concurrencies, repeated, with a summary"},
                             {"bisect", "Find the first concurrency, run or value whose outputs differ"}}},
             {"Inspect", {{"inspect", "Summarise a trace: header, counts, time span, sizes"},
                          {"cat", "Show a trace's exchanges for a person to read"},

@@ -136,6 +136,7 @@ class LineImporter {
     };
     take("model", options_.model.empty() ? json::value(nullptr) : json::value(json::string(options_.model)));
     take("temperature", 0);
+    if (options_.greedy) body["temperature"] = 0;
     take("max_completion_tokens", nullptr);  // no default: kept where the line gives it
     // One output limit: a body with max_completion_tokens (the chat API's newer name) gets no
     // max_tokens besides it.
@@ -245,7 +246,8 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
                                    {"endpoint", options.endpoint},
                                    {"model", options.model.empty() ? json::value(nullptr)
                                                                    : json::value(options.model)},
-                                   {"max_tokens", options.max_tokens}}),
+                                   {"max_tokens", options.max_tokens},
+                                   {"greedy", options.greedy}}),
       *options.writer.clock);
 
   std::uint64_t written = 0;

@@ -24,6 +24,7 @@ struct ImportOptions {
   std::string endpoint = "chat";   // chat | completions: where "prompt" lines go
   std::string model;               // "" = bodies keep what the line says (maybe no model)
   std::int64_t max_tokens = 128;
+  bool greedy = false;             // temperature 0 on every body, even one that asks for another
   std::string tool_version;
   WriterOptions writer;
 };

@@ -100,6 +100,7 @@ void header_section(const HtmlReport& report, std::ostream& out) {
       << "<dt>runs made by</dt><dd>retrace " << e(or_unknown(header.tool_version)) << "</dd>"
       << "</dl>";
   for (const auto& note : report.notes) out << "<p class=\"note\">warning: " << e(note) << "</p>";
+  for (const auto& paragraph : report.paragraphs) out << "<p class=\"scope\">" << e(paragraph) << "</p>";
   out << "</header>\n";
 }
 

@@ -16,6 +16,7 @@
 #include "diff/diff.hpp"
 #include "report/header.hpp"
 #include "report/statistics.hpp"
+#include "report/study_summary.hpp"
 #include "report/sweep_summary.hpp"
 
 namespace retrace::report {
@@ -46,6 +47,7 @@ struct HtmlReport {
   std::vector<std::size_t> first_divergence_positions;
   std::vector<HtmlGold> gold;
   std::vector<std::string> notes;  // warnings (torn tails and the like)
+  std::vector<std::string> paragraphs;  // shown under the header: a study's scope
 };
 
 std::string render_html(const HtmlReport& report);
@@ -53,6 +55,8 @@ std::string render_html(const HtmlReport& report);
 // Builders. From a sweep's summary; from one run's trace; from a baseline trace and candidates
 // (a diff). The trace builders load the traces (TraceError when unreadable).
 HtmlReport sweep_report(const Summary& summary);
+// From a study's summary: a column per cell, its scope (and NOT GREEDY warning) at the top.
+HtmlReport study_report(const StudySummary& summary);
 HtmlReport run_report(const std::filesystem::path& trace);
 HtmlReport diff_report(const std::filesystem::path& baseline,
                        const std::vector<std::filesystem::path>& candidates, diff::Options options);

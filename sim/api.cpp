@@ -224,6 +224,15 @@ void read_logprobs(const json::object& body, ApiRequest& request) {
   request.return_token_ids = bool_field(body, "return_token_ids");
 }
 
+void read_cache(const json::object& body, ApiRequest& request) {
+  if (const json::value* salt = field(body, "cache_salt")) {
+    if (!salt->is_string() || salt->get_string().empty())
+      reject("cache_salt", "'cache_salt' must be a non-empty string");
+    request.cache_salt = salt->get_string();
+  }
+  if (field(body, "cache_prompt")) request.cache_prompt = bool_field(body, "cache_prompt");
+}
+
 }  // namespace
 
 std::string error_body(const ApiError& error) {
@@ -252,6 +261,7 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view text, const ParseCo
   read_stop(body, request);
   read_streaming(body, request);
   read_logprobs(body, request);
+  read_cache(body, request);
   return request;
 }
 

@@ -35,6 +35,10 @@ struct ApiRequest {
   bool want_logprobs = false;     // completions: logprobs=K; chat: logprobs=true
   bool tokens_as_ids = false;     // vLLM return_tokens_as_token_ids
   bool return_token_ids = false;  // vLLM return_token_ids
+  // Prefix cache (sim/prefix_cache.hpp): vLLM's cache_salt (requests share cached blocks only
+  // with the same salt) and llama.cpp's cache_prompt (false: neither read nor fill the cache).
+  std::string cache_salt;
+  bool cache_prompt = true;
   std::vector<std::vector<TokenId>> prompts;
   std::vector<std::optional<std::vector<TokenId>>> answers;  // per prompt
 };

@@ -180,11 +180,12 @@ int Model::split_count_for_batch(int batch_size) {
   return 2;
 }
 
-float Model::logit(const float* hidden, TokenId token, int split_count) const {
+float Model::logit(const float* hidden, TokenId token, int split_count, bool reversed) const {
   const float* row = &embeddings_[std::size_t(token) * kHiddenSize];
   const int slice = kHiddenSize / split_count;
   float total = 0;
-  for (int begin = 0; begin < kHiddenSize; begin += slice) {
+  for (int i = 0; i < split_count; ++i) {
+    const int begin = (reversed ? split_count - 1 - i : i) * slice;
     float partial = 0;
     for (int d = begin; d < begin + slice; ++d) partial += hidden[d] * row[d];
     total = round_to_bfloat16(total + round_to_bfloat16(partial));
@@ -192,7 +193,8 @@ float Model::logit(const float* hidden, TokenId token, int split_count) const {
   return total * kLogitScale + priors_[token];
 }
 
-void Model::candidates(const Context& context, int split_count, std::vector<Candidate>& out) const {
+void Model::candidates(const Context& context, int split_count, std::vector<Candidate>& out,
+                       bool reversed) const {
   if (split_count < 1 || kHiddenSize % split_count != 0) split_count = kFixedSplitCount;
   float hidden[kHiddenSize];
   const std::uint64_t state = mix(context.hash ^ weights_seed_);
@@ -213,7 +215,7 @@ void Model::candidates(const Context& context, int split_count, std::vector<Cand
   auto consider = [&](TokenId token) {
     for (const Candidate& seen : out)
       if (seen.token == token) return;
-    out.push_back({token, logit(hidden, token, split_count)});
+    out.push_back({token, logit(hidden, token, split_count, reversed)});
   };
   const std::uint64_t draw_state = mix(state ^ 0x5851f42d4c957f2dull);
   for (int i = 0; i < kWordCandidates; ++i) {
@@ -243,14 +245,14 @@ Generation::Generation(const Model& model, std::span<const TokenId> prompt, Samp
   if (params_.max_tokens < 1) finish_ = FinishReason::length;
 }
 
-const GeneratedToken& Generation::step(int split_count) {
+const GeneratedToken& Generation::step(int split_count, bool reversed_reduction) {
   last_.top.clear();
   if (forced_) {
     last_.token = (*forced_)[tokens_.size()];
     last_.logprob = 0;
     if (params_.top_logprobs > 0) last_.top.push_back({last_.token, 0});
   } else {
-    model_.candidates(context_, split_count, candidates_);
+    model_.candidates(context_, split_count, candidates_, reversed_reduction);
     if (params_.ignore_eos)
       std::erase_if(candidates_, [](const Candidate& c) { return c.token == Tokenizer::kEndOfSequence; });
     float max_logit = -INFINITY;

@@ -23,6 +23,10 @@
 // GPU kernel heuristics pick a split from the problem shape — so what a request generates depends
 // on what else is running, exactly the nondeterminism retrace is built to find. At batch size 1
 // both modes use the same split, so an unloaded server gives the same output either way.
+//
+// Cache variance. With --cache-variance a request that reused prefix-cache blocks
+// (sim/prefix_cache.hpp) adds its partial sums in the reverse order: the same split, rounded in
+// another order, so a warm pass can flip near-ties that a cold one does not, at any batch size.
 #pragma once
 
 #include <cstdint>
@@ -97,14 +101,17 @@ class Model {
 
   // The candidate next tokens after `context` with their logits; `out` is overwritten (reused to
   // avoid allocation). Candidates are distinct; everything else has probability 0.
-  void candidates(const Context& context, int split_count, std::vector<Candidate>& out) const;
+  // `reversed`: the partial sums are added last slice first (--cache-variance: a prefix-cache hit's
+  // other kernel), which rounds differently under the bfloat16 accumulation.
+  void candidates(const Context& context, int split_count, std::vector<Candidate>& out,
+                  bool reversed = false) const;
 
   // The split a batched kernel would pick for `batch_size` sequences (more splits for small
   // batches, where split-K pays off). split_count_for_batch(1) == kFixedSplitCount.
   static int split_count_for_batch(int batch_size);
 
  private:
-  float logit(const float* hidden, TokenId token, int split_count) const;
+  float logit(const float* hidden, TokenId token, int split_count, bool reversed) const;
 
   Tokenizer tokenizer_;
   std::uint64_t weights_seed_;
@@ -146,7 +153,7 @@ class Generation {
              std::optional<std::vector<TokenId>> forced = std::nullopt);
 
   // Produces the next token with the given reduction split. Precondition: !finished().
-  const GeneratedToken& step(int split_count);
+  const GeneratedToken& step(int split_count, bool reversed_reduction = false);
 
   bool finished() const { return finish_ != FinishReason::none; }
   FinishReason finish_reason() const { return finish_; }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +35,9 @@ void put_response_head(std::string& out, std::string_view id, std::string_view o
 void put_finish(std::string& out, const Generation& generation, bool finished);
 
 // "usage":{"prompt_tokens","total_tokens","completion_tokens"}
-void put_usage(std::string& out, std::size_t prompt_tokens, std::size_t completion_tokens);
+// `cached_tokens`, when given, as vLLM reports prefix-cache hits: prompt_tokens_details.cached_tokens.
+void put_usage(std::string& out, std::size_t prompt_tokens, std::size_t completion_tokens,
+               std::optional<std::size_t> cached_tokens = std::nullopt);
 
 // How a request wants its logprobs written.
 struct LogprobsShape {

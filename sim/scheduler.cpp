@@ -60,7 +60,8 @@ std::size_t Scheduler::admit() {
     if (next.session->gone()) {
       ++metrics_.requests_cancelled;
     } else {
-      admitted_prompt_tokens += next.prompt_tokens;
+      look_up_cache(next);
+      admitted_prompt_tokens += next.prompt_tokens - next.cached_tokens;
       metrics_.prompt_tokens += next.prompt_tokens;
       running_sequences_ += sequences;
       running_.push_back(std::move(waiting_.front()));
@@ -72,6 +73,17 @@ std::size_t Scheduler::admit() {
   metrics_.sequences_running = running_sequences_;
   metrics_.largest_batch = std::max(metrics_.largest_batch, running_sequences_);
   return admitted_prompt_tokens;
+}
+
+void Scheduler::look_up_cache(ActiveRequest& request) {
+  if (!options_.prefix_cache || !request.api.cache_prompt) return;
+  for (const auto& prompt : request.api.prompts)
+    request.cached_tokens += prefix_cache_.lookup_and_insert(request.api.cache_salt, prompt);
+}
+
+std::optional<std::size_t> Scheduler::reported_cached(const ActiveRequest& request) const {
+  if (!options_.prefix_cache) return std::nullopt;
+  return request.cached_tokens;
 }
 
 void Scheduler::schedule_step() {
@@ -114,14 +126,18 @@ void Scheduler::run_steps() {
 
 void Scheduler::step() {
   const int split = options_.batch_variance ? Model::split_count_for_batch(int(running_sequences_))
-                                            : Model::kFixedSplitCount;
+                                                  : Model::kFixedSplitCount;
   ++metrics_.steps;
   for (auto& request : running_) {
     if (request->session->gone() || request->failed) continue;  // retired below
+    // --cache-variance: a request that reused cached blocks is computed along another path, as a
+    // real server's prefill over a cached prefix runs other kernels: its reductions add their
+    // partial sums in the reverse order, whatever the batch's split.
+    const bool reversed = options_.cache_variance && request->cached_tokens > 0;
     const bool stream = request->api.stream;
     for (ChoiceState& choice : request->choices) {
       if (choice.done) continue;
-      const GeneratedToken& token = choice.generation.step(split);
+      const GeneratedToken& token = choice.generation.step(split, reversed);
       ++metrics_.generation_tokens;
       if (request->api.want_logprobs) choice.logprobs.push_back(token);
       bool finished = choice.generation.finished();
@@ -243,7 +259,7 @@ void Scheduler::complete(ActiveRequest& request) {
     if (request.api.include_usage) {
       out += request.chunk_prefix;
       out += "],";
-      put_usage(out, request.prompt_tokens, completion_tokens);
+      put_usage(out, request.prompt_tokens, completion_tokens, reported_cached(request));
       out += "}\n\n";
     }
     out += "data: [DONE]\n\n";
@@ -280,7 +296,7 @@ void Scheduler::complete(ActiveRequest& request) {
     body += '}';
   }
   body += "],";
-  put_usage(body, request.prompt_tokens, completion_tokens);
+  put_usage(body, request.prompt_tokens, completion_tokens, reported_cached(request));
   if (chat && request.api.return_token_ids) {
     body += ",\"prompt_token_ids\":";
     put_token_ids(body, request.api.prompts[0]);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "sim/engine.hpp"
 #include "sim/http_session.hpp"
 #include "sim/metrics.hpp"
+#include "sim/prefix_cache.hpp"
 #include "sim/server.hpp"
 
 namespace retrace::sim {
@@ -50,6 +52,7 @@ struct ActiveRequest {
   std::size_t prompt_tokens = 0;
   bool fails_mid_stream = false;  // chosen by ServeOptions::fail_mid_stream
   bool failed = false;            // its error event is written; retire() drops it
+  std::size_t cached_tokens = 0;  // of prompt_tokens, found in the prefix cache at admission
 };
 
 class Scheduler {
@@ -72,12 +75,15 @@ class Scheduler {
   void put_choice_logprobs(std::string& out, const ActiveRequest& request, ChoiceState& choice);
   void complete(ActiveRequest& request);
   void fail(ActiveRequest& request);
+  void look_up_cache(ActiveRequest& request);
+  std::optional<std::size_t> reported_cached(const ActiveRequest& request) const;
 
   boost::asio::io_context& io_;
   const ServeOptions& options_;
   const Model& model_;
   Metrics& metrics_;
   boost::asio::steady_timer timer_;
+  PrefixCache prefix_cache_;
   std::deque<std::unique_ptr<ActiveRequest>> waiting_;
   std::vector<std::unique_ptr<ActiveRequest>> running_;
   std::size_t running_sequences_ = 0;

@@ -64,7 +64,9 @@ class Server final : public SessionOwner {
     std::string host = bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
     log_ << "retrace serve: simulator model '" << options_.model_name
          << "' (a deterministic toy, not a real LLM); batch variance " << (options_.batch_variance ? "on" : "off")
-         << ", latency model " << (options_.latency_model ? "on" : "off") << ", max batch " << options_.max_batch;
+         << ", prefix cache " << (options_.prefix_cache ? "on" : "off")
+         << (options_.cache_variance ? " with cache variance" : "") << ", latency model "
+         << (options_.latency_model ? "on" : "off") << ", max batch " << options_.max_batch;
     if (answers_.size()) log_ << ", " << answers_.size() << " known answers";
     log_ << std::endl;
     announce << "listening on http://" << host << ":" << bound.port() << std::endl;
@@ -186,6 +188,8 @@ std::string Server::models_body() const {
     body += ",\"description\":\"retrace built-in simulator (retrace serve): a deterministic toy model for "
             "testing, not a real LLM. Batch variance ";
     body += options_.batch_variance ? "on" : "off";
+    body += ", prefix cache ";
+    body += options_.prefix_cache ? (options_.cache_variance ? "on with cache variance" : "on") : "off";
     body += ", weights seed ";
     put_number(body, options_.weights_seed);
     body += ".\"}";

@@ -37,6 +37,8 @@ struct ServeOptions {
   std::vector<std::string> more_model_names;  // also served; /v1/models lists them after model_name
   std::uint64_t weights_seed = 0;
   bool batch_variance = false;
+  bool prefix_cache = true;     // reuse cached prompt blocks and report cached_tokens (vLLM's APC)
+  bool cache_variance = false;  // a prefix-cache hit changes the reduction order (scheduler.cpp)
   int max_batch = 64;            // sequences (choices) in the running batch
   int max_model_len = 4096;      // prompt + completion tokens
   bool latency_model = true;

@@ -1,7 +1,8 @@
 // `retrace demo`: the whole story on a fresh machine, against the built-in simulator. Starts
 // `retrace serve` (this same binary), records the gold questions through `retrace record`, sweeps
-// the recording, then repeats with batch variance on over open-ended prompts and bisects the
-// concurrency at which outputs start to differ. Every child process is stopped on every path out
+// the recording, then studies open-ended prompts (`retrace study`: concurrency × cold/warm cache)
+// on a server with batch and cache variance, and bisects the concurrency at which outputs start to
+// differ. Every child process is stopped on every path out
 // (Child's destructor), and everything written lands in one directory.
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <stdexcept>
 
 #include "format/import.hpp"
+#include "sweep/study.hpp"
 #include "sweep/sweep.hpp"
 #include "version.hpp"
 
@@ -69,6 +71,25 @@ Summary sweep_into(const fs::path& trace, const std::string& target, const std::
   save_plan(plan, dir);
   auto summary = run_sweep(plan, dir, SweepIo{&log, options.stop});
   if (!summary) throw std::runtime_error("interrupted; the partial sweep is in " + dir.string());
+  return *summary;
+}
+
+report::StudySummary study_into(const fs::path& trace, const std::string& target, const std::vector<int>& levels,
+                                int repeats, const fs::path& dir, const ReplayArgs& replay_args,
+                                const DemoOptions& options, std::ostream& log) {
+  fs::create_directories(dir);
+  Plan plan;
+  plan.trace = fs::absolute(trace).string();
+  plan.target = target;
+  plan.levels.assign(levels.begin(), levels.end());
+  plan.repeats = repeats;
+  plan.replay = replay_args;
+  StudySettings settings;  // cold and warm
+  plan_study(plan, settings);
+  save_plan(plan, dir);
+  save_study(settings, dir);
+  auto summary = run_study(plan, settings, dir, SweepIo{&log, options.stop});
+  if (!summary) throw std::runtime_error("interrupted; the partial study is in " + dir.string());
   return *summary;
 }
 
@@ -203,15 +224,16 @@ class Demo {
     server.stop();
   }
 
-  // 2. Open-ended prompts with batch variance: the reductions depend on the batch, as real
-  // batched kernels do, so near-ties flip under load. Then 3: bisect on the same server.
+  // 2. Open-ended prompts on a server whose reductions depend on the batch and on prefix-cache
+  // hits, as real batched kernels and cached prefills can: `retrace study` measures both, each cell
+  // against the control. Then 3: bisect on the same server.
   void open_ended_prompts() {
-    stage_.say("starting a second simulator with --batch-variance");
+    stage_.say("starting a second simulator with --batch-variance --cache-variance");
     auto command = serve_command(options_.self);
-    command.push_back("--batch-variance");
+    command.insert(command.end(), {"--batch-variance", "--cache-variance"});
     Child server(command, dir_ / "serve-batch-variance.log");
     std::string url = server.wait_listening(30'000);
-    stage_.say("simulator with batch variance (pid " + std::to_string(server.pid()) +
+    stage_.say("simulator with batch and cache variance (pid " + std::to_string(server.pid()) +
                ") listening on " + url);
 
     fs::path open_ended = dir_ / "open-ended.rtrace";
@@ -219,23 +241,27 @@ class Demo {
     import_options.tool_version = kToolVersion;
     import_dataset(traces_ / "open-ended.jsonl", open_ended, import_options);
 
-    stage_.say("sweeping 20 open-ended prompts at concurrency " + join_levels(levels_) + " × " +
-               std::to_string(repeats_));
-    auto summary = sweep_into(open_ended, url, levels_, repeats_, dir_ / "open-ended-sweep", "",
-                              replay_args_, options_, stage_.log);
-    out_ << "## 2. Open-ended prompts (128 tokens), server with --batch-variance\n\n"
-         << levels_table(summary) << "\n"
+    stage_.say("studying 20 open-ended prompts: concurrency " + join_levels(levels_) +
+               " × cache cold,warm × " + std::to_string(repeats_));
+    auto summary = study_into(open_ended, url, levels_, repeats_, dir_ / "open-ended-study", replay_args_,
+                              options_, stage_.log);
+    out_ << "## 2. Open-ended prompts (128 tokens): `retrace study`, server with --batch-variance "
+            "and --cache-variance\n\n"
+         << report::study_scope(summary) << "\n\n"
+         << report::study_cells_table(summary) << "\n"
          << "First divergent tokens (margin = logprob gap between the two candidates; a near-tie "
             "is numeric noise, not a changed model):\n"
-         << divergence_list(summary, 12) << "\n"
-         << "HTML report (charts, and each divergent output token by token): "
-         << (dir_ / "open-ended-sweep" / "report.html").string() << "\n\n"
+         << report::study_divergence_list(summary, 12) << "\n"
+         << "Summary: " << (dir_ / "open-ended-study" / "summary.md").string()
+         << "; HTML report (charts, and where outputs first part): "
+         << (dir_ / "open-ended-study" / "report.html").string() << "\n\n"
          << std::flush;
     bisect(open_ended, url);
     server.stop();
   }
 
-  // 3. Where does it start? Bisect the concurrency, reusing the sweep's baseline run.
+  // 3. Where does it start? Bisect the concurrency. Its requests skip the prefix cache
+  // (cache_prompt false), so that only the concurrency changes from one probe to the next.
   void bisect(const fs::path& open_ended, const std::string& url) {
     stage_.say("bisecting the concurrency over " + range_);
     auto values = parse_range(range_);
@@ -246,11 +272,11 @@ class Demo {
     axis.name = "concurrency";
     for (int value : values) axis.point_labels.push_back("concurrency " + std::to_string(value));
     axis.diff = diff_options(Plan{}, false);
-    const fs::path sweep_baseline = dir_ / "open-ended-sweep" / "c1-r1.rtrace";
+    ReplayArgs args = replay_args_;
+    args.set.push_back("cache_prompt=false");
     axis.run_for = [&](std::size_t index) -> fs::path {
       int concurrency = values[index];
-      if (index == 0 && concurrency == 1) return sweep_baseline;
-      return replay_at(trace, replay_args_, url, concurrency,
+      return replay_at(trace, args, url, concurrency,
                        {{"run", "bisect-c" + std::to_string(concurrency)}},
                        bisect_dir / ("c" + std::to_string(concurrency) + ".rtrace"), options_.stop,
                        nullptr);
@@ -264,11 +290,11 @@ class Demo {
             "OpenAI-compatible endpoint)\n\n"
          << "  retrace record --upstream http://YOUR-SERVER:8000 --out my.rtrace --listen 127.0.0.1:9000\n"
          << "      # point your client at http://127.0.0.1:9000, or: retrace import questions.jsonl --out my.rtrace\n"
-         << "  retrace sweep my.rtrace --target http://YOUR-SERVER:8000 --concurrency 1,16,32 "
-            "--repeat 3 --out my-sweep\n"
+         << "  retrace study my.rtrace --target http://YOUR-SERVER:8000 --concurrency 1,16,32 "
+            "--cache cold,warm --repeat 3 --out my-study\n"
          << "  retrace bisect --over concurrency --range 1..64 --trace my.rtrace --target http://YOUR-SERVER:8000\n"
-         << "  retrace diff " << (dir_ / "open-ended-sweep" / "c1-r1.rtrace").string() << " "
-         << (dir_ / "open-ended-sweep" / ("c" + std::to_string(levels_.back()) + "-r1.rtrace")).string()
+         << "  retrace diff " << (dir_ / "open-ended-study" / "baseline.rtrace").string() << " "
+         << (dir_ / "open-ended-study" / ("c" + std::to_string(levels_.back()) + "-warm-r1.rtrace")).string()
          << "\n\n"
          << "Everything this demo wrote is in " << dir_.string() << " ("
          << stage_.seconds() << " s).\n"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `retrace demo --quick` runs end to end in the suite: simulator, recorder, two sweeps, a bisect;
+# `retrace demo --quick` runs end to end in the suite: simulator, recorder, a sweep, a study, a bisect;
 # its output is checked and every child process is gone afterwards.
 . "$(dirname "$0")/lib.sh"
 
@@ -21,10 +21,15 @@ while read -r row; do
 done <<<"$gold_rows"
 check_contains "$out" "## 2. Open-ended prompts" "the batch-variance part ran"
 sed -n '/## 2\./,/## 3\./p' "$out" | grep -qE 'token [0-9]+.*margin' || fail "no divergence with a margin listed"
+# The study: its scope first, the control (concurrency 1, cold, as the baseline) identical to the
+# baseline, and every warm response a cache hit, as the server reported it.
+sed -n '/## 2\./,/## 3\./p' "$out" | grep -q '^\*\*Scope\.\*\* This is direct evidence about `retrace-sim`' || fail "the study's scope"
+check_contains "$out" "| c1 cold (control) | 2 | 0 of 40 (≤ 7.2 %) |" "the control does not differ, and its bound"
+[[ $(sed -n '/## 2\./,/## 3\./p' "$out" | grep -cE '^\| c[0-9]+ warm \|.*\| 40 \(40 of 40\) \|') == 2 ]] || fail "warm cells without cache hits"
 check_contains "$out" "boundary: concurrency" "the bisect found the boundary"
-check_contains "$out" "retrace sweep my.rtrace --target http://YOUR-SERVER" "the real-server commands"
+check_contains "$out" "retrace study my.rtrace --target http://YOUR-SERVER" "the real-server commands"
 check_contains "$out" "Everything this demo wrote is in $WORK/demo" "the directory is named"
-for f in gold-recorded.rtrace gold-sweep/summary.json open-ended-sweep/summary.md; do
+for f in gold-recorded.rtrace gold-sweep/summary.json open-ended-study/summary.md open-ended-study/report.html; do
   [[ -f "$WORK/demo/$f" ]] || fail "demo did not write $f"
 done
 # No server or recorder outlives the demo.

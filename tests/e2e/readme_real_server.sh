@@ -16,9 +16,10 @@ ln -s "$RETRACE" "$WORK/bin/retrace"
 ln -s "$ROOT/traces" "$WORK/run/traces"
 (cd "$WORK/run" && PATH="$WORK/bin:$PATH" TARGET="$SIM_URL/v1" bash -euo pipefail "$WORK/block.sh") \
   >"$WORK/block.out" 2>"$WORK/block.err" || { tail -n 40 "$WORK/block.err" >&2; fail "the README block failed"; }
-for file in gold.rtrace c1.rtrace c16.rtrace r5.rtrace sweep/summary.json sweep.html diff.html; do
+for file in gold.rtrace c1.rtrace c16.rtrace r5.rtrace study/summary.json study.html diff.html; do
   [[ -s "$WORK/run/$file" ]] || fail "the README block did not write $file"
 done
 check_contains "$WORK/block.err" "go to example-org/chat-model-v2" "the model substitution is said"
+check_contains "$WORK/run/study/summary.md" '`example-org/chat-model-v2` as the server named it' "the study's scope names the served model"
 check_eq "$("$RETRACE" stats "$WORK/run/c16.rtrace" --json | jq -r .completed)" 20 "completed requests at -c 16"
 echo "ok"

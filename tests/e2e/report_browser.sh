@@ -54,6 +54,19 @@ check_contains "$WORK/diff.dom" 'data-report-kind="diff"' "a diff report"
 render run "$WORK/run.html"
 check_contains "$WORK/run.dom" 'data-report-kind="run"' "a run report"
 
+# A study's page: the same script over a column per cell, with the scope on top.
+status=0
+"$RETRACE" study "$WORK/open.rtrace" --target "$VARIANCE_URL" -c 1,16 --cache cold,warm --repeat 1 \
+  --token-ids logprobs --out "$WORK/study" >"$WORK/study.out" 2>"$WORK/study.err" || status=$?
+[[ $status == 1 ]] || { cat "$WORK/study.err" >&2; fail "study with batch variance: exit $status, want 1"; }
+"$RETRACE" report "$WORK/study" -o "$WORK/study-again.html" >/dev/null || fail "retrace report of a study"
+cmp -s "$WORK/study/report.html" "$WORK/study-again.html" || fail "report DIR differs from the study's report.html"
+render study "$WORK/study/report.html"
+check_contains "$WORK/study.dom" '<p class="scope">Scope. This is direct evidence' "the study's scope is on the page"
+check_contains "$WORK/study.dom" "c1 cold (control)" "the control's column"
+check_contains "$WORK/study.dom" 'id="positions"' "the histogram of first divergent positions"
+(( $(grep -o '<article class="divergence"' "$WORK/study.dom" | wc -l) > 0 )) || fail "the study report shows no divergent output"
+
 # Nothing outside the page is referenced: no src= or href= leaving the file.
 if grep -oE '(src|href)="[^"#][^"]*"' "$WORK/sweep/report.html" | grep -v 'xmlns'; then fail "the report references outside resources"; fi
 

@@ -1,0 +1,92 @@
+// Study: the repeatability experiment as one command. A baseline run, then every cell of
+// concurrency × cache state run `repeats` times; the cell with the baseline's own configuration is
+// the control, whose difference rate is the noise floor. Built on the sweep's machinery: the
+// directory holds the sweep's plan.json (settings, runs, statuses; rewritten after each run, so
+// --resume redoes only what never finished) beside study.json (what only a study has), one trace
+// per run (baseline.rtrace, c16-warm-r2.rtrace, ...), exchanges.csv (every exchange's sampling as
+// sent and its cached tokens) and summary.json/.md/.csv, report.html.
+//
+// The requests. The trace's selection (replay's --filter, --limit, --requests N; --same-prompt N:
+// its first request N times) is laid out once as the study's own input, one exchange per request
+// sent, so every run sends the same list and diff pairs request i with request i.
+//
+// Cache state, by the server the preflight identified (cache_control):
+//   cold  vLLM and retrace serve: a fresh cache_salt on every request of every run; SGLang:
+//         POST /flush_cache before the run; llama.cpp: cache_prompt false; anything else: no
+//         control, said in every summary.
+//   warm  every request of the run sent once first (not measured; replay's warm-up), then the run.
+// Whether a warm cell hit the cache is read from the responses (cached_tokens_of), never assumed.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "replay/preflight.hpp"
+#include "report/study_summary.hpp"
+#include "sweep/sweep.hpp"
+
+namespace retrace::sweep {
+
+enum class CacheControl : std::uint8_t { salt, flush, no_cache_prompt, none };
+// How a cold cache is made on `server_kind` (replay::ServerIdentity::kind).
+CacheControl cache_control(const std::string& server_kind);
+// "a fresh cache_salt per request", "POST /flush_cache before the run", ... for summaries.
+std::string cache_method(CacheControl control, const std::string& state);
+
+struct StudySettings {
+  std::vector<std::string> cache = {"cold", "warm"};  // states, in order; [0] is the baseline's
+  std::optional<std::size_t> same_prompt;
+  bool greedy = false;          // --greedy: temperature 0 set on every request
+  bool allow_sampling = false;  // --allow-sampling: run requests that are not greedy
+  std::vector<std::string> run_cache;  // per run of the plan, its cache state
+};
+
+// Parses "cold,warm" (distinct; cold or warm); throws std::invalid_argument naming --cache.
+std::vector<std::string> parse_cache_states(std::string_view text);
+
+// The runs: baseline (first concurrency, first cache state), then for each concurrency, each cache
+// state, `repeats` runs c16-warm-r2. Fills plan.runs and settings.run_cache.
+void plan_study(Plan& plan, StudySettings& settings);
+
+void save_study(const StudySettings& settings, const std::filesystem::path& dir);
+// Throws std::runtime_error naming study.json and the field.
+StudySettings load_study(const std::filesystem::path& dir);
+
+// The requests every run sends: `input`'s selection under the plan's replay flags (--requests,
+// --same-prompt: cycled), one exchange each with id 0..N-1 and the label study_prompt naming the
+// input exchange it copies.
+LoadedTrace study_input(const LoadedTrace& input, const Plan& plan, const StudySettings& settings);
+// The input of one cold run under `control`: each body with a cache_salt unique to the run and
+// the request (salt), or cache_prompt false (no_cache_prompt); unchanged otherwise.
+LoadedTrace cold_input(const LoadedTrace& requests, CacheControl control, const std::string& salt_prefix);
+
+// One exchange's sampling as its body says (top level, or SGLang's sampling_params, TGI's
+// parameters) and what its response says of the prompt cache and the model.
+struct ExchangeAudit {
+  std::optional<std::string> temperature, top_p, top_k, seed, n;  // as JSON text; nullopt: absent
+  std::optional<std::int64_t> cached_tokens;  // nullopt: the response did not say
+  std::string model;                          // the response's "model"
+};
+ExchangeAudit audit_exchange(const Exchange& exchange);
+// The same for a request body alone (the requests before any traffic).
+ExchangeAudit audit_body(std::string_view body);
+void count_sampling(const ExchangeAudit& audit, report::SamplingAudit& into);
+
+// Refuses (std::invalid_argument, with what to do) a study whose requests, after --set, --unset
+// and --greedy, are not all at temperature 0, unless settings.allow_sampling.
+void check_greedy(const LoadedTrace& requests, const Plan& plan, const StudySettings& settings);
+
+// Runs every pending run into `dir` (plan saved after each), then summarizes and writes the
+// summaries. Returns nullopt when stopped first. Throws on set-up errors, as run_sweep.
+std::optional<report::StudySummary> run_study(Plan& plan, const StudySettings& settings,
+                                              const std::filesystem::path& dir, const SweepIo& io);
+// The summary from finished runs (no traffic); writes exchanges.csv as it reads them.
+report::StudySummary summarize_study(const Plan& plan, const StudySettings& settings,
+                                     const std::filesystem::path& dir);
+
+}  // namespace retrace::sweep
