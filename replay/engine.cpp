@@ -6,6 +6,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <iostream>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -16,6 +17,7 @@
 
 #include "format/header.hpp"
 #include "net/fetch.hpp"
+#include "net/run_handlers.hpp"
 #include "replay/feed.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
@@ -115,7 +117,10 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
   for (auto& worker : workers)
     threads.emplace_back([&worker, &running] {
       worker->io().restart();
-      worker->io().run();
+      net::run_handlers(worker->io(), [](std::string_view what) {
+        std::cerr << "retrace replay: internal error in a request's handler (" + std::string(what) +
+                         "); that request was dropped and the run goes on\n";
+      });
       running.fetch_sub(1);
     });
   bool stop_sent = false;
