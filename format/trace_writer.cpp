@@ -288,8 +288,9 @@ void TraceWriter::write(const Exchange& exchange) {
   };
   std::uint64_t body_bytes = exchange.request.body.size() + exchange.response.body.size();
   for (const auto& event : exchange.response.events) body_bytes += event.data.size();
-  // Bodies that alone pass the limit are not built into a record only to be thrown away.
-  bool may_fit = body_bytes < impl.options.max_frame_bytes;
+  // Bodies that with a record's least framing (its segment table, root and structs: well over
+  // 64 bytes) pass the limit are not built into a record only to be thrown away.
+  bool may_fit = body_bytes + 64 < impl.options.max_frame_bytes;
   if (!may_fit || !impl.append_record(fill(exchange))) {
     auto too_large = " not kept: the exchange would pass the " +
                      std::to_string(impl.options.max_frame_bytes) + " bytes a trace message may hold (" +
