@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/outputs.hpp"
 #include "cli/replay_flags.hpp"
+#include "format/private_file.hpp"
 #include "replay/preflight.hpp"
 #include "sweep/sweep.hpp"
 
@@ -36,7 +37,7 @@ struct BisectArgs {
 fs::path make_out_dir(const std::string& given, bool force) {
   if (!given.empty()) {
     check_output_dir(given, force, "--out");
-    fs::create_directories(given);
+    create_private_directories(given);
     return given;
   }
   std::time_t now = std::time(nullptr);
@@ -47,7 +48,7 @@ fs::path make_out_dir(const std::string& given, bool force) {
   fs::path dir = fs::current_path() / name;
   for (int suffix = 2; fs::exists(dir); ++suffix)
     dir = fs::current_path() / (std::string(name) + "-" + std::to_string(suffix));
-  fs::create_directories(dir);
+  create_private_directories(dir);
   return dir;
 }
 

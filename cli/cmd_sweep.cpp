@@ -6,6 +6,7 @@
 #include "cli/outputs.hpp"
 #include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
+#include "format/private_file.hpp"
 #include "report/terminal_table.hpp"
 #include "sweep/sweep.hpp"
 
@@ -114,7 +115,7 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
     for (double level : plan.levels)
       sweep::to_replay_options(plan.replay, plan.target, sweep::schedule_at(plan, level), {});
     sweep::diff_options(plan, false);
-    fs::create_directories(dir);
+    create_private_directories(dir);
     sweep::save_plan(plan, dir);
   }
 

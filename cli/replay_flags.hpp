@@ -14,7 +14,10 @@ inline void add_request_flags(CLI::App& command, replay::RequestFlags& flags) {
       ->type_name("PATH=VALUE");
   command.add_option("--unset", flags.unset, "Remove PATH from the JSON body (repeatable)")
       ->type_name("PATH");
-  command.add_option("--header,-H", flags.headers, "'Name: value' added to every request (repeatable)");
+  command.add_option("--header,-H", flags.headers, "'Name: value' added to every request (repeatable); the run's trace and outputs keep it "
+                     "unless the secret policy redacts it (a secret-looking name such as Authorization or "
+                     "X-Api-Key, or a value shaped like a JWT or a known key): name a credential so, or use "
+                     "--api-key-env");
   command.add_option("--api-key-env", flags.api_key_env,
                      "Send 'Authorization: Bearer $VAR'; never written to the trace");
   command.add_option("--token-ids", flags.token_ids,

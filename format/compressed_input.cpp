@@ -161,13 +161,17 @@ bool CompressedInput::next_line(std::string& line) {
     const char* begin = impl.out.data() + impl.out_begin;
     std::size_t available = impl.out_end - impl.out_begin;
     const void* newline = std::memchr(begin, '\n', available);
+    std::size_t piece = newline ? static_cast<std::size_t>(static_cast<const char*>(newline) - begin) : available;
+    if (line.size() + piece > kMaxLineBytes)
+      impl.fail("line " + std::to_string(line_number_ + 1) + " is longer than " +
+                std::to_string(kMaxLineBytes) +
+                " bytes, the longest line read (a trace record holds no more); is it one JSON "
+                "document on one line? Split it into one row per line");
+    line.append(begin, piece);
     if (newline) {
-      std::size_t n = static_cast<const char*>(newline) - begin;
-      line.append(begin, n);
-      impl.out_begin += n + 1;
+      impl.out_begin += piece + 1;
       break;
     }
-    line.append(begin, available);
     impl.out_begin = impl.out_end;
   }
   if (!any) return false;

@@ -23,9 +23,13 @@ class CompressedInput {
   CompressedInput(const CompressedInput&) = delete;
   CompressedInput& operator=(const CompressedInput&) = delete;
 
+  // The longest line next_line() returns: what one trace record holds (kMaxFrameBytes). Memory
+  // for a line stays near it whatever a compressed file claims.
+  static constexpr std::size_t kMaxLineBytes = 512u << 20;
+
   // The next line without its "\n" (or "\r\n") into `line`; false at the end of the input.
   // Throws TraceError naming the file and the line when the compressed stream is corrupt or cut
-  // short, or when reading fails.
+  // short, when the line is longer than kMaxLineBytes, or when reading fails.
   bool next_line(std::string& line);
   // Up to `size` decompressed bytes into `out`; 0 at the end.
   std::size_t read(char* out, std::size_t size);

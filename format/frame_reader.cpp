@@ -269,19 +269,33 @@ bool FrameReader::next_frame() {
 
 // Decodes the zstd frame at frame_offset_ (its magic read) straight into `frame_`: the
 // decompressor writes there in place (ZSTD_d_stableOutBuffer), so no block is copied from a
-// buffer of its own. The frames carry no content size, so `frame_` keeps the largest size any
-// frame needed; a frame that does not fit is decoded again from its start into a buffer twice
-// as large, up to the frame limit.
+// buffer of its own. retrace's frames carry no content size, so `frame_` keeps the largest size
+// any frame needed; a frame that does not fit is decoded again from its start into a buffer twice
+// as large, up to the frame limit. A frame whose header declares its size (another writer's, or
+// a damaged one) is refused when that passes the limit and otherwise given that size at once:
+// zstd refuses to start a frame whose declared size does not fit, so without this check one
+// changed header byte would grow the buffer to the limit, zero-filled, for nothing.
 bool FrameReader::decompress_frame(std::uint32_t magic) {
   for (;;) {
     bool too_small = false;
     if (decode_in_place(magic, too_small)) return true;
     if (!too_small) return false;
-    if (frame_.size() * 8 > frame_limit_bytes_) {
-      damaged(frame_offset_, "a frame decompresses to more than " + std::to_string(frame_limit_bytes_) + " bytes");
+    ZSTD_frameHeader declared{};
+    bool sized = ZSTD_getFrameHeader(&declared, frame_head_.data(), frame_head_.size()) == 0 &&
+                 declared.frameType == ZSTD_frame && declared.frameContentSize != ZSTD_CONTENTSIZE_UNKNOWN;
+    if (sized && declared.frameContentSize > frame_limit_bytes_) {
+      damaged(frame_offset_, "a frame declares " + std::to_string(declared.frameContentSize) +
+                                 " bytes of content, more than the " + std::to_string(frame_limit_bytes_) +
+                                 " bytes a frame may hold");
       return false;
     }
-    std::size_t words = std::max<std::size_t>(frame_.size() * 2, (1u << 20) / 8);
+    if (frame_.size() * 8 > frame_limit_bytes_ || (sized && declared.frameContentSize <= frame_.size() * 8)) {
+      damaged(frame_offset_, "a frame decompresses to more than " +
+                                 std::to_string(sized ? declared.frameContentSize : frame_limit_bytes_) + " bytes");
+      return false;
+    }
+    std::size_t words = sized ? (declared.frameContentSize + 7) / 8
+                              : std::max<std::size_t>(frame_.size() * 2, (1u << 20) / 8);
     frame_.resize(std::min<std::size_t>(words, frame_limit_bytes_ / 8 + 1));
     note_buffers();
     if (!seek(frame_offset_ + 4)) {
@@ -316,6 +330,7 @@ bool FrameReader::decode_in_place(std::uint32_t magic, bool& too_small) {
     }
     return false;
   };
+  frame_head_.assign(reinterpret_cast<const char*>(&magic), 4);
   ZSTD_inBuffer head{&magic, 4, 0};
   std::size_t hint = step(head);
   if (failed(hint)) return false;
@@ -325,6 +340,9 @@ bool FrameReader::decode_in_place(std::uint32_t magic, bool& too_small) {
       return false;
     }
     ZSTD_inBuffer in{input_.data() + input_pos_, input_len_ - input_pos_, 0};
+    if (frame_head_.size() < ZSTD_FRAMEHEADERSIZE_MAX)
+      frame_head_.append(input_.data() + input_pos_,
+                         std::min(in.size, ZSTD_FRAMEHEADERSIZE_MAX - frame_head_.size()));
     hint = step(in);
     input_pos_ += in.pos;
     if (failed(hint)) return false;

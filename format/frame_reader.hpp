@@ -47,6 +47,11 @@ class FrameReader {
   // The current frame decoded (its checksum held) but a record in it is corrupt: its remaining
   // records are dropped, a skipped region (before begin_records(), the torn tail).
   void drop_frame_rest(std::string reason);
+  // One record of the current frame (`bytes` long) is refused on its own: a skipped region at the
+  // frame's offset; the frame's other records are read.
+  void skip_record(std::uint64_t bytes, std::string reason) {
+    note_skipped(frame_offset_, bytes, std::move(reason));
+  }
   // The header was read: damage is skipped from now on, and the recovery so far is forgotten.
   void begin_records();
 
@@ -98,6 +103,9 @@ class FrameReader {
   std::vector<std::uint64_t> frame_;
   std::size_t frame_words_ = 0;
   std::uint64_t frame_offset_ = 0;
+  // The first bytes of the frame being decoded, enough for its header: the content size it
+  // declares, read before `frame_` grows for it.
+  std::string frame_head_;
 
   std::vector<std::uint64_t> skippable_;  // the index frame's contents, while it is read
   bool has_index_ = false;

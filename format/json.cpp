@@ -1,6 +1,8 @@
 #include "format/json.hpp"
+#include "format/wire_syntax.hpp"
 
 #include "format/json_text.hpp"
+#include "format/text.hpp"
 
 #include <array>
 #include <charconv>
@@ -262,11 +264,13 @@ json::object to_json(const Exchange& exchange) {
                                  {"completion_tokens", json_count(exchange.usage.completion_tokens)},
                                  {"total_tokens", json_count(exchange.usage.total_tokens)}};
   object["error"] = json::object{{"kind", to_string(exchange.error.kind)},
-                                 {"message", exchange.error.message}};
+                                 {"message", utf8_or_replaced(exchange.error.message)}};
   object["labels"] = labels_to_json(exchange.labels);
   object["expected"] = exchange.expected ? json::value(*exchange.expected) : json::value(nullptr);
   object["dialect"] = exchange.dialect;
-  object["decode_note"] = exchange.decode_note;
+  // Notes and messages quote what arrived, which need not be UTF-8; JSON text must be (so that
+  // `export | import` reads its own output), and they are for reading: replaced, not encoded.
+  object["decode_note"] = utf8_or_replaced(exchange.decode_note);
   object["retries"] = exchange.retries;
   return object;
 }
@@ -321,6 +325,9 @@ void exchange_from_json(const json::object& object, Exchange& out) {
     read_string(*request, "target", out.request.target);
     read_headers(*request, out.request.headers);
     read_bytes(*request, "body", out.request.body);
+    if (auto unsendable = wire_syntax_error(out.request); !unsendable.empty())
+      throw TraceError("\"request\" cannot go on the wire: " + unsendable +
+                       " (CR, LF and other control bytes would start lines of their own)");
   }
   if (const auto* response = read_object(object, "response")) {
     read_int(*response, "status", out.response.status);

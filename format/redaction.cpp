@@ -9,26 +9,31 @@ namespace retrace {
 
 namespace {
 
-constexpr std::array<std::string_view, 11> kSecretHeaderNames = {
+constexpr std::array<std::string_view, 13> kSecretHeaderNames = {
     "Authorization", "Proxy-Authorization", "Cookie",        "Set-Cookie",
     "X-Api-Key",     "Api-Key",             "X-Goog-Api-Key", "X-Auth-Token",
-    "Ocp-Apim-Subscription-Key", "X-Amz-Security-Token", "WWW-Authenticate"};
+    "Ocp-Apim-Subscription-Key", "X-Amz-Security-Token", "WWW-Authenticate",
+    "OpenAI-Organization", "OpenAI-Project"};
 
 // Substrings of a lower-cased header name that make it secret.
-constexpr std::array<std::string_view, 6> kSecretHeaderParts = {"auth",     "token",   "secret",
-                                                                 "password", "session", "cookie"};
+constexpr std::array<std::string_view, 8> kSecretHeaderParts = {
+    "auth", "token", "secret", "password", "session", "cookie", "signature", "credential"};
 
-// Lower case; compared case-insensitively.
-constexpr std::array<std::string_view, 17> kSecretQueryParameters = {
-    "api-key",     "api_key",       "apikey",        "key",          "access_token",
-    "token",       "id_token",      "refresh_token", "auth",         "auth_token",
-    "secret",      "client_secret", "password",      "sig",          "signature",
-    "x-amz-security-token", "x-amz-signature"};
-
-// Exact (JSON names are case-sensitive).
-constexpr std::array<std::string_view, 9> kSecretBodyFields = {
-    "api_key", "apikey", "api-key", "access_token", "auth_token",
-    "token",   "secret", "client_secret", "password"};
+// Query parameter and body field names are compared squashed (lower case, without '-', '_', '.'
+// and spaces: "API_KEY", "apiKey" and "api-key" are one name) and, for a query, after
+// percent-decoding ("api%5Fkey"). A name is secret when it is one of these...
+constexpr std::array<std::string_view, 21> kSecretQueryNames = {
+    "apikey", "key",  "accesstoken", "token", "idtoken", "refreshtoken", "auth",
+    "authtoken", "secret", "clientsecret", "password", "sig", "signature", "jwt",
+    "code",  // Azure Functions' function key
+    "xamzsecuritytoken", "xamzsignature", "xamzcredential", "xgoogapikey", "subscriptionkey",
+    "sessiontoken"};
+// ...for a body field (JSON names: "key" and "code" are ordinary words there)...
+constexpr std::array<std::string_view, 3> kSecretBodyNames = {"token", "auth", "sig"};
+// ...or, for both, when it contains one of these words or ends with one of the next.
+constexpr std::array<std::string_view, 6> kSecretNameParts = {"password", "passwd", "secret",
+                                                               "apikey", "credential", "privatekey"};
+constexpr std::array<std::string_view, 3> kSecretNameEnds = {"token", "jwt", "signature"};
 
 constexpr std::string_view kLegacySweepMarker = "<redacted: pass --header again on --resume>";
 
@@ -40,9 +45,24 @@ std::string lower(std::string_view text) {
   return out;
 }
 
+std::string squash(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  for (char c : name)
+    if (c != '-' && c != '_' && c != '.' && c != ' ') out += ascii_lower(c);
+  return out;
+}
+
 template <std::size_t N>
 bool contains(const std::array<std::string_view, N>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool secret_by_word(std::string_view squashed) {
+  return std::any_of(kSecretNameParts.begin(), kSecretNameParts.end(),
+                     [&](auto part) { return squashed.find(part) != std::string_view::npos; }) ||
+         std::any_of(kSecretNameEnds.begin(), kSecretNameEnds.end(),
+                     [&](auto end) { return squashed.ends_with(end); });
 }
 
 // "key" or "apikey" as one of the '-'/'_'-separated words of a lower-cased name.
@@ -57,7 +77,87 @@ bool has_key_word(std::string_view name) {
   return false;
 }
 
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  c = ascii_lower(c);
+  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+// %XX decoded and '+' as a space (application/x-www-form-urlencoded); a bad escape stays as it is.
+std::string percent_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 &&
+        hex_value(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i] == '+' ? ' ' : text[i];
+    }
+  }
+  return out;
+}
+
+bool all_of_set(std::string_view text, std::string_view set) {
+  return !text.empty() && text.find_first_not_of(set) == std::string_view::npos;
+}
+
+constexpr std::string_view kBase64Url = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+constexpr std::string_view kAlnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+constexpr std::string_view kUpperDigits = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+// A JWT (RFC 7519): base64url header "eyJ..." (it encodes '{"'), payload and signature, joined by
+// dots; the signature may be empty (alg "none").
+bool is_jwt(std::string_view value) {
+  if (!value.starts_with("eyJ")) return false;
+  auto first = value.find('.');
+  auto second = first == std::string_view::npos ? first : value.find('.', first + 1);
+  if (second == std::string_view::npos) return false;
+  auto signature = value.substr(second + 1);
+  return all_of_set(value.substr(0, first), kBase64Url) &&
+         all_of_set(value.substr(first + 1, second - first - 1), kBase64Url) &&
+         (signature.empty() || all_of_set(signature, kBase64Url));
+}
+
+// Key formats that say what they are by their prefix: a value that is one of these is a secret
+// wherever it stands.
+struct KeyShape {
+  std::string_view prefix;
+  std::size_t min_rest;  // characters after the prefix, at least
+  std::string_view alphabet;
+};
+constexpr std::array<KeyShape, 14> kKeyShapes = {{
+    {"sk-", 20, kBase64Url},           // OpenAI (sk-proj-...), Anthropic (sk-ant-...), and others
+    {"sk_live_", 16, kAlnum},          // Stripe
+    {"rk_live_", 16, kAlnum},
+    {"AKIA", 16, kUpperDigits},        // AWS access key ids
+    {"ASIA", 16, kUpperDigits},
+    {"AIza", 35, kBase64Url},          // Google API keys
+    {"ghp_", 30, kAlnum},              // GitHub tokens
+    {"gho_", 30, kAlnum},
+    {"ghu_", 30, kAlnum},
+    {"ghs_", 30, kAlnum},
+    {"ghr_", 30, kAlnum},
+    {"github_pat_", 30, kBase64Url},
+    {"hf_", 30, kAlnum},               // Hugging Face
+    {"xox", 12, kBase64Url},           // Slack (xoxb-, xoxp-, ...)
+}};
+
 }  // namespace
+
+bool is_secret_value(std::string_view value) {
+  for (std::string_view scheme : {"Bearer ", "bearer ", "Basic ", "token "})
+    if (value.starts_with(scheme)) value.remove_prefix(scheme.size());
+  if (is_jwt(value)) return true;
+  if (value.find("-----BEGIN") != std::string_view::npos && value.find("PRIVATE KEY") != std::string_view::npos)
+    return true;
+  return std::any_of(kKeyShapes.begin(), kKeyShapes.end(), [&](const KeyShape& shape) {
+    if (!value.starts_with(shape.prefix)) return false;
+    auto rest = value.substr(shape.prefix.size());
+    return rest.size() >= shape.min_rest && all_of_set(rest, shape.alphabet);
+  });
+}
 
 bool is_redaction_marker(std::string_view value) {
   return value == kRedacted || value == kLegacySweepMarker;
@@ -71,57 +171,117 @@ bool is_secret_header(std::string_view name) {
     if (std::equal(folded.begin(), folded.end(), known.begin(), known.end(),
                    [](char a, char b) { return a == ascii_lower(b); }))
       return true;
+  // CORS's flag names the word and holds none.
+  if (folded == "access-control-allow-credentials") return false;
   for (auto part : kSecretHeaderParts)
     if (folded.find(part) != std::string::npos) return true;
-  return has_key_word(folded);
+  return has_key_word(folded) || squash(folded).find("apikey") != std::string::npos;
 }
 
 bool is_secret_query_parameter(std::string_view name) {
-  return contains(kSecretQueryParameters, lower(name));
+  auto squashed = squash(percent_decode(name));
+  return contains(kSecretQueryNames, squashed) || secret_by_word(squashed);
 }
 
-bool is_secret_body_field(std::string_view name) { return contains(kSecretBodyFields, name); }
+bool is_secret_body_field(std::string_view name) {
+  auto squashed = squash(name);
+  return contains(kSecretBodyNames, squashed) || secret_by_word(squashed);
+}
 
-std::string redact_query(std::string_view target) {
-  auto question = target.find('?');
-  if (question == std::string_view::npos) return std::string(target);
-  std::string out(target.substr(0, question + 1));
-  std::string_view query = target.substr(question + 1);
+std::string redact_form(std::string_view pairs) {
+  std::string out;
+  out.reserve(pairs.size());
   bool first = true;
   while (true) {
-    auto amp = query.find('&');
-    auto pair = query.substr(0, amp);
+    auto amp = pairs.find('&');
+    auto pair = pairs.substr(0, amp);
     if (!first) out += '&';
     first = false;
     auto equals = pair.find('=');
-    if (equals != std::string_view::npos && is_secret_query_parameter(pair.substr(0, equals))) {
+    if (equals != std::string_view::npos &&
+        (is_secret_query_parameter(pair.substr(0, equals)) ||
+         is_secret_value(percent_decode(pair.substr(equals + 1))))) {
       out += pair.substr(0, equals + 1);
       out += kRedacted;
     } else {
       out += pair;
     }
     if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
+    pairs.remove_prefix(amp + 1);
   }
   return out;
 }
 
+std::string redact_query(std::string_view target) {
+  auto question = target.find('?');
+  if (question == std::string_view::npos) return std::string(target);
+  auto fragment = target.find('#', question);
+  std::string out(target.substr(0, question + 1));
+  out += redact_form(target.substr(question + 1, fragment == std::string_view::npos ? fragment : fragment - question - 1));
+  if (fragment != std::string_view::npos) out += target.substr(fragment);
+  return out;
+}
+
+namespace {
+
+// Could `body` name a secret field or hold a secret-shaped value? A cheap look at the text, so
+// that most bodies are not parsed (this runs on every recorded request). It must say yes to
+// every body redact_json_body() would change: names are looked for squashed, as they are
+// compared, and anything with a backslash (a JSON escape may spell any name) is parsed.
+bool may_hold_secret(std::string_view body) {
+  if (body.find('\\') != std::string_view::npos) return true;
+  for (const auto& shape : kKeyShapes)
+    if (body.find("\"" + std::string(shape.prefix)) != std::string_view::npos) return true;
+  for (std::string_view shape : {"\"eyJ", "\"Bearer ", "\"bearer ", "\"Basic ", "\"token ", "-----BEGIN"})
+    if (body.find(shape) != std::string_view::npos) return true;
+  auto squashed = squash(body);
+  for (auto part : kSecretNameParts)
+    if (squashed.find(part) != std::string::npos) return true;
+  // A name is followed by its closing quote: "max_tokens" does not end with "token".
+  for (auto end : kSecretNameEnds)
+    if (squashed.find(std::string(end) + "\"") != std::string::npos) return true;
+  for (auto name : kSecretBodyNames)
+    if (squashed.find("\"" + std::string(name) + "\"") != std::string::npos) return true;
+  return false;
+}
+
+// Every scalar under a secret name, and every secret-shaped string, at any depth. A container
+// under a secret name is walked, not replaced: a tool's JSON schema may well describe a "token"
+// property ({"token": {"type": "string"}}), which must replay unchanged.
+bool redact_value(boost::json::value& value) {
+  bool changed = false;
+  if (auto* object = value.if_object()) {
+    for (auto& member : *object) {
+      auto& inner = member.value();
+      bool scalar = !inner.is_object() && !inner.is_array() && !inner.is_null();
+      if (scalar && is_secret_body_field(member.key())) {
+        if (!(inner.is_string() && inner.get_string() == kRedacted)) {
+          inner = boost::json::string(kRedacted);
+          changed = true;
+        }
+        continue;
+      }
+      changed |= redact_value(inner);
+    }
+  } else if (auto* array = value.if_array()) {
+    for (auto& element : *array) changed |= redact_value(element);
+  } else if (auto* text = value.if_string()) {
+    if (is_secret_value(*text)) {
+      *text = kRedacted;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
 std::string redact_json_body(std::string_view body) {
-  // Most bodies name no secret field: skip the parse (this runs on every recorded request).
-  bool named = std::any_of(kSecretBodyFields.begin(), kSecretBodyFields.end(), [&](auto field) {
-    return body.find(std::string("\"") + std::string(field) + "\"") != std::string_view::npos;
-  });
-  if (!named) return std::string(body);
+  if (!may_hold_secret(body)) return std::string(body);
   boost::json::error_code error;
   auto parsed = boost::json::parse(body, error);
   if (error || !parsed.is_object()) return std::string(body);
-  bool redacted = false;
-  for (auto& member : parsed.as_object()) {
-    if (!is_secret_body_field(member.key())) continue;
-    member.value() = boost::json::string(kRedacted);
-    redacted = true;
-  }
-  return redacted ? boost::json::serialize(parsed) : std::string(body);
+  return redact_value(parsed) ? boost::json::serialize(parsed) : std::string(body);
 }
 
 Redactor::Redactor(bool keep_secrets, const std::vector<std::string>& extra_headers)
@@ -137,15 +297,27 @@ bool Redactor::redacts(std::string_view header_name) const {
 
 void Redactor::apply(std::vector<HttpHeader>& headers) const {
   if (keep_secrets_) return;
-  for (auto& header : headers)
-    if (redacts(header.name)) header.value = kRedacted;
+  for (auto& header : headers) {
+    if (redacts(header.name) || is_secret_value(header.value)) {
+      header.value = kRedacted;
+    } else if (header.value.find('?') != std::string::npos &&
+               (header.value.starts_with("/") || header.value.starts_with("http://") ||
+                header.value.starts_with("https://"))) {
+      header.value = redact_query(header.value);  // a URL (Referer, Location, X-Original-URL)
+    }
+  }
 }
 
 void Redactor::apply(Request& request) const {
   if (keep_secrets_) return;
+  bool form = false;
+  for (const auto& header : request.headers)
+    if (lower(header.name) == "content-type" &&
+        lower(header.value).starts_with("application/x-www-form-urlencoded"))
+      form = true;
   apply(request.headers);
   request.target = redact_query(request.target);
-  request.body = redact_json_body(request.body);
+  request.body = form ? redact_form(request.body) : redact_json_body(request.body);
 }
 
 }  // namespace retrace

@@ -3,15 +3,30 @@
 // resends a recorded secret), sweep what it keeps in plan.json.
 //
 // Secret are:
-//   headers          by name (secret_header_names(): Authorization, Cookie, X-Api-Key, ...), or
-//                    when the lower-cased name contains "auth", "token", "secret", "password",
-//                    "session" or "cookie", or has "key" (or "apikey") as a '-'/'_'-separated
-//                    word: X-Goog-Api-Key, Ocp-Apim-Subscription-Key (but not Keep-Alive);
-//   query parameters by name, case-insensitive: api-key, key, access_token, token, sig, ...;
-//   body fields      top-level members of a JSON object request body, by exact name: api_key,
-//                    password, token, secret, ... Only the top level: deeper fields are prompt
-//                    content and tool schemas (a "token" property), which must replay unchanged,
-//                    and responses are never rewritten (logprobs carry "token" fields).
+//   headers          by name (secret_header_names(): Authorization, Cookie, X-Api-Key,
+//                    OpenAI-Organization, ...), or when the lower-cased name contains "auth",
+//                    "token", "secret", "password", "session", "cookie", "signature",
+//                    "credential" or "apikey", or has "key" as a '-'/'_'-separated word:
+//                    X-Goog-Api-Key, XApiKey, X-Signature (but not Keep-Alive); a header whose
+//                    value is a URL (Referer, Location, X-Original-URL) has its query redacted
+//                    as a target's;
+//   query parameters by name, squashed (lower case, without '-', '_', '.', spaces) after
+//                    percent-decoding, so api-key, API_KEY, apiKey and api%5Fkey are one name:
+//                    key, token, sig, code (Azure Functions), jwt, X-Amz-Credential,
+//                    subscription-key, ... (kSecretQueryNames), or a name that contains
+//                    password, secret, apikey, credential, privatekey or ends with token, jwt,
+//                    signature; the same for the fields of a form-encoded body;
+//   body fields      members of a JSON request body at any depth, by their name after JSON
+//                    decoding ("api\u005fkey" is api_key), squashed: token, auth, sig, and the
+//                    words above (access_token, id_token, refresh_token, user_jwt, private_key,
+//                    aws_secret_access_key, password, ...). Only a scalar is replaced: an object
+//                    under such a name is walked, since a tool's JSON schema describing a
+//                    "token" property must replay unchanged. Responses are never rewritten
+//                    (logprobs carry "token" fields);
+//   values           wherever they stand (a header, a query parameter, a JSON string at any
+//                    depth), a whole value that is a JWT or a key whose format names it
+//                    (is_secret_value(): sk-..., AKIA..., AIza..., ghp_..., hf_..., xox...,
+//                    a PEM private key), with or without "Bearer ".
 // A redacted value becomes kRedacted, whatever it was.
 #pragma once
 
@@ -34,15 +49,18 @@ bool is_redaction_marker(std::string_view value);
 std::span<const std::string_view> secret_header_names();
 
 bool is_secret_header(std::string_view name);     // by name or pattern, any case
-bool is_secret_query_parameter(std::string_view name);
-bool is_secret_body_field(std::string_view name);
+bool is_secret_query_parameter(std::string_view name);  // as it stands in a URL (percent-encoded)
+bool is_secret_body_field(std::string_view name);  // a JSON member's name, decoded
+bool is_secret_value(std::string_view value);      // a JWT or a self-describing key
 
 // The target with every secret query parameter's value replaced by kRedacted; unchanged (byte
 // for byte) when it holds none.
 std::string redact_query(std::string_view target);
+// The same for a form-encoded body ("a=1&api_key=2").
+std::string redact_form(std::string_view pairs);
 
-// The body with every secret top-level field's value replaced by kRedacted; unchanged (byte for
-// byte) when it holds none or is not a JSON object.
+// The body with every secret field's value replaced by kRedacted; unchanged (byte for byte) when
+// it holds none or is not a JSON object.
 std::string redact_json_body(std::string_view body);
 
 // The policy above plus the user's own header names (record --redact-header), or nothing at all

@@ -1,5 +1,11 @@
 #include "format/staged_output.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "format/private_file.hpp"
 #include "format/trace.hpp"
 
 namespace retrace {
@@ -11,11 +17,15 @@ StagedOutput::StagedOutput(const std::filesystem::path& in, const std::filesyste
   if (std::filesystem::equivalent(in, out, same_error))
     throw TraceError("refusing to write the trace over its own input " + in.string() +
                      "; give --out another name");
-  std::error_code exists_error;
-  if (std::filesystem::exists(temporary_, exists_error))
+  // Made new here, so that a file or symlink already under the name is never written through
+  // (the trace writer then truncates the file made here).
+  int fd = create_private_file(temporary_);
+  if (fd < 0 && errno == EEXIST)
     throw TraceError(temporary_.string() +
                      " already exists: another import to the same output may be running, or one "
                      "was interrupted; remove it and try again");
+  if (fd < 0) throw TraceError("cannot create " + temporary_.string() + ": " + std::strerror(errno));
+  ::close(fd);
 }
 
 StagedOutput::~StagedOutput() {

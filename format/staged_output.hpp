@@ -8,8 +8,9 @@ namespace retrace {
 
 class StagedOutput {
  public:
-  // Throws TraceError when `out` is the input itself or OUT.tmp already exists (another import to
-  // the same output running, or one interrupted).
+  // Creates OUT.tmp new (mode 0600, format/private_file.hpp). Throws TraceError when `out` is the
+  // input itself or OUT.tmp already exists, a symlink included (another import to the same output
+  // running, or one interrupted).
   StagedOutput(const std::filesystem::path& in, const std::filesystem::path& out);
   ~StagedOutput();  // removes OUT.tmp unless commit() ran
   StagedOutput(const StagedOutput&) = delete;

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace retrace {
 namespace {
@@ -36,25 +37,49 @@ long escaped_unit(const std::string& text, std::size_t at) {
 bool is_high_surrogate(long unit) { return unit >= 0xD800 && unit <= 0xDBFF; }
 bool is_low_surrogate(long unit) { return unit >= 0xDC00 && unit <= 0xDFFF; }
 
+// The length of the valid character at s[i] (of n bytes), 0 when none starts there.
+std::size_t valid_character(const unsigned char* s, std::size_t i, std::size_t n) {
+  const std::size_t length = sequence_length(s[i]);
+  if (length == 0 || i + length > n) return 0;
+  std::uint32_t code = length == 1 ? s[i] : s[i] & (0x7F >> length);
+  for (std::size_t k = 1; k < length; ++k) {
+    if (!is_continuation(s[i + k])) return 0;
+    code = (code << 6) | (s[i + k] & 0x3F);
+  }
+  if ((length == 2 && code < 0x80) || (length == 3 && code < 0x800) || (length == 4 && code < 0x10000) ||
+      code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
+    return 0;
+  return length;
+}
+
 }  // namespace
 
 bool is_valid_utf8(std::string_view bytes) {
   const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
-  const std::size_t n = bytes.size();
-  for (std::size_t i = 0; i < n;) {
-    const std::size_t length = sequence_length(s[i]);
-    if (length == 0 || i + length > n) return false;
-    std::uint32_t code = length == 1 ? s[i] : s[i] & (0x7F >> length);
-    for (std::size_t k = 1; k < length; ++k) {
-      if (!is_continuation(s[i + k])) return false;
-      code = (code << 6) | (s[i + k] & 0x3F);
-    }
-    if ((length == 2 && code < 0x80) || (length == 3 && code < 0x800) || (length == 4 && code < 0x10000) ||
-        code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
-      return false;
+  for (std::size_t i = 0; i < bytes.size();) {
+    const std::size_t length = valid_character(s, i, bytes.size());
+    if (length == 0) return false;
     i += length;
   }
   return true;
+}
+
+std::string utf8_or_replaced(std::string_view bytes) {
+  if (is_valid_utf8(bytes)) return std::string(bytes);
+  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
+  std::string out;
+  out.reserve(bytes.size() + 16);
+  for (std::size_t i = 0; i < bytes.size();) {
+    const std::size_t length = valid_character(s, i, bytes.size());
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER, for one byte
+      ++i;
+    } else {
+      out.append(bytes.substr(i, length));
+      i += length;
+    }
+  }
+  return out;
 }
 
 std::size_t utf8_whole_prefix(std::string_view text) {

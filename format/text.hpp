@@ -11,6 +11,10 @@ namespace retrace {
 // are not UTF-8.
 bool is_valid_utf8(std::string_view bytes);
 
+// `bytes` as they are when they are UTF-8, else with each byte that starts no valid character
+// replaced by U+FFFD: for text meant to be read (notes, messages) in a format that must be UTF-8.
+std::string utf8_or_replaced(std::string_view bytes);
+
 // The length of `text` without a UTF-8 sequence cut short at its end (at most 3 bytes go), so a
 // stream of text never hands out half a character. Only the last character is looked at.
 std::size_t utf8_whole_prefix(std::string_view text);

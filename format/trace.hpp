@@ -216,6 +216,9 @@ RequestKey request_key(std::string_view method, std::string_view target, std::st
 // record would take it past this, whatever flush_every and flush_ms say, so that every frame it
 // writes can be read back.
 inline constexpr std::uint64_t kMaxFrameBytes = 512ull << 20;
+// The most bytes one Text or Data field of a record holds (Cap'n Proto: a 29-bit length, and
+// Text counts its NUL). A body past it cannot be stored whole in any record.
+inline constexpr std::uint64_t kMaxBlobBytes = (1ull << 29) - 2;
 
 struct WriterOptions {
   std::size_t flush_every = 64;     // close a zstd frame after this many exchanges...
@@ -243,9 +246,11 @@ class TraceWriter {
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
-  // An exchange whose record alone would pass max_frame_bytes is written without its request and
-  // response bodies and raw events (tokens, timing and status kept), with a decode_note saying
-  // so; one that is still too large throws TraceError and leaves the file as it was.
+  // An exchange whose record alone would pass max_frame_bytes, or with a field past
+  // kMaxBlobBytes, is written without its request and response bodies and raw events (tokens,
+  // timing and status kept), with a decode_note saying so; one still too large then without its
+  // tokens either (said so too). Only one that cannot be stored even then (its headers alone
+  // pass the limit) throws TraceError, and leaves the file as it was.
   void write(const Exchange& exchange);
   void flush();  // close the current frame and fsync-free write it out
   // Closes the current frame if its oldest exchange is flush_ms old. write() checks this itself;

@@ -90,6 +90,11 @@ class RequestBuilder {
       : options_(options), prompts_(options.count_tokens) {}
 
   std::string body(const rows::TraceRow& row, std::uint64_t row_number, const std::string& where) {
+    for (auto [count, what] : {std::pair{row.input_tokens, "prompt"}, std::pair{row.output_tokens, "output"}})
+      if (count > kMaxImportTokens)
+        throw TraceError(where + "the row claims " + std::to_string(count) + " " + what +
+                         " tokens, past the " + std::to_string(kMaxImportTokens) +
+                         " import accepts (the longest context of today's models); fix or drop the row");
     json::object body;
     std::int64_t max_tokens = std::max<std::int64_t>(row.output_tokens, 1);
     if (!row.messages.empty()) {

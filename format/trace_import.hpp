@@ -36,6 +36,11 @@ bool is_trace_format(std::string_view name);
 // "jsonl", "openai-batch" or "export". Throws TraceError naming the formats when none fits.
 std::string detect_import_format(const std::filesystem::path& path);
 
+// The most tokens a row may give a prompt or an answer: 1,048,576, the longest context window of
+// today's models and `retrace serve --max-model-len`'s largest. A row past it is refused, naming
+// its line, before a prompt of that length is built (10^12 claimed tokens would be terabytes).
+inline constexpr std::int64_t kMaxImportTokens = std::int64_t{1} << 20;
+
 struct TraceImportOptions {
   std::string from;                // one of trace_formats()
   std::string endpoint = "chat";   // chat | completions

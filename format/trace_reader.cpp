@@ -103,6 +103,8 @@ struct TraceReader::Impl {
         return true;
       } catch (const kj::Exception& e) {
         skip_frame_rest(std::string("a corrupt record in the frame: ") + e.getDescription().cStr());
+      } catch (const UnsendableRequest& e) {
+        frames.skip_record(message->size() * sizeof(capnp::word), e.what());
       } catch (const TraceError& e) {
         skip_frame_rest(e.what());
       }

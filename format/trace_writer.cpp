@@ -132,7 +132,11 @@ struct TraceWriter::Impl {
   bool append_record(Fill&& fill) {
     capnp::MallocMessageBuilder builder(
         kj::arrayPtr(reinterpret_cast<capnp::word*>(scratch.data()), scratch.size()));
-    fill(builder.initRoot<wire::Record>());
+    try {
+      fill(builder.initRoot<wire::Record>());
+    } catch (const kj::Exception&) {
+      return false;  // a field past what a blob holds (kMaxBlobBytes): the record cannot be built
+    }
     auto segments = builder.getSegmentsForOutput();
     // Stream framing: u32 (segment count - 1), u32 size of each segment, padded to 8 bytes.
     segment_table.assign((segments.size() + 2) & ~std::size_t{1}, 0);
@@ -242,29 +246,72 @@ TraceWriter::~TraceWriter() {
   }
 }
 
+namespace {
+
+// A copy of everything but the bodies and events: what is kept of an exchange too large to store.
+// Field by field, so that a body of hundreds of MiB is not copied only to be cleared (a field
+// added to Exchange belongs here too).
+Exchange exchange_without_bodies(const Exchange& exchange) {
+  Exchange slim;
+  slim.id = exchange.id;
+  slim.source_id = exchange.source_id;
+  slim.key = exchange.key;
+  slim.session_id = exchange.session_id;
+  slim.start_unix_ns = exchange.start_unix_ns;
+  slim.intended_send_ns = exchange.intended_send_ns;
+  slim.actual_send_ns = exchange.actual_send_ns;
+  slim.first_byte_ns = exchange.first_byte_ns;
+  slim.end_ns = exchange.end_ns;
+  slim.request.method = exchange.request.method;
+  slim.request.target = exchange.request.target;
+  slim.request.headers = exchange.request.headers;
+  slim.response.status = exchange.response.status;
+  slim.response.headers = exchange.response.headers;
+  slim.response.streamed = exchange.response.streamed;
+  slim.choices = exchange.choices;
+  slim.usage = exchange.usage;
+  slim.error = exchange.error;
+  slim.labels = exchange.labels;
+  slim.expected = exchange.expected;
+  slim.dialect = exchange.dialect;
+  slim.decode_note = exchange.decode_note;
+  slim.retries = exchange.retries;
+  return slim;
+}
+
+}  // namespace
+
 void TraceWriter::write(const Exchange& exchange) {
   Impl& impl = *impl_;
   if (impl.closed) throw TraceError("trace " + impl.path.string() + " is already closed");
   auto fill = [](const Exchange& from) {
     return [&from](wire::Record::Builder record) { fill_exchange(record.initExchange(), from); };
   };
-  if (!impl.append_record(fill(exchange))) {
-    Exchange slim = exchange;
-    std::uint64_t dropped = slim.request.body.size() + slim.response.body.size();
-    for (const auto& event : slim.response.events) dropped += event.data.size();
-    slim.request.body.clear();
-    slim.response.body.clear();
-    slim.response.events.clear();
+  std::uint64_t body_bytes = exchange.request.body.size() + exchange.response.body.size();
+  for (const auto& event : exchange.response.events) body_bytes += event.data.size();
+  // Bodies that with a record's least framing (its segment table, root and structs: well over
+  // 64 bytes) pass the limit are not built into a record only to be thrown away.
+  bool may_fit = body_bytes + 64 < impl.options.max_frame_bytes;
+  if (!may_fit || !impl.append_record(fill(exchange))) {
+    auto too_large = " not kept: the exchange would pass the " +
+                     std::to_string(impl.options.max_frame_bytes) + " bytes a trace message may hold (" +
+                     std::to_string(kMaxBlobBytes) + " one field)";
+    Exchange slim = exchange_without_bodies(exchange);
     if (!slim.decode_note.empty()) slim.decode_note += "; ";
-    slim.decode_note += "request and response bodies (" + std::to_string(dropped) +
-                        " bytes) not kept: the exchange would pass the " +
-                        std::to_string(impl.options.max_frame_bytes) +
-                        " bytes a trace message may hold";
-    if (!impl.append_record(fill(slim)))
-      throw TraceError("cannot write exchange " + std::to_string(exchange.id) + " to trace " +
-                       impl.path.string() + ": even without its bodies it passes the " +
-                       std::to_string(impl.options.max_frame_bytes) +
-                       " bytes a trace message may hold");
+    slim.decode_note += "request and response bodies (" + std::to_string(body_bytes) + " bytes)" + too_large;
+    if (!impl.append_record(fill(slim))) {
+      std::uint64_t token_count = 0;
+      for (auto& choice : slim.choices) token_count += choice.tokens.size();
+      slim.choices.clear();
+      slim.decode_note.resize(std::min<std::size_t>(slim.decode_note.size(), 4096));
+      slim.decode_note += "; and its " + std::to_string(token_count) + " tokens" + too_large;
+      if (slim.expected && slim.expected->size() > 4096) slim.expected.reset();
+      if (!impl.append_record(fill(slim)))
+        throw TraceError("cannot write exchange " + std::to_string(exchange.id) + " to trace " +
+                         impl.path.string() + ": even without its bodies and tokens it passes the " +
+                         std::to_string(impl.options.max_frame_bytes) +
+                         " bytes a trace message may hold (its headers are too large)");
+    }
   }
   ++impl.exchanges;
   ++impl.frame_exchanges;

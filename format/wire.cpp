@@ -2,6 +2,7 @@
 // reading them back. Field by field, in trace.capnp's order; see trace.capnp for the schema and
 // the versioning rule (unknown enumerants from a newer minor version read as neutral values).
 #include "format/wire.hpp"
+#include "format/wire_syntax.hpp"
 
 namespace retrace::detail {
 
@@ -242,6 +243,9 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& bu
   assign(exchange.request.target, request.getTarget());
   read_headers(request.getHeaders(), exchange.request.headers, budget);
   assign(exchange.request.body, request.getBody());
+  if (auto unsendable = wire_syntax_error(exchange.request); !unsendable.empty())
+    throw UnsendableRequest("exchange " + std::to_string(exchange.id) +
+                            " left out: its request cannot go on the wire: " + unsendable);
 
   if (requests_only) {
     exchange.response = {};

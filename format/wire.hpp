@@ -39,9 +39,17 @@ void fill_header(wire::Header::Builder out, const TraceHeader& header);
 void read_header(wire::Header::Reader in, TraceHeader& header, ListBudget& budget);
 void read_index(wire::TraceIndex::Reader in, TraceIndex& index);
 void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange);
+// A stored request that cannot go on the wire as it is (format/wire_syntax.hpp): read_exchange
+// throws it, and the reader leaves out that one record, not the rest of its frame.
+class UnsendableRequest : public TraceError {
+ public:
+  using TraceError::TraceError;
+};
 // Reuses `exchange`'s strings and vectors: a reader loop allocates only while records grow.
 // With `requests_only`, the response, the choices and the usage are left empty, not read (what
 // sending the request again does not need: most of a recording's bytes); every other field is read.
+// Throws UnsendableRequest for a request with a CR, LF or other control byte where the wire has
+// none (its method, target, header names and values).
 void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget,
                    bool requests_only = false);
 // Only the outputs (trace.hpp's ExchangeOutputs), the token bytes appended straight from the

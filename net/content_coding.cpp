@@ -24,6 +24,7 @@ namespace {
 constexpr std::size_t kMinStep = 4 * 1024;
 constexpr std::size_t kStep = 64 * 1024;
 constexpr int kZstdWindowLogMax = 23;  // 8 MiB (RFC 9659)
+constexpr std::size_t kMaxCodings = 4;
 
 bool decodable(std::string_view coding) {
   return std::any_of(std::begin(kDecodableCodings), std::end(kDecodableCodings),
@@ -57,6 +58,21 @@ struct ContentDecoder::Stage {
   char* grow(std::string& out, std::size_t input, std::size_t& room) {
     room = std::min({kStep, std::max(kMinStep, 4 * input), max - produced + 1});
     auto old = out.size();
+    // Doubling, as a string grows, but never past what the limit lets this stage add: a body
+    // decoding to near the limit costs the limit, not twice it. (A reserve() below twice the
+    // capacity doubles all the same in libstdc++; the last step is a fresh string of the bound.)
+    if (old + room > out.capacity()) {
+      std::size_t bound = old + (max - produced) + 1;
+      std::size_t doubled = std::max(old + room, 2 * out.capacity());
+      if (doubled <= bound) {
+        out.reserve(doubled);
+      } else {
+        std::string exact;
+        exact.reserve(bound);
+        exact.append(out);
+        out.swap(exact);
+      }
+    }
     out.resize(old + room);
     return out.data() + old;
   }
@@ -279,6 +295,18 @@ class ZstdStage : public ContentDecoder::Stage {
 ContentDecoder::ContentDecoder(std::string_view content_encoding, std::size_t max_decoded)
     : coding_(trim_ows(content_encoding)) {
   auto codings = list_items(content_encoding);
+  // Each coding holds a decompressor's state (brotli's and zstd's run to hundreds of KiB once
+  // used); no server applies more than two. A longer list is refused, not built.
+  std::size_t applied = std::count_if(codings.begin(), codings.end(), [](std::string_view coding) {
+    return !boost::beast::iequals(coding, "identity");
+  });
+  if (applied > kMaxCodings) {
+    error_ = "Content-Encoding lists " + std::to_string(applied) + " codings; retrace undoes at most " +
+             std::to_string(kMaxCodings);
+    coding_ = coding_.substr(0, 200);
+    active_ = true;
+    return;
+  }
   for (auto it = codings.rbegin(); it != codings.rend(); ++it) {
     auto coding = *it;
     if (boost::beast::iequals(coding, "identity")) continue;

@@ -24,10 +24,10 @@
 
 namespace retrace::net {
 
-// The most bytes one body may decode to. A decoded body goes into one exchange record, and a
-// record larger than a trace frame (kMaxFrameBytes) cannot be stored anyway; stopping there
-// bounds what a decompression bomb (a few KiB that inflate to gigabytes) can cost.
-inline constexpr std::size_t kMaxDecodedBytes = kMaxFrameBytes;
+// The most bytes one body may decode to. A decoded body goes into one field of an exchange
+// record, and a field past kMaxBlobBytes cannot be stored anyway; stopping there bounds what a
+// decompression bomb (a few KiB that inflate to gigabytes) can cost.
+inline constexpr std::size_t kMaxDecodedBytes = kMaxBlobBytes;
 
 // The codings this decoder undoes, in Accept-Encoding's spelling.
 inline constexpr std::string_view kDecodableCodings[] = {"gzip", "deflate", "br", "zstd"};

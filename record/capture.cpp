@@ -22,7 +22,7 @@ bool path_selected(std::string_view target, const std::vector<std::string>& incl
 }
 
 void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std::uint64_t id,
-                     Exchange& out) {
+                     Exchange& out, std::size_t decode_limit) {
   out = std::move(captured.exchange);
   out.id = id;
   redactor.apply(out.request);
@@ -38,7 +38,7 @@ void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std:
   // The trace keeps the body decoded (docs/DESIGN.md, the trace format), piece by piece as it
   // arrived: each event keeps the arrival time of the coded bytes that completed it.
   const std::string& body = captured.body;
-  net::ContentDecoder content(captured.content_encoding);
+  net::ContentDecoder content(captured.content_encoding, decode_limit);
   std::string decoded;
   auto plain = [&](std::string_view coded) -> std::string_view {
     if (!content.active()) return coded;  // identity: no copy
@@ -47,31 +47,47 @@ void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std:
     return decoded;
   };
   auto* tokens = decoder ? &*decoder : nullptr;
+  bool events_too_large = false;
   if (captured.event_stream) {
     out.response.streamed = true;
     auto& events = out.response.events;
     events.reserve(captured.chunks.size() + 1);  // most reads bring one event
     llm::SseParser parser;
     std::size_t begin = 0;
+    // An event costs its bytes and an Event's bookkeeping: both count against the decode limit,
+    // fed in slices so that one piece decoding to millions of tiny events ("\n\n" x 10^8) stops
+    // at the limit, not gigabytes past it. Past it, the stream is stored as received, as an
+    // undecodable one is.
+    std::size_t event_cost = 0;
     for (const auto& chunk : captured.chunks) {
       std::string_view bytes(body.data() + begin, chunk.end - begin);
       begin = chunk.end;
-      llm::feed_sse(parser, plain(bytes), chunk.offset_ns, tokens, &events);
+      auto text = plain(bytes);
+      constexpr std::size_t kSlice = 64u << 10;
+      for (std::size_t at = 0; at < text.size() && !events_too_large; at += kSlice) {
+        auto before = events.size();
+        auto slice = text.substr(at, kSlice);
+        llm::feed_sse(parser, slice, chunk.offset_ns, tokens, &events);
+        event_cost += slice.size() + (events.size() - before) * sizeof(Event);
+        events_too_large = event_cost > decode_limit;
+      }
+      if (events_too_large) break;
     }
     // A stream cut mid-event: keep its bytes raw so that the events still add up to the body.
-    llm::keep_partial_event(parser, captured.chunks.empty() ? 0 : captured.chunks.back().offset_ns,
-                            events);
+    if (!events_too_large)
+      llm::keep_partial_event(parser, captured.chunks.empty() ? 0 : captured.chunks.back().offset_ns,
+                              events);
   } else if (content.active()) {
     content.feed(body, out.response.body);  // straight in: a large body is not held twice
   } else {
     out.response.body = body;
   }
   content.finish();
-  if (content.failed() && !content.cut_short()) {
+  if (events_too_large || (content.failed() && !content.cut_short())) {
     // Not decodable: the bytes as received, in the pieces they arrived in. Tokens already
     // decoded from the part that did decode stay.
     out.response.body.clear();
-    out.response.events.clear();
+    std::vector<Event>().swap(out.response.events);  // cleared and freed: it may be the bomb
     if (!captured.event_stream) {
       out.response.body = body;
     } else {
@@ -91,6 +107,11 @@ void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std:
     return first.empty() ? then : then.empty() ? first : first + "; " + then;
   };
   auto note = join(std::move(out.decode_note), content.trace_note());
+  if (events_too_large)
+    note = join(std::move(note), "the event stream decodes to more than " +
+                                     std::to_string(decode_limit) +
+                                     " bytes with its events' bookkeeping; the stored events are "
+                                     "the bytes as received");
   out.decode_note.clear();
   if (decoder) decoder->finish(out);
   out.decode_note = join(std::move(note), out.decode_note);

@@ -2,6 +2,7 @@
 // (record/session.hpp) accepted onto it.
 #include "record/proxy.hpp"
 
+#include "net/run_handlers.hpp"
 #include "record/session.hpp"
 
 namespace retrace::record {
@@ -13,8 +14,8 @@ Worker::Worker(ProxyShared& shared) : shared_(shared) { work_.emplace(io_.get_ex
 
 Worker::~Worker() { pool_.clear(); }
 
-void Worker::run() {
-  io_.run();
+void Worker::run(const std::function<void(std::string_view what)>& on_exception) {
+  net::run_handlers(io_, on_exception);
   finished_ = true;
 }
 

@@ -78,7 +78,8 @@ class Worker {
   ProxyShared& shared() { return shared_; }
   net::ConnectionPool& pool() { return pool_; }
 
-  void run();
+  // The worker's loop (net/run_handlers.hpp): `on_exception` hears of a handler that threw.
+  void run(const std::function<void(std::string_view what)>& on_exception);
   void start_session(net::tcp::socket socket);
   void forget(std::uint64_t session_id) { sessions_.erase(session_id); }
   // Draining: close client connections that wait for a request; in-flight ones finish.

@@ -125,7 +125,12 @@ class Controller {
     for (auto& worker : workers_)
       threads_.emplace_back([this, w = worker.get()] {
         ::pthread_setname_np(::pthread_self(), "rt-proxy");
-        w->run();
+        w->run([this](std::string_view what) {
+          post([this, text = std::string(what)] {
+            log_ << "retrace record: internal error in a proxy handler (" << text
+                 << "); that exchange was recorded as failed and recording goes on" << std::endl;
+          });
+        });
         post([this] { on_worker_finished(); });
       });
     workers_running_ = workers_.size();

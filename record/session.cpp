@@ -52,6 +52,26 @@ ClientSession::ClientSession(Worker& worker, tcp::socket socket, std::uint64_t i
       client_(std::move(socket)),
       id_(id) {}
 
+// A session normally ends between exchanges. One that ends in the middle of one went with a
+// handler that threw (net/run_handlers.hpp drops it and the worker goes on): the exchange that
+// began still ends, recorded as failed, so that it is not lost and the drain does not wait for it.
+ClientSession::~ClientSession() {
+  if (in_flight_) {
+    try {
+      auto& exchange = capture_.exchange;
+      if (sent_) exchange.end_ns = ns_since(sent_at_);
+      exchange.error = {ErrorKind::protocol,
+                        "record failed on this exchange: one of its steps threw (record's log says "
+                        "what); the client's connection was closed"};
+      hand_over();
+    } catch (...) {
+      // Nothing more can be kept of it; the count below still lets the drain finish.
+    }
+    --shared_.in_flight;
+  }
+  worker_.forget(id_);
+}
+
 void ClientSession::start() {
   error_code ignored;
   client_.socket().set_option(tcp::no_delay(true), ignored);
@@ -113,7 +133,9 @@ void ClientSession::do_read_request_body() {
 void ClientSession::on_read_request(error_code ec) {
   if (ec == http::error::header_limit)
     return reject(http::status::request_header_fields_too_large,
-                  "request headers exceed " + std::to_string(options_.max_header) + " bytes");
+                  !request_parser_->oversized().empty()
+                      ? "request " + request_parser_->oversized()
+                      : "request headers exceed " + std::to_string(options_.max_header) + " bytes");
   if (ec == http::error::body_limit)
     return reject(http::status::payload_too_large,
                   "request body exceeds --max-body " + std::to_string(options_.max_body) + " bytes");
@@ -238,6 +260,12 @@ void ClientSession::do_read_header() {
 void ClientSession::on_read_header(error_code ec) {
   if (ec && write_error_) return fail_before_response(write_error_, net::Phase::write_request);
   if (ec && !cut_ && !response_parser_->got_some() && retry_on_fresh_connection(ec)) return;
+  if (ec == http::error::header_limit && !cut_)
+    return fail_before_response(ec, net::Phase::read_header,
+                                !response_parser_->oversized().empty()
+                                    ? "upstream's response " + response_parser_->oversized()
+                                    : "upstream's response header is over " +
+                                          std::to_string(kResponseHeaderLimit) + " bytes");
   if (ec || cut_) return fail_before_response(ec, net::Phase::read_header);
   auto& response = response_parser_->get();
   // An interim response (100 Continue, 103 Early Hints) precedes the real one on the same
@@ -271,11 +299,15 @@ void ClientSession::on_read_header(error_code ec) {
 
 // ---- record's own answers ----------------------------------------------------------------------
 
-// No response from the upstream: answer the client ourselves, 504 for a timeout, else 502.
-void ClientSession::fail_before_response(error_code ec, net::Phase phase) {
+// No response from the upstream (or none record can relay: a header it cannot hold): answer the
+// client ourselves, 504 for a timeout, else 502. `detail`, when given, replaces the error code's
+// own text.
+void ClientSession::fail_before_response(error_code ec, net::Phase phase, const std::string& detail) {
   if (cut_) return finish_cut();
   auto kind = net::classify(ec, phase);
-  auto message = net::describe(ec, phase, options_.upstream.str());
+  auto message = detail.empty() ? net::describe(ec, phase, options_.upstream.str())
+                                : detail + " (" + std::string(net::to_string(phase)) + ", upstream " +
+                                      options_.upstream.str() + ")";
   capture_.exchange.error = {kind, message};
   capture_.exchange.response.status = 0;
   if (upstream_) upstream_->close();
@@ -322,13 +354,7 @@ void ClientSession::complete(bool close_after) {
   if (sent_) exchange.end_ns = ns_since(sent_at_);
   if (upstream_) upstream_->close();
   upstream_.reset();
-  if (recording_) {
-    if (capture_.event_stream) worker_.last_stream = {capture_.body.size(), capture_.chunks.size()};
-    auto index = shared_.captured.fetch_add(1);
-    auto limit = options_.max_exchanges;
-    if (limit == 0 || index < limit) shared_.submit(std::move(capture_));
-    if (limit != 0 && index + 1 == limit) shared_.on_limit();
-  }
+  hand_over();
   capture_ = CapturedExchange{};
   response_parser_.reset();
   upstream_error_ = {};
@@ -341,6 +367,16 @@ void ClientSession::complete(bool close_after) {
   --shared_.in_flight;
   if (close_after || cut_ || shared_.draining) return close_client();
   do_read_request();
+}
+
+void ClientSession::hand_over() {
+  if (!recording_) return;
+  recording_ = false;
+  if (capture_.event_stream) worker_.last_stream = {capture_.body.size(), capture_.chunks.size()};
+  auto index = shared_.captured.fetch_add(1);
+  auto limit = options_.max_exchanges;
+  if (limit == 0 || index < limit) shared_.submit(std::move(capture_));
+  if (limit != 0 && index + 1 == limit) shared_.on_limit();
 }
 
 void ClientSession::close_client() {

@@ -25,6 +25,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "net/field_bounded_parser.hpp"
 #include "record/proxy.hpp"
 
 namespace retrace::record {
@@ -37,7 +38,7 @@ using net::tcp;
 class ClientSession : public std::enable_shared_from_this<ClientSession> {
  public:
   ClientSession(Worker& worker, tcp::socket socket, std::uint64_t id);
-  ~ClientSession() { worker_.forget(id_); }
+  ~ClientSession();
 
   void start();
   // Draining: close a connection that waits for its next request.
@@ -67,9 +68,10 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void on_write_upstream(error_code ec);
   void do_read_header();
   void on_read_header(error_code ec);
-  void fail_before_response(error_code ec, net::Phase phase);
+  void fail_before_response(error_code ec, net::Phase phase, const std::string& detail = {});
   void reject(http::status status, const std::string& message);
   void complete(bool close_after);
+  void hand_over();  // the captured exchange to the trace thread (recorded paths only)
   void close_client();
   std::int64_t ns_since(Clock::time_point from) const;  // from `from` to the clock's now
   std::int64_t wall_ns() const;                         // the clock's calendar time
@@ -98,11 +100,11 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   beast::tcp_stream client_;
   std::uint64_t id_;
   beast::flat_buffer client_buffer_;
-  std::optional<http::request_parser<http::string_body>> request_parser_;
+  std::optional<net::BoundedRequestParser<http::string_body>> request_parser_;
   http::request<http::string_body> upstream_request_;
   http::response<http::string_body> proxy_response_;  // must outlive its write
   std::unique_ptr<net::UpstreamConnection> upstream_;
-  std::optional<http::response_parser<http::buffer_body>> response_parser_;
+  std::optional<net::BoundedResponseParser<http::buffer_body>> response_parser_;
   std::array<char, net::UpstreamConnection::kReadRoomBytes> read_buf_{};
   std::string out_pending_;  // relayed bytes not yet handed to a client write
   std::string out_writing_;  // the client write in flight (must outlive it)

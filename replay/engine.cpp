@@ -6,6 +6,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <iostream>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -16,6 +17,7 @@
 
 #include "format/header.hpp"
 #include "net/fetch.hpp"
+#include "net/run_handlers.hpp"
 #include "replay/client_usage.hpp"
 #include "replay/feed.hpp"
 #include "replay/preflight.hpp"
@@ -117,7 +119,10 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
   for (std::size_t t = 0; t < worker_count; ++t)
     threads.emplace_back([&worker = workers[t], &running, &cpu_s = thread_cpu_s[t]] {
       worker->io().restart();
-      worker->io().run();
+      net::run_handlers(worker->io(), [](std::string_view what) {
+        std::cerr << "retrace replay: internal error in a request's handler (" + std::string(what) +
+                         "); that request was dropped and the run goes on\n";
+      });
       cpu_s = thread_cpu_seconds();  // a new thread each phase: this phase's CPU
       running.fetch_sub(1);
     });

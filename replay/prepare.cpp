@@ -15,6 +15,7 @@
 #include <boost/beast/http/fields.hpp>
 #include <boost/json.hpp>
 
+#include "format/wire_syntax.hpp"
 #include "llm/json_fields.hpp"
 #include "net/content_coding.hpp"
 #include "net/http_rules.hpp"
@@ -124,6 +125,12 @@ std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& sour
     throw std::invalid_argument("exchange " + std::to_string(source.id) + " (" +
                                 source.request.target + "): " + e.what());
   }
+  // Checked at trace read too; again here, where the bytes are chosen, for every other way in
+  // (a --header, a base path).
+  if (auto unsendable = wire_syntax_error(p.method, p.target, p.headers); !unsendable.empty())
+    throw std::invalid_argument("exchange " + std::to_string(source.id) +
+                                ": its request cannot go on the wire: " + unsendable +
+                                "; use --filter to leave it out");
   p.body = std::move(body);
   p.recorded_headers = p.headers;
   Redactor().apply(p.recorded_headers);

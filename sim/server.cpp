@@ -14,6 +14,7 @@
 #include <boost/beast/http.hpp>
 
 #include "net/accept_backoff.hpp"
+#include "net/run_handlers.hpp"
 #include "net/url.hpp"
 #include "sim/api.hpp"
 #include "sim/engine.hpp"
@@ -280,11 +281,16 @@ int serve(const ServeOptions& options, std::ostream& announce, std::ostream& log
   asio::io_context io(1);
   Server server(io, options, log);
   server.listen(announce);
-  io.run();
+  // One thread: the log is written from it alone.
+  auto on_exception = [&log](std::string_view what) {
+    log << "retrace serve: internal error in a connection's handler (" << what
+        << "); that connection was closed and serving goes on" << std::endl;
+  };
+  net::run_handlers(io, on_exception);
   // Stopped (signal, drain done or timed out): close what is left and let its handlers unwind.
   server.close_everything();
   io.restart();
-  io.run();
+  net::run_handlers(io, on_exception);
   log << "retrace serve: stopped" << std::endl;
   return 0;
 }

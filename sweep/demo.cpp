@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "format/import.hpp"
+#include "format/private_file.hpp"
 #include "sweep/study.hpp"
 #include "sweep/sweep.hpp"
 #include "version.hpp"
@@ -58,7 +59,7 @@ struct Stage {
 Summary sweep_into(const fs::path& trace, const std::string& target, const std::vector<int>& levels,
                    int repeats, const fs::path& dir, const std::string& answers_from,
                    const ReplayArgs& replay_args, const DemoOptions& options, std::ostream& log) {
-  fs::create_directories(dir);
+  create_private_directories(dir);
   Plan plan;
   plan.trace = fs::absolute(trace).string();
   plan.target = target;
@@ -133,18 +134,14 @@ class Demo {
   // The datasets compiled into the binary, written out unless --traces names a folder.
   void prepare_datasets() {
     if (options_.traces.empty()) {
-      fs::create_directories(traces_);
-      for (const auto& [name, bytes] : options_.datasets) {
-        std::ofstream file(traces_ / name, std::ios::binary);
-        file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        if (!file.flush()) throw std::runtime_error("cannot write " + (traces_ / name).string());
-      }
+      create_private_directories(traces_);
+      for (const auto& [name, bytes] : options_.datasets) write_private_file(traces_ / name, bytes);
     }
     for (auto name : {"gold-intents.jsonl", "gold-intents.answers.jsonl", "open-ended.jsonl"})
       if (!fs::exists(traces_ / name))
         throw std::runtime_error((traces_ / name).string() + " is missing (--traces names the "
                                                              "folder holding the shipped traces)");
-    fs::create_directories(dir_);
+    create_private_directories(dir_);
   }
 
   void introduce() {
@@ -266,7 +263,7 @@ class Demo {
     stage_.say("bisecting the concurrency over " + range_);
     auto values = parse_range(range_);
     fs::path bisect_dir = dir_ / "bisect";
-    fs::create_directories(bisect_dir);
+    create_private_directories(bisect_dir);
     LoadedTrace trace = load_requests(open_ended);
     BisectAxis axis;
     axis.name = "concurrency";

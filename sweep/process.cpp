@@ -72,7 +72,7 @@ Child::Child(const std::vector<std::string>& argv, const std::filesystem::path& 
     throw std::runtime_error(std::string("cannot create a pipe: ") + std::strerror(errno));
   int stderr_fd = -1;
   if (!stderr_path.empty()) {
-    stderr_fd = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    stderr_fd = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (stderr_fd < 0) {
       ::close(pipe_fds[0]);
       ::close(pipe_fds[1]);

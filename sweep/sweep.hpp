@@ -5,7 +5,7 @@
 //
 // A sweep directory holds:
 //   plan.json        settings and every run with its status; rewritten atomically (write to
-//                    plan.json.tmp, fsync, rename) after each finished run, so `--resume` redoes
+//                    a new plan.json.tmp.XXXXXX, fsync, rename) after each finished run, so `--resume` redoes
 //                    only runs that never finished (a half-written trace is simply rewritten)
 //   c16-r2.rtrace    one trace per run (concurrency 16, repeat 2; rate2-r1, speed0.5-r1 on the
 //                    other axes); the baseline is the first level's first repeat

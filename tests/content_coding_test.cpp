@@ -163,8 +163,8 @@ TEST_CASE("a decompression bomb stops at the decoded size limit") {
     CHECK(out.size() == kLimit);
     CHECK_THAT(decoder.error(), Catch::Contains("decodes to more than 1048576 bytes"));
   }
-  // The default limit is the largest record a trace frame holds.
-  STATIC_REQUIRE(net::kMaxDecodedBytes == kMaxFrameBytes);
+  // The default limit is the largest field a trace record holds.
+  STATIC_REQUIRE(net::kMaxDecodedBytes == kMaxBlobBytes);
 }
 
 TEST_CASE("a body that decodes to exactly the limit is not a bomb") {
@@ -249,4 +249,29 @@ TEST_CASE("bytes after a zstd frame whose output fills the buffer are checked li
     CHECK_FALSE(decoder.finish());
     CHECK(decoder.trace_note().find("ended inside the zstd stream") != std::string::npos);
   }
+}
+
+TEST_CASE("a body decoding to near the limit costs the limit in memory and not twice it") {
+  constexpr std::size_t kLimit = 5u << 20;  // between two powers of two: doubling would reach 8 MiB
+  std::string zeros(kLimit, '\0');
+  for (const auto& coded : every_coding(zeros)) {
+    INFO(coded.content_encoding);
+    ContentDecoder decoder(coded.content_encoding, kLimit);
+    std::string out;
+    CHECK(decoder.feed(coded.body, out));
+    CHECK(out.size() == kLimit);
+    CHECK(out.capacity() <= kLimit + 1);
+  }
+}
+
+TEST_CASE("a Content-Encoding list of more codings than any server applies is refused") {
+  std::string codings = "br";
+  for (int i = 0; i < 80000; ++i) codings += ", br";
+  ContentDecoder decoder(codings);
+  CHECK(decoder.failed());
+  CHECK_THAT(decoder.error(), Catch::Contains("lists 80001 codings; retrace undoes at most 4"));
+  CHECK(decoder.error().size() < 400);
+  std::string out;
+  CHECK_FALSE(decoder.feed("abc", out));
+  CHECK(ContentDecoder("gzip, identity, br, zstd, deflate").failed() == false);
 }

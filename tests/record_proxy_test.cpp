@@ -140,3 +140,51 @@ TEST_CASE("record writes the times it reads from an injected clock - exactly", "
   REQUIRE(exchange.choices.front().tokens.size() == 2);
   for (const auto& token : exchange.choices.front().tokens) CHECK(token.offset_ns == 2 * kMs);
 }
+
+TEST_CASE("a client header value longer than a field holds gets 431 and record goes on", "[record][limits]") {
+  const std::string answer = "{\"ok\":true}";
+  OneShotUpstream upstream("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                           std::to_string(answer.size()) + "\r\n\r\n" + answer);
+  auto dir = std::filesystem::temp_directory_path() /
+             ("retrace_record_field_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  record::RecordOptions options;
+  options.upstream = net::parse_url(upstream.url());
+  options.out = dir / "field.rtrace";
+  options.threads = 1;
+  options.fetch_server_info = false;
+  options.max_exchanges = 2;
+  options.max_header = 1u << 20;  // the whole header may be large; one field still may not
+  std::promise<std::string> listening;
+  std::ostringstream log;
+  std::thread recorder([&] {
+    record::run_recorder(
+        options, [&](const std::string& url) { listening.set_value(url); }, log, Clock::system());
+  });
+  auto proxy = net::parse_url(listening.get_future().get());
+
+  asio::io_context io;
+  auto ask = [&](const std::string& big_value) {
+    tcp::socket client(io);
+    client.connect({asio::ip::make_address(proxy.host), proxy.port});
+    // Written by hand: Beast's own fields cannot hold such a value.
+    std::string request = "GET /v1/models HTTP/1.1\r\nHost: proxy\r\n";
+    if (!big_value.empty()) request += "X-Big: " + big_value + "\r\n";
+    asio::write(client, asio::buffer(request + "\r\n"));
+    beast::flat_buffer buffer;
+    http::response<http::string_body> response;
+    http::read(client, buffer, response);
+    return response;
+  };
+  auto refused = ask(std::string(70000, 'a'));
+  CHECK(refused.result_int() == 431);
+  CHECK(refused.body().find("X-Big: its value is 70000 bytes") != std::string::npos);
+  CHECK(ask("").result_int() == 200);
+  recorder.join();
+
+  auto trace = load_trace(options.out);
+  std::filesystem::remove_all(dir);
+  REQUIRE(trace.exchanges.size() == 2);
+  CHECK(trace.exchanges[0].error.kind == ErrorKind::rejected);
+  CHECK(trace.exchanges[1].error.kind == ErrorKind::none);
+}

@@ -245,3 +245,21 @@ TEST_CASE("the settings JSON names the upstream and what is redacted", "[record]
   CHECK(kept.at("redacted_headers").as_array().empty());
   CHECK(kept.at("keep_secrets").as_bool());
 }
+
+TEST_CASE("a stream of tiny events counts their bookkeeping against the decode limit and is kept as received",
+          "[record][finish][coding]") {
+  // 600 KB of comments that decode to 200,000 events: about 8 MB of Event bookkeeping, past a
+  // 1 MiB limit the decoded bytes alone stay under.
+  std::string comments;
+  for (int i = 0; i < 200000; ++i) comments += ":\n\n";
+  auto coded = test::zlib_encode_pieces({chat_event("Hel"), comments, "data: [DONE]\n\n"}, 15 + 16);
+  auto captured = captured_stream(coded);
+  captured.content_encoding = "gzip";
+  Exchange out;
+  finish_exchange(std::move(captured), Redactor(false, {}), 0, out, 1u << 20);
+  REQUIRE(out.response.events.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(out.response.events[i].data == coded[i]);
+  CHECK_THAT(out.decode_note, Catch::Contains("the event stream decodes to more than 1048576 bytes"));
+  REQUIRE(out.choices.size() == 1);
+  CHECK(llm::choice_text(out.choices[0]) == "Hel");
+}

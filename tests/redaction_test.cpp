@@ -87,3 +87,67 @@ TEST_CASE("the one marker is recognised and so is the marker of older sweep plan
   CHECK_FALSE(is_redaction_marker("Bearer sk-1"));
   CHECK_FALSE(is_redaction_marker(""));
 }
+
+TEST_CASE("secret names are matched in any spelling after percent and JSON decoding") {
+  for (std::string_view name : {"x-goog-api-key", "subscription-key", "code", "accessToken", "jwt",
+                                "api%5Fkey", "X-Amz-Credential", "API_KEY", "apiKey", "id_token"})
+    CHECK(is_secret_query_parameter(name));
+  for (std::string_view name : {"api-version", "model", "keys", "monkey", "max_tokens", "stream"})
+    CHECK_FALSE(is_secret_query_parameter(name));
+  for (std::string_view name : {"XApiKey", "X-Signature", "X-Credential", "OpenAI-Organization"})
+    CHECK(is_secret_header(name));
+  CHECK_FALSE(is_secret_header("Access-Control-Allow-Credentials"));
+  for (std::string_view name : {"apiKey", "API_KEY", "refresh_token", "id_token", "private_key",
+                                "aws_secret_access_key", "user_jwt", "password", "token"})
+    CHECK(is_secret_body_field(name));
+  for (std::string_view name : {"max_tokens", "max_completion_tokens", "key", "code", "model",
+                                "logprobs", "skip_special_tokens", "content"})
+    CHECK_FALSE(is_secret_body_field(name));
+}
+
+TEST_CASE("nested secret body fields and escaped names lose their values and schemas stay") {
+  auto redacted = redact_json_body(
+      R"({"model":"m","max_tokens":5,"metadata":{"user_jwt":"j1","auth":{"id_token":"i1"},"password":"p1",)"
+      R"("token":"t1","note":"kept"},"api\u005fkey":"k1","tools":[{"parameters":{"properties":{"token":{"type":"string"}}}}]})");
+  for (std::string_view secret : {"j1", "i1", "p1", "t1", "k1"}) {
+    INFO(secret);
+    CHECK(redacted.find("\"" + std::string(secret) + "\"") == std::string::npos);
+  }
+  auto object = boost::json::parse(redacted).as_object();
+  CHECK(object.at("metadata").at("note").as_string() == "kept");
+  CHECK(object.at("max_tokens").as_int64() == 5);
+  CHECK(object.at("tools").at(0).at("parameters").at("properties").at("token").at("type").as_string() == "string");
+}
+
+TEST_CASE("JWTs and self-describing keys are secrets by value wherever they stand") {
+  const std::string jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl";
+  for (const std::string& value : {jwt, "Bearer " + jwt, std::string("sk-proj-abcdefghijklmnopqrstuvwxyz"),
+                                   std::string("AKIAABCDEFGHIJKLMNOP"),
+                                   std::string("AIzaSyA1234567890abcdefghijklmnopqrstuv"),
+                                   std::string("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+                                   std::string("hf_abcdefghijklmnopqrstuvwxyz01234567"),
+                                   std::string("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----")})
+    CHECK(is_secret_value(value));
+  for (std::string_view value : {"sk-short", "hello world", "eyJ not a token", "application/json", "AKIA"})
+    CHECK_FALSE(is_secret_value(value));
+  auto body = redact_json_body(R"({"messages":[{"role":"user","content":")" + jwt + R"("}],"x":{"y":"ok"}})");
+  CHECK(body.find(jwt) == std::string::npos);
+  CHECK(redact_query("/x?a=" + jwt + "&b=2") == "/x?a=[redacted]&b=2");
+}
+
+TEST_CASE("URL-valued headers and form-encoded bodies lose their secret parameters") {
+  Request request;
+  request.target = "/v1/x?api%5Fkey=k1&subscription-key=k2&ok=1";
+  request.headers = {{"Referer", "https://a.example/p?token=t1&q=1"},
+                     {"X-Original-URL", "/v1/x?code=c1"},
+                     {"Content-Type", "application/x-www-form-urlencoded"},
+                     {"X-Trace", "eyJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0."}};
+  request.body = "grant_type=refresh&refresh_token=r1&client_secret=s1&scope=all";
+  Redactor().apply(request);
+  CHECK(request.target == "/v1/x?api%5Fkey=[redacted]&subscription-key=[redacted]&ok=1");
+  CHECK(request.headers[0].value == "https://a.example/p?token=[redacted]&q=1");
+  CHECK(request.headers[1].value == "/v1/x?code=[redacted]");
+  CHECK(request.headers[2].value == "application/x-www-form-urlencoded");
+  CHECK(request.headers[3].value == kRedacted);
+  CHECK(request.body == "grant_type=refresh&refresh_token=[redacted]&client_secret=[redacted]&scope=all");
+}

@@ -335,3 +335,33 @@ TEST_CASE("a malformed row stops the import with its line number and leaves no o
     CHECK_FALSE(fs::exists(dir / "bad.rtrace.tmp"));
   }
 }
+
+TEST_CASE("a row claiming more tokens than import accepts is refused with its line before any prompt is built") {
+  TempDir dir;
+  struct Case {
+    std::string from, text, expected;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"mooncake", kMooncake + "{\"timestamp\": 300, \"input_length\": 1000000000000, \"output_length\": 1}\n",
+            ":5: the row claims 1000000000000 prompt tokens, past the 1048576"},
+           {"mooncake", kMooncake + "{\"timestamp\": 300, \"input_length\": 9223372036854775807, \"output_length\": 1}\n",
+            ":5: the row claims 9223372036854775807 prompt tokens"},
+           {"mooncake", kMooncake + "{\"timestamp\": 300, \"input_length\": 5, \"output_length\": 1e18}\n",
+            ":5: the row claims 1000000000000000000 output tokens"},
+           {"azure", kAzure + "2023-11-16 18:17:04.5,1048577,3\n", ":5: the row claims 1048577 prompt tokens"},
+           {"burstgpt", "Timestamp,Request tokens,Response tokens\n1,100000000,2\n", ":2: the row claims 100000000 prompt tokens"},
+       }) {
+    INFO(c.from << ": " << c.expected);
+    fs::path in = write(dir, "big." + c.from, c.text);
+    fs::path out = dir / "big.rtrace";
+    TraceImportOptions options;
+    options.from = c.from;
+    CHECK_THROWS_WITH(import_trace(in, out, options), Catch::Contains(c.expected));
+    CHECK_FALSE(fs::exists(out));
+  }
+  // The bound itself is accepted.
+  fs::path in = write(dir, "edge.mooncake", "{\"timestamp\": 0, \"input_length\": 1048576, \"output_length\": 1048576}\n");
+  TraceImportOptions options;
+  options.from = "mooncake";
+  CHECK(import_trace(in, dir / "edge.rtrace", options).written == 1);
+}

@@ -185,6 +185,20 @@ class Handler(socketserver.BaseRequestHandler):
                 if not send_big(sock, path.partition("?")[2]):
                     return
                 continue
+            if path.startswith("/huge-header"):
+                # One header value past what an HTTP library's fields may hold (Beast: 65,533
+                # bytes), or a Content-Encoding list as long, under record's 256 KiB header limit.
+                query = request[1].partition("?")[2]
+                params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
+                n = int(params.get("n", "70000"))
+                if params.get("field") == "coding":
+                    field = b"Content-Encoding: " + b"br," * (n // 3)
+                else:
+                    field = b"X-Big: " + b"a" * n
+                body = b'{"ok":true}'
+                sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + field +
+                             b"\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+                continue
             if path.endswith("/set-cookie"):
                 body = b'{"ok":true}'
                 sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"

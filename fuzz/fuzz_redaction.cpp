@@ -1,0 +1,60 @@
+// The secret policy (format/redaction.hpp) on arbitrary JSON bodies, against itself: a body
+// redact_json_body() leaves unchanged holds, after JSON decoding, no scalar under a secret name
+// and no secret-shaped string at any depth (the cheap look at the text that skips most bodies
+// must never skip one that names a secret, whatever escapes spell it); a body it changes is JSON
+// that holds none either. The same for a form-encoded body.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include <boost/json.hpp>
+
+#include "format/redaction.hpp"
+
+namespace json = boost::json;
+
+namespace {
+
+// A secret left where the policy says there must be none.
+bool holds_secret(const json::value& value) {
+  if (const auto* object = value.if_object()) {
+    for (const auto& member : *object) {
+      const auto& inner = member.value();
+      bool scalar = !inner.is_object() && !inner.is_array() && !inner.is_null();
+      if (scalar && retrace::is_secret_body_field(member.key()) &&
+          !(inner.is_string() && inner.get_string() == retrace::kRedacted))
+        return true;
+      if (holds_secret(inner)) return true;
+    }
+  } else if (const auto* array = value.if_array()) {
+    for (const auto& element : *array)
+      if (holds_secret(element)) return true;
+  } else if (const auto* text = value.if_string()) {
+    return retrace::is_secret_value(*text);
+  }
+  return false;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view body(reinterpret_cast<const char*>(data), size);
+  auto redacted = retrace::redact_json_body(body);
+  json::error_code error;
+  auto parsed = json::parse(body, error);
+  if (!error && parsed.is_object()) {
+    if (redacted == body && holds_secret(parsed)) std::abort();  // the pre-check skipped a secret
+    if (redacted != body) {
+      auto again = json::parse(redacted, error);
+      if (error || holds_secret(again)) std::abort();
+      if (retrace::redact_json_body(redacted) != redacted) std::abort();  // one pass is enough
+    }
+  } else if (redacted != body) {
+    std::abort();  // not a JSON object: left as it is
+  }
+  auto form = retrace::redact_form(body);
+  if (retrace::redact_form(form) != form) std::abort();
+  return 0;
+}
