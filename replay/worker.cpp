@@ -483,8 +483,8 @@ std::optional<std::string> Worker::finish(Flight& flight, bool want_answer) {
     auto excerpt = exchange.response.streamed ? std::string() : exchange.response.body.substr(0, 200);
     exchange.error.message = "HTTP " + std::to_string(exchange.response.status) +
                              (excerpt.empty() ? "" : ": " + excerpt);
-  } else if (want_answer && !exchange.choices.empty()) {
-    answer = llm::choice_text(exchange.choices.front());
+  } else if (const Choice* content = want_answer ? first_answer(exchange.choices) : nullptr) {
+    answer = llm::choice_text(*content);  // the answer only: clients drop the reasoning
   }
 
   if (exchange.error.kind != ErrorKind::none) shared_.errors.fetch_add(1);
