@@ -175,13 +175,19 @@ void put_finish(std::string& out, const Generation& generation, bool finished) {
   else out += "null";
 }
 
-void put_usage(std::string& out, std::size_t prompt_tokens, std::size_t completion_tokens) {
+void put_usage(std::string& out, std::size_t prompt_tokens, std::size_t completion_tokens,
+               std::optional<std::size_t> reasoning_tokens) {
   out += "\"usage\":{\"prompt_tokens\":";
   put_number(out, prompt_tokens);
   out += ",\"total_tokens\":";
   put_number(out, prompt_tokens + completion_tokens);
   out += ",\"completion_tokens\":";
   put_number(out, completion_tokens);
+  if (reasoning_tokens) {
+    out += ",\"completion_tokens_details\":{\"reasoning_tokens\":";
+    put_number(out, *reasoning_tokens);
+    out += '}';
+  }
   out += '}';
 }
 

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,8 +34,10 @@ void put_response_head(std::string& out, std::string_view id, std::string_view o
 // ,"finish_reason":...,"stop_reason":... of a choice (null while it is not finished).
 void put_finish(std::string& out, const Generation& generation, bool finished);
 
-// "usage":{"prompt_tokens","total_tokens","completion_tokens"}
-void put_usage(std::string& out, std::size_t prompt_tokens, std::size_t completion_tokens);
+// "usage":{"prompt_tokens","total_tokens","completion_tokens"}, and
+// "completion_tokens_details":{"reasoning_tokens"} when given (serve --reasoning).
+void put_usage(std::string& out, std::size_t prompt_tokens, std::size_t completion_tokens,
+               std::optional<std::size_t> reasoning_tokens = std::nullopt);
 
 // How a request wants its logprobs written.
 struct LogprobsShape {

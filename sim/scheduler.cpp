@@ -26,7 +26,8 @@ ActiveRequest::ActiveRequest(ApiRequest api_request, std::shared_ptr<Session> se
       SamplingParams params = api.params;
       params.seed = api.params.seed + std::uint64_t(i) * 0x9e3779b97f4a7c15ull;
       int index = int(p) * api.n + i;
-      choices.emplace_back(Generation(model, api.prompts[p], std::move(params), api.answers[p]), index, p);
+      choices.emplace_back(Generation(model, api.prompts[p], std::move(params), api.answers[p]), index, p,
+                           chat ? std::size_t(options.reasoning_tokens) : 0);
     }
   }
   unfinished = choices.size();
@@ -183,7 +184,20 @@ void Scheduler::emit(ActiveRequest& request, ChoiceState& choice) {
   out += "{\"index\":";
   put_number(out, choice.index);
   std::string_view text = choice.generation.take_releasable_text();
-  if (chat) {
+  if (chat && choice.reasoning.enabled()) {
+    const ReasoningSplit split = choice.reasoning.split(generation, model_.tokenizer(), text, choice.released_bytes);
+    out += ",\"delta\":{";
+    if (!split.reasoning.empty()) {
+      out += "\"reasoning_content\":";
+      put_string(out, split.reasoning);
+    }
+    if (!split.content.empty() || split.reasoning.empty()) {
+      if (!split.reasoning.empty()) out += ',';
+      out += "\"content\":";
+      put_string(out, split.content);
+    }
+    out += '}';
+  } else if (chat) {
     out += ",\"delta\":{\"content\":";
     put_string(out, text);
     out += '}';
@@ -203,6 +217,7 @@ void Scheduler::emit(ActiveRequest& request, ChoiceState& choice) {
     put_token_ids(out, std::span(generation.tokens()).subspan(choice.streamed_tokens));
   }
   out += "}]}\n\n";
+  choice.released_bytes += text.size();
   choice.first_event_sent = true;
   choice.streamed_tokens = generation.tokens().size();
 }
@@ -210,15 +225,20 @@ void Scheduler::emit(ActiveRequest& request, ChoiceState& choice) {
 // The end of a request: the usage chunk and [DONE] of a stream, or the whole response.
 void Scheduler::complete(ActiveRequest& request) {
   ++metrics_.requests_served;
-  std::size_t completion_tokens = 0;
-  for (const ChoiceState& choice : request.choices) completion_tokens += choice.generation.tokens().size();
+  std::size_t completion_tokens = 0, reasoning_tokens = 0;
+  for (const ChoiceState& choice : request.choices) {
+    completion_tokens += choice.generation.tokens().size();
+    reasoning_tokens += choice.reasoning.reasoning_tokens(choice.generation.tokens().size());
+  }
   const bool chat = request.api.endpoint == Endpoint::chat;
+  const std::optional<std::size_t> reasoning_usage =
+      chat && options_.reasoning_tokens > 0 ? std::optional(reasoning_tokens) : std::nullopt;
   if (request.api.stream) {
     std::string& out = request.session->stream_buffer();
     if (request.api.include_usage) {
       out += request.chunk_prefix;
       out += "],";
-      put_usage(out, request.prompt_tokens, completion_tokens);
+      put_usage(out, request.prompt_tokens, completion_tokens, reasoning_usage);
       out += "}\n\n";
     }
     out += "data: [DONE]\n\n";
@@ -234,9 +254,12 @@ void Scheduler::complete(ActiveRequest& request) {
     body += "{\"index\":";
     put_number(body, choice.index);
     if (chat) {
-      body += ",\"message\":{\"role\":\"assistant\",\"content\":";
-      put_string(body, choice.generation.text());
-      body += '}';
+      body += ",\"message\":";
+      const std::string_view text = choice.generation.text();
+      const bool with_reasoning = choice.reasoning.enabled();
+      const ReasoningSplit split = with_reasoning ? choice.reasoning.split(choice.generation, model_.tokenizer(), text, 0)
+                                                  : ReasoningSplit{};
+      put_chat_message(body, text, split, with_reasoning);
     } else {
       body += ",\"text\":";
       put_string(body, choice.generation.text());
@@ -255,7 +278,7 @@ void Scheduler::complete(ActiveRequest& request) {
     body += '}';
   }
   body += "],";
-  put_usage(body, request.prompt_tokens, completion_tokens);
+  put_usage(body, request.prompt_tokens, completion_tokens, reasoning_usage);
   if (chat && request.api.return_token_ids) {
     body += ",\"prompt_token_ids\":";
     put_token_ids(body, request.api.prompts[0]);
