@@ -2,6 +2,7 @@
 # does, and diff sees what a joined comparison could not: the same tokens with the boundary between
 # reasoning and answer moved by one token are a change, reported part by part; the same boundary
 # is identical. stats counts the reasoning tokens apart and times the first answer token (TTFOT).
+# A live session sends the earlier turns' answers back without their reasoning, as clients do.
 . "$(dirname "$0")/lib.sh"
 
 for i in 1 2 3 4; do
@@ -65,4 +66,36 @@ PY
 "$RETRACE" stats "$WORK/four.rtrace" >"$WORK/stats.txt" || fail "stats text"
 check_contains "$WORK/stats.txt" "reasoning tokens" "the text report names the reasoning tokens"
 check_contains "$WORK/stats.txt" "TTFOT" "the text report has TTFOT"
+# A two-turn session in export lines: turn 1 carries a recorded assistant answer.
+"$RETRACE" export "$WORK/source.rtrace" >"$WORK/source.jsonl"
+python3 - "$WORK/source.jsonl" "$WORK/session.jsonl" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+out = [lines[0]]
+for turn in range(2):
+    exchange = json.loads(json.dumps(lines[1]["exchange"]))
+    exchange["id"], exchange["session_id"], exchange["key"] = turn + 1, "s0", None
+    messages = [{"role": "user", "content": "Question 0: why?"}]
+    if turn == 1:
+        messages += [{"role": "assistant", "content": "RECORDED"}, {"role": "user", "content": "And then?"}]
+    exchange["request"]["body"] = json.dumps({"model": "retrace-sim", "messages": messages, "max_tokens": 8,
+                                              "temperature": 0, "ignore_eos": True})
+    out.append({"exchange": exchange})
+open(sys.argv[2], "w").write("".join(json.dumps(o) + "\n" for o in out))
+PY
+"$RETRACE" import "$WORK/session.jsonl" --from export --out "$WORK/session.rtrace" >/dev/null || fail "import the session"
+"$RETRACE" replay "$WORK/session.rtrace" --target "$four_URL" -c 1 --session-mode live -o "$WORK/live.rtrace" \
+  >/dev/null 2>"$WORK/live.err" || { cat "$WORK/live.err" >&2; fail "live session replay"; }
+"$RETRACE" export "$WORK/live.rtrace" >"$WORK/live.jsonl"
+python3 - "$WORK/live.jsonl" <<'PY' || fail "the live turn carries the answer, not the reasoning"
+import json, sys
+exchanges = [json.loads(l)["exchange"] for l in open(sys.argv[1]) if '"exchange"' in l]
+first, second = exchanges
+text = lambda choice: "".join(token["text"] if "text" in token else token["bytes"] for token in choice["tokens"])
+reasoning = text(first["choices"][0])
+answer = text(first["choices"][1])
+assert first["choices"][0]["part"] == "reasoning" and reasoning and answer, first["choices"]
+sent = json.loads(second["request"]["body"])["messages"][1]
+assert sent == {"role": "assistant", "content": answer}, (sent, reasoning, answer)
+PY
 echo "ok"
