@@ -35,6 +35,7 @@ struct ApiRequest {
   bool want_logprobs = false;     // completions: logprobs=K; chat: logprobs=true
   bool tokens_as_ids = false;     // vLLM return_tokens_as_token_ids
   bool return_token_ids = false;  // vLLM return_token_ids
+  std::string tool_name;          // chat with "tools": the answer calls it (sim/tool_calls.hpp)
   std::vector<std::vector<TokenId>> prompts;
   std::vector<std::optional<std::vector<TokenId>>> answers;  // per prompt
 };

@@ -166,9 +166,10 @@ void put_response_head(std::string& out, std::string_view id, std::string_view o
   out += "\",\"choices\":[";
 }
 
-void put_finish(std::string& out, const Generation& generation, bool finished) {
+void put_finish(std::string& out, const Generation& generation, bool finished, bool tool_call) {
   out += ",\"finish_reason\":";
   if (!finished) out += "null";
+  else if (tool_call) out += "\"tool_calls\"";
   else out += generation.finish_reason() == FinishReason::length ? "\"length\"" : "\"stop\"";
   out += ",\"stop_reason\":";
   if (finished && !generation.matched_stop().empty()) put_string(out, generation.matched_stop());

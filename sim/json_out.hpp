@@ -31,8 +31,9 @@ void put_token_ids(std::string& out, std::span<const TokenId> tokens);
 void put_response_head(std::string& out, std::string_view id, std::string_view object, std::int64_t created,
                        std::string_view model_name, std::uint64_t weights_seed);
 
-// ,"finish_reason":...,"stop_reason":... of a choice (null while it is not finished).
-void put_finish(std::string& out, const Generation& generation, bool finished);
+// ,"finish_reason":...,"stop_reason":... of a choice (null while it is not finished);
+// "tool_calls" for an answer that called a tool.
+void put_finish(std::string& out, const Generation& generation, bool finished, bool tool_call = false);
 
 // "usage":{"prompt_tokens","total_tokens","completion_tokens"}, and
 // "completion_tokens_details":{"reasoning_tokens"} when given (serve --reasoning).

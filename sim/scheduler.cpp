@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 
 #include "sim/json_out.hpp"
+#include "sim/tool_calls.hpp"
 
 namespace retrace::sim {
 
@@ -153,6 +154,13 @@ void Scheduler::retire() {
   metrics_.sequences_running = running_sequences_;
 }
 
+namespace {
+// A tool call's id: the response's and the choice's, as vLLM makes one per call.
+std::string call_id(const ActiveRequest& request, const ChoiceState& choice) {
+  return "call-" + request.id + "-" + std::to_string(choice.index);
+}
+}  // namespace
+
 // The logprobs of the choice's tokens not yet written.
 void Scheduler::put_choice_logprobs(std::string& out, const ActiveRequest& request, ChoiceState& choice) {
   const LogprobsShape shape{request.api.want_logprobs, request.api.endpoint == Endpoint::chat,
@@ -184,30 +192,40 @@ void Scheduler::emit(ActiveRequest& request, ChoiceState& choice) {
   out += "{\"index\":";
   put_number(out, choice.index);
   std::string_view text = choice.generation.take_releasable_text();
-  if (chat && choice.reasoning.enabled()) {
-    const ReasoningSplit split = choice.reasoning.split(generation, model_.tokenizer(), text, choice.released_bytes);
+  const bool tool = chat && !request.api.tool_name.empty();
+  if (chat) {
+    const ReasoningSplit split = choice.reasoning.enabled()
+                                     ? choice.reasoning.split(generation, model_.tokenizer(), text, choice.released_bytes)
+                                     : ReasoningSplit{{}, text};
     out += ",\"delta\":{";
     if (!split.reasoning.empty()) {
       out += "\"reasoning_content\":";
       put_string(out, split.reasoning);
     }
-    if (!split.content.empty() || split.reasoning.empty()) {
-      if (!split.reasoning.empty()) out += ',';
+    const bool comma = !split.reasoning.empty();
+    if (tool && (!split.content.empty() || finished)) {
+      if (comma) out += ',';
+      put_tool_call_delta(out, call_id(request, choice), request.api.tool_name, split.content, !choice.call_started,
+                          finished);
+      choice.call_started = true;
+    } else if (!split.content.empty() || !comma) {
+      if (comma) out += ',';
       out += "\"content\":";
       put_string(out, split.content);
     }
-    out += '}';
-  } else if (chat) {
-    out += ",\"delta\":{\"content\":";
-    put_string(out, text);
     out += '}';
   } else {
     out += ",\"text\":";
     put_string(out, text);
   }
   out += ",\"logprobs\":";
-  put_choice_logprobs(out, request, choice);
-  put_finish(out, generation, finished);
+  if (tool) {
+    out += "null";  // a tool parser's call maps to no tokens
+    choice.logprobs.clear();
+  } else {
+    put_choice_logprobs(out, request, choice);
+  }
+  put_finish(out, generation, finished, tool);
   if (request.api.return_token_ids) {
     if (!chat && !choice.first_event_sent) {
       out += ",\"prompt_token_ids\":";
@@ -253,20 +271,30 @@ void Scheduler::complete(ActiveRequest& request) {
     if (i) body += ',';
     body += "{\"index\":";
     put_number(body, choice.index);
+    const bool tool = chat && !request.api.tool_name.empty();
     if (chat) {
       body += ",\"message\":";
       const std::string_view text = choice.generation.text();
       const bool with_reasoning = choice.reasoning.enabled();
       const ReasoningSplit split = with_reasoning ? choice.reasoning.split(choice.generation, model_.tokenizer(), text, 0)
-                                                  : ReasoningSplit{};
-      put_chat_message(body, text, split, with_reasoning);
+                                                  : ReasoningSplit{{}, text};
+      if (tool) {
+        put_tool_call_message(body, call_id(request, choice), request.api.tool_name, split.content, split.reasoning,
+                              with_reasoning);
+      } else {
+        put_chat_message(body, text, split, with_reasoning);
+      }
     } else {
       body += ",\"text\":";
       put_string(body, choice.generation.text());
     }
     body += ",\"logprobs\":";
-    put_choice_logprobs(body, request, choice);
-    put_finish(body, choice.generation, true);
+    if (tool) {
+      body += "null";
+    } else {
+      put_choice_logprobs(body, request, choice);
+    }
+    put_finish(body, choice.generation, true, tool);
     if (request.api.return_token_ids) {
       if (!chat) {
         body += ",\"prompt_token_ids\":";

@@ -35,6 +35,7 @@ struct ChoiceState {
   bool done = false;
   ReasoningBoundary reasoning;   // --reasoning, chat only (sim/reasoning.hpp)
   std::size_t released_bytes = 0;  // of the text, streamed so far
+  bool call_started = false;       // a tool call's first delta is out (sim/tool_calls.hpp)
 };
 
 // A request in the scheduler: its n choices per prompt and the session that waits for them.

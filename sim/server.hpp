@@ -3,7 +3,8 @@
 // HTTP/1.1 with keep-alive (Boost.Beast request parsing, responses written straight to the
 // socket). Endpoints: POST /v1/completions, POST /v1/chat/completions (streamed as vLLM streams:
 // `data: {json}\n\n` per event, `data: [DONE]\n\n` last, chunked `text/event-stream`; with
-// --reasoning, `reasoning_content` deltas first: sim/reasoning.hpp), POST /v1/embeddings
+// --reasoning, `reasoning_content` deltas first: sim/reasoning.hpp; a request with "tools" is
+// answered with a call: sim/tool_calls.hpp), POST /v1/embeddings
 // (sim/embeddings.hpp), POST /tokenize (vLLM's: {"prompt"} -> {"tokens", "count",
 // "max_model_len"}), GET /v1/models, /health, /version, /metrics (Prometheus text). Errors use OpenAI's
 // {"error": {"message", "type", "param", "code"}} shape.
