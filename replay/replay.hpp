@@ -396,6 +396,8 @@ std::string apply_body_overrides(std::string_view body,
 // Live sessions: replaces the contents of the last answers.size() assistant messages of a chat
 // body's "messages" (oldest first) with this run's answers to the previous turns. An answer that
 // is nullopt (that turn failed) leaves the recorded message. Bodies without messages pass through.
+// Each answer goes in as text a server would have sent: a character cut short at its end held
+// back, other bytes that are not UTF-8 as U+FFFD.
 std::string substitute_session_answers(std::string_view body,
                                        const std::vector<std::optional<std::string>>& answers);
 
