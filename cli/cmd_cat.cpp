@@ -50,8 +50,13 @@ void show(const Exchange& exchange, std::ostream& out) {
         << "\n";
   out << "  request: " << printable(request_summary(exchange.request)) << "\n";
   for (const auto& choice : exchange.choices) {
-    out << "  choice " << choice.index << " (" << choice.tokens.size() << " tokens, "
-        << to_string(choice.kind);
+    out << "  choice " << choice.index;
+    if (choice.part == Part::tool_call)
+      out << " tool call " << choice.tool_call << " " << printable(choice.tool_name);
+    else if (choice.part != Part::content)
+      out << " " << to_string(choice.part);
+    out << " (" << choice.tokens.size() << " tokens, " << to_string(choice.kind);
+    if (choice.part == Part::embedding) out << ", " << choice.values.size() << " values";
     if (!choice.finish_reason.empty()) out << ", finish " << choice.finish_reason;
     out << "): " << printable(output_text(choice)) << "\n";
   }
@@ -75,12 +80,20 @@ boost::json::object view_json(const Exchange& exchange) {
   json::object labels;
   for (const auto& label : exchange.labels) labels[label.key] = label.value;
   json::array choices;
-  for (const auto& choice : exchange.choices)
-    choices.push_back(json::object{{"index", choice.index},
-                                   {"tokens", choice.tokens.size()},
-                                   {"kind", to_string(choice.kind)},
-                                   {"finish_reason", text_or_null(choice.finish_reason)},
-                                   {"text", bytes_to_json(output_text(choice))}});
+  for (const auto& choice : exchange.choices) {
+    json::object view{{"index", choice.index},
+                      {"part", to_string(choice.part)},
+                      {"tokens", choice.tokens.size()},
+                      {"kind", to_string(choice.kind)},
+                      {"finish_reason", text_or_null(choice.finish_reason)},
+                      {"text", bytes_to_json(output_text(choice))}};
+    if (choice.part == Part::tool_call) {
+      view["tool_call"] = choice.tool_call;
+      view["tool_name"] = choice.tool_name;
+    }
+    if (choice.part == Part::embedding) view["values"] = choice.values.size();
+    choices.push_back(std::move(view));
+  }
   bool failed = exchange.error.kind != ErrorKind::none;
   return json::object{
       {"id", exchange.id},

@@ -21,6 +21,7 @@ struct DiffArgs {
   bool expect = false;
   std::string match = "exact";
   double near_tie = diff::kDefaultNearTieMargin;
+  double embedding_tolerance = 0;
   std::string fail_on = "any";
 };
 
@@ -28,6 +29,7 @@ int run_diff(const DiffArgs& args) {
   diff::Options options;
   options.context = args.context;
   options.near_tie = args.near_tie;
+  options.embedding_tolerance = args.embedding_tolerance;
   options.expect = args.expect;
   auto matcher = diff::parse_matcher(args.match);
   if (!matcher) {
@@ -75,8 +77,9 @@ void add_diff(CLI::App& root, Registry& registry) {
   CLI::App* command = root.add_subcommand(
       "diff",
       "Compare candidate runs with a baseline: which outputs differ, and the first divergent token of "
-      "each (index on both sides, context, logprob margin, near-tie or real change). Exit 0 when no "
-      "output differs (under --fail-on), 1 when some do, 2 on error.");
+      "each (index on both sides, context, logprob margin, near-tie or real change), part by part "
+      "(reasoning, answer, each tool call, embeddings). Exit 0 when no output differs (under "
+      "--fail-on), 1 when some do or some could not be compared, 2 on error.");
   command->add_option("baseline", args->baseline, "Baseline trace (.rtrace)")->required()->check(CLI::ExistingFile);
   command->add_option("candidates", args->candidates, "Candidate traces (.rtrace)")->required()->check(CLI::ExistingFile);
   auto* json = command->add_flag("--json", args->json, "Everything as one JSON document");
@@ -94,6 +97,10 @@ void add_diff(CLI::App& root, Registry& registry) {
   command->add_option("--near-tie", args->near_tie,
                       "Logprob margin (nats) under which a divergence is a near-tie (numeric noise)")
       ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--embedding-tolerance", args->embedding_tolerance,
+                      "Largest absolute difference between two embedding vectors still counted identical "
+                      "(default 0: any difference shows)")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--fail-on", args->fail_on,
                       "What makes the exit code 1: any difference, real (not near-ties), none")

@@ -63,6 +63,10 @@ void add_serve(CLI::App& root, Registry& registry) {
                       "Coalesce up to K tokens per SSE event, as vLLM does under load")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
+  command->add_option("--reasoning", options->reasoning_tokens,
+                      "Chat answers reason first, as vLLM's --reasoning-parser returns it: the first N "
+                      "tokens of each choice are sent as reasoning_content, the rest as content")
+      ->check(CLI::NonNegativeNumber);
   command->add_option("--answers", options->answers_path,
                       "JSONL of known answers: {\"prompt\" or \"messages\": ..., \"answer\": \"...\"} per line; a "
                       "matching request gets that answer, streamed token by token, finish_reason stop")

@@ -11,7 +11,8 @@ namespace {
 std::size_t estimated_bytes(const Exchange& exchange) {
   std::size_t bytes = sizeof(Exchange);
   for (const auto& choice : exchange.choices) {
-    bytes += sizeof(Choice) + choice.finish_reason.size();
+    bytes += sizeof(Choice) + choice.finish_reason.size() + choice.tool_name.size() +
+             choice.values.size() * sizeof(double);
     for (const auto& token : choice.tokens)
       bytes += sizeof(Token) + token.bytes.size() + token.top.size() * (sizeof(Alternative) + 8);
   }
@@ -26,24 +27,6 @@ Exchange stripped(const Exchange& exchange) {
   kept.key = exchange.key;
   kept.choices = exchange.choices;
   return kept;
-}
-
-std::vector<Divergence> compare_choices(const Exchange& baseline, const Exchange& candidate,
-                                        const Options& options) {
-  std::vector<Divergence> divergences;
-  std::size_t count = std::max(baseline.choices.size(), candidate.choices.size());
-  for (std::size_t i = 0; i < count; ++i) {
-    Choice empty_baseline, empty_candidate;
-    const Choice& a = i < baseline.choices.size() ? baseline.choices[i] : empty_baseline;
-    const Choice& b = i < candidate.choices.size() ? candidate.choices[i] : empty_candidate;
-    auto divergence = first_divergence(a, b, options);
-    if (!divergence) continue;
-    divergence->choice = std::uint32_t(i < baseline.choices.size() ? a.index : b.index);
-    if (i >= baseline.choices.size()) divergence->basis_note = "choice absent on the baseline";
-    if (i >= candidate.choices.size()) divergence->basis_note = "choice absent on the candidate";
-    divergences.push_back(std::move(*divergence));
-  }
-  return divergences;
 }
 
 // An aligned pair's identity: ids, positions, key and both sides' gold matches.
@@ -162,6 +145,17 @@ std::optional<std::size_t> Comparison::place(std::size_t r, const ExchangeOutput
     ++run.errors;
     return std::nullopt;
   }
+  if (!b.not_compared.empty() || !summary.not_compared.empty()) {
+    PairResult pair = aligned_pair(Verdict::not_compared, b, j, summary, position);
+    if (!b.not_compared.empty()) pair.error = "baseline: " + b.not_compared;
+    if (!summary.not_compared.empty())
+      pair.error += (pair.error.empty() ? "" : "; ") + std::string("candidate: ") + summary.not_compared;
+    ++run.not_compared_why[pair.error];
+    run.pairs.push_back(std::move(pair));
+    run.matrix[j] = 'N';
+    ++run.not_compared;
+    return std::nullopt;
+  }
   state.completions[j] = summary.completion_hash;
   if (same_output(b, summary)) {
     run.matrix[j] = '.';
@@ -178,7 +172,7 @@ void Comparison::look_closely(std::size_t r, std::size_t pair_index, const Excha
                               const Exchange& candidate) {
   RunComparison& run = runs[r].run;
   PairResult& pair = run.pairs[pair_index];
-  pair.divergences = compare_choices(baseline_exchange, candidate, options);
+  pair.divergences = compare_parts(baseline_exchange.choices, candidate.choices, options);
   if (!pair.divergences.empty()) return;
   // Hashes differed but the streams compare equal: ids on one side only, same text.
   pair.verdict = Verdict::identical;

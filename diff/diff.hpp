@@ -21,7 +21,23 @@
 // not pair either. When the first outnumber the second, the run is aligned by (request key,
 // occurrence) instead; RunComparison::alignment_note says which was used and why.
 //
-// Comparison, per choice (choices pair up by index; an absent choice compares as empty):
+// Parts: each output choice is compared part by part (format/trace.hpp): its reasoning, its answer
+// (content), its refusal, each tool call (by position: the function's name, then its arguments),
+// each embedding. Parts pair up by (choice index, part, tool call position); a part absent on one
+// side compares as empty. So a changed boundary between reasoning and answer is a change, and a
+// tool call is never equal to the same characters as text. A pair's parts_changed() says which
+// parts differ, the first in generation order first ("reasoning changed, answer the same").
+// Embeddings compare numerically: the largest absolute difference between the two vectors; one
+// within Options::embedding_tolerance is identical; beyond it, a real change when a tolerance was
+// given, unknown otherwise (no tolerance: any difference shows, and nothing says it is noise).
+//
+// Not compared: an exchange without an error whose response decoded to no output at all (a POST
+// to an endpoint retrace does not decode, a body that was not what its dialect says) is neither
+// identical nor divergent: it is counted as not compared, with the reason, and fails the exit
+// policy as a divergence does (nothing says it is the same). Requests other than POST (model
+// listings, health checks) carry no output and pair as identical when both sides have none.
+//
+// Comparison, per part (an absent choice or part compares as empty):
 //   * basis token_ids when both sides' streams are token_ids with every id present: the first
 //     index whose ids differ (or where one side ends);
 //   * otherwise basis bytes: the token bytes are concatenated on each side, the first differing
@@ -75,6 +91,7 @@ struct Options {
   Match match = Match::exact;
   std::string match_arg;  // the regex, or the JSON field (dotted path)
   std::size_t max_edit_distance = 4096;
+  double embedding_tolerance = 0;  // the largest absolute difference between vectors still identical
   // Divergent candidate exchanges are kept in memory between the two passes up to this many
   // (estimated) bytes; beyond it the candidate is read again in batches.
   std::size_t memory_budget = 256u << 20;
@@ -91,8 +108,8 @@ struct Options {
 std::optional<std::pair<Match, std::string>> parse_matcher(std::string_view spec);
 std::string_view to_string(Match);
 
-enum class Verdict : std::uint8_t { identical, divergent, error, missing };
-BOOST_DESCRIBE_ENUM(Verdict, identical, divergent, error, missing)
+enum class Verdict : std::uint8_t { identical, divergent, error, missing, not_compared };
+BOOST_DESCRIBE_ENUM(Verdict, identical, divergent, error, missing, not_compared)
 enum class Basis : std::uint8_t { token_ids, bytes };
 enum class Classification : std::uint8_t { near_tie, real_change, unknown };
 BOOST_DESCRIBE_ENUM(Classification, near_tie, real_change, unknown)
@@ -111,6 +128,13 @@ struct TokenView {
 
 struct Divergence {
   std::uint32_t choice = 0;
+  Part part = Part::content;
+  std::uint32_t tool_call = 0;   // part tool_call: its position
+  std::string tool_name;         // part tool_call: the baseline's name (the candidate's if absent)
+  // part embedding: the largest absolute difference (nullopt when the lengths differ), and how
+  // many values differ at all; token fields are unused.
+  std::optional<double> largest_difference;
+  std::size_t values_differing = 0;
   Basis basis = Basis::bytes;
   std::string basis_note;  // why bytes were compared although a side had ids, etc.
   std::size_t baseline_index = 0, candidate_index = 0;  // token (delta) index on each side
@@ -128,10 +152,21 @@ struct Divergence {
   std::string baseline_finish, candidate_finish;
 };
 
-// One choice against another; nullopt when identical. Pure: the core of diff, exposed for tests
-// and for bisect.
+// One choice's token stream against another; nullopt when identical. Pure: the core of diff,
+// exposed for tests and for bisect. Tokens only: compare_parts() pairs the parts and compares
+// names and embeddings.
 std::optional<Divergence> first_divergence(const Choice& baseline, const Choice& candidate,
                                            const Options& options);
+// Every part of two outputs paired and compared (see the top of this file): one Divergence per
+// differing part, in the choices' order (index, then generation order).
+std::vector<Divergence> compare_parts(const std::vector<Choice>& baseline, const std::vector<Choice>& candidate,
+                                      const Options& options);
+// A part's name in reports: "answer", "reasoning", "refusal", "tool call 0 (get_weather)",
+// "embedding"; prefixed "choice N " when `with_choice`.
+std::string part_name(const Divergence& divergence, bool with_choice);
+// Which parts of a pair differ, the first first: "reasoning changed, answer the same", "answer
+// changed", "reasoning changed first, then answer"; "" without divergences.
+std::string parts_changed(const std::vector<Divergence>& divergences);
 
 // Myers' O(ND) distance (insertions + deletions) between two sequences; stops at max_d and
 // returns {max_d, true} when the distance is larger.
@@ -164,7 +199,7 @@ struct PairResult {
   std::optional<std::size_t> baseline_position, candidate_position;  // index in each trace
   RequestKey key;
   Verdict verdict = Verdict::identical;
-  std::string error;  // for Verdict::error: which side, kind and message
+  std::string error;  // for Verdict::error: which side, kind and message; not_compared: why
   std::vector<Divergence> divergences;  // one per differing choice
   std::optional<bool> baseline_matches_expected, candidate_matches_expected;
 };
@@ -181,13 +216,16 @@ struct RunComparison {
   std::string alignment_note;
   std::size_t aligned = 0, identical = 0, divergent = 0, errors = 0;
   std::size_t missing_in_candidate = 0, missing_in_baseline = 0;
+  // Not compared (see the top of this file), and why: each reason with its count.
+  std::size_t not_compared = 0;
+  std::map<std::string, std::size_t> not_compared_why;
   // Divergent pairs by class: real_change if any differing choice is one, else unknown if any
   // is, else near_tie.
   std::size_t near_ties = 0, real_changes = 0, unknown_changes = 0;
   std::optional<std::size_t> matches_expected, with_expected;  // with Options::expect
   std::vector<std::uint64_t> failing_expected;  // ids of this run's exchanges not matching theirs
   // One character per baseline exchange, in baseline order: '.' identical, 'D' divergent,
-  // 'E' error, 'M' missing in the candidate. Candidate-only exchanges are counted, not shown.
+  // 'E' error, 'M' missing in the candidate, 'N' not compared. Candidate-only exchanges are counted, not shown.
   std::string matrix;
   std::vector<PairResult> pairs;
 };
@@ -270,8 +308,8 @@ Result compare(const LoadedTrace& baseline, const std::vector<const LoadedTrace*
 Result compare_files(const std::filesystem::path& baseline,
                      const std::vector<std::filesystem::path>& candidates, const Options& options);
 
-// Exit policy: how many outputs count as failures under `fail_on` (any: divergent, error and
-// missing; real: the same minus near-tie divergences; none: nothing).
+// Exit policy: how many outputs count as failures under `fail_on` (any: divergent, error, missing
+// and not compared; real: the same minus near-tie divergences; none: nothing).
 std::size_t failing_outputs(const Result& result, FailOn fail_on);
 
 }  // namespace retrace::diff

@@ -64,7 +64,7 @@ std::size_t failing_outputs(const Result& result, FailOn fail_on) {
   if (fail_on == FailOn::none) return 0;
   std::size_t failing = 0;
   for (const auto& run : result.runs) {
-    failing += run.errors + run.missing_in_candidate + run.missing_in_baseline;
+    failing += run.errors + run.missing_in_candidate + run.missing_in_baseline + run.not_compared;
     failing += fail_on == FailOn::any ? run.divergent : run.divergent - run.near_ties;
   }
   return failing;

@@ -253,11 +253,13 @@ std::optional<Divergence> first_divergence(const Choice& baseline, const Choice&
 }
 
 std::string output_text(const Exchange& exchange) {
-  return exchange.choices.empty() ? std::string() : retrace::output_text(exchange.choices.front());
+  const Choice* answer = first_answer(exchange.choices);
+  return answer ? retrace::output_text(*answer) : std::string();
 }
 
 std::string_view output_text(const ExchangeOutputs& exchange) {
-  return exchange.choices.empty() ? std::string_view() : std::string_view(exchange.choices.front().bytes);
+  const ChoiceOutput* answer = first_answer(exchange.choices);
+  return answer ? std::string_view(answer->bytes) : std::string_view();
 }
 
 std::string normalize_answer(std::string_view text) {

@@ -15,15 +15,31 @@ void Summarizer::summarize(const ExchangeOutputs& exchange, const std::string* f
     out.error = std::string(to_string(exchange.error.kind));
     if (!exchange.error.message.empty()) out.error += ": " + exchange.error.message;
   }
+  out.not_compared.clear();
+  // A POST with no output decoded: nothing to compare (diff.hpp). Other methods carry none.
+  if (!out.failed && exchange.choices.empty() && exchange.method == "POST") {
+    std::string_view path = exchange.target;
+    path = path.substr(0, path.find('?'));
+    out.not_compared = "no output decoded from POST " + std::string(path) +
+                       (exchange.dialect.empty() ? " (a response shape retrace does not decode)" : "");
+  }
   out.choices.resize(exchange.choices.size());
   XXH3_state_t* completion = state_.get();
   XXH3_64bits_reset(completion);
   for (std::size_t i = 0; i < exchange.choices.size(); ++i) {
     const ChoiceOutput& choice = exchange.choices[i];
     ChoiceDigest& digest = out.choices[i];
-    digest.ids = has_token_ids(choice);
-    digest.byte_hash = XXH3_64bits(choice.bytes.data(), choice.bytes.size());
-    digest.id_hash = digest.ids ? XXH3_64bits(choice.ids.data(), choice.ids.size() * sizeof(std::int32_t)) : 0;
+    // Which part this is seeds both hashes, so the same bytes in another part (a tool call's
+    // arguments, an answer) or under another function's name hash apart.
+    std::uint64_t identity[3] = {choice.index, std::uint64_t(choice.part) << 32 | choice.tool_call,
+                                 XXH3_64bits(choice.tool_name.data(), choice.tool_name.size())};
+    const std::uint64_t seed = XXH3_64bits(identity, sizeof identity);
+    digest.ids = has_token_ids(choice) && choice.values.empty();
+    digest.byte_hash = choice.values.empty()
+                           ? XXH3_64bits_withSeed(choice.bytes.data(), choice.bytes.size(), seed)
+                           : XXH3_64bits_withSeed(choice.values.data(), choice.values.size() * sizeof(double), seed);
+    digest.id_hash =
+        digest.ids ? XXH3_64bits_withSeed(choice.ids.data(), choice.ids.size() * sizeof(std::int32_t), seed) : 0;
     std::uint64_t framing[2] = {digest.byte_hash, choice.bytes.size()};
     XXH3_64bits_update(completion, framing, sizeof framing);
   }

@@ -35,6 +35,7 @@ struct Summary {
   std::uint64_t completion_hash = 0;  // all choices' bytes: what "same completion" means N-way
   bool failed = false;
   std::string error;  // "kind: message" when failed
+  std::string not_compared;  // why, when the exchange has no output to compare (diff.hpp)
   std::optional<std::string> expected;  // kept only with Options::expect
   std::optional<bool> matches_expected;
 };

@@ -11,10 +11,18 @@ void outputs_of(const Exchange& exchange, ExchangeOutputs& out) {
   out.key = exchange.key;
   out.error = exchange.error;
   out.expected = exchange.expected;
+  out.dialect = exchange.dialect;
+  out.method = exchange.request.method;
+  out.target = exchange.request.target;
   out.choices.resize(exchange.choices.size());
   for (std::size_t c = 0; c < exchange.choices.size(); ++c) {
     const Choice& choice = exchange.choices[c];
     ChoiceOutput& output = out.choices[c];
+    output.index = choice.index;
+    output.part = choice.part;
+    output.tool_call = choice.tool_call;
+    output.tool_name = choice.tool_name;
+    output.values = choice.values;
     output.kind = choice.kind;
     output.bytes.clear();
     output.ids.clear();

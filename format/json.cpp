@@ -253,16 +253,32 @@ json::object to_json(const Exchange& exchange) {
       token_object["top"] = std::move(top);
       tokens.push_back(std::move(token_object));
     }
-    choices.push_back(json::object{{"index", choice.index},
-                                   {"kind", to_string(choice.kind)},
-                                   {"finish_reason", choice.finish_reason},
-                                   {"tokens", std::move(tokens)}});
+    json::object choice_object{{"index", choice.index},
+                               {"kind", to_string(choice.kind)},
+                               {"finish_reason", choice.finish_reason},
+                               {"tokens", std::move(tokens)}};
+    // The part fields only where they say something (format 1.3), so a content-only export reads
+    // as it did before parts.
+    if (choice.part != Part::content) choice_object["part"] = to_string(choice.part);
+    if (choice.part == Part::tool_call) {
+      choice_object["tool_call"] = choice.tool_call;
+      choice_object["tool_name"] = choice.tool_name;
+    }
+    if (!choice.values.empty()) {
+      json::array values;
+      values.reserve(choice.values.size());
+      for (double value : choice.values) values.push_back(json::value(value));
+      choice_object["values"] = std::move(values);
+    }
+    choices.push_back(std::move(choice_object));
   }
   object["choices"] = std::move(choices);
 
   object["usage"] = json::object{{"prompt_tokens", json_count(exchange.usage.prompt_tokens)},
                                  {"completion_tokens", json_count(exchange.usage.completion_tokens)},
                                  {"total_tokens", json_count(exchange.usage.total_tokens)}};
+  if (exchange.usage.reasoning_tokens >= 0)
+    object["usage"].get_object()["reasoning_tokens"] = exchange.usage.reasoning_tokens;
   object["error"] = json::object{{"kind", to_string(exchange.error.kind)},
                                  {"message", utf8_or_replaced(exchange.error.message)}};
   object["labels"] = labels_to_json(exchange.labels);
@@ -358,6 +374,22 @@ void exchange_from_json(const json::object& object, Exchange& out) {
         choice.kind = *parsed;
       }
       read_string(choice_object, "finish_reason", choice.finish_reason);
+      std::string part;
+      read_string(choice_object, "part", part);
+      if (!part.empty()) {
+        auto parsed = part_from_string(part);
+        if (!parsed) mistyped("part", "content, reasoning, refusal, tool_call or embedding");
+        choice.part = *parsed;
+      }
+      read_int(choice_object, "tool_call", choice.tool_call);
+      read_string(choice_object, "tool_name", choice.tool_name);
+      if (const auto* values = read_array(choice_object, "values")) {
+        choice.values.reserve(values->size());
+        for (const auto& value : *values) {
+          if (!value.is_number()) mistyped("values", "numbers");
+          choice.values.push_back(value.to_number<double>());
+        }
+      }
       if (const auto* tokens = read_array(choice_object, "tokens")) {
         choice.tokens.reserve(tokens->size());
         for (const auto& token_value : *tokens) {
@@ -391,6 +423,7 @@ void exchange_from_json(const json::object& object, Exchange& out) {
     read_int(*usage, "prompt_tokens", out.usage.prompt_tokens);
     read_int(*usage, "completion_tokens", out.usage.completion_tokens);
     read_int(*usage, "total_tokens", out.usage.total_tokens);
+    read_int(*usage, "reasoning_tokens", out.usage.reasoning_tokens);
   }
   if (const auto* error = read_object(object, "error")) {
     std::string kind;

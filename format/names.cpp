@@ -6,6 +6,8 @@ namespace retrace {
 std::string_view to_string(Source source) { return enum_name(source); }
 std::string_view to_string(TokenKind kind) { return enum_name(kind); }
 std::string_view to_string(ErrorKind kind) { return enum_name(kind); }
+std::string_view to_string(Part part) { return enum_name(part); }
+std::optional<Part> part_from_string(std::string_view name) { return enum_from_name<Part>(name); }
 
 std::optional<TokenKind> token_kind_from_string(std::string_view name) {
   return enum_from_name<TokenKind>(name);

@@ -98,11 +98,31 @@ struct Token {
   top @5 :List(Alternative);    # top alternatives at this position, best first, where given
 }
 
+# (format 1.4) Which part of an output a Choice's token stream is. One output choice (`index`) is
+# one Choice per part it has: its answer (`content`, present in every generated choice, empty
+# when the model said nothing but reasoning or calls), its reasoning, its refusal, each tool call (its
+# name in `toolName`, its arguments as streamed in `tokens`, `toolCall` its position among the
+# choice's calls), or an embedding (`values`, no tokens). Choices are sorted by index, then in the
+# order a model generates the parts (reasoning, content, refusal, tool calls by position), then
+# embeddings. An older reader ignores the new fields; a trace written before 1.4 reads every Choice
+# as `content`: its text held reasoning, content, refusal and tool calls joined, as it was decoded.
+enum Part {
+  content @0;
+  reasoning @1;
+  refusal @2;
+  toolCall @3;
+  embedding @4;
+}
+
 struct Choice {
   index @0 :UInt32;
   kind @1 :TokenKind;
   tokens @2 :List(Token);
-  finishReason @3 :Text;
+  finishReason @3 :Text;     # the output choice's, on each of its parts
+  part @4 :Part;             # (1.4)
+  toolCall @5 :UInt32;       # (1.4) part toolCall: position among this choice's calls, from 0
+  toolName @6 :Text;         # (1.4) part toolCall: the function's name (the call's id is not kept)
+  values @7 :List(Float64);  # (1.4) part embedding: the vector as the server sent it
 }
 
 struct Event {
@@ -127,8 +147,9 @@ struct Response {
 
 struct Usage {
   promptTokens @0 :Int64 = -1;
-  completionTokens @1 :Int64 = -1;
+  completionTokens @1 :Int64 = -1;   # reasoning included, as servers count it
   totalTokens @2 :Int64 = -1;
+  reasoningTokens @3 :Int64 = -1;    # (1.4) of completionTokens, where the server says
 }
 
 struct Error {

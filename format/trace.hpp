@@ -10,6 +10,28 @@
 // (every N exchanges or T ms), so a crash loses at most the frame being built.
 //
 // Only format/ includes Cap'n Proto and zstd; everyone else sees these plain structs.
+//
+// Output parts (format 1.4). An exchange's output is a list of token streams, `Exchange::choices`,
+// one per part of each output choice, so that a reasoning model's thinking, its answer and its
+// tool calls are compared, counted and timed each on its own (two answers whose visible text
+// differs only where a joined string hid it differ; a tool call f({"a":1}) is not the text
+// f{"a":1}):
+//   Choice{index, part}           index: the server's choice (OpenAI `n`), 0 for one-output APIs
+//     part content    the answer; present in every generated choice, even empty, and the one
+//                     readers that want "the output" read (choice_text of part content)
+//     part reasoning  reasoning_content / reasoning (vLLM, SGLang, DeepSeek), Responses reasoning
+//                     text, Anthropic thinking
+//     part refusal    OpenAI's refusal text
+//     part tool_call  one call: `tool_name`, and its arguments as streamed in `tokens`;
+//                     `tool_call` is its position among the choice's calls (the server's index
+//                     in a stream), so calls pair by position; the call's id is not compared
+//     part embedding  `values`, no tokens; one per input (`index`)
+// Order: by index, then by part_rank() (the order a model generates them: reasoning, content,
+// refusal, tool calls by position; embeddings alone), one Choice per (index, part, tool_call).
+// Every part of a choice carries the choice's finish_reason. Usage::completion_tokens counts
+// every part's tokens (as servers do); Usage::reasoning_tokens the reasoning part's, where the
+// server says. Traces written before 1.4 read as part content only, with the other parts joined
+// into it as they were decoded then, and compare with each other as they always did.
 #pragma once
 
 #include <cstddef>
@@ -29,14 +51,29 @@
 namespace retrace {
 
 inline constexpr std::uint16_t kFormatMajor = 1;
-// 1.1: Exchange.retries; 1.2: ErrorKind.rejected; 1.3: ErrorKind.server_error, ErrorKind.truncated
-inline constexpr std::uint16_t kFormatMinor = 3;
+// 1.1: Exchange.retries; 1.2: ErrorKind.rejected; 1.3: ErrorKind.server_error, ErrorKind.truncated;
+// 1.4: output parts (Choice.part, toolCall, toolName, values; Usage.reasoningTokens)
+inline constexpr std::uint16_t kFormatMinor = 4;
 
 // Their names are the enumerators' own (format/enum_names.hpp); the values are the schema's.
 enum class Source : std::uint8_t { recorded, replayed, imported };
 BOOST_DESCRIBE_ENUM(Source, recorded, replayed, imported)
 enum class TokenKind : std::uint8_t { none, text_deltas, logprob_tokens, token_ids };
 BOOST_DESCRIBE_ENUM(TokenKind, none, text_deltas, logprob_tokens, token_ids)
+// Which part of an output a Choice is (see the top of this file). The values are the schema's.
+enum class Part : std::uint8_t { content, reasoning, refusal, tool_call, embedding };
+BOOST_DESCRIBE_ENUM(Part, content, reasoning, refusal, tool_call, embedding)
+// Position of a part in the order a model generates them (Choice order within an index).
+constexpr int part_rank(Part part) {
+  switch (part) {
+    case Part::reasoning: return 0;
+    case Part::content: return 1;
+    case Part::refusal: return 2;
+    case Part::tool_call: return 3;
+    case Part::embedding: return 4;
+  }
+  return 5;
+}
 // `rejected`: the request never went upstream; record answered it itself (400, 413, 431).
 // `server_error`: a 2xx response whose body or stream says the server failed ({"error": ...},
 // {"object": "error"}), as vLLM and SGLang report a failure after the 200 header.
@@ -54,10 +91,12 @@ inline constexpr std::size_t kErrorKindCount = enum_count<ErrorKind>;
 std::string_view to_string(Source);
 std::string_view to_string(TokenKind);
 std::string_view to_string(ErrorKind);
+std::string_view to_string(Part);
 // Parse the names above ("text_deltas", "http_status", ...); nullopt when unknown.
 std::optional<TokenKind> token_kind_from_string(std::string_view);
 std::optional<ErrorKind> error_kind_from_string(std::string_view);
 std::optional<Source> source_from_string(std::string_view);
+std::optional<Part> part_from_string(std::string_view);
 
 struct Label {
   std::string key;
@@ -107,8 +146,28 @@ struct Choice {
   TokenKind kind = TokenKind::none;
   std::vector<Token> tokens;
   std::string finish_reason;
+  Part part = Part::content;
+  std::uint32_t tool_call = 0;  // part tool_call: position among the choice's calls
+  std::string tool_name;        // part tool_call
+  std::vector<double> values;   // part embedding
   bool operator==(const Choice&) const = default;
 };
+// The answer of the first choice (its content part), or nullptr: what everything that reads "the
+// output" reads (--expect, live sessions, per-request rows, cat's text). For Choice and ChoiceOutput.
+template <class ChoiceLike>
+const ChoiceLike* first_answer(const std::vector<ChoiceLike>& choices) {
+  for (const ChoiceLike& choice : choices) {
+    if (choice.index != choices.front().index) break;
+    if (choice.part == Part::content) return &choice;
+  }
+  return nullptr;
+}
+// The order of Exchange::choices (top of this file): index, then part_rank, then tool_call.
+inline bool choice_order(const Choice& a, const Choice& b) {
+  if (a.index != b.index) return a.index < b.index;
+  if (a.part != b.part) return part_rank(a.part) < part_rank(b.part);
+  return a.tool_call < b.tool_call;
+}
 
 struct Event {
   std::int64_t offset_ns = 0;  // arrival, from the request's send
@@ -137,6 +196,7 @@ struct Usage {
   std::int64_t prompt_tokens = -1;
   std::int64_t completion_tokens = -1;
   std::int64_t total_tokens = -1;
+  std::int64_t reasoning_tokens = -1;  // of completion_tokens, where the server says
   bool operator==(const Usage&) const = default;
 };
 
@@ -183,12 +243,18 @@ struct Exchange {
 };
 
 // What diff's summaries read of an exchange, and nothing else: its ids, key, error, expected
-// answer, and each choice's output as one string (every token's bytes, concatenated) with its
-// token ids. No request, response, labels, per-token strings, logprobs or alternatives.
+// answer, dialect, request method and target, and each choice's output (each part of it) as one
+// string (every token's bytes, concatenated) with its token ids. No request body, response,
+// labels, per-token strings, logprobs or alternatives.
 struct ChoiceOutput {
+  std::uint32_t index = 0;
+  Part part = Part::content;
+  std::uint32_t tool_call = 0;
+  std::string tool_name;
   TokenKind kind = TokenKind::none;
   std::string bytes;              // every token's bytes, concatenated
   std::vector<std::int32_t> ids;  // one per token (-1: the server gave none)
+  std::vector<double> values;     // part embedding
   bool operator==(const ChoiceOutput&) const = default;
 };
 struct ExchangeOutputs {
@@ -198,6 +264,8 @@ struct ExchangeOutputs {
   Error error;
   std::optional<std::string> expected;
   std::vector<ChoiceOutput> choices;
+  std::string dialect;  // as Exchange::dialect: "" when nothing was decoded
+  std::string method, target;  // the request's (what a "not compared" says it was)
   bool operator==(const ExchangeOutputs&) const = default;
 };
 // The outputs of a whole exchange: what TraceReader::next(ExchangeOutputs&) reads of its record.

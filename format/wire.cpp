@@ -20,6 +20,7 @@ void assign(std::string& out, capnp::Data::Reader in) {
 wire::Source to_wire(Source source) { return static_cast<wire::Source>(source); }
 wire::TokenKind to_wire(TokenKind kind) { return static_cast<wire::TokenKind>(kind); }
 wire::ErrorKind to_wire(ErrorKind kind) { return static_cast<wire::ErrorKind>(kind); }
+wire::Part to_wire(Part part) { return static_cast<wire::Part>(part); }
 
 // Unknown enumerants (from a newer minor version) read as the neutral value.
 Source from_wire(wire::Source source) {
@@ -33,6 +34,11 @@ TokenKind from_wire(wire::TokenKind kind) {
 ErrorKind from_wire(wire::ErrorKind kind) {
   auto value = static_cast<unsigned>(kind);
   return value < kErrorKindCount ? static_cast<ErrorKind>(value) : ErrorKind::protocol;
+}
+
+Part from_wire(wire::Part part) {
+  auto value = static_cast<unsigned>(part);
+  return value < enum_count<Part> ? static_cast<Part>(value) : Part::content;
 }
 
 void fill_labels(capnp::List<wire::Label>::Builder list, const std::vector<Label>& labels) {
@@ -187,6 +193,13 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
     choice_out.setIndex(choice.index);
     choice_out.setKind(to_wire(choice.kind));
     choice_out.setFinishReason(text(choice.finish_reason));
+    choice_out.setPart(to_wire(choice.part));
+    choice_out.setToolCall(choice.tool_call);
+    if (!choice.tool_name.empty()) choice_out.setToolName(text(choice.tool_name));
+    if (!choice.values.empty()) {
+      auto values = choice_out.initValues(choice.values.size());
+      for (unsigned v = 0; v < choice.values.size(); ++v) values.set(v, choice.values[v]);
+    }
     auto tokens = choice_out.initTokens(choice.tokens.size());
     for (unsigned t = 0; t < choice.tokens.size(); ++t) {
       const Token& token = choice.tokens[t];
@@ -212,6 +225,7 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
   usage.setPromptTokens(exchange.usage.prompt_tokens);
   usage.setCompletionTokens(exchange.usage.completion_tokens);
   usage.setTotalTokens(exchange.usage.total_tokens);
+  usage.setReasoningTokens(exchange.usage.reasoning_tokens);
 
   auto error = out.initError();
   error.setKind(to_wire(exchange.error.kind));
@@ -223,6 +237,17 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
   out.setDialect(text(exchange.dialect));
   out.setDecodeNote(text(exchange.decode_note));
   out.setRetries(exchange.retries);
+}
+
+// Which part a choice is (1.3 fields; a 1.2 record reads as content).
+static void read_part(wire::Choice::Reader in, Part& part, std::uint32_t& tool_call, std::string& tool_name,
+                      std::vector<double>& values, ListBudget& budget) {
+  part = from_wire(in.getPart());
+  tool_call = in.getToolCall();
+  assign(tool_name, in.getToolName());
+  auto list = in.getValues();
+  values.resize(budget.take(list.size(), "embedding values"));
+  for (unsigned v = 0; v < list.size(); ++v) values[v] = list[v];
 }
 
 // What an exchange's response made of it: the response, its choices and usage.
@@ -286,6 +311,7 @@ static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, Lis
     choice.index = choice_in.getIndex();
     choice.kind = from_wire(choice_in.getKind());
     assign(choice.finish_reason, choice_in.getFinishReason());
+    read_part(choice_in, choice.part, choice.tool_call, choice.tool_name, choice.values, budget);
     auto tokens = choice_in.getTokens();
     choice.tokens.resize(budget.take(tokens.size(), "tokens"));
     for (unsigned t = 0; t < tokens.size(); ++t) {
@@ -311,18 +337,25 @@ static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, Lis
   exchange.usage.prompt_tokens = usage.getPromptTokens();
   exchange.usage.completion_tokens = usage.getCompletionTokens();
   exchange.usage.total_tokens = usage.getTotalTokens();
+  exchange.usage.reasoning_tokens = usage.getReasoningTokens();
 }
 
 void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudget& budget) {
   read_identity(in, outputs.id, outputs.source_id, outputs.key);
   read_error(in.getError(), outputs.error);
   read_expected(in, outputs.expected);
+  assign(outputs.dialect, in.getDialect());
+  auto request = in.getRequest();
+  assign(outputs.method, request.getMethod());
+  assign(outputs.target, request.getTarget());
   auto choices = in.getChoices();
   outputs.choices.resize(budget.take(choices.size(), "choices"));
   for (unsigned c = 0; c < choices.size(); ++c) {
     auto choice_in = choices[c];
     ChoiceOutput& choice = outputs.choices[c];
+    choice.index = choice_in.getIndex();
     choice.kind = from_wire(choice_in.getKind());
+    read_part(choice_in, choice.part, choice.tool_call, choice.tool_name, choice.values, budget);
     auto tokens = choice_in.getTokens();
     choice.ids.resize(budget.take(tokens.size(), "tokens"));
     choice.bytes.clear();

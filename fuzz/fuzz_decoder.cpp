@@ -38,11 +38,13 @@ retrace::Exchange decode(Dialect dialect, bool fast, bool streamed, std::string_
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const Dialect dialects[] = {Dialect::unknown, Dialect::openai_completions, Dialect::openai_chat,
-                              Dialect::llamacpp_completion, Dialect::tgi_generate};
-  Dialect dialect = dialects[data[0] % 5];
-  bool streamed = (data[0] / 5) % 2 == 1;
-  const bool as_logprobs = (data[0] / 10) % 2 == 1;
+  const Dialect dialects[] = {Dialect::unknown,          Dialect::openai_completions, Dialect::openai_chat,
+                              Dialect::llamacpp_completion, Dialect::tgi_generate,    Dialect::openai_responses,
+                              Dialect::anthropic_messages, Dialect::openai_embeddings};
+  constexpr unsigned kDialects = sizeof dialects / sizeof dialects[0];
+  Dialect dialect = dialects[data[0] % kDialects];
+  bool streamed = (data[0] / kDialects) % 2 == 1;
+  const bool as_logprobs = (data[0] / (2 * kDialects)) % 2 == 1;
   std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   std::vector<std::string> events;
   retrace::llm::SseParser parser;

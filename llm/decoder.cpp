@@ -43,11 +43,30 @@ Choice* ResponseDecoder::Impl::choice_at(const json::object& object) {
     }
     index = *parsed;
   }
-  for (Choice& choice : choices) {
-    if (choice.index == index) return &choice;
+  return &part_of(static_cast<std::uint32_t>(index), Part::content);
+}
+
+void ResponseDecoder::Impl::add_text(Part part, std::uint32_t call, std::string_view text, std::int64_t offset_ns) {
+  Choice& choice = part_of(0, part, call);
+  if (!text.empty()) add_token(choice, offset_ns, BytesFrom::token_text).bytes.assign(text);
+}
+
+const ResponseDecoder::Impl::Item* ResponseDecoder::Impl::item_at(std::optional<std::int64_t> position,
+                                                                  std::optional<Part> made_as) {
+  if (!position || *position < 0 || *position >= std::int64_t(kMaxChoices)) {
+    note(where() + ": output position missing or out of range");
+    return nullptr;
   }
-  choices.emplace_back().index = static_cast<std::uint32_t>(index);
-  return &choices.back();
+  const auto at = static_cast<std::size_t>(*position);
+  if (items.size() <= at) items.resize(at + 1);
+  if (made_as) {
+    Item item{*made_as, 0};
+    if (*made_as == Part::tool_call) item.call = tool_calls++;
+    items[at] = item;
+    part_of(0, item.part, item.call);  // a part that is announced exists, even left empty
+  }
+  if (!items[at]) items[at] = Item{};  // a delta nothing announced: the answer's
+  return &*items[at];
 }
 
 // A server error inside a 200 stream: {"error": {...}|"..."} or vLLM's {"object":"error"}.
@@ -131,6 +150,9 @@ void ResponseDecoder::Impl::read_object(const json::object& root, std::int64_t o
         read_tgi_body(root, 0, offset_ns);
       }
       break;
+    case Dialect::openai_responses: read_responses(root, offset_ns, streamed); break;
+    case Dialect::anthropic_messages: read_messages(root, offset_ns, streamed); break;
+    case Dialect::openai_embeddings: read_embeddings(root); break;
     case Dialect::unknown:
       if (notes.empty()) note(where() + ": unknown response shape; kept raw");
       break;
@@ -214,8 +236,17 @@ std::size_t ResponseDecoder::fast_path_events() const { return impl_->fast_event
 
 void ResponseDecoder::finish(Exchange& out) {
   Impl& impl = *impl_;
-  std::sort(impl.choices.begin(), impl.choices.end(),
-            [](const Choice& a, const Choice& b) { return a.index < b.index; });
+  std::sort(impl.choices.begin(), impl.choices.end(), choice_order);
+  // Every part of a choice carries the choice's finish reason (servers send it beside the
+  // content, or at the end of the message).
+  for (std::size_t i = 0; i < impl.choices.size();) {
+    std::size_t end = i;
+    std::string reason;
+    for (; end < impl.choices.size() && impl.choices[end].index == impl.choices[i].index; ++end) {
+      if (reason.empty()) reason = impl.choices[end].finish_reason;
+    }
+    for (; i < end; ++i) impl.choices[i].finish_reason = reason;
+  }
   for (Choice& choice : impl.choices) {
     std::size_t with_id = 0;
     std::size_t with_logprob = 0;
@@ -233,7 +264,7 @@ void ResponseDecoder::finish(Exchange& out) {
     } else {
       choice.kind = TokenKind::text_deltas;
       if (with_id > 0 || with_logprob > 0) {
-        impl.note("choice " + std::to_string(choice.index) + ": only " +
+        impl.note("choice " + std::to_string(choice.index) + " " + std::string(to_string(choice.part)) + ": only " +
                   std::to_string(std::max(with_id, with_logprob)) + " of " + std::to_string(count) +
                   " tokens carry ids or logprobs; compared as text");
       }

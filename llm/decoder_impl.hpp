@@ -5,6 +5,9 @@
 //   fast_logprobs.cpp  the fast path's reader of streamed logprobs, and the tokens made of them
 //   tokens.cpp         one event's tokens: from logprobs and id arrays, and the bytes of each
 //   decode_openai.cpp  OpenAI completions and chat
+//   decode_responses.cpp  OpenAI's Responses API (/v1/responses)
+//   decode_messages.cpp   Anthropic's Messages API (/v1/messages)
+//   decode_embeddings.cpp /v1/embeddings
 //   decode_native.cpp  llama.cpp's native /completion and TGI
 #pragma once
 
@@ -66,6 +69,14 @@ struct DecodeState {
   std::size_t events_after_end = 0;
   std::vector<Choice> choices;
   Usage usage;
+  // Responses and Messages: what each output item / content block is, by its position in the
+  // stream (output_index, content block index), so its deltas reach the right part.
+  struct Item {
+    Part part = Part::content;
+    std::uint32_t call = 0;
+  };
+  std::vector<std::optional<Item>> items;
+  std::uint32_t tool_calls = 0;  // calls seen so far (the next call's position)
   std::vector<std::string> notes;
   std::size_t notes_dropped = 0;
   // The first server error the response carried ("event 3: CUDA out of memory"): finish() makes
@@ -91,7 +102,6 @@ struct ResponseDecoder::Impl : DecodeState {
 
   // Per-event scratch, reused.
   std::vector<BytesFrom> bytes_from;
-  std::string joined_text;
   std::vector<std::int64_t> text_offsets_scratch;
   std::vector<std::int32_t> token_ids_scratch;
 
@@ -109,7 +119,6 @@ struct ResponseDecoder::Impl : DecodeState {
     static_cast<DecodeState&>(*this) = DecodeState(d);
     fast_path = fast_path_allowed;
     bytes_from.clear();
-    joined_text.clear();
     text_offsets_scratch.clear();
     token_ids_scratch.clear();
   }
@@ -121,12 +130,17 @@ struct ResponseDecoder::Impl : DecodeState {
   std::optional<json::value> parse(std::string_view text, const std::string& what);
   // The choice named by the object's "index" (0 when absent), or nullptr (noted) when invalid.
   Choice* choice_at(const json::object& object);
-  Choice& choice_with_index(std::uint32_t index) {
+  Choice& choice_with_index(std::uint32_t index) { return part_of(index, Part::content); }
+  // The stream of one part of choice `index` (made on first use). A reference into `choices`:
+  // valid until the next part_of or choice_at makes one.
+  Choice& part_of(std::uint32_t index, Part part, std::uint32_t call = 0) {
     for (Choice& existing : choices) {
-      if (existing.index == index) return existing;
+      if (existing.index == index && existing.part == part && existing.tool_call == call) return existing;
     }
     Choice& added = choices.emplace_back();
     added.index = index;
+    added.part = part;
+    added.tool_call = call;
     return added;
   }
   bool read_error(const json::object& object);
@@ -170,7 +184,30 @@ struct ResponseDecoder::Impl : DecodeState {
   // decode_openai.cpp
   void read_openai(const json::object& root, std::int64_t offset_ns, bool streamed);
   void read_usage(const json::object& object);
-  std::optional<std::string_view> chat_text(const json::object& message);
+  void read_chat_parts(std::uint32_t index, const json::object& message, const json::value* logprobs,
+                       const json::array* ids, std::int64_t offset_ns);
+  void read_tokens_across_parts(std::uint32_t index, const std::vector<std::pair<Part, std::string_view>>& texts,
+                                const json::value* logprobs, const json::array* ids, std::int64_t offset_ns);
+  void read_tool_call(std::uint32_t index, std::uint32_t call, std::optional<std::string_view> name,
+                      std::optional<std::string_view> arguments, std::int64_t offset_ns);
+  // A text delta into a part of choice 0 (the one-output APIs below).
+  void add_text(Part part, std::uint32_t call, std::string_view text, std::int64_t offset_ns);
+  // The item at stream position `position`, made a part (a new tool call takes the next call
+  // position); nullptr when the position is out of range.
+  const Item* item_at(std::optional<std::int64_t> position, std::optional<Part> made_as = std::nullopt);
+
+  // decode_responses.cpp
+  void read_responses(const json::object& root, std::int64_t offset_ns, bool streamed);
+  void read_response_object(const json::object& response, std::int64_t offset_ns);
+  void read_response_usage(const json::object& usage_object);
+
+  // decode_messages.cpp
+  void read_messages(const json::object& root, std::int64_t offset_ns, bool streamed);
+  void read_message_content(const json::array& content, std::int64_t offset_ns);
+  void read_message_usage(const json::object& usage_object);
+
+  // decode_embeddings.cpp
+  void read_embeddings(const json::object& root);
 
   // decode_native.cpp
   void read_llamacpp(const json::object& root, std::int64_t offset_ns);

@@ -17,6 +17,9 @@ std::string_view to_string(Dialect dialect) {
     case Dialect::openai_chat: return "openai_chat";
     case Dialect::llamacpp_completion: return "llamacpp_completion";
     case Dialect::tgi_generate: return "tgi_generate";
+    case Dialect::openai_responses: return "openai_responses";
+    case Dialect::anthropic_messages: return "anthropic_messages";
+    case Dialect::openai_embeddings: return "openai_embeddings";
   }
   return "";
 }
@@ -53,6 +56,9 @@ Dialect detect_dialect(std::string_view target, std::string_view request_body) {
   while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
 
   if (ends_with(path, "/chat/completions")) return Dialect::openai_chat;
+  if (ends_with(path, "/v1/responses") || path == "/responses") return Dialect::openai_responses;
+  if (ends_with(path, "/v1/messages") || path == "/messages") return Dialect::anthropic_messages;
+  if (ends_with(path, "/embeddings")) return Dialect::openai_embeddings;
   if (ends_with(path, "/completions")) {
     // llama.cpp serves its native API on /completion and /completions; the OpenAI one on
     // /v1/completions. A bare /completions is native only when the body says so.
@@ -74,6 +80,20 @@ Dialect detect_dialect(std::string_view target, std::string_view request_body) {
   // TGI also serves generation on "/" (stream chosen by the body).
   if ((path == "/" || path.empty()) && has_any_key(request_body, {"inputs"})) return Dialect::tgi_generate;
   return Dialect::unknown;
+}
+
+bool names_model(Dialect dialect) {
+  switch (dialect) {
+    case Dialect::openai_completions:
+    case Dialect::openai_chat:
+    case Dialect::openai_responses:
+    case Dialect::anthropic_messages:
+    case Dialect::openai_embeddings: return true;
+    case Dialect::llamacpp_completion:
+    case Dialect::tgi_generate:
+    case Dialect::unknown: return false;
+  }
+  return false;
 }
 
 bool is_inference_request(std::string_view target, std::string_view request_body) {
@@ -154,8 +174,11 @@ std::vector<FieldChange> changes_for(Dialect dialect, TokenIdMode mode) {
       changes.push_back({"details", true, nullptr});
       changes.push_back({"top_n_tokens", kTopAlternatives, is_positive_number});
       break;
+    case Dialect::openai_responses:
+    case Dialect::anthropic_messages:
+    case Dialect::openai_embeddings:
     case Dialect::unknown:
-      break;
+      break;  // no way to ask these for token ids: their text is compared
   }
   return changes;
 }

@@ -4,8 +4,10 @@
 //
 // Dialects: OpenAI completions and chat (text deltas; logprob tokens; vLLM's
 // `return_tokens_as_token_ids` "token_id:N" strings; vLLM's `return_token_ids` arrays),
-// llama.cpp's native /completion, TGI's /generate and /generate_stream. Unknown shapes are kept
-// raw by the caller and flagged through Exchange::decode_note, never dropped.
+// llama.cpp's native /completion, TGI's /generate and /generate_stream, OpenAI's Responses API,
+// Anthropic's Messages API, and embeddings. Every output is split into its parts (reasoning,
+// content, refusal, each tool call, embeddings: format/trace.hpp). Unknown shapes are kept raw by
+// the caller and flagged through Exchange::decode_note, never dropped.
 #pragma once
 
 #include <cstdint>
@@ -72,11 +74,18 @@ enum class Dialect : std::uint8_t {
   openai_chat,         // POST /v1/chat/completions
   llamacpp_completion, // POST /completion (llama.cpp native)
   tgi_generate,        // POST /generate, /generate_stream (TGI)
+  openai_responses,    // POST /v1/responses (OpenAI's Responses API; vLLM, SGLang)
+  anthropic_messages,  // POST /v1/messages (Anthropic's Messages API; vLLM, SGLang)
+  openai_embeddings,   // POST /v1/embeddings: vectors, compared numerically
 };
 
 std::string_view to_string(Dialect);
 // From the request's path (query ignored) and, where the path is ambiguous, its body.
 Dialect detect_dialect(std::string_view target, std::string_view request_body);
+// Whether a request body of `dialect` names its model in a top-level "model" field (the OpenAI
+// and Anthropic shapes: completions, chat, responses, messages, embeddings): what replay's model
+// substitution and the preflight's model check read and write.
+bool names_model(Dialect dialect);
 // An inference request (a known generation dialect, or embeddings, rerank, score, responses), as
 // opposed to a model listing, a health check or a metrics scrape: what `stats` counts as requests.
 bool is_inference_request(std::string_view target, std::string_view request_body);

@@ -43,9 +43,7 @@ std::string owned_by(const net::Fetched& models) {
   return owner ? std::string(*owner) : "";
 }
 
-bool is_inference_dialect(llm::Dialect dialect) {
-  return dialect == llm::Dialect::openai_completions || dialect == llm::Dialect::openai_chat;
-}
+bool is_inference_dialect(llm::Dialect dialect) { return llm::names_model(dialect); }
 
 std::string joined(const std::vector<std::string>& items) {
   std::string out;

@@ -34,7 +34,7 @@ std::string lower(std::string_view text) {
 
 // The body with "model" set to `model`; unchanged (byte for byte) when it already names it.
 std::string with_model(const std::string& body, llm::Dialect dialect, const std::string& model) {
-  if (dialect != llm::Dialect::openai_completions && dialect != llm::Dialect::openai_chat) return body;
+  if (!llm::names_model(dialect)) return body;
   boost::json::error_code ec;
   auto parsed = boost::json::parse(body, ec);
   if (ec || !parsed.is_object()) return body;

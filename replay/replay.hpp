@@ -189,7 +189,14 @@ struct Stats {
   // time-weighted mean (sum of the exchanges' durations / the run's duration, Little's law).
   std::size_t peak_in_flight = 0;
   double mean_in_flight = 0;
+  // Of output_tokens, the reasoning part's (format/output_tokens.hpp), over the completed
+  // exchanges that reasoned; absent when none did.
+  std::optional<std::uint64_t> reasoning_tokens;
+  std::string reasoning_tokens_source;
   Percentiles ttft, itl, tpot, e2e;         // from the actual send
+  // Time to first output token: as TTFT, but the first token of the answer (content, refusal or a
+  // tool call), not of the reasoning; equal to TTFT for a model that does not reason.
+  Percentiles ttfot;
   Percentiles ttft_intended, e2e_intended;  // from the intended send (open-loop schedules)
   Percentiles schedule_slip;                // actual - intended
   bool open_loop = false;
@@ -207,8 +214,10 @@ struct ExchangeMetrics {
   std::int64_t intended_send_ns = 0;
   std::int64_t actual_send_ns = 0;
   std::int64_t first_token_ns = -1;  // from the send; -1 when no token arrived
+  std::int64_t first_output_token_ns = -1;  // the same, reasoning tokens left out
   std::int64_t end_ns = -1;          // from the send
   OutputTokens output_tokens;        // usage.completion_tokens, else decoded tokens
+  std::optional<OutputTokens> reasoning_tokens;  // of them, the reasoning's; nullopt: none
   std::int64_t input_tokens = -1;    // usage.prompt_tokens; -1 when the server did not say
   bool inference = true;             // llm::is_inference_request
   bool sent = true;                  // has a response or an error
@@ -218,6 +227,8 @@ struct ExchangeMetrics {
 ExchangeMetrics summarize(const Exchange& exchange);
 // TTFT in ns by the definition above; absent for a non-streamed response or one without a token.
 std::optional<std::int64_t> ttft_of(const ExchangeMetrics& metrics);
+// TTFOT in ns: TTFT without the reasoning tokens; absent as TTFT is, or without an output token.
+std::optional<std::int64_t> ttfot_of(const ExchangeMetrics& metrics);
 // TPOT in ns by the definition above; absent for a non-streamed response or one token or fewer.
 std::optional<double> tpot_of(const ExchangeMetrics& metrics);
 
@@ -251,8 +262,8 @@ class StatsBuilder {
   Stats stats_;  // the counts, as add() goes
   std::map<ErrorKind, std::size_t> errors_;
   std::map<std::string, std::size_t> other_requests_;
-  OutputTokenTally tokens_;
-  Distribution ttft_, itl_, tpot_, e2e_;
+  OutputTokenTally tokens_, reasoning_;
+  Distribution ttft_, ttfot_, itl_, tpot_, e2e_;
   std::vector<Kept> kept_;
   std::size_t added_ = 0;
   bool any_offset_ = false;
@@ -395,6 +406,8 @@ std::string apply_body_overrides(std::string_view body,
 // Live sessions: replaces the contents of the last answers.size() assistant messages of a chat
 // body's "messages" (oldest first) with this run's answers to the previous turns. An answer that
 // is nullopt (that turn failed) leaves the recorded message. Bodies without messages pass through.
+// Each answer goes in as text a server would have sent: a character cut short at its end held
+// back, other bytes that are not UTF-8 as U+FFFD.
 std::string substitute_session_answers(std::string_view body,
                                        const std::vector<std::optional<std::string>>& answers);
 

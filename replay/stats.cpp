@@ -3,8 +3,11 @@
 // Definitions (the same as vLLM's benchmark_serving where it defines one):
 // - TTFT: send -> first event carrying a token; streamed responses only (a non-streamed response
 //   has no first token distinct from its end, so it is not counted rather than counted wrong).
-// - ITL: gaps between successive token-carrying events of choice 0 (tokens coalesced into one
-//   event are one gap, as a client sees them).
+//   Reasoning tokens count: the server has started answering.
+// - TTFOT (time to first output token): the same for the first token of the answer (content,
+//   refusal, a tool call): what a user who is not shown the reasoning waits.
+// - ITL: gaps between successive token-carrying events of choice 0, all its parts (tokens
+//   coalesced into one event are one gap, as a client sees them).
 // - TPOT: (end - first token) / (output tokens - 1), for streamed responses with > 1 token.
 // - e2e: send -> last byte. "_intended" variants add the schedule slip (actual - intended send):
 //   the latency a user arriving on schedule would have seen (wrk2's coordinated-omission fix).
@@ -26,12 +29,16 @@ ExchangeMetrics summarize(const Exchange& exchange) {
   metrics.intended_send_ns = exchange.intended_send_ns;
   metrics.actual_send_ns = exchange.actual_send_ns;
   metrics.end_ns = exchange.end_ns;
+  const auto earliest = [](std::int64_t& first, std::int64_t offset) {
+    if (first < 0 || offset < first) first = offset;
+  };
   for (const auto& choice : exchange.choices) {
-    if (!choice.tokens.empty() &&
-        (metrics.first_token_ns < 0 || choice.tokens.front().offset_ns < metrics.first_token_ns))
-      metrics.first_token_ns = choice.tokens.front().offset_ns;
+    if (choice.tokens.empty()) continue;
+    earliest(metrics.first_token_ns, choice.tokens.front().offset_ns);
+    if (choice.part != Part::reasoning) earliest(metrics.first_output_token_ns, choice.tokens.front().offset_ns);
   }
   metrics.output_tokens = output_tokens(exchange);
+  metrics.reasoning_tokens = reasoning_tokens(exchange);
   metrics.input_tokens = exchange.usage.prompt_tokens;
   metrics.sent = exchange.response.status != 0 || exchange.error.kind != ErrorKind::none;
   // A request record rejected itself never reached the server: listed apart, not a request of
@@ -48,9 +55,17 @@ ExchangeMetrics summarize(const Exchange& exchange) {
                          metrics.endpoint;
   }
   if (!exchange.choices.empty()) {
-    const auto& tokens = exchange.choices.front().tokens;
-    for (std::size_t i = 1; i < tokens.size(); ++i) {
-      auto gap = tokens[i].offset_ns - tokens[i - 1].offset_ns;
+    // Choice 0's parts are its first streams (trace.hpp's order); one part is already in arrival
+    // order, several are merged by it.
+    const std::uint32_t first_index = exchange.choices.front().index;
+    std::vector<std::int64_t> offsets;
+    for (const auto& choice : exchange.choices) {
+      if (choice.index != first_index) break;
+      for (const auto& token : choice.tokens) offsets.push_back(token.offset_ns);
+    }
+    if (exchange.choices.size() > 1) std::sort(offsets.begin(), offsets.end());
+    for (std::size_t i = 1; i < offsets.size(); ++i) {
+      auto gap = offsets[i] - offsets[i - 1];
       if (gap > 0) metrics.token_gaps_ns.push_back(gap);
     }
   }
@@ -60,6 +75,11 @@ ExchangeMetrics summarize(const Exchange& exchange) {
 std::optional<std::int64_t> ttft_of(const ExchangeMetrics& m) {
   if (!m.streamed || m.first_token_ns < 0) return std::nullopt;
   return m.first_token_ns;
+}
+
+std::optional<std::int64_t> ttfot_of(const ExchangeMetrics& m) {
+  if (!m.streamed || m.first_output_token_ns < 0) return std::nullopt;
+  return m.first_output_token_ns;
 }
 
 std::optional<double> tpot_of(const ExchangeMetrics& m) {
@@ -103,10 +123,12 @@ void StatsBuilder::add(ExchangeMetrics m, std::int64_t start_unix_ns) {
   }
   if (completed) {  // the figures that do not depend on when it was sent
     tokens_.add(m.output_tokens);
+    if (m.reasoning_tokens) reasoning_.add(*m.reasoning_tokens);
     if (m.input_tokens >= 0)
       stats_.input_tokens = stats_.input_tokens.value_or(0) + static_cast<std::uint64_t>(m.input_tokens);
     if (ttft) {
       ttft_.add(static_cast<double>(*ttft) / kMs);
+      if (auto ttfot = ttfot_of(m)) ttfot_.add(static_cast<double>(*ttfot) / kMs);
       for (auto gap : m.token_gaps_ns) itl_.add(static_cast<double>(gap) / kMs);
       if (tpot) tpot_.add(*tpot / kMs);
     }
@@ -191,6 +213,10 @@ Stats StatsBuilder::finish() && {
   }
   stats.output_tokens = tokens_.total;
   stats.output_tokens_source = tokens_.source();
+  if (reasoning_.exchanges > 0) {
+    stats.reasoning_tokens = reasoning_.total;
+    stats.reasoning_tokens_source = reasoning_.source();
+  }
   stats.other_requests.assign(other_requests_.begin(), other_requests_.end());
   if (stats.exchanges > stats.not_sent && last_end > first_send)
     stats.duration_s = static_cast<double>(last_end - first_send) / 1e9;
@@ -209,6 +235,7 @@ Stats StatsBuilder::finish() && {
   }
   if (stats.duration_s > 0) stats.mean_in_flight = busy_ns / 1e9 / stats.duration_s;
   stats.ttft = std::move(ttft_).percentiles();
+  stats.ttfot = std::move(ttfot_).percentiles();
   stats.itl = std::move(itl_).percentiles();
   stats.tpot = std::move(tpot_).percentiles();
   stats.e2e = std::move(e2e_).percentiles();

@@ -558,9 +558,12 @@ std::optional<std::string> Worker::finish(Flight& flight, bool want_answer) {
     auto excerpt = exchange.response.streamed ? std::string() : exchange.response.body.substr(0, 200);
     exchange.error.message = "HTTP " + std::to_string(exchange.response.status) +
                              (excerpt.empty() ? "" : ": " + excerpt);
-  } else if (want_answer && exchange.error.kind == ErrorKind::none && !exchange.choices.empty()) {
-    // (A server_error or truncated answer, set by the decoder's finish(), is not substituted.)
-    answer = llm::choice_text(exchange.choices.front());
+  } else if (const Choice* content = want_answer && exchange.error.kind == ErrorKind::none
+                                         ? first_answer(exchange.choices)
+                                         : nullptr) {
+    // The answer only: clients drop the reasoning. (A server_error or truncated answer, set by the
+    // decoder's finish(), is not substituted.)
+    answer = llm::choice_text(*content);
   }
 
   if (exchange.error.kind != ErrorKind::none) shared_.errors.fetch_add(1);

@@ -21,7 +21,8 @@ struct DifferCount {
   std::size_t differ = 0, total = 0;
 };
 inline DifferCount differ_count(const diff::RunComparison& run) {
-  return {run.divergent + run.errors + run.missing_in_candidate + run.missing_in_baseline,
+  // Not compared counts as differing: nothing says it is the same.
+  return {run.divergent + run.errors + run.missing_in_candidate + run.missing_in_baseline + run.not_compared,
           run.aligned + run.missing_in_candidate + run.missing_in_baseline};
 }
 

@@ -66,6 +66,15 @@ boost::json::value optional_json(const std::optional<T>& value) {
 boost::json::object divergence_json(const Divergence& divergence) {
   boost::json::object object;
   object["choice"] = divergence.choice;
+  object["part"] = to_string(divergence.part);
+  if (divergence.part == Part::tool_call) {
+    object["tool_call"] = divergence.tool_call;
+    object["tool_name"] = divergence.tool_name;
+  }
+  if (divergence.part == Part::embedding) {
+    object["largest_difference"] = optional_json(divergence.largest_difference);
+    object["values_differing"] = divergence.values_differing;
+  }
   object["basis"] = diff::to_string(divergence.basis);
   if (!divergence.basis_note.empty()) object["basis_note"] = divergence.basis_note;
   object["baseline_index"] = divergence.baseline_index;
@@ -129,6 +138,10 @@ void render_diff_json(const Result& result, const DiffRenderOptions& options, st
     object["errors"] = run.errors;
     object["missing_in_candidate"] = run.missing_in_candidate;
     object["missing_in_baseline"] = run.missing_in_baseline;
+    object["not_compared"] = run.not_compared;
+    boost::json::object why;
+    for (const auto& [reason, count] : run.not_compared_why) why[reason] = count;
+    object["not_compared_why"] = std::move(why);
     object["matches_expected"] = optional_json(run.matches_expected);
     object["with_expected"] = optional_json(run.with_expected);
     boost::json::array failing;
@@ -153,6 +166,7 @@ void render_diff_json(const Result& result, const DiffRenderOptions& options, st
       boost::json::array divergences;
       for (const auto& divergence : pair.divergences) divergences.push_back(divergence_json(divergence));
       entry["divergences"] = std::move(divergences);
+      if (!pair.divergences.empty()) entry["parts_changed"] = diff::parts_changed(pair.divergences);
       pairs.push_back(std::move(entry));
     }
     object["pairs"] = std::move(pairs);

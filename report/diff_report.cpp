@@ -226,6 +226,10 @@ void render_diff_terminal(const Result& result, const DiffRenderOptions& options
         << ", real change " << run.real_changes << ", unknown " << run.unknown_changes << "), errors " << run.errors
         << ", missing " << run.missing_in_candidate << " in candidate / " << run.missing_in_baseline
         << " in baseline\n";
+    if (run.not_compared > 0) {
+      out << "  " << styles.yellow() << run.not_compared << " exchanges not compared" << styles.reset() << ":\n";
+      for (const auto& [reason, count] : run.not_compared_why) out << "    " << count << "  " << reason << "\n";
+    }
     out << styles.dim() << "  aligned by " << diff::to_string(run.alignment) << " (" << run.aligned << " pairs)"
         << styles.reset() << "\n";
     if (!run.alignment_note.empty()) out << styles.dim() << "  " << run.alignment_note << styles.reset() << "\n";
@@ -242,9 +246,21 @@ void render_diff_terminal(const Result& result, const DiffRenderOptions& options
     {
       if (shown >= options.show) break;
       ++shown;
+      const std::string changed = diff::parts_changed(pair.divergences);
       for (const auto& divergence : pair.divergences) {
         out << "\n" << shown << ". " << run.name << "  exchange " << exchange_ids(pair) << "  key "
-            << pair.key.hex().substr(0, 12) << "  choice " << divergence.choice << "\n";
+            << pair.key.hex().substr(0, 12) << "  choice " << divergence.choice;
+        if (divergence.part != Part::content) out << " " << diff::part_name(divergence, false);
+        out << "\n";
+        if (&divergence == &pair.divergences.front() && (pair.divergences.size() > 1 || divergence.part != Part::content))
+          out << "   " << changed << "\n";
+        if (divergence.part == Part::embedding) {
+          out << "   " << divergence.values_differing << " of " << divergence.baseline_tokens << " values differ";
+          if (divergence.largest_difference) out << ", largest difference " << *divergence.largest_difference;
+          if (!divergence.basis_note.empty()) out << " (" << divergence.basis_note << ")";
+          out << " -> " << classification_name(divergence.classification) << "\n";
+          continue;
+        }
         out << "   token " << divergence.baseline_index << " / " << divergence.candidate_index << ", byte "
             << divergence.byte_offset << ", compared " << diff::to_string(divergence.basis);
         if (!divergence.basis_note.empty()) out << " (" << divergence.basis_note << ")";
@@ -277,6 +293,7 @@ void render_diff_terminal(const Result& result, const DiffRenderOptions& options
       if (other_shown++ >= options.show) continue;
       out << "  " << run.name << "  exchange " << exchange_ids(pair) << "  ";
       if (pair.verdict == Verdict::error) out << "error: " << pair.error << "\n";
+      else if (pair.verdict == Verdict::not_compared) out << "not compared: " << pair.error << "\n";
       else out << (pair.baseline_id ? "missing in the candidate\n" : "missing in the baseline\n");
     }
   if (other_shown > options.show) out << "  ... " << other_shown - options.show << " more (--show N, or --json)\n";
@@ -302,7 +319,10 @@ void render_diff_terminal(const Result& result, const DiffRenderOptions& options
       out << "\n";
     }
     if (result.baseline_exchanges <= 120) {
-      out << "  runs x requests ('.' identical, D divergent, E error, M missing):\n";
+      const bool any_not_compared =
+          std::any_of(result.runs.begin(), result.runs.end(), [](const auto& run) { return run.not_compared > 0; });
+      out << "  runs x requests ('.' identical, D divergent, E error, M missing"
+          << (any_not_compared ? ", N not compared" : "") << "):\n";
       for (const auto& run : result.runs) out << "    " << run.matrix << "  " << run.name << "\n";
     }
   }

@@ -145,7 +145,7 @@ HtmlReport diff_report(const std::filesystem::path& baseline_path,
     auto series = series_of(names[i], stats, candidates[i].exchanges);
     const auto& run = result.runs[i];
     series.requests = run.aligned + run.missing_in_candidate + run.missing_in_baseline;
-    series.differing = run.divergent + run.errors + run.missing_in_candidate + run.missing_in_baseline;
+    series.differing = run.divergent + run.errors + run.missing_in_candidate + run.missing_in_baseline + run.not_compared;
     series.near_ties = run.near_ties;
     report.series.push_back(std::move(series));
     add_errors(report.errors_by_kind, stats.errors_by_kind);

@@ -27,6 +27,8 @@ std::vector<LatencyRow> latency_rows(const replay::Stats& stats) {
                                {"inter-token", "itl_ms", &stats.itl},
                                {"TPOT", "tpot_ms", &stats.tpot},
                                {"end-to-end", "e2e_ms", &stats.e2e}};
+  // Apart from TTFT only where it can differ: some exchange reasoned.
+  if (stats.reasoning_tokens) rows.insert(rows.begin() + 1, {"TTFOT (answer)", "ttfot_ms", &stats.ttfot});
   if (stats.open_loop) {
     rows.push_back({"TTFT (intended)", "ttft_intended_ms", &stats.ttft_intended});
     rows.push_back({"e2e (intended)", "e2e_intended_ms", &stats.e2e_intended});
@@ -110,6 +112,9 @@ std::vector<std::pair<std::string, std::string>> figures(const replay::Stats& st
                                         (stats.output_tokens_source.empty()
                                              ? ""
                                              : "  (" + stats.output_tokens_source + ")"));
+  if (stats.reasoning_tokens)
+    out.emplace_back("reasoning tokens", std::to_string(*stats.reasoning_tokens) + "  (of the output tokens; " +
+                                             stats.reasoning_tokens_source + ")");
   if (stats.input_tokens) out.emplace_back("input tokens/s", fixed(stats.input_tokens_per_s, 1));
   out.emplace_back("output tokens/s", fixed(stats.output_tokens_per_s, 1));
   if (stats.input_tokens) out.emplace_back("total tokens/s", fixed(stats.total_tokens_per_s, 1));
@@ -264,6 +269,7 @@ std::string render_stats_json(const replay::Stats& stats, const StatsContext& co
   out["input_tokens"] = stats.input_tokens ? json::value(*stats.input_tokens) : json::value(nullptr);
   out["output_tokens"] = stats.output_tokens;
   out["output_tokens_source"] = stats.output_tokens_source;
+  out["reasoning_tokens"] = stats.reasoning_tokens ? json::value(*stats.reasoning_tokens) : json::value(nullptr);
   out["input_tokens_per_s"] =
       stats.input_tokens ? json::value(rounded(stats.input_tokens_per_s, 3)) : json::value(nullptr);
   out["output_tokens_per_s"] = rounded(stats.output_tokens_per_s, 3);
@@ -273,6 +279,7 @@ std::string render_stats_json(const replay::Stats& stats, const StatsContext& co
                                   {"mean", rounded(stats.mean_in_flight, 3)}};
   out["open_loop"] = stats.open_loop;
   for (const auto& row : latency_rows(stats)) out[row.json_key] = latency_json(*row.values, context);
+  if (!stats.reasoning_tokens) out["ttfot_ms"] = nullptr;  // no reasoning: TTFT is the figure
   if (!stats.open_loop)  // measured from the intended send only in open loop: null, not absent
     for (auto key : {"ttft_intended_ms", "e2e_intended_ms", "schedule_slip_ms"}) out[key] = nullptr;
   out["goodput_per_s"] =

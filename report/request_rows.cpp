@@ -56,7 +56,8 @@ std::string request_row(std::string_view trace, const Exchange& exchange,
       exchange.end_ns >= 0 ? ms(static_cast<double>(exchange.end_ns)) : ""};
   if (options.with_text) {
     fields.push_back(request_summary(exchange.request, 1'000'000));
-    fields.push_back(exchange.choices.empty() ? "" : output_text(exchange.choices.front()));
+    const Choice* answer = first_answer(exchange.choices);
+    fields.push_back(answer ? output_text(*answer) : "");
   }
   return csv_row(fields);
 }

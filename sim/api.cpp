@@ -197,6 +197,22 @@ void read_stop(const json::object& body, ApiRequest& request) {
     add_stop(*stop);
 }
 
+// Chat "tools": the first function's name, unless "tool_choice" is "none".
+void read_tools(const json::object& body, ApiRequest& request) {
+  const json::value* tools = field(body, "tools");
+  if (!tools || request.endpoint != Endpoint::chat) return;
+  if (!tools->is_array()) reject("tools", "'tools' must be a list of {\"type\": \"function\", \"function\": {...}}");
+  if (tools->get_array().empty()) return;
+  const json::value* choice = field(body, "tool_choice");
+  if (choice && choice->is_string() && choice->get_string() == "none") return;
+  const json::object* tool = tools->get_array().front().if_object();
+  const json::value* function = tool ? tool->if_contains("function") : nullptr;
+  const json::value* name = function && function->is_object() ? function->get_object().if_contains("name") : nullptr;
+  if (!name || !name->is_string() || name->get_string().empty())
+    reject("tools", "every tool needs \"function\": {\"name\": ...}");
+  request.tool_name = std::string(name->get_string());
+}
+
 void read_streaming(const json::object& body, ApiRequest& request) {
   request.stream = bool_field(body, "stream");
   if (const json::value* options = field(body, "stream_options")) {
@@ -262,6 +278,7 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view text, const ParseCo
   read_streaming(body, request);
   read_logprobs(body, request);
   read_cache(body, request);
+  read_tools(body, request);
   return request;
 }
 

@@ -39,6 +39,7 @@ struct ApiRequest {
   // with the same salt) and llama.cpp's cache_prompt (false: neither read nor fill the cache).
   std::string cache_salt;
   bool cache_prompt = true;
+  std::string tool_name;          // chat with "tools": the answer calls it (sim/tool_calls.hpp)
   std::vector<std::vector<TokenId>> prompts;
   std::vector<std::optional<std::vector<TokenId>>> answers;  // per prompt
 };

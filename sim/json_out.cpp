@@ -166,9 +166,10 @@ void put_response_head(std::string& out, std::string_view id, std::string_view o
   out += "\",\"choices\":[";
 }
 
-void put_finish(std::string& out, const Generation& generation, bool finished) {
+void put_finish(std::string& out, const Generation& generation, bool finished, bool tool_call) {
   out += ",\"finish_reason\":";
   if (!finished) out += "null";
+  else if (tool_call) out += "\"tool_calls\"";
   else out += generation.finish_reason() == FinishReason::length ? "\"length\"" : "\"stop\"";
   out += ",\"stop_reason\":";
   if (finished && !generation.matched_stop().empty()) put_string(out, generation.matched_stop());
@@ -176,7 +177,7 @@ void put_finish(std::string& out, const Generation& generation, bool finished) {
 }
 
 void put_usage(std::string& out, std::size_t prompt_tokens, std::size_t completion_tokens,
-               std::optional<std::size_t> cached_tokens) {
+               std::optional<std::size_t> cached_tokens, std::optional<std::size_t> reasoning_tokens) {
   out += "\"usage\":{\"prompt_tokens\":";
   put_number(out, prompt_tokens);
   out += ",\"total_tokens\":";
@@ -186,6 +187,11 @@ void put_usage(std::string& out, std::size_t prompt_tokens, std::size_t completi
   if (cached_tokens) {
     out += ",\"prompt_tokens_details\":{\"cached_tokens\":";
     put_number(out, *cached_tokens);
+    out += '}';
+  }
+  if (reasoning_tokens) {
+    out += ",\"completion_tokens_details\":{\"reasoning_tokens\":";
+    put_number(out, *reasoning_tokens);
     out += '}';
   }
   out += '}';

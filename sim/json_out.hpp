@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <optional>
 #include <string>
@@ -31,13 +32,16 @@ void put_token_ids(std::string& out, std::span<const TokenId> tokens);
 void put_response_head(std::string& out, std::string_view id, std::string_view object, std::int64_t created,
                        std::string_view model_name, std::uint64_t weights_seed);
 
-// ,"finish_reason":...,"stop_reason":... of a choice (null while it is not finished).
-void put_finish(std::string& out, const Generation& generation, bool finished);
+// ,"finish_reason":...,"stop_reason":... of a choice (null while it is not finished);
+// "tool_calls" for an answer that called a tool.
+void put_finish(std::string& out, const Generation& generation, bool finished, bool tool_call = false);
 
-// "usage":{"prompt_tokens","total_tokens","completion_tokens"}
-// `cached_tokens`, when given, as vLLM reports prefix-cache hits: prompt_tokens_details.cached_tokens.
+// "usage":{"prompt_tokens","total_tokens","completion_tokens"}; `cached_tokens`, when given, as vLLM
+// reports prefix-cache hits (prompt_tokens_details.cached_tokens); `reasoning_tokens`, when given,
+// as "completion_tokens_details":{"reasoning_tokens"} (serve --reasoning).
 void put_usage(std::string& out, std::size_t prompt_tokens, std::size_t completion_tokens,
-               std::optional<std::size_t> cached_tokens = std::nullopt);
+               std::optional<std::size_t> cached_tokens = std::nullopt,
+               std::optional<std::size_t> reasoning_tokens = std::nullopt);
 
 // How a request wants its logprobs written.
 struct LogprobsShape {

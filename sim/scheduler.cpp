@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 
 #include "sim/json_out.hpp"
+#include "sim/tool_calls.hpp"
 
 namespace retrace::sim {
 
@@ -27,7 +28,8 @@ ActiveRequest::ActiveRequest(ApiRequest api_request, std::shared_ptr<Session> se
       SamplingParams params = api.params;
       params.seed = api.params.seed + std::uint64_t(i) * 0x9e3779b97f4a7c15ull;
       int index = int(p) * api.n + i;
-      choices.emplace_back(Generation(model, api.prompts[p], std::move(params), api.answers[p]), index, p);
+      choices.emplace_back(Generation(model, api.prompts[p], std::move(params), api.answers[p]), index, p,
+                           chat ? std::size_t(options.reasoning_tokens) : 0);
     }
   }
   unfinished = choices.size();
@@ -179,6 +181,13 @@ void Scheduler::retire() {
   metrics_.sequences_running = running_sequences_;
 }
 
+namespace {
+// A tool call's id: the response's and the choice's, as vLLM makes one per call.
+std::string call_id(const ActiveRequest& request, const ChoiceState& choice) {
+  return "call-" + request.id + "-" + std::to_string(choice.index);
+}
+}  // namespace
+
 // The logprobs of the choice's tokens not yet written.
 void Scheduler::put_choice_logprobs(std::string& out, const ActiveRequest& request, ChoiceState& choice) {
   const LogprobsShape shape{request.api.want_logprobs, request.api.endpoint == Endpoint::chat,
@@ -210,17 +219,40 @@ void Scheduler::emit(ActiveRequest& request, ChoiceState& choice) {
   out += "{\"index\":";
   put_number(out, choice.index);
   std::string_view text = choice.generation.take_releasable_text();
+  const bool tool = chat && !request.api.tool_name.empty();
   if (chat) {
-    out += ",\"delta\":{\"content\":";
-    put_string(out, text);
+    const ReasoningSplit split = choice.reasoning.enabled()
+                                     ? choice.reasoning.split(generation, model_.tokenizer(), text, choice.released_bytes)
+                                     : ReasoningSplit{{}, text};
+    out += ",\"delta\":{";
+    if (!split.reasoning.empty()) {
+      out += "\"reasoning_content\":";
+      put_string(out, split.reasoning);
+    }
+    const bool comma = !split.reasoning.empty();
+    if (tool && (!split.content.empty() || finished)) {
+      if (comma) out += ',';
+      put_tool_call_delta(out, call_id(request, choice), request.api.tool_name, split.content, !choice.call_started,
+                          finished);
+      choice.call_started = true;
+    } else if (!split.content.empty() || !comma) {
+      if (comma) out += ',';
+      out += "\"content\":";
+      put_string(out, split.content);
+    }
     out += '}';
   } else {
     out += ",\"text\":";
     put_string(out, text);
   }
   out += ",\"logprobs\":";
-  put_choice_logprobs(out, request, choice);
-  put_finish(out, generation, finished);
+  if (tool) {
+    out += "null";  // a tool parser's call maps to no tokens
+    choice.logprobs.clear();
+  } else {
+    put_choice_logprobs(out, request, choice);
+  }
+  put_finish(out, generation, finished, tool);
   if (request.api.return_token_ids) {
     if (!chat && !choice.first_event_sent) {
       out += ",\"prompt_token_ids\":";
@@ -230,6 +262,7 @@ void Scheduler::emit(ActiveRequest& request, ChoiceState& choice) {
     put_token_ids(out, std::span(generation.tokens()).subspan(choice.streamed_tokens));
   }
   out += "}]}\n\n";
+  choice.released_bytes += text.size();
   choice.first_event_sent = true;
   choice.streamed_tokens = generation.tokens().size();
 }
@@ -251,15 +284,20 @@ void Scheduler::fail(ActiveRequest& request) {
 // The end of a request: the usage chunk and [DONE] of a stream, or the whole response.
 void Scheduler::complete(ActiveRequest& request) {
   ++metrics_.requests_served;
-  std::size_t completion_tokens = 0;
-  for (const ChoiceState& choice : request.choices) completion_tokens += choice.generation.tokens().size();
+  std::size_t completion_tokens = 0, reasoning_tokens = 0;
+  for (const ChoiceState& choice : request.choices) {
+    completion_tokens += choice.generation.tokens().size();
+    reasoning_tokens += choice.reasoning.reasoning_tokens(choice.generation.tokens().size());
+  }
   const bool chat = request.api.endpoint == Endpoint::chat;
+  const std::optional<std::size_t> reasoning_usage =
+      chat && options_.reasoning_tokens > 0 ? std::optional(reasoning_tokens) : std::nullopt;
   if (request.api.stream) {
     std::string& out = request.session->stream_buffer();
     if (request.api.include_usage) {
       out += request.chunk_prefix;
       out += "],";
-      put_usage(out, request.prompt_tokens, completion_tokens, reported_cached(request));
+      put_usage(out, request.prompt_tokens, completion_tokens, reported_cached(request), reasoning_usage);
       out += "}\n\n";
     }
     out += "data: [DONE]\n\n";
@@ -274,17 +312,30 @@ void Scheduler::complete(ActiveRequest& request) {
     if (i) body += ',';
     body += "{\"index\":";
     put_number(body, choice.index);
+    const bool tool = chat && !request.api.tool_name.empty();
     if (chat) {
-      body += ",\"message\":{\"role\":\"assistant\",\"content\":";
-      put_string(body, choice.generation.text());
-      body += '}';
+      body += ",\"message\":";
+      const std::string_view text = choice.generation.text();
+      const bool with_reasoning = choice.reasoning.enabled();
+      const ReasoningSplit split = with_reasoning ? choice.reasoning.split(choice.generation, model_.tokenizer(), text, 0)
+                                                  : ReasoningSplit{{}, text};
+      if (tool) {
+        put_tool_call_message(body, call_id(request, choice), request.api.tool_name, split.content, split.reasoning,
+                              with_reasoning);
+      } else {
+        put_chat_message(body, text, split, with_reasoning);
+      }
     } else {
       body += ",\"text\":";
       put_string(body, choice.generation.text());
     }
     body += ",\"logprobs\":";
-    put_choice_logprobs(body, request, choice);
-    put_finish(body, choice.generation, true);
+    if (tool) {
+      body += "null";
+    } else {
+      put_choice_logprobs(body, request, choice);
+    }
+    put_finish(body, choice.generation, true, tool);
     if (request.api.return_token_ids) {
       if (!chat) {
         body += ",\"prompt_token_ids\":";
@@ -296,7 +347,7 @@ void Scheduler::complete(ActiveRequest& request) {
     body += '}';
   }
   body += "],";
-  put_usage(body, request.prompt_tokens, completion_tokens, reported_cached(request));
+  put_usage(body, request.prompt_tokens, completion_tokens, reported_cached(request), reasoning_usage);
   if (chat && request.api.return_token_ids) {
     body += ",\"prompt_token_ids\":";
     put_token_ids(body, request.api.prompts[0]);

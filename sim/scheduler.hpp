@@ -19,13 +19,14 @@
 #include "sim/http_session.hpp"
 #include "sim/metrics.hpp"
 #include "sim/prefix_cache.hpp"
+#include "sim/reasoning.hpp"
 #include "sim/server.hpp"
 
 namespace retrace::sim {
 
 struct ChoiceState {
-  ChoiceState(Generation generation, int index, std::size_t prompt_index)
-      : generation(std::move(generation)), index(index), prompt_index(prompt_index) {}
+  ChoiceState(Generation generation, int index, std::size_t prompt_index, std::size_t reasoning_tokens = 0)
+      : generation(std::move(generation)), index(index), prompt_index(prompt_index), reasoning(reasoning_tokens) {}
   Generation generation;
   int index;
   std::size_t prompt_index;
@@ -34,6 +35,9 @@ struct ChoiceState {
   std::vector<GeneratedToken> logprobs;  // for tokens not yet sent (stream) or all (non-stream)
   bool first_event_sent = false;
   bool done = false;
+  ReasoningBoundary reasoning;   // --reasoning, chat only (sim/reasoning.hpp)
+  std::size_t released_bytes = 0;  // of the text, streamed so far
+  bool call_started = false;       // a tool call's first delta is out (sim/tool_calls.hpp)
 };
 
 // A request in the scheduler: its n choices per prompt and the session that waits for them.

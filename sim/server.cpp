@@ -17,6 +17,7 @@
 #include "net/run_handlers.hpp"
 #include "net/url.hpp"
 #include "sim/api.hpp"
+#include "sim/embeddings.hpp"
 #include "sim/engine.hpp"
 #include "sim/http_session.hpp"
 #include "sim/json_out.hpp"
@@ -244,6 +245,13 @@ void Server::handle(Session& session, std::shared_ptr<Session> self, HttpRequest
     } catch (const ApiError& error) {
       return session.respond_error(error);
     }
+  } else if (path == "/v1/embeddings") {
+    if (!post) return wrong_method("POST");
+    try {
+      return session.respond(200, "application/json", embeddings_body(request.body(), model_, options_));
+    } catch (const ApiError& error) {
+      return session.respond_error(error);
+    }
   } else if (path == "/metrics") {
     return get ? session.respond(200, "text/plain; version=0.0.4", metrics_.prometheus(options_.model_name))
                : wrong_method("GET");
@@ -252,7 +260,7 @@ void Server::handle(Session& session, std::shared_ptr<Session> self, HttpRequest
                                   "Unknown request URL: " + std::string(request.method_string()) + " " +
                                       std::string(path) +
                                       ". retrace serve answers POST /v1/completions, POST /v1/chat/completions, "
-                                      "POST /tokenize, GET /v1/models, /health, /version and /metrics.",
+                                      "POST /v1/embeddings, POST /tokenize, GET /v1/models, /health, /version and /metrics.",
                                   {}, "unknown_url"});
   }
   if (!post) return wrong_method("POST");

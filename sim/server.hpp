@@ -2,9 +2,11 @@
 //
 // HTTP/1.1 with keep-alive (Boost.Beast request parsing, responses written straight to the
 // socket). Endpoints: POST /v1/completions, POST /v1/chat/completions (streamed as vLLM streams:
-// `data: {json}\n\n` per event, `data: [DONE]\n\n` last, chunked `text/event-stream`), POST
-// /tokenize (vLLM's: {"prompt"} -> {"tokens", "count", "max_model_len"}), GET /v1/models, /health,
-// /version, /metrics (Prometheus text). Errors use OpenAI's
+// `data: {json}\n\n` per event, `data: [DONE]\n\n` last, chunked `text/event-stream`; with
+// --reasoning, `reasoning_content` deltas first: sim/reasoning.hpp; a request with "tools" is
+// answered with a call: sim/tool_calls.hpp), POST /v1/embeddings
+// (sim/embeddings.hpp), POST /tokenize (vLLM's: {"prompt"} -> {"tokens", "count",
+// "max_model_len"}), GET /v1/models, /health, /version, /metrics (Prometheus text). Errors use OpenAI's
 // {"error": {"message", "type", "param", "code"}} shape.
 //
 // Scheduling is vLLM's continuous batching: waiting requests join the running batch (up to
@@ -46,6 +48,7 @@ struct ServeOptions {
   double decode_step_ms = 12.0;
   double decode_ms_per_sequence = 0.15;
   int stream_interval = 1;       // tokens coalesced into one SSE event
+  int reasoning_tokens = 0;      // chat: the first N tokens are reasoning (sim/reasoning.hpp)
   std::size_t max_body = 8u << 20;
   std::string answers_path;      // JSONL of known answers, "" for none
   // Fault injection: this fraction of streamed requests (spread evenly: the k-th fails when

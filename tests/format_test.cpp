@@ -87,8 +87,20 @@ Exchange full_exchange(std::uint64_t id) {
     if (t != 1) token.top = {{7, "a", -0.5f}, {-1, "b\n", -1.75f}, {9, std::string("\xff", 1), -3.0f}};
     choice.tokens.push_back(token);
   }
-  exchange.choices = {choice, Choice{0, TokenKind::text_deltas, {}, "stop"}};
-  exchange.usage = {12, 4, 16};
+  // The other parts (format 1.3): a tool call with its name, an embedding with its values.
+  Choice call;
+  call.kind = TokenKind::text_deltas;
+  call.finish_reason = "stop";
+  call.part = Part::tool_call;
+  call.tool_call = 1;
+  call.tool_name = "get_weather";
+  call.tokens.push_back(Token{-1, "{\"a\":1}", false, 0, 7000, {}});
+  Choice vector;
+  vector.index = 2;
+  vector.part = Part::embedding;
+  vector.values = {0.25, -1.5e-7, 3.0};
+  exchange.choices = {choice, call, vector};
+  exchange.usage = {12, 4, 16, 3};
   exchange.error = {static_cast<ErrorKind>(id % kErrorKindCount), "error message " + std::to_string(id)};
   exchange.labels = {{"concurrency", "8"}, {"repeat", "2"}};
   if (id % 2 == 0) exchange.expected = "billing";

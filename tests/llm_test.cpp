@@ -642,7 +642,7 @@ TEST_CASE("OpenAI chat logprobs keep byte tokens of a split character as their b
   CHECK(body.choices[0].finish_reason == "stop");
 }
 
-TEST_CASE("Chat reasoning - refusals and tool call arguments count as generated text") {
+TEST_CASE("Chat reasoning - answers and tool call arguments are generated text each in its own part") {
   ResponseDecoder decoder(Dialect::openai_chat);
   decoder.on_event(R"({"choices":[{"index":0,"delta":{"reasoning_content":"think"}}]})", 1);
   decoder.on_event(R"({"choices":[{"index":0,"delta":{"content":"Sure."}}]})", 2);
@@ -651,10 +651,18 @@ TEST_CASE("Chat reasoning - refusals and tool call arguments count as generated 
   decoder.on_event("[DONE]", 5);
   Exchange exchange;
   decoder.finish(exchange);
-  REQUIRE(exchange.choices.size() == 1);
-  CHECK(choice_text(exchange.choices[0]) == "thinkSure.f{\"x\":1}");
-  CHECK(exchange.choices[0].tokens.size() == 4);
-  CHECK(exchange.choices[0].finish_reason == "tool_calls");
+  // Not one joined string (that made a tool call equal to text): reasoning, answer and the call,
+  // each its own stream, in the order generated; every part carries the choice's finish reason.
+  REQUIRE(exchange.choices.size() == 3);
+  CHECK(exchange.choices[0].part == Part::reasoning);
+  CHECK(choice_text(exchange.choices[0]) == "think");
+  CHECK(exchange.choices[1].part == Part::content);
+  CHECK(choice_text(exchange.choices[1]) == "Sure.");
+  CHECK(exchange.choices[2].part == Part::tool_call);
+  CHECK(exchange.choices[2].tool_name == "f");
+  CHECK(choice_text(exchange.choices[2]) == "{\"x\":1}");
+  CHECK(exchange.choices[2].tokens.size() == 2);
+  for (const Choice& choice : exchange.choices) CHECK(choice.finish_reason == "tool_calls");
 }
 
 // ---------------------------------------------------------------------------------------------

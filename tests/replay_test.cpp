@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "format/text.hpp"
 #include "replay/flags.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
@@ -203,6 +204,24 @@ TEST_CASE("live sessions replace the latest assistant messages with this run's a
   auto kept = json::parse(substitute_session_answers(body, {std::nullopt, std::string("new2")}));
   CHECK(kept.at("messages").at(3).at("content").as_string() == "rec1");
   CHECK(substitute_session_answers(R"({"prompt":"x"})", {std::string("a")}) == R"({"prompt":"x"})");
+}
+
+TEST_CASE("live sessions send an answer cut inside a character as valid text") {
+  auto body = R"({"messages":[{"role":"user","content":"u1"},{"role":"assistant","content":"rec1"},)"
+              R"({"role":"user","content":"u2"}]})";
+  // Token bytes of an answer stopped by max_tokens inside an emoji (F0 9F 98 80), and one with a
+  // stray byte inside.
+  const std::string cut = "ok \xF0\x9F\x98";
+  const std::string stray = "a\xFF" "b";
+  auto sent = substitute_session_answers(body, {cut});
+  CHECK(is_valid_utf8(sent));
+  CHECK(json::parse(sent).at("messages").at(1).at("content").as_string() == "ok ");
+  sent = substitute_session_answers(body, {stray});
+  CHECK(is_valid_utf8(sent));
+  CHECK(json::parse(sent).at("messages").at(1).at("content").as_string() == "a\xEF\xBF\xBD" "b");
+  // Whole characters pass as they are.
+  sent = substitute_session_answers(body, {std::string("caf\xC3\xA9 \xF0\x9F\x98\x80")});
+  CHECK(json::parse(sent).at("messages").at(1).at("content").as_string() == "caf\xC3\xA9 \xF0\x9F\x98\x80");
 }
 
 TEST_CASE("constant arrivals are evenly spaced at 1/rate") {

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""An upstream that answers with the documented response shapes in tests/data/ byte for byte
+(test-only tool, loopback only), so record, replay and diff meet them over real HTTP.
+
+  POST /v1/chat/completions   tests/data/vllm/chat-stream-reasoning.sse, or, when the body has
+                              "tools", vllm/chat-stream-tool-calls.sse
+  POST /v1/responses          openai/responses-stream.sse when the body says "stream": true,
+                              else openai/responses-nonstream.json
+  POST /v1/messages           anthropic/messages-stream-thinking.sse (stream) or
+                              anthropic/messages-nonstream.json
+  POST /v1/embeddings         openai/embeddings.json
+  POST /v1/rerank             a small JSON body retrace does not decode
+  GET  /v1/models             one model
+Streams go out in chunked pieces of 7 bytes, each sent on its own, so that events arrive split.
+With --variant, each answer differs from the file by one token in one part: the chat reasoning
+("asks" -> "wants"), the tool call's arguments ("Paris" -> "Lyon"), the Messages thinking
+("50 + 3" -> "53"), the embedding's first value; the Responses answer is left as it is.
+Listens on the port given as the first argument (0: any free one), prints
+"listening on http://127.0.0.1:PORT".
+"""
+import json
+import os
+import socketserver
+import sys
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+VARIANT = "--variant" in sys.argv[2:]
+CHANGES = {
+    "vllm/chat-stream-reasoning.sse": (b'" asks"', b'" wants"'),
+    "vllm/chat-stream-tool-calls.sse": (b'"Paris"', b'"Lyon"'),
+    "anthropic/messages-stream-thinking.sse": (b"400 + 50 + 3", b"400 + 53"),
+    "openai/embeddings.json": (b"0.0023064255", b"0.0023064256"),
+}
+
+
+def data(name):
+    with open(os.path.join(DATA, name), "rb") as f:
+        body = f.read()
+    if VARIANT and name in CHANGES:
+        old, new = CHANGES[name]
+        assert old in body, (name, old)
+        body = body.replace(old, new)
+    return body
+
+
+class Handler(socketserver.BaseRequestHandler):
+    def read_request(self):
+        data_in = b""
+        while b"\r\n\r\n" not in data_in:
+            more = self.request.recv(65536)
+            if not more:
+                return None
+            data_in += more
+        head, _, rest = data_in.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        length = 0
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value.strip())
+        while len(rest) < length:
+            more = self.request.recv(65536)
+            if not more:
+                return None
+            rest += more
+        method, target = lines[0].split(" ")[:2]
+        return method, target, rest[:length]
+
+    def send_json(self, body, status=200):
+        self.request.sendall(b"HTTP/1.1 %d OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                             % (status, len(body), body))
+
+    def send_stream(self, body):
+        self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                             b"Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\n\r\n")
+        for at in range(0, len(body), 7):
+            piece = body[at:at + 7]
+            self.request.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        self.request.sendall(b"0\r\n\r\n")
+
+    def handle(self):
+        while True:
+            request = self.read_request()
+            if request is None:
+                return
+            method, target, body = request
+            path = target.split("?")[0]
+            try:
+                fields = json.loads(body) if body else {}
+            except ValueError:
+                fields = {}
+            stream = fields.get("stream") is True
+            if method == "GET" and path == "/v1/models":
+                self.send_json(b'{"object":"list","data":[{"id":"m","object":"model","owned_by":"shapes"}]}')
+            elif path == "/v1/chat/completions":
+                self.send_stream(data("vllm/chat-stream-tool-calls.sse" if "tools" in fields
+                                      else "vllm/chat-stream-reasoning.sse"))
+            elif path == "/v1/responses":
+                if stream:
+                    self.send_stream(data("openai/responses-stream.sse"))
+                else:
+                    self.send_json(data("openai/responses-nonstream.json"))
+            elif path == "/v1/messages":
+                if stream:
+                    self.send_stream(data("anthropic/messages-stream-thinking.sse"))
+                else:
+                    self.send_json(data("anthropic/messages-nonstream.json"))
+            elif path == "/v1/embeddings":
+                self.send_json(data("openai/embeddings.json"))
+            elif path == "/v1/rerank":
+                self.send_json(b'{"results":[{"index":0,"relevance_score":0.5}]}')
+            else:
+                self.send_json(b'{"error":{"message":"no such path","type":"test"}}', 404)
+
+
+class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    with Server(("127.0.0.1", port), Handler) as server:
+        print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
+        server.serve_forever()
