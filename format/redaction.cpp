@@ -5,6 +5,8 @@
 #include <array>
 #include <boost/json.hpp>
 
+#include "format/ascii.hpp"
+
 namespace retrace {
 
 namespace {
@@ -32,14 +34,6 @@ constexpr std::array<std::string_view, 9> kSecretBodyFields = {
 
 constexpr std::string_view kLegacySweepMarker = "<redacted: pass --header again on --resume>";
 
-char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = ascii_lower(c);
-  return out;
-}
-
 template <std::size_t N>
 bool contains(const std::array<std::string_view, N>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -66,18 +60,16 @@ bool is_redaction_marker(std::string_view value) {
 std::span<const std::string_view> secret_header_names() { return kSecretHeaderNames; }
 
 bool is_secret_header(std::string_view name) {
-  auto folded = lower(name);
-  for (auto known : kSecretHeaderNames)  // no lower-cased copy of each known name per call
-    if (std::equal(folded.begin(), folded.end(), known.begin(), known.end(),
-                   [](char a, char b) { return a == ascii_lower(b); }))
-      return true;
+  auto folded = ascii_lower(name);
+  for (auto known : kSecretHeaderNames)
+    if (ascii_iequals(folded, known)) return true;
   for (auto part : kSecretHeaderParts)
     if (folded.find(part) != std::string::npos) return true;
   return has_key_word(folded);
 }
 
 bool is_secret_query_parameter(std::string_view name) {
-  return contains(kSecretQueryParameters, lower(name));
+  return contains(kSecretQueryParameters, ascii_lower(name));
 }
 
 bool is_secret_body_field(std::string_view name) { return contains(kSecretBodyFields, name); }
@@ -126,13 +118,13 @@ std::string redact_json_body(std::string_view body) {
 
 Redactor::Redactor(bool keep_secrets, const std::vector<std::string>& extra_headers)
     : keep_secrets_(keep_secrets) {
-  for (const auto& name : extra_headers) extra_.push_back(lower(name));
+  for (const auto& name : extra_headers) extra_.push_back(ascii_lower(name));
 }
 
 bool Redactor::redacts(std::string_view header_name) const {
   if (keep_secrets_) return false;
   return is_secret_header(header_name) ||
-         std::find(extra_.begin(), extra_.end(), lower(header_name)) != extra_.end();
+         std::find(extra_.begin(), extra_.end(), ascii_lower(header_name)) != extra_.end();
 }
 
 void Redactor::apply(std::vector<HttpHeader>& headers) const {

@@ -1,5 +1,6 @@
 #include "format/text.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace retrace {
@@ -18,23 +19,57 @@ bool is_continuation(unsigned char byte) { return (byte & 0xC0) == 0x80; }
 
 }  // namespace
 
-bool is_valid_utf8(std::string_view bytes) {
+std::size_t utf8_char_length(std::string_view bytes, std::size_t at) {
   const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
-  const std::size_t n = bytes.size();
-  for (std::size_t i = 0; i < n;) {
-    const std::size_t length = sequence_length(s[i]);
-    if (length == 0 || i + length > n) return false;
-    std::uint32_t code = length == 1 ? s[i] : s[i] & (0x7F >> length);
-    for (std::size_t k = 1; k < length; ++k) {
-      if (!is_continuation(s[i + k])) return false;
-      code = (code << 6) | (s[i + k] & 0x3F);
+  const std::size_t length = sequence_length(s[at]);
+  if (length == 0 || at + length > bytes.size()) return 0;
+  std::uint32_t code = length == 1 ? s[at] : s[at] & (0x7F >> length);
+  for (std::size_t k = 1; k < length; ++k) {
+    if (!is_continuation(s[at + k])) return 0;
+    code = (code << 6) | (s[at + k] & 0x3F);
+  }
+  if ((length == 2 && code < 0x80) || (length == 3 && code < 0x800) || (length == 4 && code < 0x10000) ||
+      code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
+    return 0;
+  return length;
+}
+
+bool is_valid_utf8(std::string_view bytes) {
+  for (std::size_t i = 0; i < bytes.size();) {
+    if (static_cast<unsigned char>(bytes[i]) < 0x80) {  // the common case, without the call
+      ++i;
+      continue;
     }
-    if ((length == 2 && code < 0x80) || (length == 3 && code < 0x800) || (length == 4 && code < 0x10000) ||
-        code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
-      return false;
+    const std::size_t length = utf8_char_length(bytes, i);
+    if (length == 0) return false;
     i += length;
   }
   return true;
+}
+
+std::size_t utf8_width(std::string_view text) {
+  std::size_t width = 0;
+  for (unsigned char c : text)
+    if (!is_continuation(c)) ++width;
+  return width;
+}
+
+std::string printable(std::string_view bytes, std::size_t max_bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size();) {
+    const unsigned char c = static_cast<unsigned char>(bytes[i]);
+    const std::size_t length = c < 0x80 ? 1 : utf8_char_length(bytes, i);
+    if (i + std::max<std::size_t>(length, 1) > max_bytes) return out + "…";
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\') out += "\\\\";
+    else if (c < 0x20 || c == 0x7F || length == 0) out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+    else out.append(bytes.substr(i, length));
+    i += std::max<std::size_t>(length, 1);
+  }
+  return out;
 }
 
 std::size_t utf8_whole_prefix(std::string_view text) {

@@ -327,7 +327,7 @@ TEST_CASE("after quit_on_next the next stop signal ends the process at once", "[
 TEST_CASE("URLs that could break a request line or a Host header are refused by RFC 3986") {
   using retrace::net::parse_url;
   CHECK_THROWS_WITH(parse_url("http://h/a b"), Catch::Contains("malformed URL"));
-  CHECK_THROWS_WITH(parse_url("http://h/a\r\nHost: evil"), Catch::Contains("'http://h/a\\x0d\\x0aHost: evil'"));
+  CHECK_THROWS_WITH(parse_url("http://h/a\r\nHost: evil"), Catch::Contains("'http://h/a\\r\\nHost: evil'"));
   CHECK_THROWS_WITH(parse_url("http://ho st:80"), Catch::Contains("malformed URL"));
   CHECK_THROWS_WITH(parse_url("http://[::zz]:80"), Catch::Contains("malformed URL"));
   CHECK_THROWS_WITH(parse_url("http://h/%zz"), Catch::Contains("malformed URL"));
