@@ -1,24 +1,21 @@
 // `retrace replay TRACE --target URL --out RUN.rtrace (-c N | --rate R | --timing recorded)`.
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
-#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/outputs.hpp"
 #include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
 #include "format/trace.hpp"
+#include "net/stop_signals.hpp"
 #include "replay/feed.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
@@ -49,44 +46,6 @@ struct ReplayArgs {
   OutputFlags output;
   std::string run_name;
   bool force = false;
-};
-
-// SIGINT/SIGTERM are blocked in every thread and taken by one waiting thread, which turns them
-// into the stop flag the replay polls: no async-signal-safety puzzles, no global.
-class StopOnSignal {
- public:
-  StopOnSignal() {
-    sigemptyset(&signals_);
-    sigaddset(&signals_, SIGINT);
-    sigaddset(&signals_, SIGTERM);
-    // A shell starts background jobs with SIGINT ignored, and an ignored signal is discarded
-    // before sigtimedwait could take it; blocked, the default action never runs.
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-    pthread_sigmask(SIG_BLOCK, &signals_, &previous_);
-    waiter_ = std::thread([this] {
-      timespec slice{0, 100'000'000};
-      while (!done_.load()) {
-        if (sigtimedwait(&signals_, nullptr, &slice) > 0) {
-          if (stop_.load()) std::_Exit(130);  // a second Ctrl-C: the user means it
-          stop_ = true;
-          std::cerr << "\nretrace: stopping: cutting requests in flight and flushing the trace "
-                       "(Ctrl-C again to quit at once)\n";
-        }
-      }
-    });
-  }
-  ~StopOnSignal() {
-    done_ = true;
-    waiter_.join();
-    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
-  }
-  const std::atomic<bool>& flag() const { return stop_; }
-
- private:
-  sigset_t signals_{}, previous_{};
-  std::atomic<bool> stop_{false}, done_{false};
-  std::thread waiter_;
 };
 
 replay::Options make_options(const ReplayArgs& args) {
@@ -192,7 +151,9 @@ int run(const ReplayArgs& args) {
   for (const auto& note : options.preflight->notes) std::cerr << "retrace: " << note << "\n";
 
   bool tty = ::isatty(STDERR_FILENO) != 0;
-  StopOnSignal signals;
+  std::atomic<bool> stop{false};
+  StopOnSignals signals(stop, "\nretrace: stopping: cutting requests in flight and flushing the trace "
+                              "(Ctrl-C again to quit at once)\n");
   std::vector<std::string> json_reports;
   bool interrupted = false;
   std::size_t failed = 0, total = 0;
@@ -211,8 +172,8 @@ int run(const ReplayArgs& args) {
                    replay::format_rfc3339(*options.start_at_unix_ns).c_str(),
                    static_cast<double>(*options.start_at_unix_ns - now) / 1e9);
     }
-    auto result = streamed ? replay::run_replay(*streamed, run_options, out, &signals.flag(), progress)
-                           : replay::run_replay(*loaded, run_options, out, &signals.flag(), progress);
+    auto result = streamed ? replay::run_replay(*streamed, run_options, out, &stop, progress)
+                           : replay::run_replay(*loaded, run_options, out, &stop, progress);
     if (tty) std::fprintf(stderr, "\n");
     interrupted = result.interrupted;
     total += result.stats.exchanges;

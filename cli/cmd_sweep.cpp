@@ -6,6 +6,7 @@
 #include "cli/outputs.hpp"
 #include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
+#include "net/stop_signals.hpp"
 #include "report/terminal_table.hpp"
 #include "sweep/sweep.hpp"
 
@@ -118,7 +119,7 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
   std::atomic<bool> stop{false};
   std::optional<sweep::Summary> summary;
   {
-    sweep::StopOnSignals signals(stop);
+    StopOnSignals signals(stop, "\nretrace: stopping: cutting the run in flight (Ctrl-C again to quit at once)\n");
     summary = sweep::run_sweep(plan, dir, sweep::SweepIo{&std::cerr, &stop});
   }
   if (!summary) {
