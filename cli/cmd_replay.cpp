@@ -32,8 +32,7 @@ struct ReplayArgs {
   std::string out;
   std::optional<int> concurrency;
   std::optional<std::string> rate;        // a number, or "inf": everything at once
-  std::optional<std::string> arrival;     // default poisson; gamma when only --burstiness is given
-  std::optional<double> burstiness;
+  replay::ScheduleFlags schedule;        // --arrival, --burstiness (shared with sweep)
   std::string timing;
   double speed = 1;
   bool sessions = false;
@@ -60,7 +59,7 @@ replay::Options make_options(const ReplayArgs& args) {
     throw std::invalid_argument(
         "give exactly one schedule: -c N (closed loop), --rate R (open loop) or --timing recorded "
         "(-c N --rate inf: N at a time, as vllm bench serve's --max-concurrency N --request-rate inf)");
-  if ((args.arrival || args.burstiness) && (!args.rate || all_at_once))
+  if ((args.schedule.arrival || args.schedule.burstiness) && (!args.rate || all_at_once))
     throw std::invalid_argument("--arrival and --burstiness shape an open loop: give --rate R (a number)");
   if (args.concurrency || all_at_once) {
     options.schedule.kind = replay::ScheduleKind::concurrency;
@@ -69,31 +68,13 @@ replay::Options make_options(const ReplayArgs& args) {
       throw std::invalid_argument("-c/--concurrency must be at least 1");
   } else if (args.rate) {
     options.schedule.kind = replay::ScheduleKind::rate;
-    char* end = nullptr;
-    options.schedule.rate = std::strtod(args.rate->c_str(), &end);
-    if (end == args.rate->c_str() || *end != '\0' || !(options.schedule.rate > 0) ||
-        !std::isfinite(options.schedule.rate))
-      throw std::invalid_argument("--rate " + *args.rate +
-                                  ": expected requests per second above 0, e.g. 5 or 0.5, or inf");
-    // vllm bench serve draws gamma arrivals whose shape is --burstiness; alone, it selects them.
-    auto arrival = replay::arrival_from_string(args.arrival.value_or(args.burstiness ? "gamma" : "poisson"));
-    if (!arrival) throw std::invalid_argument("--arrival must be poisson, constant or gamma");
-    if (args.burstiness && *arrival != replay::Arrival::gamma)
-      throw std::invalid_argument("--burstiness is the shape of gamma arrivals; drop --arrival " +
-                                  *args.arrival + " or write --arrival gamma");
-    options.schedule.arrival = *arrival;
-    double burstiness = args.burstiness.value_or(1);
-    if (!(burstiness > 0)) throw std::invalid_argument("--burstiness must be above 0");
-    options.schedule.burstiness = burstiness;
+    options.schedule.rate = replay::parse_rate(*args.rate);  // "inf" was taken above
+    replay::apply_schedule_flags(args.schedule, options.schedule);
   } else {
     if (args.timing != "recorded")
       throw std::invalid_argument("--timing takes 'recorded' (the trace's own send times)");
     options.schedule.kind = replay::ScheduleKind::recorded;
-    // Recorded offsets divided by the speed must stay within int64 nanoseconds: a speed of
-    // 1e-300 would overflow them.
-    if (!(args.speed >= 1e-6 && args.speed <= 1e6))
-      throw std::invalid_argument("--speed must be between 0.000001 and 1000000 (2 = twice as fast)");
-    options.schedule.speed = args.speed;
+    options.schedule.speed = replay::check_speed(args.speed);
   }
   if (args.session_mode != "recorded" && args.session_mode != "live")
     throw std::invalid_argument("--session-mode must be recorded or live");
@@ -237,10 +218,7 @@ void add_replay(CLI::App& root, Registry& registry) {
                       "Open loop: requests (sessions, with --sessions) per second; inf: all at once "
                       "(with -c N: N at a time)")
       ->type_name("R|inf");
-  command->add_option("--arrival", args->arrival,
-                      "Open-loop arrivals: poisson (default), constant or gamma");
-  command->add_option("--burstiness", args->burstiness,
-                      "Gamma shape (1 = Poisson, < 1 burstier); alone, it selects gamma arrivals");
+  add_schedule_flags(*command, args->schedule, "Open-loop arrivals");
   command->add_option("--timing", args->timing, "'recorded': the trace's own send times");
   command->add_option("--speed", args->speed, "With --timing recorded: 2 = twice as fast")
       ->capture_default_str();

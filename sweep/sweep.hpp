@@ -81,6 +81,7 @@ struct Plan {
   Axis axis = Axis::concurrency;
   std::vector<double> levels;
   std::string arrival = "poisson";  // rate axis: poisson, constant or gamma
+  std::optional<double> burstiness;  // rate axis, gamma arrivals: the shape (none: 1)
   int repeats = 1;
   Order order = Order::grouped;
   ReplayArgs replay;
