@@ -10,6 +10,7 @@
 #include "cli/outputs.hpp"
 #include "cli/replay_flags.hpp"
 #include "format/private_file.hpp"
+#include "net/stop_signals.hpp"
 #include "replay/preflight.hpp"
 #include "sweep/sweep.hpp"
 
@@ -163,7 +164,7 @@ int run_bisect_command(BisectArgs& args) {
 
   sweep::BisectResult result;
   try {
-    sweep::StopOnSignals signals(stop);
+    StopOnSignals signals(stop, "\nretrace: stopping: cutting the run in flight (Ctrl-C again to quit at once)\n");
     // With --json, stdout carries the one JSON document; the probes' progress goes to stderr.
     result = sweep::run_bisect(axis, args.json ? std::cerr : std::cout);
   } catch (const sweep::RequestsFailed& e) {

@@ -5,6 +5,7 @@
 #include "format/json.hpp"
 #include "format/output_tokens.hpp"
 #include "format/json_text.hpp"
+#include "format/text.hpp"
 #include "format/trace.hpp"
 #include "report/text.hpp"
 
@@ -12,29 +13,8 @@ namespace retrace::cli {
 
 namespace {
 
-// Printable on a terminal: control characters become visible escapes; long text is cut.
-std::string printable(std::string_view text, std::size_t max_chars = 400) {
-  std::string out;
-  for (char c : text) {
-    if (out.size() >= max_chars) {
-      out += "…";
-      break;
-    }
-    unsigned char byte = static_cast<unsigned char>(c);
-    if (c == '\n')
-      out += "\\n";
-    else if (c == '\t')
-      out += "\\t";
-    else if (byte < 0x20 || byte == 0x7f) {
-      char escape[8];
-      std::snprintf(escape, sizeof escape, "\\x%02x", byte);
-      out += escape;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+// Long texts are cut (printable, format/text.hpp) at this many bytes.
+constexpr std::size_t kShownBytes = 400;
 
 void show(const Exchange& exchange, std::ostream& out) {
   out << "#" << exchange.id << "  " << exchange.request.method << " " << exchange.request.target;
@@ -46,9 +26,9 @@ void show(const Exchange& exchange, std::ostream& out) {
   for (const auto& label : exchange.labels) out << "  " << label.key << "=" << label.value;
   out << "\n";
   if (exchange.error.kind != ErrorKind::none)
-    out << "  error: " << to_string(exchange.error.kind) << ": " << printable(exchange.error.message)
+    out << "  error: " << to_string(exchange.error.kind) << ": " << printable(exchange.error.message, kShownBytes)
         << "\n";
-  out << "  request: " << printable(request_summary(exchange.request)) << "\n";
+  out << "  request: " << printable(request_summary(exchange.request), kShownBytes) << "\n";
   for (const auto& choice : exchange.choices) {
     out << "  choice " << choice.index;
     if (choice.part == Part::tool_call)
@@ -58,7 +38,7 @@ void show(const Exchange& exchange, std::ostream& out) {
     out << " (" << choice.tokens.size() << " tokens, " << to_string(choice.kind);
     if (choice.part == Part::embedding) out << ", " << choice.values.size() << " values";
     if (!choice.finish_reason.empty()) out << ", finish " << choice.finish_reason;
-    out << "): " << printable(output_text(choice)) << "\n";
+    out << "): " << printable(output_text(choice), kShownBytes) << "\n";
   }
   if (!exchange.choices.empty() || exchange.usage.completion_tokens >= 0) {
     auto tokens = output_tokens(exchange);
@@ -68,7 +48,7 @@ void show(const Exchange& exchange, std::ostream& out) {
   if (exchange.choices.empty() && exchange.response.status != 0)
     out << "  (no decoded output" << (exchange.decode_note.empty() ? "" : ": ")
         << exchange.decode_note << ")\n";
-  if (exchange.expected) out << "  expected: " << printable(*exchange.expected) << "\n";
+  if (exchange.expected) out << "  expected: " << printable(*exchange.expected, kShownBytes) << "\n";
 }
 
 // The same view as JSON: what `show` prints, with the full texts (no cut, no escapes).

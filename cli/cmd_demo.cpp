@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/datasets.hpp"
+#include "net/stop_signals.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::cli {
@@ -37,7 +38,7 @@ void add_demo(CLI::App& root, Registry& registry) {
     if (ec) throw std::runtime_error("cannot find this executable through /proc/self/exe: " + ec.message());
     std::atomic<bool> stop{false};
     options->stop = &stop;
-    sweep::StopOnSignals signals(stop);
+    StopOnSignals signals(stop, "\nretrace: stopping: cutting the run in flight (Ctrl-C again to quit at once)\n");
     return sweep::run_demo(*options, std::cout, std::cerr);
   });
 }

@@ -1,24 +1,21 @@
 // `retrace replay TRACE --target URL --out RUN.rtrace (-c N | --rate R | --timing recorded)`.
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
-#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/outputs.hpp"
 #include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
 #include "format/trace.hpp"
+#include "net/stop_signals.hpp"
 #include "replay/feed.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
@@ -35,8 +32,7 @@ struct ReplayArgs {
   std::string out;
   std::optional<int> concurrency;
   std::optional<std::string> rate;        // a number, or "inf": everything at once
-  std::optional<std::string> arrival;     // default poisson; gamma when only --burstiness is given
-  std::optional<double> burstiness;
+  replay::ScheduleFlags schedule;        // --arrival, --burstiness (shared with sweep)
   std::string timing;
   double speed = 1;
   bool sessions = false;
@@ -51,44 +47,6 @@ struct ReplayArgs {
   bool force = false;
 };
 
-// SIGINT/SIGTERM are blocked in every thread and taken by one waiting thread, which turns them
-// into the stop flag the replay polls: no async-signal-safety puzzles, no global.
-class StopOnSignal {
- public:
-  StopOnSignal() {
-    sigemptyset(&signals_);
-    sigaddset(&signals_, SIGINT);
-    sigaddset(&signals_, SIGTERM);
-    // A shell starts background jobs with SIGINT ignored, and an ignored signal is discarded
-    // before sigtimedwait could take it; blocked, the default action never runs.
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-    pthread_sigmask(SIG_BLOCK, &signals_, &previous_);
-    waiter_ = std::thread([this] {
-      timespec slice{0, 100'000'000};
-      while (!done_.load()) {
-        if (sigtimedwait(&signals_, nullptr, &slice) > 0) {
-          if (stop_.load()) std::_Exit(130);  // a second Ctrl-C: the user means it
-          stop_ = true;
-          std::cerr << "\nretrace: stopping: cutting requests in flight and flushing the trace "
-                       "(Ctrl-C again to quit at once)\n";
-        }
-      }
-    });
-  }
-  ~StopOnSignal() {
-    done_ = true;
-    waiter_.join();
-    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
-  }
-  const std::atomic<bool>& flag() const { return stop_; }
-
- private:
-  sigset_t signals_{}, previous_{};
-  std::atomic<bool> stop_{false}, done_{false};
-  std::thread waiter_;
-};
-
 replay::Options make_options(const ReplayArgs& args) {
   replay::Options options;
   options.target = args.target;
@@ -101,7 +59,7 @@ replay::Options make_options(const ReplayArgs& args) {
     throw std::invalid_argument(
         "give exactly one schedule: -c N (closed loop), --rate R (open loop) or --timing recorded "
         "(-c N --rate inf: N at a time, as vllm bench serve's --max-concurrency N --request-rate inf)");
-  if ((args.arrival || args.burstiness) && (!args.rate || all_at_once))
+  if ((args.schedule.arrival || args.schedule.burstiness) && (!args.rate || all_at_once))
     throw std::invalid_argument("--arrival and --burstiness shape an open loop: give --rate R (a number)");
   if (args.concurrency || all_at_once) {
     options.schedule.kind = replay::ScheduleKind::concurrency;
@@ -110,31 +68,13 @@ replay::Options make_options(const ReplayArgs& args) {
       throw std::invalid_argument("-c/--concurrency must be at least 1");
   } else if (args.rate) {
     options.schedule.kind = replay::ScheduleKind::rate;
-    char* end = nullptr;
-    options.schedule.rate = std::strtod(args.rate->c_str(), &end);
-    if (end == args.rate->c_str() || *end != '\0' || !(options.schedule.rate > 0) ||
-        !std::isfinite(options.schedule.rate))
-      throw std::invalid_argument("--rate " + *args.rate +
-                                  ": expected requests per second above 0, e.g. 5 or 0.5, or inf");
-    // vllm bench serve draws gamma arrivals whose shape is --burstiness; alone, it selects them.
-    auto arrival = replay::arrival_from_string(args.arrival.value_or(args.burstiness ? "gamma" : "poisson"));
-    if (!arrival) throw std::invalid_argument("--arrival must be poisson, constant or gamma");
-    if (args.burstiness && *arrival != replay::Arrival::gamma)
-      throw std::invalid_argument("--burstiness is the shape of gamma arrivals; drop --arrival " +
-                                  *args.arrival + " or write --arrival gamma");
-    options.schedule.arrival = *arrival;
-    double burstiness = args.burstiness.value_or(1);
-    if (!(burstiness > 0)) throw std::invalid_argument("--burstiness must be above 0");
-    options.schedule.burstiness = burstiness;
+    options.schedule.rate = replay::parse_rate(*args.rate);  // "inf" was taken above
+    replay::apply_schedule_flags(args.schedule, options.schedule);
   } else {
     if (args.timing != "recorded")
       throw std::invalid_argument("--timing takes 'recorded' (the trace's own send times)");
     options.schedule.kind = replay::ScheduleKind::recorded;
-    // Recorded offsets divided by the speed must stay within int64 nanoseconds: a speed of
-    // 1e-300 would overflow them.
-    if (!(args.speed >= 1e-6 && args.speed <= 1e6))
-      throw std::invalid_argument("--speed must be between 0.000001 and 1000000 (2 = twice as fast)");
-    options.schedule.speed = args.speed;
+    options.schedule.speed = replay::check_speed(args.speed);
   }
   if (args.session_mode != "recorded" && args.session_mode != "live")
     throw std::invalid_argument("--session-mode must be recorded or live");
@@ -193,7 +133,9 @@ int run(const ReplayArgs& args) {
   for (const auto& note : options.preflight->notes) std::cerr << "retrace: " << note << "\n";
 
   bool tty = ::isatty(STDERR_FILENO) != 0;
-  StopOnSignal signals;
+  std::atomic<bool> stop{false};
+  StopOnSignals signals(stop, "\nretrace: stopping: cutting requests in flight and flushing the trace "
+                              "(Ctrl-C again to quit at once)\n");
   std::vector<std::string> json_reports;
   bool interrupted = false;
   std::size_t failed = 0, total = 0;
@@ -212,8 +154,8 @@ int run(const ReplayArgs& args) {
                    replay::format_rfc3339(*options.start_at_unix_ns).c_str(),
                    static_cast<double>(*options.start_at_unix_ns - now) / 1e9);
     }
-    auto result = streamed ? replay::run_replay(*streamed, run_options, out, &signals.flag(), progress)
-                           : replay::run_replay(*loaded, run_options, out, &signals.flag(), progress);
+    auto result = streamed ? replay::run_replay(*streamed, run_options, out, &stop, progress)
+                           : replay::run_replay(*loaded, run_options, out, &stop, progress);
     if (tty) std::fprintf(stderr, "\n");
     interrupted = result.interrupted;
     total += result.stats.exchanges;
@@ -277,10 +219,7 @@ void add_replay(CLI::App& root, Registry& registry) {
                       "Open loop: requests (sessions, with --sessions) per second; inf: all at once "
                       "(with -c N: N at a time)")
       ->type_name("R|inf");
-  command->add_option("--arrival", args->arrival,
-                      "Open-loop arrivals: poisson (default), constant or gamma");
-  command->add_option("--burstiness", args->burstiness,
-                      "Gamma shape (1 = Poisson, < 1 burstier); alone, it selects gamma arrivals");
+  add_schedule_flags(*command, args->schedule, "Open-loop arrivals");
   command->add_option("--timing", args->timing, "'recorded': the trace's own send times");
   command->add_option("--speed", args->speed, "With --timing recorded: 2 = twice as fast")
       ->capture_default_str();

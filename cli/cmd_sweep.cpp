@@ -7,6 +7,7 @@
 #include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
 #include "format/private_file.hpp"
+#include "net/stop_signals.hpp"
 #include "report/terminal_table.hpp"
 #include "sweep/sweep.hpp"
 
@@ -20,7 +21,7 @@ struct SweepArgs {
   std::string levels = "1,16,32";  // --concurrency
   std::string rates;               // --rate
   std::string speeds;              // --speed
-  std::string arrival;             // --arrival (rate axis)
+  replay::ScheduleFlags schedule;  // --arrival, --burstiness (rate axis; shared with replay)
   int repeats = 3;
   std::string out;
   std::string order = "grouped";
@@ -55,7 +56,7 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
   sweep::Plan plan;
   fs::path dir;
   if (!args.resume.empty()) {
-    for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--rate", "--speed", "--arrival",
+    for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--rate", "--speed", "--arrival", "--burstiness",
                       "--repeat", "--order", "--answers-from", "--match", "--near-tie", "--set",
                       "--unset", "--token-ids", "--model", "--max-error-rate", "--api-key-env",
                       "--timeout", "--request-deadline", "--label", "--limit", "--warmup", "--filter",
@@ -94,9 +95,10 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
     plan.axis = command.count("--rate")    ? sweep::Axis::rate
                 : command.count("--speed") ? sweep::Axis::speed
                                            : sweep::Axis::concurrency;
-    if (!args.arrival.empty() && plan.axis != sweep::Axis::rate)
-      throw std::invalid_argument("--arrival shapes the open loop of a --rate sweep; give --rate LEVELS");
-    if (!args.arrival.empty()) plan.arrival = args.arrival;
+    if ((args.schedule.arrival || args.schedule.burstiness) && plan.axis != sweep::Axis::rate)
+      throw std::invalid_argument("--arrival and --burstiness shape the open loop of a --rate sweep; give --rate LEVELS");
+    plan.arrival = args.schedule.arrival.value_or(args.schedule.burstiness ? "gamma" : "poisson");
+    plan.burstiness = args.schedule.burstiness;
     plan.levels = sweep::parse_levels(plan.axis == sweep::Axis::rate    ? args.rates
                                       : plan.axis == sweep::Axis::speed ? args.speeds
                                                                         : args.levels,
@@ -122,7 +124,7 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
   std::atomic<bool> stop{false};
   std::optional<sweep::Summary> summary;
   {
-    sweep::StopOnSignals signals(stop);
+    StopOnSignals signals(stop, "\nretrace: stopping: cutting the run in flight (Ctrl-C again to quit at once)\n");
     summary = sweep::run_sweep(plan, dir, sweep::SweepIo{&std::cerr, &stop});
   }
   if (!summary) {
@@ -188,8 +190,7 @@ void add_sweep(CLI::App& root, Registry& registry) {
   command->add_option("--speed", args->speeds,
                       "Speeds of the recorded timing to sweep instead, comma-separated (2 = twice as fast)")
       ->type_name("LEVELS");
-  command->add_option("--arrival", args->arrival,
-                      "--rate sweep: poisson (default), constant or gamma arrivals");
+  add_schedule_flags(*command, args->schedule, "--rate sweep arrivals");
   command->add_option("--repeat", args->repeats, "Runs per level")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

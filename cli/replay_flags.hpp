@@ -1,5 +1,5 @@
-// The request flags `replay`, `sweep` and `bisect` share (replay/flags.hpp): one set of names,
-// help texts and defaults for all three.
+// The request flags `replay`, `sweep` and `bisect` share, and the schedule flags of `replay` and
+// `sweep` (replay/flags.hpp): one set of names, help texts and defaults.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,6 +8,13 @@
 #include "replay/flags.hpp"
 
 namespace retrace::cli {
+
+// --arrival and --burstiness (replay::ScheduleFlags); `what` opens --arrival's help.
+inline void add_schedule_flags(CLI::App& command, replay::ScheduleFlags& flags, const std::string& what) {
+  command.add_option("--arrival", flags.arrival, what + ": poisson (default), constant or gamma");
+  command.add_option("--burstiness", flags.burstiness,
+                     "Gamma shape (1 = Poisson, < 1 burstier); alone, it selects gamma arrivals");
+}
 
 inline void add_request_flags(CLI::App& command, replay::RequestFlags& flags) {
   command.add_option("--set", flags.set, "PATH=VALUE on the JSON body, e.g. temperature=0 (repeatable)")

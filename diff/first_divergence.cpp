@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 
 #include "diff/diff.hpp"
+#include "format/ascii.hpp"
 #include "format/json.hpp"
 
 namespace retrace::diff {
@@ -272,7 +273,7 @@ std::string normalize_answer(std::string_view text) {
       continue;
     }
     if (pending_space) out += ' ', pending_space = false;
-    out += static_cast<char>(std::tolower(u));
+    out += ascii_lower(c);
   }
   static constexpr std::string_view kTrailing = ".,;:!?\"'`)]} ";
   while (!out.empty() && kTrailing.find(out.back()) != std::string_view::npos) out.pop_back();

@@ -457,9 +457,7 @@ namespace {
 
 std::string cut(std::string text, std::size_t max_chars) {
   if (text.size() <= max_chars) return text;
-  std::size_t end = max_chars;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  text.resize(end);
+  text.resize(utf8_whole_prefix(std::string_view(text).substr(0, max_chars)));
   return text + "…";
 }
 

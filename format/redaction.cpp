@@ -5,6 +5,8 @@
 #include <array>
 #include <boost/json.hpp>
 
+#include "format/ascii.hpp"
+
 namespace retrace {
 
 namespace {
@@ -36,14 +38,6 @@ constexpr std::array<std::string_view, 6> kSecretNameParts = {"password", "passw
 constexpr std::array<std::string_view, 3> kSecretNameEnds = {"token", "jwt", "signature"};
 
 constexpr std::string_view kLegacySweepMarker = "<redacted: pass --header again on --resume>";
-
-char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = ascii_lower(c);
-  return out;
-}
 
 std::string squash(std::string_view name) {
   std::string out;
@@ -166,7 +160,7 @@ bool is_redaction_marker(std::string_view value) {
 std::span<const std::string_view> secret_header_names() { return kSecretHeaderNames; }
 
 bool is_secret_header(std::string_view name) {
-  auto folded = lower(name);
+  auto folded = ascii_lower(name);
   for (auto known : kSecretHeaderNames)  // no lower-cased copy of each known name per call
     if (std::equal(folded.begin(), folded.end(), known.begin(), known.end(),
                    [](char a, char b) { return a == ascii_lower(b); }))
@@ -286,13 +280,13 @@ std::string redact_json_body(std::string_view body) {
 
 Redactor::Redactor(bool keep_secrets, const std::vector<std::string>& extra_headers)
     : keep_secrets_(keep_secrets) {
-  for (const auto& name : extra_headers) extra_.push_back(lower(name));
+  for (const auto& name : extra_headers) extra_.push_back(ascii_lower(name));
 }
 
 bool Redactor::redacts(std::string_view header_name) const {
   if (keep_secrets_) return false;
   return is_secret_header(header_name) ||
-         std::find(extra_.begin(), extra_.end(), lower(header_name)) != extra_.end();
+         std::find(extra_.begin(), extra_.end(), ascii_lower(header_name)) != extra_.end();
 }
 
 void Redactor::apply(std::vector<HttpHeader>& headers) const {
@@ -312,8 +306,8 @@ void Redactor::apply(Request& request) const {
   if (keep_secrets_) return;
   bool form = false;
   for (const auto& header : request.headers)
-    if (lower(header.name) == "content-type" &&
-        lower(header.value).starts_with("application/x-www-form-urlencoded"))
+    if (ascii_lower(header.name) == "content-type" &&
+        ascii_lower(header.value).starts_with("application/x-www-form-urlencoded"))
       form = true;
   apply(request.headers);
   request.target = redact_query(request.target);

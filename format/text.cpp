@@ -1,5 +1,6 @@
 #include "format/text.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -37,14 +38,16 @@ long escaped_unit(const std::string& text, std::size_t at) {
 bool is_high_surrogate(long unit) { return unit >= 0xD800 && unit <= 0xDBFF; }
 bool is_low_surrogate(long unit) { return unit >= 0xDC00 && unit <= 0xDFFF; }
 
-// The length of the valid character at s[i] (of n bytes), 0 when none starts there.
-std::size_t valid_character(const unsigned char* s, std::size_t i, std::size_t n) {
-  const std::size_t length = sequence_length(s[i]);
-  if (length == 0 || i + length > n) return 0;
-  std::uint32_t code = length == 1 ? s[i] : s[i] & (0x7F >> length);
+}  // namespace
+
+std::size_t utf8_char_length(std::string_view bytes, std::size_t at) {
+  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
+  const std::size_t length = sequence_length(s[at]);
+  if (length == 0 || at + length > bytes.size()) return 0;
+  std::uint32_t code = length == 1 ? s[at] : s[at] & (0x7F >> length);
   for (std::size_t k = 1; k < length; ++k) {
-    if (!is_continuation(s[i + k])) return 0;
-    code = (code << 6) | (s[i + k] & 0x3F);
+    if (!is_continuation(s[at + k])) return 0;
+    code = (code << 6) | (s[at + k] & 0x3F);
   }
   if ((length == 2 && code < 0x80) || (length == 3 && code < 0x800) || (length == 4 && code < 0x10000) ||
       code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
@@ -52,12 +55,13 @@ std::size_t valid_character(const unsigned char* s, std::size_t i, std::size_t n
   return length;
 }
 
-}  // namespace
-
 bool is_valid_utf8(std::string_view bytes) {
-  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
   for (std::size_t i = 0; i < bytes.size();) {
-    const std::size_t length = valid_character(s, i, bytes.size());
+    if (static_cast<unsigned char>(bytes[i]) < 0x80) {  // the common case, without the call
+      ++i;
+      continue;
+    }
+    const std::size_t length = utf8_char_length(bytes, i);
     if (length == 0) return false;
     i += length;
   }
@@ -66,11 +70,10 @@ bool is_valid_utf8(std::string_view bytes) {
 
 std::string utf8_or_replaced(std::string_view bytes) {
   if (is_valid_utf8(bytes)) return std::string(bytes);
-  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
   std::string out;
   out.reserve(bytes.size() + 16);
   for (std::size_t i = 0; i < bytes.size();) {
-    const std::size_t length = valid_character(s, i, bytes.size());
+    const std::size_t length = utf8_char_length(bytes, i);
     if (length == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER, for one byte
       ++i;
@@ -78,6 +81,31 @@ std::string utf8_or_replaced(std::string_view bytes) {
       out.append(bytes.substr(i, length));
       i += length;
     }
+  }
+  return out;
+}
+
+std::size_t utf8_width(std::string_view text) {
+  std::size_t width = 0;
+  for (unsigned char c : text)
+    if (!is_continuation(c)) ++width;
+  return width;
+}
+
+std::string printable(std::string_view bytes, std::size_t max_bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size();) {
+    const unsigned char c = static_cast<unsigned char>(bytes[i]);
+    const std::size_t length = c < 0x80 ? 1 : utf8_char_length(bytes, i);
+    if (i + std::max<std::size_t>(length, 1) > max_bytes) return out + "…";
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\') out += "\\\\";
+    else if (c < 0x20 || c == 0x7F || length == 0) out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+    else out.append(bytes.substr(i, length));
+    i += std::max<std::size_t>(length, 1);
   }
   return out;
 }

@@ -1,4 +1,5 @@
-// Text rules every module shares, so that each is written once: what UTF-8 is.
+// Text rules every module shares, so that each is written once: what UTF-8 is, and how bytes are
+// shown on one line of a terminal, a report or an error message.
 #pragma once
 
 #include <cstddef>
@@ -24,5 +25,18 @@ std::size_t utf8_whole_prefix(std::string_view text);
 // place as "\ufffd", U+FFFD REPLACEMENT CHARACTER, so that a JSON parser takes it. Pairs and
 // every other byte are left alone. Returns the number replaced.
 std::size_t replace_lone_surrogate_escapes(std::string& json);
+
+// The length of the strict UTF-8 character that starts at `bytes[at]` (1 to 4), or 0 when the
+// bytes there are not one (is_valid_utf8's rules, one character).
+std::size_t utf8_char_length(std::string_view bytes, std::size_t at);
+
+// How many code points `text` holds: the columns it takes on a terminal, near enough for aligning
+// mostly Latin text.
+std::size_t utf8_width(std::string_view text);
+
+// `bytes` on one line: \n, \t, \r and \\ escaped, other control bytes and bytes that are not
+// UTF-8 as \xNN, whole UTF-8 characters as they are. At most `max_bytes` of `bytes` are shown,
+// never half a character, and a cut ends in "…".
+std::string printable(std::string_view bytes, std::size_t max_bytes = std::string_view::npos);
 
 }  // namespace retrace

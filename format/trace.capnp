@@ -1,14 +1,22 @@
-# retrace trace format, Cap'n Proto schema.
+# retrace trace format, Cap'n Proto schema, and the one description of a .rtrace file's bytes
+# (format/trace.hpp, the writer, the reader and wire.hpp point here).
 #
-# A .rtrace file is a zstd stream. Its decompressed bytes are a plain sequence of Cap'n Proto
-# messages in standard stream framing, each with root `Record`:
+# A .rtrace file is a sequence of zstd frames, with an optional index at the very end:
 #
-#   Record{header}  Record{exchange}  Record{exchange}  ...
+#   zstd frame 0:      [segment table | segments] of Record{header}      (the header alone)
+#   zstd frame k > 0:  [segment table | segments] of Record{exchange} ...  (one frame per flush)
+#   skippable frame:   u32le 0x184D2A5E, u32le size, [segment table | segments] of TraceIndex
 #
-# so `zstd -dc run.rtrace | capnp decode format/trace.capnp Record` prints every record. The
-# writer emits independently decodable zstd frames (one per flush), so a torn tail loses at most
-# the last frame. An optional index (`TraceIndex`, one message) sits in a zstd skippable frame at
-# the very end; stock zstd skips it.
+# - zstd frames start with u32le 0xFD2FB528; skippable frames with u32le 0x184D2A5? (any low
+#   nibble) and a u32le size, and stock zstd skips them. Only the one with 0x184D2A5E is the index;
+#   readers skip any other.
+# - Each zstd frame decodes on its own, carries a content checksum and holds whole messages only.
+#   The writer closes a frame on every flush (every N exchanges or T ms) and before a record would
+#   take it past the largest frame a reader accepts, so a torn tail loses at most the last frame.
+# - The decompressed bytes of all zstd frames, concatenated, are a plain sequence of Cap'n Proto
+#   messages in standard stream framing, each with root `Record`, so
+#   `zstd -dc run.rtrace | capnp decode format/trace.capnp Record` prints every record.
+# - The index (`TraceIndex`: frame offsets, request keys) is optional; without it a reader scans.
 #
 # Versioning: fields are only ever appended (Cap'n Proto rules). `Header.formatMajor` changes only
 # when an old reader would misread a new file; readers refuse a newer major with a clear message.

@@ -1,13 +1,6 @@
 // retrace trace format: the data model every stage shares, and the .rtrace writer and reader.
-//
-// On disk (see format/trace.capnp for the schema and the versioning rule):
-//
-//   [zstd frame: Record{header} Record{exchange}...]  [zstd frame: Record{exchange}...]  ...
-//   [zstd skippable frame: magic 0x184D2A5E, u32le size, TraceIndex message]   (optional)
-//
-// Each zstd frame decodes on its own; the decompressed bytes of all frames, concatenated, are a
-// sequence of Cap'n Proto messages in standard stream framing. A frame is closed on every flush
-// (every N exchanges or T ms), so a crash loses at most the frame being built.
+// The bytes on disk (zstd frames of Cap'n Proto Records, an optional index in a skippable frame)
+// are described once, in format/trace.capnp.
 //
 // Only format/ includes Cap'n Proto and zstd; everyone else sees these plain structs.
 //

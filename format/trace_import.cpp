@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 #include <unordered_set>
 
+#include "format/ascii.hpp"
 #include "format/compressed_input.hpp"
 #include "format/header.hpp"
 #include "format/staged_output.hpp"
@@ -28,13 +29,6 @@ namespace {
 
 constexpr std::string_view kAllFormats =
     "mooncake, bailian, azure, burstgpt, sharegpt, jsonl, openai-batch or export";
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
 
 // From the top-level keys of the first object.
 std::optional<std::string> format_of_keys(const std::vector<std::string>& keys) {
@@ -74,7 +68,7 @@ std::vector<std::string> object_keys(std::string_view text) {
 }
 
 std::optional<std::string> format_of_header(std::string_view line) {
-  std::string header = lower(line);
+  std::string header = ascii_lower(line);
   header.erase(std::remove(header.begin(), header.end(), ' '), header.end());
   if (header.starts_with("timestamp,contexttokens,generatedtokens")) return "azure";
   if (header.find("requesttokens") != std::string::npos &&

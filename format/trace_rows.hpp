@@ -54,11 +54,6 @@ void read_sharegpt(CompressedInput& input, const RowSink& sink);
 // 1970..2261 (int64 nanoseconds since 1970 end in 2262).
 std::optional<std::int64_t> parse_date_time_ns(std::string_view text);
 
-// Days from 1970-01-01 to a proleptic Gregorian date, nullopt when there is no such date (month 13,
-// February 30, February 29 of a common year): std::chrono's calendar, for the Azure timestamps and
-// replay --start-at alike.
-std::optional<std::int64_t> days_from_civil(int year, unsigned month, unsigned day);
-
 // "FILE:LINE: " for errors about the line `input` returned last.
 std::string where(const CompressedInput& input);
 

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "format/ascii.hpp"
+#include "format/time.hpp"
 #include "format/trace_rows.hpp"
 
 namespace retrace::rows {
@@ -15,12 +17,6 @@ namespace {
   throw TraceError(where(input) + what);
 }
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
-
 void split(std::string_view line, std::vector<std::string_view>& fields) {
   fields.clear();
   for (;;) {
@@ -29,13 +25,6 @@ void split(std::string_view line, std::vector<std::string_view>& fields) {
     if (comma == std::string_view::npos) return;
     line.remove_prefix(comma + 1);
   }
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
 }
 
 // The columns a reader needs, found by (case-insensitive) name in the header row.
@@ -53,7 +42,7 @@ class Columns {
 
   std::size_t find(std::string_view name, bool required = true) const {
     for (std::size_t i = 0; i < names_.size(); ++i)
-      if (lower(names_[i]) == lower(name)) return i;
+      if (ascii_lower(names_[i]) == ascii_lower(name)) return i;
     if (required)
       throw TraceError(input_.path().string() + ":1: the " + format_ + " header has no column \"" +
                        std::string(name) + "\" (it has: " + header_ + ")");
@@ -122,13 +111,6 @@ bool expect(std::string_view text, std::size_t& at, char c) {
 }
 
 }  // namespace
-
-std::optional<std::int64_t> days_from_civil(int year, unsigned month, unsigned day) {
-  using namespace std::chrono;
-  year_month_day date{std::chrono::year{year}, std::chrono::month{month}, std::chrono::day{day}};
-  if (!date.ok()) return std::nullopt;
-  return sys_days{date}.time_since_epoch().count();
-}
 
 std::optional<std::int64_t> parse_date_time_ns(std::string_view text) {
   std::size_t at = 0;

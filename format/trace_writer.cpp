@@ -1,12 +1,4 @@
-// The .rtrace writer and reader. Byte layout (see trace.hpp and trace.capnp):
-//
-//   zstd frame 0:   [segment table | segments] of Record{header}
-//   zstd frame k:   [segment table | segments] of Record{exchange} ... (one frame per flush)
-//   skippable:      u32le 0x184D2A5E, u32le size, [segment table | segments] of TraceIndex
-//
-// Every zstd frame carries a content checksum and holds whole messages only, so the reader can
-// accept a frame's records once the frame decoded and verified, and drop a torn or corrupt tail
-// at a frame boundary.
+// The .rtrace writer and reader; the byte layout is written once, in format/trace.capnp.
 //
 // This file is the writer: one Cap'n Proto builder per record over a reused zeroed scratch
 // segment, compressed into the open frame, a frame closed on every flush, once it holds

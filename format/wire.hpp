@@ -1,9 +1,6 @@
 // Internal to format/: plain structs (trace.hpp) <-> Cap'n Proto structs (trace.capnp), and the
-// framing constants the writer and reader share. Nothing outside format/ includes this header.
-//
-//   zstd frame:         u32le 0xFD2FB528 ...                      (kZstdMagic)
-//   skippable frame:    u32le 0x184D2A5? (any low nibble), u32le size, size bytes
-//   the index frame:    the skippable frame with magic 0x184D2A5E  (kIndexMagic)
+// framing constants the writer and reader share (the layout they frame: format/trace.capnp).
+// Nothing outside format/ includes this header.
 #pragma once
 
 #include <cstdint>

@@ -16,12 +16,6 @@ constexpr std::string_view kAlways[] = {"connection", "proxy-connection", "keep-
 
 }  // namespace
 
-std::string_view trim_ows(std::string_view value) {
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-  return value;
-}
-
 std::vector<std::string_view> list_items(std::string_view value) {
   std::vector<std::string_view> items;
   while (!value.empty()) {

@@ -1,78 +1,112 @@
 #include "net/stop_signals.hpp"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 
-#include <csignal>
-#include <future>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <stdexcept>
 #include <thread>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
+namespace retrace {
 
-namespace retrace::net {
+namespace {
 
-namespace asio = boost::asio;
-using error_code = boost::system::error_code;
+// The handler's only state: where to write. A handler cannot be handed an argument, so this one
+// rule needs a global; it is set and cleared by the watcher alone.
+std::atomic<int> signal_pipe{-1};
+
+extern "C" void on_stop_signal(int number) {
+  const int saved = errno;
+  const unsigned char byte = static_cast<unsigned char>(number);
+  if (int fd = signal_pipe.load(); fd >= 0) {
+    ssize_t ignored = ::write(fd, &byte, 1);  // non-blocking: a full pipe already holds a signal
+    (void)ignored;
+  }
+  errno = saved;
+}
+
+void set_action(void (*handler)(int)) {
+  struct sigaction action {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // other threads' reads and writes go on undisturbed
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
+}  // namespace
 
 struct StopSignals::Watcher {
-  explicit Watcher(std::function<void(int)> handler) : on_signal(std::move(handler)) {}
-
-  void do_wait() {
-    signals.async_wait([this](error_code ec, int number) { on_wait(ec, number); });
+  explicit Watcher(std::function<void(int)> handler) : on_signal(std::move(handler)) {
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+      throw std::runtime_error(std::string("cannot watch for SIGINT/SIGTERM: pipe: ") + std::strerror(errno));
+    ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  }
+  ~Watcher() {
+    ::close(fds[0]);
+    ::close(fds[1]);
   }
 
-  void on_wait(error_code ec, int number) {
-    if (ec || quitting) return;  // cancelled, or a signal that raced quit_on_next()
-    on_signal(number);
-    if (!quitting) do_wait();
-  }
-
-  // Removing the last registration of a signal gives it back its default action (asio's
-  // signal_set_service), which is what makes the next one end the process.
-  void quit() {
-    quitting = true;
-    error_code ignored;
-    signals.clear(ignored);
-    signals.cancel(ignored);
+  void run() {
+    ::pthread_setname_np(::pthread_self(), "rt-signals");
+    while (true) {
+      unsigned char byte = 0;
+      ssize_t n = ::read(fds[0], &byte, 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0 || byte == 0) return;  // 0: ~StopSignals wakes us to end
+      std::lock_guard lock(mutex);
+      if (!quitting) on_signal(byte);
+    }
   }
 
   std::function<void(int)> on_signal;
-  bool quitting = false;  // watcher thread only
-  // Order matters: the io_context outlives the signal_set, whose destructor runs after the thread
-  // is joined (in ~StopSignals) and restores the default actions.
-  asio::io_context io{1};
-  // Keeps run() going after quit() (until ~StopSignals), so a later quit_on_next() still returns.
-  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-  asio::signal_set signals{io, SIGINT, SIGTERM};
+  int fds[2] = {-1, -1};
+  std::mutex mutex;  // held while on_signal runs, so quit_on_next() from elsewhere waits for it
+  bool quitting = false;
   std::thread thread;
 };
 
 StopSignals::StopSignals(std::function<void(int)> on_signal)
     : watcher_(std::make_unique<Watcher>(std::move(on_signal))) {
-  watcher_->do_wait();
-  watcher_->thread = std::thread([watcher = watcher_.get()] {
-    ::pthread_setname_np(::pthread_self(), "rt-signals");
-    watcher->io.run();
-  });
+  watcher_->thread = std::thread([watcher = watcher_.get()] { watcher->run(); });
+  signal_pipe.store(watcher_->fds[1]);
+  set_action(on_stop_signal);  // replaces an inherited SIG_IGN as well as the default
 }
 
 StopSignals::~StopSignals() {
-  watcher_->io.stop();
+  set_action(SIG_DFL);
+  signal_pipe.store(-1);
+  const unsigned char end = 0;
+  while (::write(watcher_->fds[1], &end, 1) < 0 && (errno == EINTR || errno == EAGAIN))
+    std::this_thread::yield();  // a full pipe: the watcher is draining it
   watcher_->thread.join();
 }
 
 void StopSignals::quit_on_next() {
   auto& watcher = *watcher_;
-  if (watcher.io.get_executor().running_in_this_thread()) return watcher.quit();
-  // Wait until the watcher thread has done it, so that "from when this returns" holds.
-  std::promise<void> done;
-  asio::post(watcher.io, [&] {
-    watcher.quit();
-    done.set_value();
-  });
-  done.get_future().wait();
+  if (std::this_thread::get_id() == watcher.thread.get_id()) {
+    watcher.quitting = true;  // called from on_signal: the mutex is ours already
+  } else {
+    std::lock_guard lock(watcher.mutex);
+    watcher.quitting = true;
+  }
+  set_action(SIG_DFL);
 }
 
-}  // namespace retrace::net
+StopOnSignals::StopOnSignals(std::atomic<bool>& stop, std::string note)
+    : StopOnSignals([&stop] { stop.store(true); }, std::move(note)) {}
+
+StopOnSignals::StopOnSignals(std::function<void()> on_first, std::string note)
+    : signals_([this, on_first = std::move(on_first), note = std::move(note)](int) {
+        if (asked_.exchange(true)) std::_Exit(kExitSecondSignal);  // a second Ctrl-C: the user means it
+        if (!note.empty()) std::cerr << note << std::flush;
+        on_first();
+      }) {}
+
+}  // namespace retrace

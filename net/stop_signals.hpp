@@ -1,17 +1,28 @@
-// SIGINT and SIGTERM as requests to stop, for a command that stops in stages: record drains, then
-// cuts; replay cuts. The user's way out when a gentle stop takes too long is one more Ctrl-C, so
-// once the command has nothing gentler left to do it calls quit_on_next(), and the next signal
-// ends the process at once (the signals' default action).
+// SIGINT and SIGTERM as requests to stop: the one implementation every command uses (replay,
+// sweep, bisect, demo, serve and record). A shell starts background jobs with SIGINT ignored;
+// watching replaces the inherited SIG_IGN, so `retrace sweep ... &` stops on `kill -INT` too.
 //
-// A thread of its own waits for the signals (an io_context and an asio::signal_set), so a signal
-// is heard whatever the command's threads are doing, and no thread needs a signal mask. Asio's
-// handler replaces an inherited SIG_IGN too: a shell starts background jobs with SIGINT ignored.
+// A signal handler only writes the signal's number into a pipe; a thread of its own reads it and
+// calls back, so the callback may do anything, whatever the command's threads are doing, and no
+// thread needs a signal mask (threads started before the watcher are covered too).
+//
+// Two shapes:
+// - StopOnSignals: the rule for commands that stop in one stage (replay, sweep, bisect, demo,
+//   serve): the first signal asks to stop (a flag, or a callback), any later one exits 130 at once,
+//   because the user means it.
+// - StopSignals: for a command that stops in stages (record drains, then cuts): every signal
+//   reaches the callback until quit_on_next(), after which the next one ends the process at once
+//   (the signals' default action).
+//
+// Only one watcher may exist at a time (signal handlers are process-wide).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <string>
 
-namespace retrace::net {
+namespace retrace {
 
 class StopSignals {
  public:
@@ -32,4 +43,26 @@ class StopSignals {
   std::unique_ptr<Watcher> watcher_;
 };
 
-}  // namespace retrace::net
+// The first SIGINT/SIGTERM sets `stop` (or calls `on_first`, on the watcher thread) and prints
+// `note` on stderr when not empty; the second exits 130 at once.
+class StopOnSignals {
+ public:
+  explicit StopOnSignals(std::atomic<bool>& stop, std::string note = {});
+  explicit StopOnSignals(std::function<void()> on_first, std::string note = {});
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+
+ private:
+  std::atomic<bool> asked_{false};
+  StopSignals signals_;
+};
+
+// What a second Ctrl-C exits with (128 + SIGINT, as a shell reports a process it ended).
+inline constexpr int kExitSecondSignal = 130;
+
+namespace net {
+using retrace::StopOnSignals;  // the names record/ and tests knew
+using retrace::StopSignals;
+}  // namespace net
+
+}  // namespace retrace

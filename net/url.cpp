@@ -7,6 +7,9 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
+#include "format/ascii.hpp"
+#include "format/text.hpp"
+
 namespace retrace::net {
 namespace {
 
@@ -38,22 +41,8 @@ std::pair<std::string, std::string_view> split_host_port(std::string_view author
   return {std::string(authority.substr(0, colon)), authority.substr(colon + 1)};
 }
 
-// The text in quotes for an error message, control characters shown as \xNN so that a CR or LF in a
-// bad URL cannot break the message's line.
-std::string quoted(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "'";
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "'";
-}
+// The text in quotes for an error message, on one line (a CR or LF in a bad URL cannot break it).
+std::string quoted(std::string_view text) { return "'" + printable(text) + "'"; }
 
 }  // namespace
 
@@ -96,7 +85,7 @@ Url parse_url(std::string_view text) {
   const boost::urls::url_view& u = *parsed;
   Url url;
   url.scheme = std::string(u.scheme());
-  for (auto& c : url.scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  url.scheme = ascii_lower(url.scheme);
   if (url.scheme != "http" && url.scheme != "https")
     throw std::invalid_argument("unsupported scheme '" + url.scheme + "' in URL " + shown +
                                 ": use http:// or https://");

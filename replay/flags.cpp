@@ -6,6 +6,35 @@
 
 namespace retrace::replay {
 
+double parse_rate(std::string_view text, std::string_view flag) {
+  const std::string typed(text);
+  char* end = nullptr;
+  const double rate = std::strtod(typed.c_str(), &end);
+  if (end == typed.c_str() || *end != '\0' || !(rate >= 1e-9 && rate <= 1e9))
+    throw std::invalid_argument(std::string(flag) + ": '" + typed +
+                                "' is not requests per second from 0.000000001 to 1000000000 (e.g. 5 or 0.5)");
+  return rate;
+}
+
+double check_speed(double speed, std::string_view flag) {
+  if (!(speed >= 1e-6 && speed <= 1e6))
+    throw std::invalid_argument(std::string(flag) + " must be between 0.000001 and 1000000 (2 = twice as fast)");
+  return speed;
+}
+
+void apply_schedule_flags(const ScheduleFlags& flags, Schedule& schedule) {
+  // vllm bench serve draws gamma arrivals whose shape is --burstiness; alone, it selects them.
+  auto arrival = arrival_from_string(flags.arrival.value_or(flags.burstiness ? "gamma" : "poisson"));
+  if (!arrival) throw std::invalid_argument("--arrival must be poisson, constant or gamma");
+  if (flags.burstiness && *arrival != Arrival::gamma)
+    throw std::invalid_argument("--burstiness is the shape of gamma arrivals; drop --arrival " +
+                                *flags.arrival + " or write --arrival gamma");
+  const double burstiness = flags.burstiness.value_or(1);
+  if (!(burstiness > 0)) throw std::invalid_argument("--burstiness must be above 0");
+  schedule.arrival = *arrival;
+  schedule.burstiness = burstiness;
+}
+
 std::chrono::milliseconds parse_timeout(std::string_view text, const char* flag) {
   auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(text, flag));
   if (timeout.count() <= 0)

@@ -40,6 +40,23 @@ struct RequestFlags {
   unsigned threads = 0;              // --threads (0: one per core)
 };
 
+// The schedule flags `replay` and `sweep` share (bisect's axis is concurrency only): one set of
+// bounds for --rate and --speed, one rule for --arrival with --burstiness.
+struct ScheduleFlags {
+  std::optional<std::string> arrival;  // --arrival poisson|constant|gamma (default poisson; gamma
+                                       // when only --burstiness is given, as vllm bench serve)
+  std::optional<double> burstiness;    // --burstiness B: the gamma shape (1 = Poisson, < 1 burstier)
+};
+
+// --rate R: requests per second, from 1e-9 to 1e9. Throws std::invalid_argument naming `flag`.
+double parse_rate(std::string_view text, std::string_view flag = "--rate");
+// --speed S from 1e-6 to 1e6 (recorded offsets divided by it stay within int64 nanoseconds).
+// Returns it, or throws std::invalid_argument naming `flag`.
+double check_speed(double speed, std::string_view flag = "--speed");
+// The open loop's shape from the flags into `schedule` (arrival, burstiness); throws
+// std::invalid_argument naming the flag and what to write instead.
+void apply_schedule_flags(const ScheduleFlags& flags, Schedule& schedule);
+
 // Validates the flags and sets the fields of `options` they name (the schedule, run name and
 // everything else are left alone; the schedule must be set before, as the trace controls are
 // checked against it). Reads the --api-key-env variable. Throws std::invalid_argument

@@ -15,6 +15,7 @@
 #include <boost/beast/http/fields.hpp>
 #include <boost/json.hpp>
 
+#include "format/ascii.hpp"
 #include "format/wire_syntax.hpp"
 #include "llm/json_fields.hpp"
 #include "net/content_coding.hpp"
@@ -25,12 +26,6 @@ namespace retrace::replay {
 namespace http = boost::beast::http;
 
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // The body with "model" set to `model`; unchanged (byte for byte) when it already names it.
 std::string with_model(const std::string& body, llm::Dialect dialect, const std::string& model) {
@@ -64,7 +59,7 @@ std::string wire_head(const PreparedRequest& prepared, std::string_view body) {
 
 Preparer::Preparer(const Options& options, const Preflight& checked)
     : options_(options), checked_(checked) {
-  for (const auto& header : options.headers) overridden_.insert(lower(header.name));
+  for (const auto& header : options.headers) overridden_.insert(ascii_lower(header.name));
   if (options.api_key) overridden_.insert("authorization");
 }
 
@@ -92,7 +87,7 @@ std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& sour
     if (boost::beast::iequals(header.name, "connection")) connection = header.value;
   net::HopByHop hop_by_hop(connection);
   for (const auto& header : source.request.headers) {
-    auto name = lower(header.name);
+    auto name = ascii_lower(header.name);
     // Recorded secrets are redacted: resending "[redacted]" would only fail; --api-key-env or
     // --header supplies real ones.
     if (hop_by_hop(name) || is_secret_header(name) || overridden_.count(name)) continue;

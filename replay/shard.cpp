@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "format/trace_rows.hpp"
+#include "format/time.hpp"
 
 namespace retrace::replay {
 namespace json = boost::json;
@@ -71,7 +71,7 @@ std::int64_t parse_rfc3339(std::string_view text) {
       (text[10] != 'T' && text[10] != 't' && text[10] != ' ') || text[13] != ':' || text[16] != ':')
     throw bad_start(text, "not YYYY-MM-DDTHH:MM:SS");
   if (*month < 1 || *month > 12) throw bad_start(text, "no month " + std::to_string(*month));
-  auto days = rows::days_from_civil(static_cast<int>(*year), *month, *day);
+  auto days = days_from_civil(static_cast<int>(*year), *month, *day);
   if (!days) throw bad_start(text, "no such day in that month");
   if (*hour > 23 || *minute > 59 || *second > 60) throw bad_start(text, "no such time of day");
   std::size_t at = 19;

@@ -9,8 +9,6 @@
 
 namespace retrace::report {
 
-// Length of the valid UTF-8 sequence starting at `at`, 0 when the bytes there are not one.
-std::size_t utf8_sequence_length(std::string_view bytes, std::size_t at);
 // "baseline" for run 0, else the name of candidate run - 1.
 std::string run_label(std::size_t run, const diff::Result& result);
 std::string_view fail_on_name(diff::FailOn fail_on);

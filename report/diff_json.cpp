@@ -21,15 +21,7 @@ boost::json::value token_json(const std::optional<TokenView>& token) {
   boost::json::object object;
   object["id"] = json_count(token->id);
   object["text"] = token->bytes;  // Boost.JSON escapes; invalid UTF-8 is kept as is, see bytes_hex
-  bool valid = true;
-  for (std::size_t i = 0; i < token->bytes.size();) {
-    unsigned char c = static_cast<unsigned char>(token->bytes[i]);
-    if (c < 0x80) { ++i; continue; }
-    std::size_t length = utf8_sequence_length(token->bytes, i);
-    if (!length) { valid = false; break; }
-    i += length;
-  }
-  if (!valid) {
+  if (!is_valid_utf8(token->bytes)) {
     std::string hex;
     char byte[3];
     for (unsigned char c : token->bytes) std::snprintf(byte, sizeof byte, "%02x", c), hex += byte;

@@ -27,14 +27,6 @@ using diff::Verdict;
 namespace {
 
 
-// Display width, counting code points (good enough for aligning two lines of mostly Latin text).
-std::size_t display_width(std::string_view text) {
-  std::size_t width = 0;
-  for (unsigned char c : text)
-    if ((c & 0xC0) != 0x80) ++width;
-  return width;
-}
-
 std::string percent(std::size_t part, std::size_t whole) {
   if (whole == 0) return "-";
   return fixed(100.0 * double(part) / double(whole), 2) + "%";
@@ -89,7 +81,7 @@ std::string marked(const std::optional<TokenView>& token, const std::string& col
 void context_lines(const Divergence& divergence, const Styles& styles, const std::string& indent,
                    std::ostream& out) {
   std::string before_a = joined(divergence.baseline_before), before_b = joined(divergence.candidate_before);
-  std::size_t width_a = display_width(before_a), width_b = display_width(before_b);
+  std::size_t width_a = utf8_width(before_a), width_b = utf8_width(before_b);
   std::size_t width = std::max(width_a, width_b);
   out << indent << "baseline   " << std::string(width - width_a, ' ') << before_a
       << marked(divergence.baseline_token, styles.red(), styles) << joined(divergence.baseline_after) << "\n";
@@ -139,15 +131,6 @@ std::string id_list(const std::vector<std::uint64_t>& ids) {
 
 }  // namespace
 
-std::size_t utf8_sequence_length(std::string_view bytes, std::size_t at) {
-  unsigned char lead = static_cast<unsigned char>(bytes[at]);
-  std::size_t length = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 && lead < 0xE0 ? 2 : 0;
-  if (length == 0 || at + length > bytes.size()) return 0;
-  for (std::size_t i = 1; i < length; ++i)
-    if ((static_cast<unsigned char>(bytes[at + i]) & 0xC0) != 0x80) return 0;
-  return length;
-}
-
 std::string run_label(std::size_t run, const Result& result) {
   return run == 0 ? "baseline" : result.runs[run - 1].name;
 }
@@ -178,23 +161,6 @@ std::vector<std::pair<std::string, std::size_t>> position_buckets(const std::vec
     buckets.emplace_back(label, counts[bucket]);
   }
   return buckets;
-}
-
-std::string printable(std::string_view bytes) {
-  std::string out;
-  char hex[8];
-  for (std::size_t i = 0; i < bytes.size();) {
-    unsigned char c = static_cast<unsigned char>(bytes[i]);
-    if (c == '\n') out += "\\n", ++i;
-    else if (c == '\t') out += "\\t", ++i;
-    else if (c == '\r') out += "\\r", ++i;
-    else if (c == '\\') out += "\\\\", ++i;
-    else if (c < 0x20 || c == 0x7F) std::snprintf(hex, sizeof hex, "\\x%02X", c), out += hex, ++i;
-    else if (c < 0x80) out += char(c), ++i;
-    else if (std::size_t length = utf8_sequence_length(bytes, i)) out.append(bytes.substr(i, length)), i += length;
-    else std::snprintf(hex, sizeof hex, "\\x%02X", c), out += hex, ++i;
-  }
-  return out;
 }
 
 int diff_exit_code(const Result& result, const DiffRenderOptions& options) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "diff/diff.hpp"
+#include "format/text.hpp"  // printable(): token bytes on one line
 
 namespace retrace::report {
 
@@ -30,10 +31,6 @@ void render_diff_markdown(const diff::Result& result, const DiffRenderOptions& o
 // The summary as CSV: one row per candidate run (counts, the bound on the difference rate, gold
 // matching) under a header row.
 void render_diff_csv(const diff::Result& result, std::ostream& out);
-
-// Token bytes made printable on one line: control characters as \n, \t, \xNN; invalid UTF-8
-// bytes as \xNN; valid UTF-8 kept.
-std::string printable(std::string_view bytes);
 
 // First-divergence positions counted in log2 buckets ("0", "1", "2-3", "4-7", ...), empty ones left out.
 std::vector<std::pair<std::string, std::size_t>> position_buckets(const std::vector<std::size_t>& positions);

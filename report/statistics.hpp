@@ -1,5 +1,6 @@
 // Statistics that say what a result bounds: a confidence bound on a difference rate, and a
-// confidence interval for a mean across repeats. Pure functions; no I/O.
+// confidence interval for a mean across repeats. Pure functions; no I/O. The distributions are
+// Boost.Math's (header-only), not sums and tables of our own.
 //
 // Why these two:
 //   * "0 of 60 outputs differed" does not show the rate is zero. The one-sided 95 % Clopper–Pearson

@@ -10,6 +10,7 @@
 
 #include <boost/json.hpp>
 
+#include "format/text.hpp"
 #include "report/text.hpp"
 
 namespace retrace::report {
@@ -80,33 +81,17 @@ std::string_view classification_name(diff::Classification classification) {
 
 namespace {
 
-// A token for display: quoted, control bytes and quotes escaped, "(end)" when absent.
+// A token for display: quoted, printable, quotes escaped, "(end of output)" when absent.
 std::string show_token(const std::optional<diff::TokenView>& maybe_token) {
   if (!maybe_token) return "(end of output)";
   const auto& token = *maybe_token;
-  std::string out = "\"";
   // A text delta can be a whole non-streamed answer: show its start only.
-  constexpr std::size_t kShown = 40;
-  std::string_view shown(token.bytes);
-  bool cut = shown.size() > kShown;
-  if (cut) shown = shown.substr(0, kShown);
-  for (unsigned char c : shown) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof buffer, "\\x%02x", c);
-      out += buffer;
-    } else {
-      out += static_cast<char>(c);
-    }
+  std::string out = "\"";
+  for (char c : printable(token.bytes, 40)) {
+    if (c == '"') out += '\\';
+    out += c;
   }
-  out += cut ? "\"…" : "\"";
+  out += '"';
   if (token.id >= 0) out += " (id " + std::to_string(token.id) + ")";
   if (token.logprob) out += " lp " + fixed(*token.logprob, 3);
   return out;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "format/text.hpp"
+
 namespace retrace::report {
 
 namespace {
@@ -38,7 +40,7 @@ bool is_separator(const Row& row) {
 }
 
 std::string pad(const std::string& text, std::size_t width) {
-  auto shown = display_width(text);
+  auto shown = utf8_width(text);
   return shown < width ? text + std::string(width - shown, ' ') : text;
 }
 
@@ -47,7 +49,7 @@ std::string render_table(const std::vector<Row>& rows, std::size_t width) {
   for (const auto& row : rows)
     for (std::size_t i = 0; i < row.size(); ++i) {
       if (widths.size() <= i) widths.push_back(0);
-      widths[i] = std::max(widths[i], display_width(row[i]));
+      widths[i] = std::max(widths[i], utf8_width(row[i]));
     }
   std::size_t total = 0;
   for (auto w : widths) total += w + 2;
@@ -64,7 +66,7 @@ std::string render_table(const std::vector<Row>& rows, std::size_t width) {
   // Too wide: each data row as a block of "column: value" lines, the header's names as labels.
   const Row& names = rows.front();
   std::size_t label = 0;
-  for (const auto& name : names) label = std::max(label, display_width(name));
+  for (const auto& name : names) label = std::max(label, utf8_width(name));
   for (std::size_t r = 1; r < rows.size(); ++r) {
     for (std::size_t i = 0; i < rows[r].size(); ++i)
       out += (i == 0 ? "" : "  ") + pad(i < names.size() ? names[i] : "", label) + "  " + rows[r][i] + "\n";
@@ -75,12 +77,6 @@ std::string render_table(const std::vector<Row>& rows, std::size_t width) {
 
 }  // namespace
 
-std::size_t display_width(std::string_view text) {
-  std::size_t columns = 0;
-  for (char c : text)
-    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++columns;
-  return columns;
-}
 
 std::string markdown_for_terminal(std::string_view markdown, std::size_t width) {
   std::string out;

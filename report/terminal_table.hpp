@@ -13,7 +13,4 @@ namespace retrace::report {
 // `width`: the terminal's columns; 0 = no limit (aligned columns always).
 std::string markdown_for_terminal(std::string_view markdown, std::size_t width);
 
-// Display columns of UTF-8 text: code points, not bytes ("≤" is one column).
-std::size_t display_width(std::string_view text);
-
 }  // namespace retrace::report

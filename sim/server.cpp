@@ -3,9 +3,9 @@
 #include "sim/server.hpp"
 
 #include <chrono>
-#include <csignal>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -15,6 +15,7 @@
 
 #include "net/accept_backoff.hpp"
 #include "net/run_handlers.hpp"
+#include "net/stop_signals.hpp"
 #include "net/url.hpp"
 #include "sim/api.hpp"
 #include "sim/embeddings.hpp"
@@ -46,7 +47,6 @@ class Server final : public SessionOwner {
         scheduler_(io, options_, model_, metrics_),
         acceptor_(io),
         accept_backoff_(io.get_executor(), "retrace serve", log),
-        signals_(io, SIGINT, SIGTERM),
         drain_timer_(io) {
     if (!options.answers_path.empty()) answers_ = AnswerBook::load(options.answers_path);
   }
@@ -73,9 +73,8 @@ class Server final : public SessionOwner {
     log_ << std::endl;
     announce << "listening on http://" << host << ":" << bound.port() << std::endl;
     do_accept();
-    signals_.async_wait([this](beast::error_code ec, int) {
-      if (!ec) begin_shutdown();
-    });
+    // The first signal drains, on the server's own thread; a second exits 130 at once.
+    signals_.emplace([this] { asio::post(io_, [this] { begin_shutdown(); }); });
   }
 
   // After io.run() returns: close everything so that pending handlers finish and release sessions.
@@ -83,7 +82,6 @@ class Server final : public SessionOwner {
     closing_ = true;
     boost::system::error_code ignored;
     acceptor_.close(ignored);
-    signals_.cancel(ignored);
     drain_timer_.cancel();
     scheduler_.abort_all();
     for (auto& [session, weak] : sessions_)
@@ -152,7 +150,7 @@ class Server final : public SessionOwner {
   Scheduler scheduler_;
   tcp::acceptor acceptor_;
   net::AcceptBackoff accept_backoff_;
-  asio::signal_set signals_;
+  std::optional<StopOnSignals> signals_;  // from listen() on, once the port is announced
   asio::steady_timer drain_timer_;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions_;
   bool draining_ = false;

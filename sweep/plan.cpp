@@ -39,14 +39,12 @@ double parse_level(std::string_view item, Axis axis) {
       throw std::invalid_argument(flag + ": '" + std::string(item) + "' is not a positive integer");
     return value;
   }
+  if (axis == Axis::rate) return replay::parse_rate(item, flag);  // replay's bounds, replay's rule
   double value = 0;
   auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-  // The same bounds as replay's --rate and --speed.
-  double most = axis == Axis::speed ? 1e6 : 1e9, least = axis == Axis::speed ? 1e-6 : 1e-9;
-  if (ec != std::errc{} || end != item.data() + item.size() || !(value >= least && value <= most))
-    throw std::invalid_argument(flag + ": '" + std::string(item) + "' is not a number above 0" +
-                                (axis == Axis::speed ? " (2 = twice as fast)" : " (requests per second)"));
-  return value;
+  if (ec != std::errc{} || end != item.data() + item.size())
+    throw std::invalid_argument(flag + ": '" + std::string(item) + "' is not a number (2 = twice as fast)");
+  return replay::check_speed(value, flag);
 }
 
 json::array strings_to_json(const std::vector<std::string>& items) {
@@ -100,9 +98,7 @@ replay::Schedule schedule_at(const Plan& plan, double level) {
       schedule.kind = replay::ScheduleKind::rate;
       schedule.concurrency = 0;  // no cap on requests in flight
       schedule.rate = level;
-      auto arrival = replay::arrival_from_string(plan.arrival);
-      if (!arrival) throw std::invalid_argument("--arrival must be poisson, constant or gamma");
-      schedule.arrival = *arrival;
+      replay::apply_schedule_flags({plan.arrival, plan.burstiness}, schedule);
       break;
     }
     case Axis::speed:
@@ -207,6 +203,7 @@ std::string plan_to_json(const Plan& plan) {
                     {"target", plan.target},
                     {"axis", std::string(to_string(plan.axis))},
                     {"arrival", plan.arrival},
+                    {"burstiness", plan.burstiness ? json::value(*plan.burstiness) : json::value(nullptr)},
                     {"levels", std::move(levels)},
                     {"repeats", plan.repeats},
                     {"order", std::string(to_string(plan.order))},
@@ -299,6 +296,11 @@ Plan plan_from_json(std::string_view text, const std::string& where) {
     plan.axis = *axis;
   }
   if (fields.object.contains("arrival")) plan.arrival = fields.str("arrival");
+  // Plans written before --burstiness have none.
+  if (const auto* burstiness = fields.object.if_contains("burstiness"); burstiness && !burstiness->is_null()) {
+    if (!burstiness->is_number()) throw std::runtime_error(where + ": 'burstiness' must be a number or null");
+    plan.burstiness = burstiness->to_number<double>();
+  }
   for (auto& level : levels.get_array()) {
     if (!level.is_number() || !(level.to_number<double>() > 0))
       throw std::runtime_error(where + ": 'levels' must hold numbers above 0");

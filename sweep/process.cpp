@@ -1,5 +1,5 @@
-// Child processes for demo (servers it starts and must always stop) and bisect --run, and the
-// signal watcher that turns SIGINT/SIGTERM into a stop flag without a global.
+#include "sweep/process.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,8 +14,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-
-#include "sweep/sweep.hpp"
 
 namespace retrace::sweep {
 
@@ -50,7 +48,7 @@ struct ExecPlan {
 [[noreturn]] void exec_child(ExecPlan& plan, int stdout_fd, int stderr_fd, bool die_with_parent) {
   sigset_t none;
   sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);  // the parent may block SIGTERM (StopOnSignals)
+  sigprocmask(SIG_SETMASK, &none, nullptr);  // whatever mask the forking thread had
   signal(SIGPIPE, SIG_DFL);
   if (die_with_parent) prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (stdout_fd >= 0) dup2(stdout_fd, STDOUT_FILENO);
@@ -189,34 +187,6 @@ ShellResult run_shell(const std::string& command) {
   }
   result.exit_code = decode_status(status);
   return result;
-}
-
-struct StopOnSignals::Impl {
-  std::atomic<bool>& stop;
-  std::atomic<bool> done{false};
-  sigset_t previous;
-  std::thread watcher;
-  explicit Impl(std::atomic<bool>& flag) : stop(flag) {}
-};
-
-StopOnSignals::StopOnSignals(std::atomic<bool>& stop) : impl_(std::make_unique<Impl>(stop)) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, &impl_->previous);
-  impl_->watcher = std::thread([impl = impl_.get(), set] {
-    timespec tick{0, 100'000'000};
-    while (!impl->done.load()) {
-      if (sigtimedwait(&set, nullptr, &tick) > 0) impl->stop.store(true);
-    }
-  });
-}
-
-StopOnSignals::~StopOnSignals() {
-  impl_->done.store(true);
-  impl_->watcher.join();
-  pthread_sigmask(SIG_SETMASK, &impl_->previous, nullptr);
 }
 
 }  // namespace retrace::sweep

@@ -31,6 +31,7 @@
 #include "replay/flags.hpp"
 #include "replay/replay.hpp"
 #include "report/sweep_summary.hpp"
+#include "sweep/process.hpp"  // Child, run_shell: what demo and bisect --run start
 
 namespace retrace::sweep {
 
@@ -80,6 +81,7 @@ struct Plan {
   Axis axis = Axis::concurrency;
   std::vector<double> levels;
   std::string arrival = "poisson";  // rate axis: poisson, constant or gamma
+  std::optional<double> burstiness;  // rate axis, gamma arrivals: the shape (none: 1)
   int repeats = 1;
   Order order = Order::grouped;
   ReplayArgs replay;
@@ -248,55 +250,5 @@ struct DemoOptions {
 
 // Runs the demo; results to `out`, progress to `log`. Returns the exit code.
 int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log);
-
-// ---------------------------------------------------------------------------------------------
-// Child processes (demo's servers, bisect's --run)
-
-// A child process, killed (SIGTERM, then SIGKILL after a grace period) when destroyed.
-class Child {
- public:
-  // Starts argv[0] with argv; its stdout is captured (read_line), stderr goes to `stderr_path`
-  // (or is inherited when empty).
-  Child(const std::vector<std::string>& argv, const std::filesystem::path& stderr_path = {});
-  ~Child();
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  // Waits up to `timeout_ms` for a stdout line "listening on http://HOST:PORT"; returns the URL.
-  // Throws std::runtime_error (with the child's stderr tail) when it exits or times out.
-  std::string wait_listening(int timeout_ms);
-  // SIGTERM, then waits up to `grace_ms` before SIGKILL; returns the exit status (or -signal).
-  int stop(int grace_ms = 5000);
-  int pid() const { return pid_; }
-
- private:
-  int pid_ = -1;
-  int stdout_fd_ = -1;
-  std::string buffered_;
-  std::filesystem::path stderr_path_;
-  bool reaped_ = false;
-  int status_ = 0;
-};
-
-struct ShellResult {
-  int exit_code = 0;  // 128 + signal when killed by one
-  std::string output;  // stdout and stderr interleaved
-};
-// Runs `command` with /bin/sh -c, collecting its output.
-ShellResult run_shell(const std::string& command);
-
-// Blocks SIGINT and SIGTERM in this thread (and threads it starts) and turns them into `stop`
-// from a watcher thread, so a long run can stop cleanly and flush. Restores the mask when done.
-class StopOnSignals {
- public:
-  explicit StopOnSignals(std::atomic<bool>& stop);
-  ~StopOnSignals();
-  StopOnSignals(const StopOnSignals&) = delete;
-  StopOnSignals& operator=(const StopOnSignals&) = delete;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
 
 }  // namespace retrace::sweep

@@ -156,11 +156,31 @@ TEST_CASE("Throughput across repeats gets a Student t interval of its mean") {
   CHECK(spread.mean == Approx(100));
   CHECK(spread.stddev == Approx(10));
   CHECK(spread.spread_percent == Approx(20));
-  // 100 ± 4.303 · 10 / √3
-  CHECK(*spread.ci_low == Approx(100 - 4.303 * 10 / std::sqrt(3.0)));
-  CHECK(*spread.ci_high == Approx(100 + 4.303 * 10 / std::sqrt(3.0)));
+  // 100 ± t(0.975, 2) · 10 / √3
+  CHECK(*spread.ci_low == Approx(100 - 4.30265273 * 10 / std::sqrt(3.0)));
+  CHECK(*spread.ci_high == Approx(100 + 4.30265273 * 10 / std::sqrt(3.0)));
   CHECK_FALSE(spread_of({42}).ci_low.has_value());
   CHECK(student_t_95(100) == Approx(1.984).margin(1e-3));
+}
+
+TEST_CASE("The Clopper-Pearson bound matches its closed forms at no and at all but one difference") {
+  // k = 0: P(X = 0) = (1 - p)^n = alpha.  k = n - 1: P(X <= n - 1) = 1 - p^n = alpha.
+  CHECK(*clopper_pearson_upper(0, 1000) == Approx(1 - std::pow(0.05, 1.0 / 1000)).epsilon(1e-9));
+  CHECK(*clopper_pearson_upper(0, 100, 0.99) == Approx(1 - std::pow(0.01, 1.0 / 100)).epsilon(1e-9));
+  CHECK(*clopper_pearson_upper(19, 20) == Approx(std::pow(0.95, 1.0 / 20)).epsilon(1e-9));
+  // Large n: the Poisson bound, chi-square(0.95, 2k + 2) / 2n.
+  CHECK(*clopper_pearson_upper(7, 1'000'000) == Approx(26.2962 / 2 / 1e6).epsilon(1e-4));
+}
+
+TEST_CASE("Student t quantiles match the published table to six digits") {
+  CHECK(student_t_95(1) == Approx(12.7062047).epsilon(1e-7));
+  CHECK(student_t_95(2) == Approx(4.30265273).epsilon(1e-7));
+  CHECK(student_t_95(5) == Approx(2.57058184).epsilon(1e-7));
+  CHECK(student_t_95(10) == Approx(2.22813885).epsilon(1e-7));
+  CHECK(student_t_95(30) == Approx(2.04227246).epsilon(1e-7));
+  CHECK(student_t_95(40) == Approx(2.02107539).epsilon(1e-7));
+  CHECK(student_t_95(120) == Approx(1.97993041).epsilon(1e-7));
+  CHECK(student_t_95(0) == 0);
 }
 
 TEST_CASE("JSON numbers are plain decimals and absent values are null") {

@@ -95,6 +95,34 @@ TEST_CASE("Rate and speed levels parse as distinct numbers above 0 naming their 
   CHECK_FALSE(axis_from_string("threads"));
 }
 
+TEST_CASE("Rate and speed levels have the bounds of replay's --rate and --speed") {
+  CHECK(parse_levels("0.000000001,1000000000", Axis::rate) == std::vector<double>{1e-9, 1e9});
+  CHECK_THROWS_WITH(parse_levels("2e9", Axis::rate), Catch::Contains("from 0.000000001 to 1000000000"));
+  CHECK_THROWS_WITH(replay::parse_rate("2e9"), Catch::Contains("from 0.000000001 to 1000000000"));
+  CHECK_THROWS_WITH(parse_levels("2e6", Axis::speed), Catch::Contains("between 0.000001 and 1000000"));
+  CHECK_THROWS_WITH(replay::check_speed(2e6), Catch::Contains("between 0.000001 and 1000000"));
+}
+
+TEST_CASE("A rate sweep takes --burstiness as replay does and keeps it through plan.json") {
+  auto plan = sample_plan();
+  plan.axis = Axis::rate;
+  plan.levels = {2};
+  plan.arrival = "gamma";
+  plan.burstiness = 0.5;
+  plan.runs = plan_runs(plan.levels, 1, plan.order, plan.axis);
+  auto schedule = schedule_at(plan, 2);
+  CHECK(schedule.arrival == replay::Arrival::gamma);
+  CHECK(schedule.burstiness == 0.5);
+  auto back = plan_from_json(plan_to_json(plan), "plan.json");
+  REQUIRE(back.burstiness.has_value());
+  CHECK(*back.burstiness == 0.5);
+  plan.arrival = "constant";
+  CHECK_THROWS_WITH(schedule_at(plan, 2), Catch::Contains("--burstiness is the shape of gamma arrivals"));
+  plan.arrival = "gamma";
+  plan.burstiness = 0;
+  CHECK_THROWS_WITH(schedule_at(plan, 2), Catch::Contains("--burstiness must be above 0"));
+}
+
 TEST_CASE("Runs on the rate and speed axes are named by axis and level") {
   auto rates = plan_runs({2, 0.5}, 2, Order::grouped, Axis::rate);
   CHECK(rates[0].name == "rate2-r1");

@@ -122,7 +122,7 @@ refused "--burstiness with poisson arrivals" "--burstiness is the shape of gamma
   "$RETRACE" replay "$WORK/in.rtrace" --target "$SIM_URL" --out "$WORK/x.rtrace" --rate 5 --arrival poisson --burstiness 0.5
 refused "--request-rate with --max-concurrency" "give exactly one schedule" \
   "$RETRACE" replay "$WORK/in.rtrace" --target "$SIM_URL" --out "$WORK/x.rtrace" --request-rate 5 --max-concurrency 2
-refused "--request-rate fast" "--rate fast: expected requests per second" \
+refused "--request-rate fast" "--rate: 'fast' is not requests per second" \
   "$RETRACE" replay "$WORK/in.rtrace" --target "$SIM_URL" --out "$WORK/x.rtrace" --request-rate fast
 
 # --- streaming by default, with the server's usage; --no-stream and --set stream=false opt out

@@ -136,14 +136,15 @@ check_eq "$int_kinds" "cut=4" "in-flight requests at Ctrl-C"
 
 
 # Schedules whose offsets would overflow int64 nanoseconds are refused before any traffic (UBSan
-# caught --rate 1e-300 and --speed 1e-300 overflowing; --rate 1e-10 sent everything at once).
+# caught --rate 1e-300 and --speed 1e-300 overflowing; --rate 1e-10 sent everything at once): by
+# the bounds of --rate and --speed, or by the 100 years check.
 for schedule in "--rate 1e-300" "--rate 1e-10 --arrival constant" "--timing recorded --speed 1e-300"; do
   status=0
   # shellcheck disable=SC2086
   "$RETRACE" replay "$ROOT/traces/gold-intents.rtrace" --target http://127.0.0.1:9 $schedule \
     --out "$WORK/never.rtrace" 2>"$WORK/schedule.err" || status=$?
   check_eq "$status" 2 "exit status for $schedule"
-  grep -qE "100 years|--speed must be between" "$WORK/schedule.err" || fail "no clear error for $schedule"
+  grep -qE "100 years|--speed must be between|is not requests per second from" "$WORK/schedule.err" || fail "no clear error for $schedule"
   check "no run written for $schedule" test ! -e "$WORK/never.rtrace"
 done
 echo "replay_errors: ok"
