@@ -7,6 +7,7 @@
 #include "cli/outputs.hpp"
 #include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
+#include "net/stop_signals.hpp"
 #include "report/terminal_table.hpp"
 #include "sweep/study.hpp"
 
@@ -118,7 +119,7 @@ int run_study_command(CLI::App& command, StudyArgs& args) {
   std::atomic<bool> stop{false};
   std::optional<report::StudySummary> summary;
   {
-    sweep::StopOnSignals signals(stop);
+    StopOnSignals signals(stop, "\nretrace: stopping: cutting the run in flight (Ctrl-C again to quit at once)\n");
     summary = sweep::run_study(plan, settings, dir, sweep::SweepIo{&std::cerr, &stop});
   }
   if (!summary) {

@@ -37,6 +37,10 @@ void decode_exchange(Exchange& exchange) {
   exchange.choices.clear();
   exchange.usage = Usage{};
   exchange.decode_note.clear();
+  // The error kinds the decoder itself finds (ResponseDecoder::finish) are found again from the
+  // bytes: a decode of changed bytes must not keep the last decode's verdict.
+  if (exchange.error.kind == ErrorKind::server_error || exchange.error.kind == ErrorKind::truncated)
+    exchange.error = {};
   const Dialect dialect = detect_dialect(exchange.request.target, exchange.request.body);
   exchange.dialect = std::string(to_string(dialect));
   const Response& response = exchange.response;

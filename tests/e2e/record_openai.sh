@@ -7,7 +7,9 @@ CLIENT="$ROOT/tests/e2e/record_openai_client.mjs"
 SECRET_KEY="sk-record-test-$RANDOM$RANDOM"
 SECRET_COOKIE="session=cookie-record-test-$RANDOM$RANDOM"
 
-start_listening upstream "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
+# No prefix cache: the client asks the same twice (direct, then through the proxy), and a cache
+# hit would change the second answer's usage.
+start_listening upstream "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --prefix-cache off
 node "$CLIENT" "$upstream_URL/v1" "$SECRET_KEY" "$SECRET_COOKIE" conv-1 >"$WORK/direct.jsonl"
 
 start_listening proxy "$RETRACE" record --upstream "$upstream_URL" --out "$WORK/run.rtrace" \
