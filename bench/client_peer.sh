@@ -43,25 +43,13 @@ with open(sys.argv[1], "w") as out:
 EOF
 "$RETRACE" import "$WORK/stream.jsonl" --endpoint completions --out "$WORK/stream.rtrace" >/dev/null 2>&1
 
-# CPU seconds of a command and its children (user + system), on stdout; its own output to $WORK/cmd.out.
-cpu_of() {
-  /usr/bin/python3 - "$@" <<'EOF'
-import resource, subprocess, sys
-with open(sys.argv[1], "w") as out:
-    status = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.STDOUT).returncode
-if status != 0:
-    sys.exit("command failed (%d): %s" % (status, " ".join(sys.argv[2:])))
-usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(round(usage.ru_utime + usage.ru_stime, 4))
-EOF
-}
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 per_token_us() { awk -v c="$1" -v t="$2" 'BEGIN {printf "%.3f", c * 1e6 / t}'; }
 
 replay_off=(); replay_auto=(); peer=()
 for round in $(seq 1 "$ROUNDS"); do
   for mode in off auto; do
-    cpu=$(cpu_of "$WORK/replay-$mode.out" "${CLIENT_PIN[@]}" "$RETRACE" replay "$WORK/stream.rtrace" \
+    cpu=$(command_cpu "$WORK/replay-$mode.out" "${CLIENT_PIN[@]}" "$RETRACE" replay "$WORK/stream.rtrace" \
       --target "$URL" -c "$CONCURRENCY" --requests "$REQUESTS" --token-ids "$mode" --force \
       --out "$WORK/run-$mode.rtrace" --json)
     tokens=$(jq -r .output_tokens "$WORK/replay-$mode.out" | tail -1)

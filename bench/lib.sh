@@ -2,7 +2,8 @@
 # temporary folder) and, on exit, stops every process whose pid is in PIDS and removes $WORK;
 # `url_of NAME` waits for a process started with output in $WORK/NAME.out to say where it listens;
 # `storing_us_per_token RETRACE TRACE [PIN...]` prints what decoding and storing cost per token;
-# `free_port` a free loopback port, `wait_port PORT` until something listens there.
+# `free_port` a free loopback port, `wait_port PORT` until something listens there;
+# `command_cpu OUT CMD...` runs CMD (its output to OUT) and prints the CPU seconds it used.
 PIDS=()
 bench_cleanup() {
   local pid
@@ -44,4 +45,16 @@ wait_port() {
   done
   echo "nothing listens on port $1" >&2
   return 1
+}
+
+command_cpu() {  # OUT CMD... : CMD's output to OUT; prints its and its children's user + system CPU
+  /usr/bin/python3 - "$@" <<'EOF'
+import resource, subprocess, sys
+with open(sys.argv[1], "w") as out:
+    status = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.STDOUT).returncode
+if status != 0:
+    sys.exit("command failed (%d): %s" % (status, " ".join(sys.argv[2:])))
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(round(usage.ru_utime + usage.ru_stime, 4))
+EOF
 }

@@ -109,18 +109,6 @@ for mode in plain logprobs short; do
 done
 
 cpu_of_process() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
-# RUN_CPU OUT CMD...: runs CMD; prints the CPU seconds (user + system) it and its children used.
-run_cpu() {
-  /usr/bin/python3 - "$@" <<'EOF'
-import resource, subprocess, sys
-with open(sys.argv[1], "w") as out:
-    status = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.STDOUT).returncode
-if status != 0:
-    sys.exit("command failed (%d): %s" % (status, " ".join(sys.argv[2:])))
-usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(round(usage.ru_utime + usage.ru_stime, 4))
-EOF
-}
 row() {  # WHAT C REQUESTS TOKENS WALL_S CPU_S
   awk -v what="$1" -v c="$2" -v n="$3" -v t="$4" -v wall="$5" -v cpu="$6" 'BEGIN {
     printf "%-22s %5d %7d %10.0f %12.0f %6.0f %% %12.0f %14.0f\n", what, c, n, n / wall, t / wall,
@@ -132,7 +120,7 @@ printf "%-22s %5s %7s %10s %12s %8s %12s %14s\n" "" connections requests "req/s"
 replay_point() {  # MODE C [REPLAY FLAGS...]: one point of the client's roofline
   local mode=$1 c=$2 n=$REQUESTS; shift 2
   (( n < 4 * c )) && n=$((4 * c))
-  run_cpu "$WORK/point.json" "${CLIENT_PIN[@]}" "$RETRACE" replay "$WORK/$mode.rtrace" \
+  command_cpu "$WORK/point.json" "${CLIENT_PIN[@]}" "$RETRACE" replay "$WORK/$mode.rtrace" \
     --target "http://127.0.0.1:${PORTS[$mode]}" -c "$c" --threads 1 --requests "$n" --force \
     --out "$WORK/point.rtrace" --json "$@" >/dev/null
   local json; json=$(tail -1 "$WORK/point.json")
