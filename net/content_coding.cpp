@@ -250,29 +250,62 @@ class ZstdStage : public ContentDecoder::Stage {
     return magic == ZSTD_MAGICNUMBER || (magic & ZSTD_MAGIC_SKIPPABLE_MASK) == ZSTD_MAGIC_SKIPPABLE_START;
   }
 
+  // How many bytes the frame header starting at `frame` takes (its magic number known), as RFC
+  // 8878 lays it out: more than `available` while they do not hold it all.
+  static std::size_t header_bytes(const char* frame, std::size_t available) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(frame);
+    if ((bytes[0] & 0xF0) == 0x50) return 8;  // a skippable frame: magic and a 4-byte size
+    if (available < kMagicBytes + 1) return available + 1;
+    const unsigned descriptor = bytes[kMagicBytes];
+    const bool single_segment = (descriptor >> 5) & 1;
+    static constexpr std::size_t kDictionaryIdBytes[] = {0, 1, 2, 4};
+    static constexpr std::size_t kContentSizeBytes[] = {0, 2, 4, 8};
+    std::size_t content_size = kContentSizeBytes[descriptor >> 6];
+    if ((descriptor >> 6) == 0 && single_segment) content_size = 1;
+    return kMagicBytes + 1 + (single_segment ? 0 : 1) + kDictionaryIdBytes[descriptor & 3] + content_size;
+  }
+
+  // libzstd is given exactly the input it asked for next (the frame header, then each hint it
+  // returns), held here until that much has arrived, so that it sees the same calls however the
+  // body was split: it judges input it reads in pieces differently from input it reads at once
+  // (a corrupt frame was refused whole and passed over when split inside its header or its first
+  // block header; found by fuzz_content_coding).
   bool decompress(std::string_view in, std::string& out) {
-    ZSTD_inBuffer input{in.data(), in.size(), 0};
+    std::size_t pos = 0;
     bool output_pending = false;
-    while (input.pos < input.size || output_pending) {
+    while (pos < in.size() || output_pending) {
+      const char* next = in.data() + pos;
+      const std::size_t available = in.size() - pos;
       if (boundary_ && !output_pending) {
-        const char* next = in.data() + input.pos;
-        if (input.size - input.pos < kMagicBytes) {
-          magic_.assign(next, input.size - input.pos);
+        if (available < kMagicBytes) {
+          magic_.assign(next, available);
           break;
         }
         if (!known_magic(next)) {
-          consumed += input.pos;
+          consumed += pos;
           return corrupt("not a zstd frame: unknown magic number");
+        }
+        next_input_ = header_bytes(next, available);
+        if (available < next_input_) {
+          magic_.assign(next, available);
+          break;
         }
         boundary_ = false;
       }
+      if (!output_pending && available < next_input_) {
+        magic_.assign(next, available);
+        break;
+      }
+      const std::size_t step = std::min(available, next_input_);
+      ZSTD_inBuffer chunk{next, step, 0};
       std::size_t room;
-      char* tail = grow(out, input.size - input.pos, room);
+      char* tail = grow(out, step, room);
       ZSTD_outBuffer output{tail, room, 0};
-      auto hint = ZSTD_decompressStream(stream_, &output, &input);
+      auto hint = ZSTD_decompressStream(stream_, &output, &chunk);
       if (!settle(out, room, output.pos)) return false;
+      pos += chunk.pos;
       if (ZSTD_isError(hint)) {
-        consumed += input.pos;
+        consumed += pos;
         return corrupt(ZSTD_getErrorName(hint));
       }
       boundary_ = hint == 0;  // a frame ended and is flushed; another may follow
@@ -280,6 +313,8 @@ class ZstdStage : public ContentDecoder::Stage {
       // another call would let libzstd read the next frame's first bytes before the magic check
       // above (when the frame's output had just filled the room).
       output_pending = hint != 0 && output.pos == output.size;
+      // What it asked for is the rest of this step while it could not take it all, else its hint.
+      next_input_ = chunk.pos < step ? step - chunk.pos : (boundary_ ? 0 : hint);
     }
     consumed += in.size() - magic_.size();
     return true;
@@ -287,7 +322,8 @@ class ZstdStage : public ContentDecoder::Stage {
 
   ZSTD_DStream* stream_;
   bool boundary_ = true;  // the next byte starts a frame (or the body could end here)
-  std::string magic_;     // the first bytes of a frame, held until its magic number is whole
+  std::string magic_;     // input held until the next step libzstd asked for has arrived whole
+  std::size_t next_input_ = 0;  // the input libzstd asked for next
 };
 
 }  // namespace
