@@ -210,21 +210,24 @@ TEST_CASE("an Accept-Encoding value keeps only the codings retrace decodes") {
   CHECK(net::decodable_accept_encoding("ZSTD") == "ZSTD");
 }
 
+namespace {
+// A zstd body fed in two pieces split at `at`: (fed without error, finished as a whole body).
+std::pair<bool, bool> zstd_outcome(std::string_view body, std::size_t at) {
+  ContentDecoder decoder("zstd", 1 << 20);
+  std::string out;
+  bool fed = decoder.feed(body.substr(0, at), out) && decoder.feed(body.substr(at), out);
+  return {fed, fed && decoder.finish()};
+}
+}  // namespace
+
 TEST_CASE("a legacy zstd frame is corrupt input however the body is split") {
   // Found by fuzz_content_coding: libzstd decodes its pre-1.0 formats only when the frame header
   // arrives in one call; split after its first byte, these bytes were "Unknown frame descriptor",
   // whole they were a body cut short. RFC 8878 frames only.
   const std::string body("\x27\xb5\x2f\xfd\x04\x58\xba", 7);
-  auto outcome = [&](std::size_t at) {
-    ContentDecoder decoder("zstd", 1 << 20);
-    std::string out;
-    bool fed = decoder.feed(std::string_view(body).substr(0, at), out) &&
-               decoder.feed(std::string_view(body).substr(at), out);
-    return std::pair{fed, fed && decoder.finish()};
-  };
   for (std::size_t at = 0; at <= body.size(); ++at) {
     INFO("split at " << at);
-    CHECK(outcome(at) == std::pair{false, false});
+    CHECK(zstd_outcome(body, at) == std::pair{false, false});
   }
   ContentDecoder decoder("zstd");
   std::string out;
@@ -238,18 +241,11 @@ TEST_CASE("a corrupt zstd frame header is refused however the body is split") {
   // split inside either header. libzstd is now given exactly the steps it asks for, so it sees the
   // same calls however the body arrives: here a body that ends inside the frame.
   const std::string body("\x28\xb5\x2f\xfd\x41\x41\x00\x00\x00\x05\x00\x00\x00\x00\x29", 15);
-  auto outcome = [&](std::size_t at) {
-    ContentDecoder decoder("zstd", 1 << 20);
-    std::string out;
-    bool fed = decoder.feed(std::string_view(body).substr(0, at), out) &&
-               decoder.feed(std::string_view(body).substr(at), out);
-    return std::pair{fed, fed && decoder.finish()};
-  };
-  const auto whole = outcome(body.size());
+  const auto whole = zstd_outcome(body, body.size());
   CHECK_FALSE(whole.second);  // never a finished body
   for (std::size_t at = 0; at <= body.size(); ++at) {
     INFO("split at " << at);
-    CHECK(outcome(at) == whole);
+    CHECK(zstd_outcome(body, at) == whole);
   }
 }
 
