@@ -2,7 +2,7 @@
 # What a run's latency figures hold as it grows in tokens (issue 18, "how cost grows"): replay of
 # N streamed completions of 256 tokens each (--requests N over 512 distinct ones), each token its
 # own event, then `retrace stats` of that run; peak RSS and CPU of each from GNU time, and the ITL
-# sample count and whether its percentiles came from the histogram (replay/distribution.hpp).
+# sample count and whether its percentiles came from the histogram (metrics/distribution.hpp).
 #
 # Usage: bench/itl_memory.sh [RETRACE_BINARY] [SIZES...]   (default sizes 2000 10000 30000)
 #

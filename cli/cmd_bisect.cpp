@@ -9,8 +9,8 @@
 #include "cli/commands.hpp"
 #include "cli/outputs.hpp"
 #include "cli/replay_flags.hpp"
-#include "format/private_file.hpp"
-#include "net/stop_signals.hpp"
+#include "base/private_file.hpp"
+#include "base/stop_signals.hpp"
 #include "replay/preflight.hpp"
 #include "sweep/sweep.hpp"
 

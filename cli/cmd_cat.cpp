@@ -4,8 +4,8 @@
 #include "cli/commands.hpp"
 #include "format/json.hpp"
 #include "format/output_tokens.hpp"
-#include "format/json_text.hpp"
-#include "format/text.hpp"
+#include "base/json_text.hpp"
+#include "base/text.hpp"
 #include "format/trace.hpp"
 #include "report/text.hpp"
 
@@ -13,7 +13,7 @@ namespace retrace::cli {
 
 namespace {
 
-// Long texts are cut (printable, format/text.hpp) at this many bytes.
+// Long texts are cut (printable, base/text.hpp) at this many bytes.
 constexpr std::size_t kShownBytes = 400;
 
 void show(const Exchange& exchange, std::ostream& out) {

@@ -4,7 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/datasets.hpp"
-#include "net/stop_signals.hpp"
+#include "base/stop_signals.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::cli {

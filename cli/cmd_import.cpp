@@ -4,8 +4,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/outputs.hpp"
-#include "format/import.hpp"
-#include "format/trace_import.hpp"
+#include "dataset/import.hpp"
+#include "dataset/trace_import.hpp"
 #include "net/tokenizer_client.hpp"
 #include "version.hpp"
 

@@ -15,7 +15,7 @@
 #include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
 #include "format/trace.hpp"
-#include "net/stop_signals.hpp"
+#include "base/stop_signals.hpp"
 #include "replay/feed.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"

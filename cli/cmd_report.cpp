@@ -5,7 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/outputs.hpp"
-#include "format/private_file.hpp"
+#include "base/private_file.hpp"
 #include "report/html.hpp"
 #include "sweep/study.hpp"
 #include "sweep/sweep.hpp"

@@ -7,7 +7,7 @@
 #include "cli/outputs.hpp"
 #include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
-#include "net/stop_signals.hpp"
+#include "base/stop_signals.hpp"
 #include "report/terminal_table.hpp"
 #include "sweep/study.hpp"
 

@@ -6,8 +6,8 @@
 #include "cli/outputs.hpp"
 #include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
-#include "format/private_file.hpp"
-#include "net/stop_signals.hpp"
+#include "base/private_file.hpp"
+#include "base/stop_signals.hpp"
 #include "report/terminal_table.hpp"
 #include "sweep/sweep.hpp"
 

@@ -8,7 +8,7 @@
 #include <boost/json.hpp>
 
 #include "diff/diff.hpp"
-#include "format/ascii.hpp"
+#include "base/ascii.hpp"
 #include "format/json.hpp"
 
 namespace retrace::diff {

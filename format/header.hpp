@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "format/clock.hpp"
+#include "base/clock.hpp"
 #include "format/trace.hpp"
 
 namespace retrace {

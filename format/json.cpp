@@ -1,8 +1,8 @@
 #include "format/json.hpp"
 #include "format/wire_syntax.hpp"
 
-#include "format/json_text.hpp"
-#include "format/text.hpp"
+#include "base/json_text.hpp"
+#include "base/text.hpp"
 
 #include <array>
 #include <charconv>

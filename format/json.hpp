@@ -4,14 +4,14 @@
 // snake_case names of the structs in format/trace.hpp. Byte fields (bodies, event data, token
 // bytes) are JSON strings when they are valid UTF-8, else {"base64":"..."}; absent optionals and
 // the trace's -1 sentinels (token ids, usage counts, first_byte_ns, end_ns) are null; numbers are
-// plain decimals (format/json_text.hpp); `key` is the 32-digit hex request key; labels are an object {key: value}.
+// plain decimals (base/json_text.hpp); `key` is the 32-digit hex request key; labels are an object {key: value}.
 #pragma once
 
 #include <boost/json.hpp>
 #include <string>
 #include <string_view>
 
-#include "format/text.hpp"
+#include "base/text.hpp"
 #include "format/trace.hpp"
 
 namespace retrace {

@@ -5,7 +5,7 @@
 #include <array>
 #include <boost/json.hpp>
 
-#include "format/ascii.hpp"
+#include "base/ascii.hpp"
 
 namespace retrace {
 

@@ -38,8 +38,8 @@
 #include <utility>
 #include <vector>
 
-#include "format/clock.hpp"
-#include "format/enum_names.hpp"
+#include "base/clock.hpp"
+#include "base/enum_names.hpp"
 
 namespace retrace {
 
@@ -48,7 +48,7 @@ inline constexpr std::uint16_t kFormatMajor = 1;
 // 1.4: output parts (Choice.part, toolCall, toolName, values; Usage.reasoningTokens)
 inline constexpr std::uint16_t kFormatMinor = 4;
 
-// Their names are the enumerators' own (format/enum_names.hpp); the values are the schema's.
+// Their names are the enumerators' own (base/enum_names.hpp); the values are the schema's.
 enum class Source : std::uint8_t { recorded, replayed, imported };
 BOOST_DESCRIBE_ENUM(Source, recorded, replayed, imported)
 enum class TokenKind : std::uint8_t { none, text_deltas, logprob_tokens, token_ids };

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "format/import.hpp"
+#include "dataset/import.hpp"
 #include "fuzz/memory_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-#include "format/trace_import.hpp"
+#include "dataset/trace_import.hpp"
 #include "fuzz/memory_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -27,8 +27,8 @@
 
 #include "llm/fast_event.hpp"
 #include "llm/fast_logprobs.hpp"
-#include "llm/json_arena.hpp"
-#include "llm/json_fields.hpp"
+#include "base/json_arena.hpp"
+#include "base/json_fields.hpp"
 #include "llm/llm.hpp"
 
 namespace retrace::llm {
@@ -91,7 +91,7 @@ struct DecodeState {
 
 struct ResponseDecoder::Impl : DecodeState {
   // Parsing: one parser and one arena reused for every event (they are many and small); the
-  // arena's rule (a fresh resource per parse) is llm/json_arena.hpp's.
+  // arena's rule (a fresh resource per parse) is base/json_arena.hpp's.
   JsonArena arena{kScratchBytes};
   json::parser parser{json::storage_ptr(), make_options()};
   bool fast_path_allowed = true;  // as constructed; reset() starts each response from it

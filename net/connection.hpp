@@ -27,7 +27,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
-#include "format/clock.hpp"
+#include "base/clock.hpp"
 #include "net/errors.hpp"
 #include "net/url.hpp"
 

@@ -9,12 +9,12 @@
 #include <string_view>
 #include <vector>
 
-#include "format/ascii.hpp"
+#include "base/ascii.hpp"
 
 namespace retrace::net {
 
 // A header value without its leading and trailing spaces and tabs (RFC 9110 5.6.3, OWS): the one
-// trim (format/ascii.hpp), under HTTP's name.
+// trim (base/ascii.hpp), under HTTP's name.
 inline std::string_view trim_ows(std::string_view value) { return trim(value); }
 // The items of a comma-separated header value (RFC 9110 5.6.1), trimmed, empty ones left out:
 // " gzip, , br;q=0.5" gives "gzip" and "br;q=0.5".

@@ -8,7 +8,7 @@
 
 #include <string_view>
 
-#include "format/synthetic_prompt.hpp"
+#include "dataset/synthetic_prompt.hpp"
 
 namespace retrace::net {
 

@@ -7,8 +7,8 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
-#include "format/ascii.hpp"
-#include "format/text.hpp"
+#include "base/ascii.hpp"
+#include "base/text.hpp"
 
 namespace retrace::net {
 namespace {

@@ -12,7 +12,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
-#include "format/clock.hpp"
+#include "base/clock.hpp"
 #include "net/connection.hpp"
 #include "record/record.hpp"
 

@@ -4,7 +4,7 @@
 //
 // Threads: N proxy workers, each an io_context of its own with its own upstream pool (no locks on
 // the relay path); one control thread (acceptor, timers, status line, the shutdown sequence) told
-// of SIGINT/SIGTERM by a signal watcher thread (net/stop_signals.hpp); one trace thread that owns
+// of SIGINT/SIGTERM by a signal watcher thread (base/stop_signals.hpp); one trace thread that owns
 // the TraceWriter. Workers hand captured exchanges to the trace thread through a queue bounded
 // in bytes (a worker waits for room: back-pressure, never a dropped exchange; trace_sink.hpp);
 // SSE splitting, token decoding and redaction happen there, off the relay path.
@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "format/clock.hpp"
+#include "base/clock.hpp"
 #include "format/redaction.hpp"
 #include "format/trace.hpp"
 #include "net/connection.hpp"

@@ -25,7 +25,7 @@
 #include "format/header.hpp"
 #include "net/accept_backoff.hpp"
 #include "net/fetch.hpp"
-#include "net/stop_signals.hpp"
+#include "base/stop_signals.hpp"
 #include "record/proxy.hpp"
 #include "record/trace_sink.hpp"
 #include "version.hpp"

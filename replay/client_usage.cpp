@@ -10,7 +10,7 @@
 
 #include <boost/json.hpp>
 
-#include "llm/json_fields.hpp"
+#include "base/json_fields.hpp"
 
 namespace retrace::replay {
 

@@ -449,7 +449,7 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
   // What the run's threads freed goes back to the system: glibc keeps it in their per-thread
   // arenas otherwise, and each --repeat pass's new threads fragment them further (the heap in
   // use is flat; RSS grew ~320 KiB a pass: bench/RESULTS.md, "replay's memory across --repeat").
-  // What a run keeps is its result: the stats' samples (bounded: replay/distribution.hpp).
+  // What a run keeps is its result: the stats' samples (bounded: metrics/distribution.hpp).
   ::malloc_trim(0);
   return result;
 }

@@ -11,7 +11,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "format/text.hpp"
+#include "base/text.hpp"
 #include "net/http_rules.hpp"
 #include "replay/replay.hpp"
 

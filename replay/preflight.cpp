@@ -5,7 +5,7 @@
 #include <boost/json.hpp>
 #include <set>
 
-#include "llm/json_fields.hpp"
+#include "base/json_fields.hpp"
 #include "net/connection.hpp"
 #include "replay/prepare.hpp"
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 
-#include "llm/json_arena.hpp"
+#include "base/json_arena.hpp"
 #include "llm/llm.hpp"
 #include "net/fetch.hpp"
 #include "net/url.hpp"

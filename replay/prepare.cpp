@@ -15,9 +15,9 @@
 #include <boost/beast/http/fields.hpp>
 #include <boost/json.hpp>
 
-#include "format/ascii.hpp"
+#include "base/ascii.hpp"
 #include "format/wire_syntax.hpp"
-#include "llm/json_fields.hpp"
+#include "base/json_fields.hpp"
 #include "net/content_coding.hpp"
 #include "net/http_rules.hpp"
 

@@ -64,13 +64,13 @@
 #include <utility>
 #include <vector>
 
-#include "format/clock.hpp"
+#include "base/clock.hpp"
 #include "format/output_tokens.hpp"
 #include "format/redaction.hpp"  // secrets: what the trace and settings never hold
 #include "format/trace.hpp"
 #include "llm/llm.hpp"
 #include "replay/client_usage.hpp"
-#include "replay/distribution.hpp"
+#include "metrics/distribution.hpp"
 
 namespace retrace::replay {
 
@@ -166,7 +166,7 @@ struct Options {
 };
 
 // Latency/throughput figures of one run (or of any trace: `retrace stats`); each latency
-// figure's Percentiles come from a Distribution (replay/distribution.hpp).
+// figure's Percentiles come from a Distribution (metrics/distribution.hpp).
 struct Stats {
   std::size_t exchanges = 0;  // inference requests only (see other_requests)
   std::size_t completed = 0;  // no error
@@ -235,7 +235,7 @@ std::optional<double> tpot_of(const ExchangeMetrics& metrics);
 
 // A run's figures, gathered one exchange at a time in memory that does not grow with tokens:
 // add() counts an exchange and puts the latencies that do not depend on when it was sent (TTFT,
-// ITL, TPOT, e2e) into their distributions (replay/distribution.hpp); it keeps only what the
+// ITL, TPOT, e2e) into their distributions (metrics/distribution.hpp); it keeps only what the
 // others need (64 bytes: its offsets, end, TTFT and TPOT), for finish(): offsets derived from
 // wall-clock starts for traces that have none, schedule slip and the intended latencies, requests
 // in flight, SLOs.

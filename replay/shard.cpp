@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "format/time.hpp"
+#include "base/time.hpp"
 
 namespace retrace::replay {
 namespace json = boost::json;

@@ -1,7 +1,7 @@
 // `diff --csv`: the summary, one row per candidate run.
 #include "report/diff_internal.hpp"
 #include "report/diff_report.hpp"
-#include "report/statistics.hpp"
+#include "metrics/statistics.hpp"
 #include "report/text.hpp"
 
 namespace retrace::report {

@@ -5,7 +5,7 @@
 
 #include "report/diff_internal.hpp"
 #include "report/diff_report.hpp"
-#include "report/statistics.hpp"
+#include "metrics/statistics.hpp"
 #include "report/text.hpp"
 
 namespace retrace::report {

@@ -10,7 +10,7 @@
 
 #include <boost/json.hpp>
 
-#include "report/statistics.hpp"
+#include "metrics/statistics.hpp"
 #include "report/sweep_summary.hpp"
 #include "report/text.hpp"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "diff/diff.hpp"
-#include "format/text.hpp"  // printable(): token bytes on one line
+#include "base/text.hpp"  // printable(): token bytes on one line
 
 namespace retrace::report {
 

@@ -15,7 +15,7 @@
 
 #include "diff/diff.hpp"
 #include "report/header.hpp"
-#include "report/statistics.hpp"
+#include "metrics/statistics.hpp"
 #include "report/study_summary.hpp"
 #include "report/sweep_summary.hpp"
 

@@ -53,7 +53,7 @@ std::vector<double> column_values(const replay::Percentiles& p, const StatsConte
 }
 
 // The sample count, and for percentiles read from a histogram (past a million samples:
-// replay/distribution.hpp) how close they are.
+// metrics/distribution.hpp) how close they are.
 std::string sample_count(const replay::Percentiles& p) {
   auto count = std::to_string(p.count);
   if (p.relative_error == 0) return count;
@@ -157,7 +157,7 @@ json::value latency_json(const replay::Percentiles& p, const StatsContext& conte
   out["max"] = value(p.max);
   out["mean"] = value(p.mean);
   out["stddev"] = p.count > 1 ? json::value(rounded(p.stddev, 3)) : json::value(nullptr);
-  // Only past a million samples: the percentiles' bound, as a fraction (replay/distribution.hpp).
+  // Only past a million samples: the percentiles' bound, as a fraction (metrics/distribution.hpp).
   if (p.relative_error > 0) out["relative_error"] = p.relative_error;
   return out;
 }

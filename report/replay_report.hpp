@@ -1,4 +1,4 @@
-// Rendering of replay/stats figures (replay::Stats): terminal text, Markdown and JSON, each with
+// Rendering of metrics/stats figures (replay::Stats): terminal text, Markdown and JSON, each with
 // the header that says what was measured (server, model, schedule, trace) and the percentiles
 // asked for.
 #pragma once

@@ -4,7 +4,7 @@
 //
 // Counting rule: a cell's "outputs compared" are its runs' exchanges aligned with the baseline's
 // and answered on both sides (identical or divergent); "differing" are the divergent ones. The
-// 95 % bound is Clopper–Pearson on differing of compared (report/statistics.hpp), read as a
+// 95 % bound is Clopper–Pearson on differing of compared (metrics/statistics.hpp), read as a
 // per-request rate: the chance that one request's output differs from the baseline's.
 #pragma once
 
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "report/header.hpp"
-#include "report/statistics.hpp"
+#include "metrics/statistics.hpp"
 #include "report/sweep_summary.hpp"
 
 namespace retrace::report {

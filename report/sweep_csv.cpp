@@ -1,6 +1,6 @@
 // `sweep --csv` and the sweep's summary.csv: one row per level; the first column is named by the
 // sweep's axis (concurrency, rate or speed).
-#include "report/statistics.hpp"
+#include "metrics/statistics.hpp"
 #include "report/sweep_summary.hpp"
 #include "report/text.hpp"
 

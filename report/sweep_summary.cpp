@@ -10,7 +10,7 @@
 
 #include <boost/json.hpp>
 
-#include "format/text.hpp"
+#include "base/text.hpp"
 #include "report/text.hpp"
 
 namespace retrace::report {

@@ -12,7 +12,7 @@
 #include "diff/diff.hpp"
 #include "replay/replay.hpp"
 #include "report/header.hpp"
-#include "report/statistics.hpp"
+#include "metrics/statistics.hpp"
 
 namespace retrace::report {
 

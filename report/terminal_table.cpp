@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "format/text.hpp"
+#include "base/text.hpp"
 
 namespace retrace::report {
 

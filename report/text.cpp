@@ -6,7 +6,7 @@
 
 #include <boost/json.hpp>
 
-#include "report/statistics.hpp"
+#include "metrics/statistics.hpp"
 
 namespace retrace::report {
 

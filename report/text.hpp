@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "format/json_text.hpp"
+#include "base/json_text.hpp"
 
 namespace retrace::report {
 
@@ -19,7 +19,7 @@ inline constexpr int kJsonSchemaVersion = 2;
 // `value` with `digits` digits after the point ("-0.0" printed as "0.0").
 std::string fixed(double value, int digits);
 
-// The one JSON number rule (plain decimals, null for absent) is format/json_text.hpp's.
+// The one JSON number rule (plain decimals, null for absent) is base/json_text.hpp's.
 using retrace::json_count;
 using retrace::json_float;
 using retrace::json_number;

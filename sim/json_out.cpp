@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "format/text.hpp"
+#include "base/text.hpp"
 
 namespace retrace::sim {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "net/accept_backoff.hpp"
 #include "net/run_handlers.hpp"
-#include "net/stop_signals.hpp"
+#include "base/stop_signals.hpp"
 #include "net/url.hpp"
 #include "sim/api.hpp"
 #include "sim/embeddings.hpp"

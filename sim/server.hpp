@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "format/clock.hpp"
+#include "base/clock.hpp"
 
 namespace retrace::sim {
 

@@ -4,7 +4,7 @@
 
 #include <boost/json.hpp>
 
-#include "format/json_text.hpp"
+#include "base/json_text.hpp"
 #include "report/text.hpp"
 #include "sweep/sweep.hpp"
 

@@ -16,9 +16,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "format/json_text.hpp"
+#include "base/json_text.hpp"
 #include "net/http_rules.hpp"
-#include "format/private_file.hpp"
+#include "base/private_file.hpp"
 #include "format/redaction.hpp"
 #include "sweep/sweep.hpp"
 

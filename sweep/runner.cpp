@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "format/private_file.hpp"
+#include "base/private_file.hpp"
 #include "replay/preflight.hpp"
 #include "report/html.hpp"
 #include "sweep/sweep.hpp"

@@ -5,7 +5,7 @@
 #include <boost/json.hpp>
 #include <vector>
 
-#include "format/json_text.hpp"
+#include "base/json_text.hpp"
 #include "sweep/study.hpp"
 
 namespace retrace::sweep {

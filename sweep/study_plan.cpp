@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "format/private_file.hpp"
+#include "base/private_file.hpp"
 #include "llm/llm.hpp"
 #include "net/http_rules.hpp"
 #include "sweep/study.hpp"

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <random>
 
-#include "format/private_file.hpp"
+#include "base/private_file.hpp"
 #include "net/connection.hpp"
 #include "net/fetch.hpp"
 #include "report/html.hpp"

@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "format/private_file.hpp"
+#include "base/private_file.hpp"
 #include "report/text.hpp"
 #include "sweep/study.hpp"
 

@@ -31,7 +31,7 @@
 #include "replay/flags.hpp"
 #include "replay/replay.hpp"
 #include "report/sweep_summary.hpp"
-#include "sweep/process.hpp"  // Child, run_shell: what demo and bisect --run start
+#include "base/child_process.hpp"  // Child, run_shell: what demo and bisect --run start
 
 namespace retrace::sweep {
 

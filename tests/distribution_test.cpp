@@ -1,4 +1,4 @@
-// replay/distribution: exact percentiles up to the limit, a histogram of bounded size past it whose
+// metrics/distribution: exact percentiles up to the limit, a histogram of bounded size past it whose
 // percentiles stay within the stated error of the exact ones, and a run's ITL kept that way.
 #include <catch2/catch.hpp>
 
@@ -10,7 +10,7 @@
 
 #include <boost/json.hpp>
 
-#include "replay/distribution.hpp"
+#include "metrics/distribution.hpp"
 #include "replay/replay.hpp"
 #include "report/replay_report.hpp"
 

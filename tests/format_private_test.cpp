@@ -1,4 +1,4 @@
-// Files that hold prompts and outputs (format/private_file.hpp, format/staged_output.hpp): modes
+// Files that hold prompts and outputs (base/private_file.hpp, dataset/staged_output.hpp): modes
 // whatever the umask, and temporaries no planted file or symlink can redirect.
 #include <catch2/catch.hpp>
 
@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "format/private_file.hpp"
-#include "format/staged_output.hpp"
+#include "base/private_file.hpp"
+#include "dataset/staged_output.hpp"
 #include "format/trace.hpp"
 #include "tests/temp_dir.hpp"
 

@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "format/header.hpp"
-#include "format/import.hpp"
+#include "dataset/import.hpp"
 #include "format/json.hpp"
-#include "format/text.hpp"
+#include "base/text.hpp"
 #include "format/trace.hpp"
 #include "tests/temp_dir.hpp"
 #include "trace.capnp.h"

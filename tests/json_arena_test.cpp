@@ -1,4 +1,4 @@
-// The one arena rule (llm/json_arena.hpp) where it is used: readers and decoders reused over
+// The one arena rule (base/json_arena.hpp) where it is used: readers and decoders reused over
 // thousands of bodies of growing size, far past their scratch buffers, as replay reuses them.
 // Each of these ran out of memory (bad_alloc) after a few dozen large bodies while the arena was
 // reset with monotonic_resource::release(), which keeps the doubled next-block size.
@@ -10,7 +10,7 @@
 #include <boost/json/parse.hpp>
 
 #include "format/trace.hpp"
-#include "llm/json_arena.hpp"
+#include "base/json_arena.hpp"
 #include "llm/llm.hpp"
 #include "replay/preflight.hpp"
 

@@ -21,7 +21,7 @@
 
 #include "net/connection.hpp"
 #include "net/errors.hpp"
-#include "net/stop_signals.hpp"
+#include "base/stop_signals.hpp"
 #include "net/http_rules.hpp"
 #include "net/url.hpp"
 

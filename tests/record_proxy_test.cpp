@@ -15,7 +15,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "format/clock.hpp"
+#include "base/clock.hpp"
 #include "net/url.hpp"
 #include "record/record.hpp"
 

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <numeric>
 
-#include "format/text.hpp"
+#include "base/text.hpp"
 #include "replay/flags.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"

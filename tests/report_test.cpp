@@ -17,7 +17,7 @@
 #include "report/replay_report.hpp"
 #include "report/request_rows.hpp"
 #include "report/terminal_table.hpp"
-#include "report/statistics.hpp"
+#include "metrics/statistics.hpp"
 #include "report/sweep_summary.hpp"
 #include "report/text.hpp"
 

@@ -1,4 +1,4 @@
-// Tests of importing public serving traces (format/trace_import.hpp): every format, its send
+// Tests of importing public serving traces (dataset/trace_import.hpp): every format, its send
 // offsets and sessions, synthetic prompts, compressed inputs, detection and bad rows.
 #include <zlib.h>
 #include <zstd.h>
@@ -7,9 +7,9 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "format/synthetic_prompt.hpp"
-#include "format/trace_import.hpp"
-#include "format/trace_rows.hpp"
+#include "dataset/synthetic_prompt.hpp"
+#include "dataset/trace_import.hpp"
+#include "dataset/trace_rows.hpp"
 #include "tests/temp_dir.hpp"
 
 using namespace retrace;

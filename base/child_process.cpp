@@ -1,4 +1,4 @@
-#include "sweep/process.hpp"
+#include "base/child_process.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

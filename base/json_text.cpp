@@ -1,4 +1,4 @@
-#include "format/json_text.hpp"
+#include "base/json_text.hpp"
 
 #include <charconv>
 #include <cmath>

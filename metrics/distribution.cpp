@@ -1,6 +1,6 @@
 // Percentiles of one latency figure, exact up to a million samples, then from a histogram of
-// bounded size: see replay/distribution.hpp.
-#include "replay/distribution.hpp"
+// bounded size: see metrics/distribution.hpp.
+#include "metrics/distribution.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -1,4 +1,4 @@
-#include "report/statistics.hpp"
+#include "metrics/statistics.hpp"
 
 #include <algorithm>
 #include <cmath>

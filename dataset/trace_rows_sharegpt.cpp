@@ -4,8 +4,8 @@
 #include <boost/json.hpp>
 #include <utility>
 
-#include "format/text.hpp"
-#include "format/trace_rows.hpp"
+#include "base/text.hpp"
+#include "dataset/trace_rows.hpp"
 
 namespace retrace::rows {
 

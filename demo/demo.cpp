@@ -12,8 +12,8 @@
 #include <ostream>
 #include <stdexcept>
 
-#include "format/import.hpp"
-#include "format/private_file.hpp"
+#include "dataset/import.hpp"
+#include "base/private_file.hpp"
 #include "sweep/study.hpp"
 #include "sweep/sweep.hpp"
 #include "version.hpp"

@@ -1,4 +1,4 @@
-#include "net/stop_signals.hpp"
+#include "base/stop_signals.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-#include "format/import.hpp"
+#include "dataset/import.hpp"
 
 #include <boost/json.hpp>
 #include <chrono>
@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "format/header.hpp"
-#include "format/staged_output.hpp"
-#include "format/text.hpp"
+#include "dataset/staged_output.hpp"
+#include "base/text.hpp"
 
 namespace retrace {
 

@@ -1,4 +1,4 @@
-#include "format/compressed_input.hpp"
+#include "dataset/compressed_input.hpp"
 
 #include <zlib.h>
 #include <zstd.h>

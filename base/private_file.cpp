@@ -1,4 +1,4 @@
-#include "format/private_file.hpp"
+#include "base/private_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

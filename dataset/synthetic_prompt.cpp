@@ -1,4 +1,4 @@
-#include "format/synthetic_prompt.hpp"
+#include "dataset/synthetic_prompt.hpp"
 
 #include <array>
 #include <cmath>

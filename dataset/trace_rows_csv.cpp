@@ -5,9 +5,9 @@
 #include <charconv>
 #include <cmath>
 
-#include "format/ascii.hpp"
-#include "format/time.hpp"
-#include "format/trace_rows.hpp"
+#include "base/ascii.hpp"
+#include "base/time.hpp"
+#include "dataset/trace_rows.hpp"
 
 namespace retrace::rows {
 

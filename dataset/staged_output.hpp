@@ -8,7 +8,7 @@ namespace retrace {
 
 class StagedOutput {
  public:
-  // Creates OUT.tmp new (mode 0600, format/private_file.hpp). Throws TraceError when `out` is the
+  // Creates OUT.tmp new (mode 0600, base/private_file.hpp). Throws TraceError when `out` is the
   // input itself or OUT.tmp already exists, a symlink included (another import to the same output
   // running, or one interrupted).
   StagedOutput(const std::filesystem::path& in, const std::filesystem::path& out);

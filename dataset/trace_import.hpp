@@ -11,7 +11,7 @@
 //     recorded output length, "ignore_eos": true so the server does not stop early (a vLLM,
 //     SGLang and llama.cpp extension a strict OpenAI endpoint may refuse; replay --unset
 //     ignore_eos drops it) and "temperature": 0. No "model": replay names the target's.
-// Length-only rows get synthetic prompts (format/synthetic_prompt.hpp). The header's settings say
+// Length-only rows get synthetic prompts (dataset/synthetic_prompt.hpp). The header's settings say
 // which format, how prompt lengths were made (approximate or exact against which tokenizer), and
 // how many rows were skipped and why.
 #pragma once
@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "format/synthetic_prompt.hpp"
+#include "dataset/synthetic_prompt.hpp"
 #include "format/trace.hpp"
 
 namespace retrace {

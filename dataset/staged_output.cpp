@@ -1,11 +1,11 @@
-#include "format/staged_output.hpp"
+#include "dataset/staged_output.hpp"
 
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "format/private_file.hpp"
+#include "base/private_file.hpp"
 #include "format/trace.hpp"
 
 namespace retrace {

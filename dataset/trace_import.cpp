@@ -1,14 +1,14 @@
-#include "format/trace_import.hpp"
+#include "dataset/trace_import.hpp"
 
 #include <algorithm>
 #include <boost/json.hpp>
 #include <unordered_set>
 
-#include "format/ascii.hpp"
-#include "format/compressed_input.hpp"
+#include "base/ascii.hpp"
+#include "dataset/compressed_input.hpp"
 #include "format/header.hpp"
-#include "format/staged_output.hpp"
-#include "format/trace_rows.hpp"
+#include "dataset/staged_output.hpp"
+#include "dataset/trace_rows.hpp"
 
 namespace retrace {
 

@@ -1,5 +1,5 @@
 // Internal to format/: the rows of the public LLM-serving traces, read into one shape that
-// format/trace_import.cpp turns into exchanges. One reader per family:
+// dataset/trace_import.cpp turns into exchanges. One reader per family:
 //   trace_rows_json.cpp      Mooncake and Qwen-Bailian (JSONL)
 //   trace_rows_csv.cpp       Azure LLM inference traces and BurstGPT (CSV with a header row)
 //   trace_rows_sharegpt.cpp  ShareGPT (one JSON array of conversations)
@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "format/compressed_input.hpp"
+#include "dataset/compressed_input.hpp"
 #include "format/trace.hpp"
 
 namespace retrace::rows {

@@ -5,14 +5,14 @@
 #include <boost/json.hpp>
 #include <string>
 
-#include "format/compressed_input.hpp"
+#include "dataset/compressed_input.hpp"
 #include "format/header.hpp"
-#include "format/import.hpp"
+#include "dataset/import.hpp"
 #include "format/json.hpp"
 #include "format/redaction.hpp"
-#include "format/staged_output.hpp"
-#include "format/text.hpp"
-#include "format/trace_rows.hpp"
+#include "dataset/staged_output.hpp"
+#include "base/text.hpp"
+#include "dataset/trace_rows.hpp"
 
 namespace retrace {
 

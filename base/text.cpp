@@ -1,4 +1,4 @@
-#include "format/text.hpp"
+#include "base/text.hpp"
 
 #include <algorithm>
 #include <cstdint>

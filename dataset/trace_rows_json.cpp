@@ -3,8 +3,8 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "format/text.hpp"
-#include "format/trace_rows.hpp"
+#include "base/text.hpp"
+#include "dataset/trace_rows.hpp"
 
 namespace retrace::rows {
 
