@@ -106,6 +106,11 @@ void add_import(CLI::App& root, Registry& registry) {
       if (summary.inexact_prompts)
         std::cerr << "warning: " << summary.inexact_prompts << " prompts could not be brought to "
                   << "their exact token count (closest kept; see traces/README.md)\n";
+      if (summary.out_of_order)
+        std::cerr << "warning: " << summary.out_of_order << (summary.out_of_order == 1 ? " row is" : " rows are")
+                  << " earlier than the row before it (the first at " << summary.first_out_of_order
+                  << "); --timing recorded sends each at its own time, so the replay's "
+                     "order is not the file's: sort the rows by time to keep them together\n";
       say_lone_surrogates(summary.lone_surrogates);
       return kExitOk;
     }

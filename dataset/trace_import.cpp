@@ -1,6 +1,7 @@
 #include "dataset/trace_import.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <boost/json.hpp>
 #include <unordered_set>
 
@@ -122,6 +123,43 @@ class RequestBuilder {
   PromptSynthesizer prompts_;
 };
 
+std::string seconds_text(std::int64_t ns) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3f", static_cast<double>(ns) / 1e9);
+  return text;
+}
+
+// Each row's time as an offset from the first row's, the clock `--timing recorded` replays.
+class RowClock {
+ public:
+  explicit RowClock(TraceImportSummary& summary) : summary_(summary) {}
+
+  // Throws TraceError for a row before the first or more than kMaxImportSpanNs after it.
+  std::int64_t offset(std::int64_t time_ns, const std::string& where) {
+    if (!first_) first_ = previous_ = time_ns;
+    std::int64_t span = 0;
+    // Times are within ±9e18 ns, so two of them may differ by more than int64 holds.
+    bool overflow = __builtin_sub_overflow(time_ns, *first_, &span);
+    if (!overflow && span < 0)
+      throw TraceError(where + "the row's time is " + seconds_text(-span) +
+                       " s before the first row's; import measures every time from the first "
+                       "row: sort the rows by time first");
+    if (overflow || span > kMaxImportSpanNs)
+      throw TraceError(where + "the row's time is more than 100 years after the first row's (" +
+                       (overflow ? std::string("past 292 years") : seconds_text(span) + " s") +
+                       "), which --timing recorded would wait out; check the timestamp and its unit");
+    if (time_ns < previous_ && summary_.out_of_order++ == 0)
+      summary_.first_out_of_order = where.ends_with(": ") ? where.substr(0, where.size() - 2) : where;
+    previous_ = time_ns;
+    return span;
+  }
+
+ private:
+  TraceImportSummary& summary_;
+  std::optional<std::int64_t> first_;
+  std::int64_t previous_ = 0;
+};
+
 std::string settings_json(const TraceImportOptions& options) {
   json::object settings{{"from", options.from},
                         {"endpoint", options.endpoint},
@@ -202,7 +240,7 @@ TraceImportSummary import_trace(const std::filesystem::path& in, const std::file
   {
     TraceWriter writer(staged.temporary(), header, options.writer);
     RequestBuilder builder(options);
-    std::optional<std::int64_t> first_time;
+    RowClock clock(summary);
     std::unordered_set<std::string> sessions;
     std::uint64_t row_number = 0;
     Exchange exchange;
@@ -216,8 +254,7 @@ TraceImportSummary import_trace(const std::filesystem::path& in, const std::file
       exchange = Exchange{};
       exchange.id = summary.written + 1;
       if (row.time_ns) {
-        if (!first_time) first_time = row.time_ns;
-        exchange.intended_send_ns = exchange.actual_send_ns = *row.time_ns - *first_time;
+        exchange.intended_send_ns = exchange.actual_send_ns = clock.offset(*row.time_ns, rows::where(input));
         if (row.time_is_unix) exchange.start_unix_ns = *row.time_ns;
       }
       exchange.session_id = std::move(row.session_id);

@@ -365,3 +365,41 @@ TEST_CASE("a row claiming more tokens than import accepts is refused with its li
   options.from = "mooncake";
   CHECK(import_trace(in, dir / "edge.rtrace", options).written == 1);
 }
+
+TEST_CASE("a row before the first or more than 100 years after it is refused with its line") {
+  TempDir dir;
+  struct Case {
+    std::string from, text, expected;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"mooncake", kMooncake + "{\"timestamp\": -5, \"input_length\": 5, \"output_length\": 1}\n",
+            ":5: the row's time is 0.005 s before the first row's"},
+           {"mooncake", kMooncake + "{\"timestamp\": 5000000000000, \"input_length\": 5, \"output_length\": 1}\n",
+            ":5: the row's time is more than 100 years after the first row's (5000000000.000 s)"},
+           // -9e18 ns to +9e18 ns: a span past what int64 nanoseconds hold (signed overflow before).
+           {"mooncake", "{\"timestamp\": -9000000000000, \"input_length\": 5, \"output_length\": 1}\n"
+                        "{\"timestamp\": 9000000000000, \"input_length\": 5, \"output_length\": 1}\n",
+            ":2: the row's time is more than 100 years after the first row's (past 292 years)"},
+           {"burstgpt", "Timestamp,Request tokens,Response tokens\n4000000000,5,2\n0,5,2\n",
+            ":3: the row's time is 4000000000.000 s before the first row's"},
+       }) {
+    INFO(c.from << ": " << c.expected);
+    fs::path in = write(dir, "span." + c.from, c.text);
+    fs::path out = dir / "span.rtrace";
+    TraceImportOptions options;
+    options.from = c.from;
+    CHECK_THROWS_WITH(import_trace(in, out, options), Catch::Contains(c.expected));
+    CHECK_FALSE(fs::exists(out));
+  }
+}
+
+TEST_CASE("rows out of time order after the first are imported and counted with the first one's line") {
+  TempDir dir;
+  TraceImportSummary summary;
+  auto trace = import(dir, write(dir, "unsorted.csv", "Timestamp,Request tokens,Response tokens\n1,5,2\n9,5,2\n4,5,2\n3,5,2\n"),
+                      "burstgpt", &summary);
+  REQUIRE(trace.exchanges.size() == 4);
+  CHECK(trace.exchanges[2].actual_send_ns == 3'000'000'000);
+  CHECK(summary.out_of_order == 2);
+  CHECK_THAT(summary.first_out_of_order, Catch::EndsWith("unsorted.csv:4"));
+}
