@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <string>
 
+#include "dataset/json_errors.hpp"
 #include "dataset/compressed_input.hpp"
 #include "format/header.hpp"
 #include "dataset/import.hpp"
@@ -27,7 +28,7 @@ json::object parse_line(std::string& line, const std::string& where, ImportNotes
   if (notes) notes->lone_surrogates += lone_surrogates;
   json::error_code error;
   json::value value = json::parse(line, error);
-  if (error) throw TraceError(where + "not valid JSON (" + error.message() + ")");
+  if (error) throw TraceError(where + json_error_text(error));
   if (!value.is_object()) throw TraceError(where + "expected a JSON object, one per line");
   return std::move(value.get_object());
 }

@@ -7,6 +7,7 @@
 
 #include "base/ascii.hpp"
 #include "dataset/compressed_input.hpp"
+#include "dataset/json_errors.hpp"
 #include "format/header.hpp"
 #include "dataset/staged_output.hpp"
 #include "dataset/trace_rows.hpp"
@@ -45,8 +46,14 @@ std::optional<std::string> format_of_keys(const std::vector<std::string>& keys) 
 // The top-level keys of the JSON object `text` opens, as far as `text` goes (it may be cut
 // short: a row's first kilobytes name its keys, the text after them may be megabytes). Keys are
 // taken as written (an escaped key is not decoded); nothing is validated: the import does that.
-std::vector<std::string> object_keys(std::string_view text) {
+// `deepest` is how deep the text nests, so a row too deep to read is not blamed on its format.
+struct TopLevel {
   std::vector<std::string> keys;
+  int deepest = 0;
+};
+TopLevel object_keys(std::string_view text) {
+  TopLevel top;
+  auto& keys = top.keys;
   int depth = 0;
   bool expect_key = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -59,13 +66,14 @@ std::vector<std::string> object_keys(std::string_view text) {
       i = end;
     } else if (c == '{' || c == '[') {
       expect_key = ++depth == 1 && c == '{';
+      top.deepest = std::max(top.deepest, depth);
     } else if (c == '}' || c == ']') {
       if (--depth <= 0) break;
     } else if (c == ',') {
       expect_key = depth == 1;
     }
   }
-  return keys;
+  return top;
 }
 
 std::optional<std::string> format_of_header(std::string_view line) {
@@ -213,11 +221,21 @@ std::string detect_import_format(const std::filesystem::path& path) {
   std::string_view first(start);
   first = first.substr(0, first.find_first_of("\r\n"));
   std::optional<std::string> found;
-  if (first.starts_with("[")) found = "sharegpt";
-  else if (first.starts_with("{")) found = format_of_keys(object_keys(first));
-  else found = format_of_header(first);
+  int deepest = 0;
+  if (first.starts_with("[")) {
+    found = "sharegpt";
+  } else if (first.starts_with("{")) {
+    auto top = object_keys(first);
+    found = format_of_keys(top.keys);
+    deepest = top.deepest;
+  } else {
+    found = format_of_header(first);
+  }
   if (found) return *found;
   if (first.empty()) throw TraceError(path.string() + ": the file is empty");
+  if (deepest > kMaxImportJsonDepth)
+    throw TraceError(path.string() + ":" + std::to_string(line) + ": " +
+                     json_error_text(json::error::too_deep));
   std::string shown(first.substr(0, 80));
   throw TraceError(path.string() + ":" + std::to_string(line) +
                    ": cannot tell the format from the first line (\"" + shown +

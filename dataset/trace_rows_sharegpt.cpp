@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/text.hpp"
+#include "dataset/json_errors.hpp"
 #include "dataset/trace_rows.hpp"
 
 namespace retrace::rows {
@@ -114,7 +115,7 @@ void read_sharegpt(CompressedInput& input, const RowSink& sink) {
           parser.reset();
           json::error_code error;
           parser.write(element, error);
-          if (error) throw TraceError(where + "not valid JSON (" + error.message() + ")");
+          if (error) throw TraceError(where + json_error_text(error));
           json::value value = parser.release();
           conversation_rows(value.get_object(), ++ordinal, lone_surrogates, where, sink);
         }

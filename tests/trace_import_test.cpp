@@ -403,3 +403,19 @@ TEST_CASE("rows out of time order after the first are imported and counted with 
   CHECK(summary.out_of_order == 2);
   CHECK_THAT(summary.first_out_of_order, Catch::EndsWith("unsorted.csv:4"));
 }
+
+TEST_CASE("a row nested deeper than 32 levels is refused for its depth with its line") {
+  TempDir dir;
+  auto nested = [](int levels) { return std::string(levels, '[') + std::string(levels, ']'); };
+  // The first line: not blamed on the format it may or may not have.
+  CHECK_THROWS_WITH(detect_import_format(write(dir, "d", "\n{\"meta\": " + nested(40) + "}\n")),
+                    Catch::Contains("d:2: the JSON nests objects and arrays more than 32 levels deep"));
+  CHECK_THROWS_WITH(detect_import_format(write(dir, "u", "{\"meta\": " + nested(20) + "}\n")),
+                    Catch::Contains("cannot tell the format from the first line"));
+  fs::path in = write(dir, "deep.mooncake", kMooncake + "{\"timestamp\": 300, \"input_length\": 5, "
+                                                        "\"output_length\": 1, \"x\": " + nested(40) + "}\n");
+  TraceImportOptions options;
+  options.from = "mooncake";
+  CHECK_THROWS_WITH(import_trace(in, dir / "deep.rtrace", options),
+                    Catch::Contains(":5: the JSON nests objects and arrays more than 32 levels deep"));
+}
