@@ -175,6 +175,7 @@ std::string settings_json(const TraceImportOptions& options) {
                         {"offsets", "from the trace's first row"}};
   if (options.from == "sharegpt") {
     settings["prompts"] = "the conversations' own text";
+    settings["max_turns"] = options.max_turns;
     settings["max_tokens"] = options.count_tokens
                                  ? "the recorded answer's tokens, counted by " + options.tokenizer_url
                                  : std::string("the recorded answer's words / 0.75 (approximate)");
@@ -191,12 +192,14 @@ std::string settings_json(const TraceImportOptions& options) {
   return json::serialize(settings);
 }
 
-void read_rows(const std::string& from, CompressedInput& input, const rows::RowSink& sink) {
+void read_rows(const TraceImportOptions& options, CompressedInput& input, const rows::RowSink& sink,
+               TraceImportSummary& summary) {
+  const std::string& from = options.from;
   if (from == "mooncake") return rows::read_mooncake(input, sink);
   if (from == "bailian") return rows::read_bailian(input, sink);
   if (from == "azure") return rows::read_azure(input, sink);
   if (from == "burstgpt") return rows::read_burstgpt(input, sink);
-  return rows::read_sharegpt(input, sink);
+  return rows::read_sharegpt(input, sink, options.max_turns, summary.cut_conversations);
 }
 
 }  // namespace
@@ -262,7 +265,7 @@ TraceImportSummary import_trace(const std::filesystem::path& in, const std::file
     std::unordered_set<std::string> sessions;
     std::uint64_t row_number = 0;
     Exchange exchange;
-    read_rows(options.from, input, [&](rows::TraceRow& row) {
+    read_rows(options, input, [&](rows::TraceRow& row) {
       ++row_number;
       summary.lone_surrogates += row.lone_surrogates;
       if (!row.skip_reason.empty()) {
@@ -285,7 +288,7 @@ TraceImportSummary import_trace(const std::filesystem::path& in, const std::file
       exchange.key = request_key(exchange.request.method, exchange.request.target, exchange.request.body);
       writer.write(exchange);
       ++summary.written;
-    });
+    }, summary);
     if (summary.written == 0)
       throw TraceError(in.string() + ": no requests found" +
                        (summary.skipped ? " (every row was skipped as failed in production)" : ""));

@@ -46,10 +46,16 @@ inline constexpr std::int64_t kMaxImportTokens = std::int64_t{1} << 20;
 // wrong unit, or edited) would leave a replay waiting with no word; it is refused, naming its line.
 inline constexpr std::int64_t kMaxImportSpanNs = std::int64_t{100} * 365 * 24 * 3600 * 1'000'000'000;
 
+inline constexpr std::size_t kDefaultMaxTurns = 256;
+
 struct TraceImportOptions {
   std::string from;                // one of trace_formats()
   std::string endpoint = "chat";   // chat | completions
   std::int64_t max_tokens = 128;   // a ShareGPT turn with no recorded answer
+  // ShareGPT: the user turns of a conversation that become requests, the first ones. Turn k's
+  // request carries the k turns before it, so time and trace size grow with the square of a
+  // conversation's turns: a 20,000-turn conversation would be 200 million messages.
+  std::size_t max_turns = kDefaultMaxTurns;
   std::string tool_version;
   TokenCounter count_tokens;       // empty: approximate lengths
   std::string tokenizer_url;       // recorded in the header when count_tokens is given
@@ -64,6 +70,7 @@ struct TraceImportSummary {
   std::uint64_t lone_surrogates = 0;  // lone UTF-16 surrogate escapes read as U+FFFD
   // Rows earlier than the row before them (still after the first row): each is sent at its own
   // offset, so the replay's order is not the file's. The first one's "FILE:LINE".
+  std::uint64_t cut_conversations = 0;  // ShareGPT conversations with more turns than max_turns
   std::uint64_t out_of_order = 0;
   std::string first_out_of_order;
 };

@@ -419,3 +419,21 @@ TEST_CASE("a row nested deeper than 32 levels is refused for its depth with its 
   CHECK_THROWS_WITH(import_trace(in, dir / "deep.rtrace", options),
                     Catch::Contains(":5: the JSON nests objects and arrays more than 32 levels deep"));
 }
+
+TEST_CASE("a ShareGPT conversation past the turn cap keeps its first turns and is counted") {
+  TempDir dir;
+  std::string turns;
+  for (int k = 0; k < 300; ++k)
+    turns += std::string(k ? "," : "") + "{\"from\": \"human\", \"value\": \"q" + std::to_string(k) +
+             "\"}, {\"from\": \"gpt\", \"value\": \"a\"}";
+  auto in = write(dir, "long.json", "[{\"id\": \"long\", \"conversations\": [" + turns +
+                                        "]}, {\"id\": \"short\", \"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]}]");
+  TraceImportSummary summary;
+  auto trace = import(dir, in, "sharegpt", &summary);
+  REQUIRE(trace.exchanges.size() == kDefaultMaxTurns + 1);
+  CHECK(summary.cut_conversations == 1);
+  auto last = body_of(trace.exchanges[kDefaultMaxTurns - 1]);
+  CHECK(last["messages"].as_array().size() == 2 * kDefaultMaxTurns - 1);
+  CHECK(trace.exchanges[kDefaultMaxTurns].session_id == "short");
+  CHECK(json::parse(trace.header.settings).as_object()["max_turns"] == kDefaultMaxTurns);
+}
