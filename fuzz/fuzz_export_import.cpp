@@ -59,7 +59,8 @@ std::vector<Label> labels(FuzzedDataProvider& in) {
 
 std::vector<HttpHeader> headers(FuzzedDataProvider& in) {
   std::vector<HttpHeader> out(in.ConsumeIntegralInRange<std::size_t>(0, 3));
-  for (auto& header : out) header = {bytes(in, 16), bytes(in)};
+  // Mostly a name that may go on the wire: the trace reader refuses a request that cannot.
+  for (auto& header : out) header = {in.ConsumeBool() ? "X-" + bytes(in, 8) : bytes(in, 16), bytes(in)};
   return out;
 }
 
@@ -73,8 +74,8 @@ Exchange exchange(FuzzedDataProvider& in, std::uint64_t id) {
   e.actual_send_ns = in.ConsumeIntegral<std::int64_t>();
   e.first_byte_ns = count_or_absent(in);
   e.end_ns = count_or_absent(in);
-  e.request.method = bytes(in, 8);
-  e.request.target = bytes(in, 32);
+  e.request.method = in.ConsumeBool() ? "POST" : bytes(in, 8);
+  e.request.target = in.ConsumeBool() ? "/v1/" + bytes(in, 32) : bytes(in, 32);
   e.request.headers = headers(in);
   e.request.body = bytes(in, 256);
   e.key = request_key(e.request.method, e.request.target, e.request.body);
