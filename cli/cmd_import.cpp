@@ -27,6 +27,7 @@ void add_import(CLI::App& root, Registry& registry) {
   auto output = std::make_shared<std::string>();
   auto tokenizer_url = std::make_shared<std::string>();
   auto force = std::make_shared<bool>(false);
+  auto max_turns = std::make_shared<std::size_t>(kDefaultMaxTurns);
   CLI::App* command = root.add_subcommand(
       "import",
       "Turn a dataset into a trace of requests (no responses), ready to replay. Input is JSONL, one "
@@ -73,6 +74,12 @@ void add_import(CLI::App& root, Registry& registry) {
                       "max_tokens for bodies that give none (ShareGPT: turns with no answer)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  command->add_option("--max-turns", *max_turns,
+                      "ShareGPT: the first N user turns of each conversation become requests, the "
+                      "rest are left out and counted (turn k carries the k turns before it, so a "
+                      "conversation's cost grows with the square of its turns)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   command->add_option("--tokenizer-url", *tokenizer_url,
                       "synthetic prompts of exactly the trace's token counts, as counted by this "
                       "tokenize endpoint (vLLM, SGLang, llama.cpp, retrace serve: "
@@ -81,7 +88,7 @@ void add_import(CLI::App& root, Registry& registry) {
                       "close a zstd frame every N exchanges")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  registry.add(command, [options, input, output, tokenizer_url, force] {
+  registry.add(command, [options, input, output, tokenizer_url, force, max_turns] {
     check_output_file(*output, {*input}, *force, "--out");
     options->tool_version = kToolVersion;
     if (options->from == "auto") options->from = detect_import_format(*input);
@@ -90,6 +97,7 @@ void add_import(CLI::App& root, Registry& registry) {
       trace.from = options->from;
       trace.endpoint = options->endpoint;
       trace.max_tokens = options->max_tokens;
+      trace.max_turns = *max_turns;
       trace.tool_version = options->tool_version;
       trace.writer = options->writer;
       if (!tokenizer_url->empty()) {
@@ -106,6 +114,16 @@ void add_import(CLI::App& root, Registry& registry) {
       if (summary.inexact_prompts)
         std::cerr << "warning: " << summary.inexact_prompts << " prompts could not be brought to "
                   << "their exact token count (closest kept; see traces/README.md)\n";
+      if (summary.cut_conversations)
+        std::cerr << "warning: " << summary.cut_conversations
+                  << (summary.cut_conversations == 1 ? " conversation has" : " conversations have")
+                  << " more than " << trace.max_turns << " user turns; only the first " << trace.max_turns
+                  << " of each were imported (--max-turns)\n";
+      if (summary.out_of_order)
+        std::cerr << "warning: " << summary.out_of_order << (summary.out_of_order == 1 ? " row is" : " rows are")
+                  << " earlier than the row before it (the first at " << summary.first_out_of_order
+                  << "); --timing recorded sends each at its own time, so the replay's "
+                     "order is not the file's: sort the rows by time to keep them together\n";
       say_lone_surrogates(summary.lone_surrogates);
       return kExitOk;
     }

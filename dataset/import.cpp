@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "dataset/json_errors.hpp"
 #include "format/header.hpp"
 #include "dataset/staged_output.hpp"
 #include "base/text.hpp"
@@ -268,7 +269,7 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
       parser.reset();
       boost::json::error_code error;
       parser.write(line, error);
-      if (error) throw TraceError(where + "not valid JSON (" + error.message() + ")");
+      if (error) throw TraceError(where + json_error_text(error));
       json::value value = parser.release();
       if (!value.is_object())
         throw TraceError(where + "expected a JSON object, got " + kind_name(value));

@@ -5,9 +5,11 @@
 #include <boost/json.hpp>
 #include <string>
 
+#include "dataset/json_errors.hpp"
 #include "dataset/compressed_input.hpp"
 #include "format/header.hpp"
 #include "dataset/import.hpp"
+#include "dataset/trace_import.hpp"
 #include "format/json.hpp"
 #include "format/redaction.hpp"
 #include "dataset/staged_output.hpp"
@@ -26,9 +28,24 @@ json::object parse_line(std::string& line, const std::string& where, ImportNotes
   if (notes) notes->lone_surrogates += lone_surrogates;
   json::error_code error;
   json::value value = json::parse(line, error);
-  if (error) throw TraceError(where + "not valid JSON (" + error.message() + ")");
+  if (error) throw TraceError(where + json_error_text(error));
   if (!value.is_object()) throw TraceError(where + "expected a JSON object, one per line");
   return std::move(value.get_object());
+}
+
+// The send offsets `--timing recorded` waits out: one edited to before the run's start or past
+// import's 100-year bound would leave a replay waiting in silence, so it is refused here.
+void check_send_offsets(const Exchange& exchange, const std::string& where) {
+  for (auto [ns, name] : {std::pair{exchange.intended_send_ns, "intended_send_ns"},
+                          std::pair{exchange.actual_send_ns, "actual_send_ns"}}) {
+    if (ns < 0)
+      throw TraceError(where + "\"" + name + "\" " + std::to_string(ns) +
+                       " is before the run's start; a send offset is 0 or more nanoseconds");
+    if (ns > kMaxImportSpanNs)
+      throw TraceError(where + "\"" + name + "\" " + std::to_string(ns) +
+                       " is more than 100 years after the run's start, which --timing recorded "
+                       "would wait out; check the value and its unit (nanoseconds)");
+  }
 }
 
 bool blank(const std::string& line) { return line.find_first_not_of(" \t") == std::string::npos; }
@@ -82,6 +99,7 @@ std::uint64_t import_export_lines(const std::filesystem::path& in, const std::fi
       } catch (const TraceError& e) {
         throw TraceError(where + e.what());
       }
+      check_send_offsets(exchange, where);
       redactor.apply(exchange.request);
       redactor.apply(exchange.response.headers);
       writer.write(exchange);

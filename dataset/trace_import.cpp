@@ -1,11 +1,13 @@
 #include "dataset/trace_import.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <boost/json.hpp>
 #include <unordered_set>
 
 #include "base/ascii.hpp"
 #include "dataset/compressed_input.hpp"
+#include "dataset/json_errors.hpp"
 #include "format/header.hpp"
 #include "dataset/staged_output.hpp"
 #include "dataset/trace_rows.hpp"
@@ -44,8 +46,14 @@ std::optional<std::string> format_of_keys(const std::vector<std::string>& keys) 
 // The top-level keys of the JSON object `text` opens, as far as `text` goes (it may be cut
 // short: a row's first kilobytes name its keys, the text after them may be megabytes). Keys are
 // taken as written (an escaped key is not decoded); nothing is validated: the import does that.
-std::vector<std::string> object_keys(std::string_view text) {
+// `deepest` is how deep the text nests, so a row too deep to read is not blamed on its format.
+struct TopLevel {
   std::vector<std::string> keys;
+  int deepest = 0;
+};
+TopLevel object_keys(std::string_view text) {
+  TopLevel top;
+  auto& keys = top.keys;
   int depth = 0;
   bool expect_key = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -58,13 +66,14 @@ std::vector<std::string> object_keys(std::string_view text) {
       i = end;
     } else if (c == '{' || c == '[') {
       expect_key = ++depth == 1 && c == '{';
+      top.deepest = std::max(top.deepest, depth);
     } else if (c == '}' || c == ']') {
       if (--depth <= 0) break;
     } else if (c == ',') {
       expect_key = depth == 1;
     }
   }
-  return keys;
+  return top;
 }
 
 std::optional<std::string> format_of_header(std::string_view line) {
@@ -122,6 +131,43 @@ class RequestBuilder {
   PromptSynthesizer prompts_;
 };
 
+std::string seconds_text(std::int64_t ns) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3f", static_cast<double>(ns) / 1e9);
+  return text;
+}
+
+// Each row's time as an offset from the first row's, the clock `--timing recorded` replays.
+class RowClock {
+ public:
+  explicit RowClock(TraceImportSummary& summary) : summary_(summary) {}
+
+  // Throws TraceError for a row before the first or more than kMaxImportSpanNs after it.
+  std::int64_t offset(std::int64_t time_ns, const std::string& where) {
+    if (!first_) first_ = previous_ = time_ns;
+    std::int64_t span = 0;
+    // Times are within ±9e18 ns, so two of them may differ by more than int64 holds.
+    bool overflow = __builtin_sub_overflow(time_ns, *first_, &span);
+    if (!overflow && span < 0)
+      throw TraceError(where + "the row's time is " + seconds_text(-span) +
+                       " s before the first row's; import measures every time from the first "
+                       "row: sort the rows by time first");
+    if (overflow || span > kMaxImportSpanNs)
+      throw TraceError(where + "the row's time is more than 100 years after the first row's (" +
+                       (overflow ? std::string("past 292 years") : seconds_text(span) + " s") +
+                       "), which --timing recorded would wait out; check the timestamp and its unit");
+    if (time_ns < previous_ && summary_.out_of_order++ == 0)
+      summary_.first_out_of_order = where.ends_with(": ") ? where.substr(0, where.size() - 2) : where;
+    previous_ = time_ns;
+    return span;
+  }
+
+ private:
+  TraceImportSummary& summary_;
+  std::optional<std::int64_t> first_;
+  std::int64_t previous_ = 0;
+};
+
 std::string settings_json(const TraceImportOptions& options) {
   json::object settings{{"from", options.from},
                         {"endpoint", options.endpoint},
@@ -129,6 +175,7 @@ std::string settings_json(const TraceImportOptions& options) {
                         {"offsets", "from the trace's first row"}};
   if (options.from == "sharegpt") {
     settings["prompts"] = "the conversations' own text";
+    settings["max_turns"] = options.max_turns;
     settings["max_tokens"] = options.count_tokens
                                  ? "the recorded answer's tokens, counted by " + options.tokenizer_url
                                  : std::string("the recorded answer's words / 0.75 (approximate)");
@@ -145,12 +192,14 @@ std::string settings_json(const TraceImportOptions& options) {
   return json::serialize(settings);
 }
 
-void read_rows(const std::string& from, CompressedInput& input, const rows::RowSink& sink) {
+void read_rows(const TraceImportOptions& options, CompressedInput& input, const rows::RowSink& sink,
+               TraceImportSummary& summary) {
+  const std::string& from = options.from;
   if (from == "mooncake") return rows::read_mooncake(input, sink);
   if (from == "bailian") return rows::read_bailian(input, sink);
   if (from == "azure") return rows::read_azure(input, sink);
   if (from == "burstgpt") return rows::read_burstgpt(input, sink);
-  return rows::read_sharegpt(input, sink);
+  return rows::read_sharegpt(input, sink, options.max_turns, summary.cut_conversations);
 }
 
 }  // namespace
@@ -175,11 +224,21 @@ std::string detect_import_format(const std::filesystem::path& path) {
   std::string_view first(start);
   first = first.substr(0, first.find_first_of("\r\n"));
   std::optional<std::string> found;
-  if (first.starts_with("[")) found = "sharegpt";
-  else if (first.starts_with("{")) found = format_of_keys(object_keys(first));
-  else found = format_of_header(first);
+  int deepest = 0;
+  if (first.starts_with("[")) {
+    found = "sharegpt";
+  } else if (first.starts_with("{")) {
+    auto top = object_keys(first);
+    found = format_of_keys(top.keys);
+    deepest = top.deepest;
+  } else {
+    found = format_of_header(first);
+  }
   if (found) return *found;
   if (first.empty()) throw TraceError(path.string() + ": the file is empty");
+  if (deepest > kMaxImportJsonDepth)
+    throw TraceError(path.string() + ":" + std::to_string(line) + ": " +
+                     json_error_text(json::error::too_deep));
   std::string shown(first.substr(0, 80));
   throw TraceError(path.string() + ":" + std::to_string(line) +
                    ": cannot tell the format from the first line (\"" + shown +
@@ -202,11 +261,11 @@ TraceImportSummary import_trace(const std::filesystem::path& in, const std::file
   {
     TraceWriter writer(staged.temporary(), header, options.writer);
     RequestBuilder builder(options);
-    std::optional<std::int64_t> first_time;
+    RowClock clock(summary);
     std::unordered_set<std::string> sessions;
     std::uint64_t row_number = 0;
     Exchange exchange;
-    read_rows(options.from, input, [&](rows::TraceRow& row) {
+    read_rows(options, input, [&](rows::TraceRow& row) {
       ++row_number;
       summary.lone_surrogates += row.lone_surrogates;
       if (!row.skip_reason.empty()) {
@@ -216,8 +275,7 @@ TraceImportSummary import_trace(const std::filesystem::path& in, const std::file
       exchange = Exchange{};
       exchange.id = summary.written + 1;
       if (row.time_ns) {
-        if (!first_time) first_time = row.time_ns;
-        exchange.intended_send_ns = exchange.actual_send_ns = *row.time_ns - *first_time;
+        exchange.intended_send_ns = exchange.actual_send_ns = clock.offset(*row.time_ns, rows::where(input));
         if (row.time_is_unix) exchange.start_unix_ns = *row.time_ns;
       }
       exchange.session_id = std::move(row.session_id);
@@ -230,7 +288,7 @@ TraceImportSummary import_trace(const std::filesystem::path& in, const std::file
       exchange.key = request_key(exchange.request.method, exchange.request.target, exchange.request.body);
       writer.write(exchange);
       ++summary.written;
-    });
+    }, summary);
     if (summary.written == 0)
       throw TraceError(in.string() + ": no requests found" +
                        (summary.skipped ? " (every row was skipped as failed in production)" : ""));

@@ -41,10 +41,21 @@ std::string detect_import_format(const std::filesystem::path& path);
 // its line, before a prompt of that length is built (10^12 claimed tokens would be terabytes).
 inline constexpr std::int64_t kMaxImportTokens = std::int64_t{1} << 20;
 
+// The longest span from a trace's first row that import takes: 100 years, the bound replay's --rate
+// keeps. `--timing recorded` waits out every offset, so a row 292 years on (a timestamp in the
+// wrong unit, or edited) would leave a replay waiting with no word; it is refused, naming its line.
+inline constexpr std::int64_t kMaxImportSpanNs = std::int64_t{100} * 365 * 24 * 3600 * 1'000'000'000;
+
+inline constexpr std::size_t kDefaultMaxTurns = 256;
+
 struct TraceImportOptions {
   std::string from;                // one of trace_formats()
   std::string endpoint = "chat";   // chat | completions
   std::int64_t max_tokens = 128;   // a ShareGPT turn with no recorded answer
+  // ShareGPT: the user turns of a conversation that become requests, the first ones. Turn k's
+  // request carries the k turns before it, so time and trace size grow with the square of a
+  // conversation's turns: a 20,000-turn conversation would be 200 million messages.
+  std::size_t max_turns = kDefaultMaxTurns;
   std::string tool_version;
   TokenCounter count_tokens;       // empty: approximate lengths
   std::string tokenizer_url;       // recorded in the header when count_tokens is given
@@ -57,6 +68,11 @@ struct TraceImportSummary {
   std::uint64_t sessions = 0;
   std::uint64_t inexact_prompts = 0;  // exact mode: prompts the tokenizer could not match
   std::uint64_t lone_surrogates = 0;  // lone UTF-16 surrogate escapes read as U+FFFD
+  // Rows earlier than the row before them (still after the first row): each is sent at its own
+  // offset, so the replay's order is not the file's. The first one's "FILE:LINE".
+  std::uint64_t cut_conversations = 0;  // ShareGPT conversations with more turns than max_turns
+  std::uint64_t out_of_order = 0;
+  std::string first_out_of_order;
 };
 
 // Reads `in` (plain, .gz or .zst) and writes the trace `out` through `out`.tmp, renamed at the

@@ -46,7 +46,10 @@ void read_mooncake(CompressedInput& input, const RowSink& sink);
 void read_bailian(CompressedInput& input, const RowSink& sink);
 void read_azure(CompressedInput& input, const RowSink& sink);
 void read_burstgpt(CompressedInput& input, const RowSink& sink);
-void read_sharegpt(CompressedInput& input, const RowSink& sink);
+// At most `max_turns` user turns of each conversation become rows (turn k carries the k turns
+// before it, so a conversation costs the square of its turns); `cut` counts the conversations that
+// had more.
+void read_sharegpt(CompressedInput& input, const RowSink& sink, std::size_t max_turns, std::uint64_t& cut);
 
 // "YYYY-MM-DD HH:MM:SS[.F{1,9}][Z|+HH:MM|-HH:MM]" (a 'T' may stand for the space) as unix
 // nanoseconds, UTC unless an offset is given. Azure's traces write seven fractional digits,

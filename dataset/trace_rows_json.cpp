@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "base/text.hpp"
+#include "dataset/json_errors.hpp"
 #include "dataset/trace_rows.hpp"
 
 namespace retrace::rows {
@@ -84,7 +85,7 @@ void each_object(CompressedInput& input, Each&& each) {
     parser.reset();
     json::error_code error;
     parser.write(line, error);
-    if (error) bad(input, "not valid JSON (" + error.message() + ")");
+    if (error) bad(input, json_error_text(error));
     json::value value = parser.release();
     if (!value.is_object()) bad(input, "expected a JSON object");
     each(value.get_object(), lone_surrogates);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/text.hpp"
+#include "dataset/json_errors.hpp"
 #include "dataset/trace_rows.hpp"
 
 namespace retrace::rows {
@@ -25,7 +26,8 @@ std::optional<std::string> role_of(std::string_view from) {
 
 // One conversation: a row per user message, carrying the turns before it and the answer after it.
 void conversation_rows(const json::object& conversation, std::uint64_t ordinal,
-                       std::uint64_t lone_surrogates, const std::string& where, const RowSink& sink) {
+                       std::uint64_t lone_surrogates, const std::string& where, const RowSink& sink,
+                       std::size_t max_turns, std::uint64_t& cut) {
   auto bad = [&](const std::string& what) { throw TraceError(where + what); };
   std::string id = "conversation-" + std::to_string(ordinal);
   if (const auto* given = conversation.if_contains("id")) {
@@ -52,6 +54,10 @@ void conversation_rows(const json::object& conversation, std::uint64_t ordinal,
   std::int64_t turn_number = 0;
   for (std::size_t k = 0; k < messages.size(); ++k) {
     if (messages[k].role != "user") continue;
+    if (static_cast<std::size_t>(turn_number) == max_turns) {
+      ++cut;
+      break;
+    }
     row = TraceRow{};
     row.session_id = id;
     row.messages.assign(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(k) + 1);
@@ -65,7 +71,7 @@ void conversation_rows(const json::object& conversation, std::uint64_t ordinal,
 
 }  // namespace
 
-void read_sharegpt(CompressedInput& input, const RowSink& sink) {
+void read_sharegpt(CompressedInput& input, const RowSink& sink, std::size_t max_turns, std::uint64_t& cut) {
   const std::string file = input.path().string();
   std::uint64_t line = 1, element_line = 0, ordinal = 0;
   int depth = 0;
@@ -114,9 +120,9 @@ void read_sharegpt(CompressedInput& input, const RowSink& sink) {
           parser.reset();
           json::error_code error;
           parser.write(element, error);
-          if (error) throw TraceError(where + "not valid JSON (" + error.message() + ")");
+          if (error) throw TraceError(where + json_error_text(error));
           json::value value = parser.release();
-          conversation_rows(value.get_object(), ++ordinal, lone_surrogates, where, sink);
+          conversation_rows(value.get_object(), ++ordinal, lone_surrogates, where, sink, max_turns, cut);
         }
       }
     }

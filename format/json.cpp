@@ -83,14 +83,16 @@ namespace {
 
 json::object labels_to_json(const std::vector<Label>& labels) {
   json::object object;
-  for (const auto& label : labels) object[label.key] = label.value;
+  // A key is a name, so it is replaced where it is not UTF-8; the value is bytes like the rest.
+  for (const auto& label : labels) object[utf8_or_replaced(label.key)] = bytes_to_json(label.value);
   return object;
 }
 
 json::array headers_to_json(const std::vector<HttpHeader>& headers) {
   json::array array;
   array.reserve(headers.size());
-  for (const auto& header : headers) array.push_back(json::array{header.name, header.value});
+  for (const auto& header : headers)
+    array.push_back(json::array{bytes_to_json(header.name), bytes_to_json(header.value)});
   return array;
 }
 
@@ -159,8 +161,7 @@ void read_labels(const json::object& object, std::vector<Label>& out) {
   out.clear();
   if (const auto* labels = read_object(object, "labels")) {
     for (const auto& member : *labels) {
-      if (!member.value().is_string()) mistyped("labels", "string values");
-      out.push_back(Label{std::string(member.key()), std::string(member.value().get_string())});
+      out.push_back(Label{std::string(member.key()), bytes_from_json(member.value(), "labels")});
     }
   }
 }
@@ -170,10 +171,8 @@ void read_headers(const json::object& object, std::vector<HttpHeader>& out) {
   if (const auto* headers = read_array(object, "headers")) {
     for (const auto& header : *headers) {
       const auto* pair = header.if_array();
-      if (!pair || pair->size() != 2 || !(*pair)[0].is_string() || !(*pair)[1].is_string())
-        mistyped("headers", "[name, value] pairs");
-      out.push_back(HttpHeader{std::string((*pair)[0].get_string()),
-                               std::string((*pair)[1].get_string())});
+      if (!pair || pair->size() != 2) mistyped("headers", "[name, value] pairs");
+      out.push_back(HttpHeader{bytes_from_json((*pair)[0], "headers"), bytes_from_json((*pair)[1], "headers")});
     }
   }
 }
@@ -191,14 +190,14 @@ json::object to_json(const TraceHeader& header) {
   json::object object;
   object["format_major"] = header.format_major;
   object["format_minor"] = header.format_minor;
-  object["tool_version"] = header.tool_version;
+  object["tool_version"] = bytes_to_json(header.tool_version);
   object["created_unix_ns"] = header.created_unix_ns;
   object["source"] = to_string(header.source);
-  object["target"] = header.target;
-  object["settings"] = header.settings;
-  object["host"] = header.host;
+  object["target"] = bytes_to_json(header.target);
+  object["settings"] = bytes_to_json(header.settings);
+  object["host"] = bytes_to_json(header.host);
   object["labels"] = labels_to_json(header.labels);
-  object["server_info"] = header.server_info;
+  object["server_info"] = bytes_to_json(header.server_info);
   return object;
 }
 
@@ -207,7 +206,7 @@ json::object to_json(const Exchange& exchange) {
   object["id"] = exchange.id;
   object["source_id"] = exchange.source_id ? json::value(*exchange.source_id) : json::value(nullptr);
   object["key"] = exchange.key.hex();
-  object["session_id"] = exchange.session_id;
+  object["session_id"] = bytes_to_json(exchange.session_id);
   object["start_unix_ns"] = exchange.start_unix_ns;
   object["intended_send_ns"] = exchange.intended_send_ns;
   object["actual_send_ns"] = exchange.actual_send_ns;
@@ -215,8 +214,8 @@ json::object to_json(const Exchange& exchange) {
   object["end_ns"] = json_count(exchange.end_ns);
 
   json::object request;
-  request["method"] = exchange.request.method;
-  request["target"] = exchange.request.target;
+  request["method"] = bytes_to_json(exchange.request.method);
+  request["target"] = bytes_to_json(exchange.request.target);
   request["headers"] = headers_to_json(exchange.request.headers);
   request["body"] = bytes_to_json(exchange.request.body);
   object["request"] = std::move(request);
@@ -255,14 +254,14 @@ json::object to_json(const Exchange& exchange) {
     }
     json::object choice_object{{"index", choice.index},
                                {"kind", to_string(choice.kind)},
-                               {"finish_reason", choice.finish_reason},
+                               {"finish_reason", bytes_to_json(choice.finish_reason)},
                                {"tokens", std::move(tokens)}};
     // The part fields only where they say something (format 1.3), so a content-only export reads
     // as it did before parts.
     if (choice.part != Part::content) choice_object["part"] = to_string(choice.part);
     if (choice.part == Part::tool_call) {
       choice_object["tool_call"] = choice.tool_call;
-      choice_object["tool_name"] = choice.tool_name;
+      choice_object["tool_name"] = bytes_to_json(choice.tool_name);
     }
     if (!choice.values.empty()) {
       json::array values;
@@ -282,8 +281,8 @@ json::object to_json(const Exchange& exchange) {
   object["error"] = json::object{{"kind", to_string(exchange.error.kind)},
                                  {"message", utf8_or_replaced(exchange.error.message)}};
   object["labels"] = labels_to_json(exchange.labels);
-  object["expected"] = exchange.expected ? json::value(*exchange.expected) : json::value(nullptr);
-  object["dialect"] = exchange.dialect;
+  object["expected"] = exchange.expected ? bytes_to_json(*exchange.expected) : json::value(nullptr);
+  object["dialect"] = bytes_to_json(exchange.dialect);
   // Notes and messages quote what arrived, which need not be UTF-8; JSON text must be (so that
   // `export | import` reads its own output), and they are for reading: replaced, not encoded.
   object["decode_note"] = utf8_or_replaced(exchange.decode_note);
@@ -295,7 +294,7 @@ TraceHeader header_from_json(const json::object& object) {
   TraceHeader header;
   read_int(object, "format_major", header.format_major);
   read_int(object, "format_minor", header.format_minor);
-  read_string(object, "tool_version", header.tool_version);
+  read_bytes(object, "tool_version", header.tool_version);
   read_int(object, "created_unix_ns", header.created_unix_ns);
   std::string source;
   read_string(object, "source", source);
@@ -304,11 +303,11 @@ TraceHeader header_from_json(const json::object& object) {
     if (!parsed) mistyped("source", "recorded, replayed or imported");
     header.source = *parsed;
   }
-  read_string(object, "target", header.target);
-  read_string(object, "settings", header.settings);
-  read_string(object, "host", header.host);
+  read_bytes(object, "target", header.target);
+  read_bytes(object, "settings", header.settings);
+  read_bytes(object, "host", header.host);
   read_labels(object, header.labels);
-  read_string(object, "server_info", header.server_info);
+  read_bytes(object, "server_info", header.server_info);
   return header;
 }
 
@@ -329,7 +328,7 @@ void exchange_from_json(const json::object& object, Exchange& out) {
     if (!hi || !lo) mistyped("key", "32 hex digits");
     out.key = RequestKey{*hi, *lo};
   }
-  read_string(object, "session_id", out.session_id);
+  read_bytes(object, "session_id", out.session_id);
   read_int(object, "start_unix_ns", out.start_unix_ns);
   read_int(object, "intended_send_ns", out.intended_send_ns);
   read_int(object, "actual_send_ns", out.actual_send_ns);
@@ -337,8 +336,8 @@ void exchange_from_json(const json::object& object, Exchange& out) {
   read_int(object, "end_ns", out.end_ns);
 
   if (const auto* request = read_object(object, "request")) {
-    read_string(*request, "method", out.request.method);
-    read_string(*request, "target", out.request.target);
+    read_bytes(*request, "method", out.request.method);
+    read_bytes(*request, "target", out.request.target);
     read_headers(*request, out.request.headers);
     read_bytes(*request, "body", out.request.body);
     if (auto unsendable = wire_syntax_error(out.request); !unsendable.empty())
@@ -373,7 +372,7 @@ void exchange_from_json(const json::object& object, Exchange& out) {
         if (!parsed) mistyped("kind", "none, text_deltas, logprob_tokens or token_ids");
         choice.kind = *parsed;
       }
-      read_string(choice_object, "finish_reason", choice.finish_reason);
+      read_bytes(choice_object, "finish_reason", choice.finish_reason);
       std::string part;
       read_string(choice_object, "part", part);
       if (!part.empty()) {
@@ -382,7 +381,7 @@ void exchange_from_json(const json::object& object, Exchange& out) {
         choice.part = *parsed;
       }
       read_int(choice_object, "tool_call", choice.tool_call);
-      read_string(choice_object, "tool_name", choice.tool_name);
+      read_bytes(choice_object, "tool_name", choice.tool_name);
       if (const auto* values = read_array(choice_object, "values")) {
         choice.values.reserve(values->size());
         for (const auto& value : *values) {
@@ -438,9 +437,9 @@ void exchange_from_json(const json::object& object, Exchange& out) {
   read_labels(object, out.labels);
   if (find(object, "expected")) {
     out.expected.emplace();
-    read_string(object, "expected", *out.expected);
+    read_bytes(object, "expected", *out.expected);
   }
-  read_string(object, "dialect", out.dialect);
+  read_bytes(object, "dialect", out.dialect);
   read_string(object, "decode_note", out.decode_note);
   read_int(object, "retries", out.retries);
 }

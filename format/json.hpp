@@ -2,7 +2,10 @@
 //
 // One record is one JSON object: {"header":{...}} or {"exchange":{...}}. Field names are the
 // snake_case names of the structs in format/trace.hpp. Byte fields (bodies, event data, token
-// bytes) are JSON strings when they are valid UTF-8, else {"base64":"..."}; absent optionals and
+// bytes, and every text a trace takes from outside: header fields, methods, targets, session ids,
+// label values, ...) are JSON strings when they are valid UTF-8, else {"base64":"..."}; the two
+// free-text fields (error message, decode note) and label keys are UTF-8 with U+FFFD for a byte
+// that is not; absent optionals and
 // the trace's -1 sentinels (token ids, usage counts, first_byte_ns, end_ns) are null; numbers are
 // plain decimals (base/json_text.hpp); `key` is the 32-digit hex request key; labels are an object {key: value}.
 #pragma once

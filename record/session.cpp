@@ -139,11 +139,25 @@ void ClientSession::on_read_request(error_code ec) {
   if (ec == http::error::body_limit)
     return reject(http::status::payload_too_large,
                   "request body exceeds --max-body " + std::to_string(options_.max_body) + " bytes");
+  // A client that closed its side mid-body can still read an answer: it gets 400 at once, as from
+  // serve, instead of a silent close (the exchange is kept as rejected, with what arrived).
+  if (ec == http::error::partial_message && request_parser_->is_header_done())
+    return reject(http::status::bad_request, body_cut_short());
   if (ec && ec != http::error::end_of_stream && ec != http::error::partial_message &&
       ec.category() == error_code(http::error::bad_version).category())
     return reject(http::status::bad_request, "malformed HTTP request: " + ec.message());
   if (ec) return close_client();  // the client went away, idled out, or we are shutting down
   begin_exchange();
+}
+
+std::string ClientSession::body_cut_short() const {
+  std::string message = "the request body ended after " +
+                        std::to_string(request_parser_->get().body().size()) + " bytes";
+  if (auto length = request_parser_->content_length())
+    message += " of the " + std::to_string(*length) + " its Content-Length gives";
+  else if (request_parser_->chunked())
+    message += ", inside a chunk or before the last chunk";
+  return message + ": the client closed its side of the connection before the request was whole";
 }
 
 // An exchange begins (forwarded or rejected): counted in flight, and what arrived of the request

@@ -70,6 +70,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void on_read_header(error_code ec);
   void fail_before_response(error_code ec, net::Phase phase, const std::string& detail = {});
   void reject(http::status status, const std::string& message);
+  // The 400's message for a request whose body the client stopped sending (its side closed).
+  std::string body_cut_short() const;
   void complete(bool close_after);
   void hand_over();  // the captured exchange to the trace thread (recorded paths only)
   void close_client();

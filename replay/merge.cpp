@@ -56,17 +56,48 @@ Shard open_shard(const std::filesystem::path& path) {
   shard.path = path;
   shard.reader = std::make_unique<TraceReader>(path);
   const auto& header = shard.reader->header();
+  if (header.source != Source::replayed)
+    throw MergeRefused(name(path) + " is not a replay's output (its source is " +
+                       std::string(to_string(header.source)) +
+                       "); merge takes the outputs of one `retrace replay --shard I/N` run");
   json::error_code ec;
   auto settings = json::parse(header.settings, ec);
-  if (header.source != Source::replayed || ec || !settings.is_object() ||
-      !settings.as_object().contains("input_identity") || !settings.as_object().contains("shard"))
-    throw MergeRefused(name(path) + " is not a shard of a replay: its settings name no input "
-                       "trace (`retrace replay --shard I/N` records one); merge takes the outputs "
-                       "of one sharded replay");
+  if (ec || !settings.is_object())
+    throw MergeRefused(name(path) + " is a replay whose header settings are not a JSON object; "
+                       "merge takes the outputs of one `retrace replay --shard I/N` run");
+  const auto& object = settings.as_object();
+  if (!object.contains("input_identity")) {
+    // A run of one shard (--shard 0/1, or no --shard) is the whole replay: there is nothing to join.
+    std::string shard_text = string_field(object, "shard");
+    throw MergeRefused(name(path) + " is a whole replay" +
+                       (shard_text.empty() ? "" : " (--shard " + shard_text + ")") +
+                       ", not one shard of several: it needs no merge; use it as it is, or merge "
+                       "the outputs of a run with --shard I/N and N above 1");
+  }
+  if (!object.contains("shard"))
+    throw MergeRefused(name(path) + " names its input trace but no \"shard\" in its settings; "
+                       "merge takes the outputs of one `retrace replay --shard I/N` run");
   shard.settings = std::move(settings.as_object());
   std::tie(shard.index, shard.count) = parse_shard(string_field(shard.settings, "shard"));
   shard.start_at_ns = int_field(shard.settings, "start_at_unix_ns");
+  // Unix time in int64 nanoseconds runs from 1970 to 2262; the gaps between two such starts, and
+  // every time shifted by one, stay in range only when the start is a time of that span.
+  if (shard.start_at_ns && *shard.start_at_ns < 0)
+    throw MergeRefused(name(path) + ": its \"start_at_unix_ns\" " + std::to_string(*shard.start_at_ns) +
+                       " is before 1970; a shard's --start-at is a time of its run");
   return shard;
+}
+
+// `a + b`, or MergeRefused naming the exchange whose time it is: shifted onto the common clock, a
+// crafted time would wrap round (signed overflow).
+std::int64_t shifted(std::int64_t a, std::int64_t b, const Shard& shard, const Exchange& exchange) {
+  std::int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum))
+    throw MergeRefused(name(shard.path) + ": exchange " + std::to_string(exchange.id) +
+                       "'s times do not fit on the common clock (shifted by " +
+                       std::to_string(shard.shift_ns) + " ns they pass 292 years); the shard is damaged "
+                       "or its \"start_at_unix_ns\" was edited");
+  return sum;
 }
 
 void check_shards(const std::vector<Shard>& shards) {
@@ -257,12 +288,15 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
   if (closed_loop) set_label(header.labels, "concurrency", std::to_string(result.total_concurrency));
 
   // A k-way merge by completion on the common clock (replay/merge.hpp says why).
+  // Computed once per exchange, when it is read (a refusal is not thrown from inside the heap).
   auto completion = [](const Shard& shard) {
     const auto& e = shard.current;
-    return e.actual_send_ns + std::max<std::int64_t>(e.end_ns, 0) + shard.shift_ns;
+    return shifted(shifted(e.actual_send_ns, std::max<std::int64_t>(e.end_ns, 0), shard, e),
+                   shard.shift_ns, shard, e);
   };
+  std::vector<std::int64_t> completes_at(shards.size(), 0);
   auto later = [&](std::size_t a, std::size_t b) {
-    auto ka = completion(shards[a]), kb = completion(shards[b]);
+    auto ka = completes_at[a], kb = completes_at[b];
     return ka != kb ? ka > kb : a > b;
   };
   std::priority_queue<std::size_t, std::vector<std::size_t>, decltype(later)> heads(later);
@@ -272,6 +306,7 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
     if (shards[s].reader->next(shards[s].current)) {
       ++shards[s].present;
       if (source && shards[s].current.source_id) present_ids[s].push_back(*shards[s].current.source_id);
+      completes_at[s] = completion(shards[s]);
       heads.push(s);
       return;
     }
@@ -279,22 +314,32 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
     shards[s].reader.reset();
     shards[s].current = Exchange{};
   };
-  TraceWriter writer(out, header, options.writer);
-  for (std::size_t s = 0; s < shards.size(); ++s) advance(s);
   std::uint64_t next_id = 0;
-  while (!heads.empty()) {
-    auto s = heads.top();
-    heads.pop();
-    auto& exchange = shards[s].current;
-    exchange.id = next_id++;
-    exchange.intended_send_ns += shards[s].shift_ns;
-    exchange.actual_send_ns += shards[s].shift_ns;
-    set_label(exchange.labels, "run", run);
-    if (closed_loop) set_label(exchange.labels, "concurrency", std::to_string(result.total_concurrency));
-    writer.write(exchange);
-    advance(s);
+  {
+    auto writer = std::make_unique<TraceWriter>(out, header, options.writer);
+    try {
+      for (std::size_t s = 0; s < shards.size(); ++s) advance(s);
+      while (!heads.empty()) {
+        auto s = heads.top();
+        heads.pop();
+        auto& exchange = shards[s].current;
+        exchange.id = next_id++;
+        exchange.intended_send_ns = shifted(exchange.intended_send_ns, shards[s].shift_ns, shards[s], exchange);
+        exchange.actual_send_ns = shifted(exchange.actual_send_ns, shards[s].shift_ns, shards[s], exchange);
+        set_label(exchange.labels, "run", run);
+        if (closed_loop) set_label(exchange.labels, "concurrency", std::to_string(result.total_concurrency));
+        writer->write(exchange);
+        advance(s);
+      }
+    } catch (const MergeRefused&) {
+      // A refused merge writes nothing: the half-written output goes.
+      writer.reset();
+      std::error_code ignored;
+      std::filesystem::remove(out, ignored);
+      throw;
+    }
+    writer->close();
   }
-  writer.close();
 
   result.exchanges = next_id;
   for (std::size_t s = 0; s < shards.size(); ++s) {

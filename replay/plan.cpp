@@ -1,5 +1,4 @@
 // Parsing and planning for replay: options, selection, body rewriting, arrival processes.
-#include <fnmatch.h>
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -20,10 +19,6 @@ namespace json = boost::json;
 
 namespace {
 
-
-bool glob_match(const std::string& pattern, const std::string& text) {
-  return ::fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
-}
 
 std::optional<std::size_t> parse_index(std::string_view segment) {
   if (segment.empty() || segment.size() > 9) return std::nullopt;
@@ -248,35 +243,6 @@ HttpHeader parse_header(std::string_view text) {
       throw std::invalid_argument("bad --header '" + std::string(name) +
                                   "': the value may not contain line breaks");
   return {std::string(name), std::string(value)};
-}
-
-void validate_filter(std::string_view filter) {
-  auto colon = filter.find(':');
-  auto kind = filter.substr(0, colon);
-  if (colon == std::string_view::npos || (kind != "path" && kind != "label" && kind != "session"))
-    throw std::invalid_argument("bad --filter '" + std::string(filter) +
-                                "': use path:GLOB, label:KEY=GLOB or session:GLOB");
-  if (kind == "label" && filter.find('=', colon) == std::string_view::npos)
-    throw std::invalid_argument("bad --filter '" + std::string(filter) +
-                                "': a label filter is label:KEY=GLOB");
-}
-
-bool matches_filter(const Exchange& exchange, std::string_view filter) {
-  auto colon = filter.find(':');
-  auto kind = filter.substr(0, colon);
-  auto pattern = filter.substr(colon + 1);
-  if (kind == "path") {
-    auto target = std::string_view(exchange.request.target);
-    auto path = target.substr(0, target.find('?'));
-    return glob_match(std::string(pattern), std::string(path));
-  }
-  if (kind == "session") return glob_match(std::string(pattern), exchange.session_id);
-  if (kind == "label") {
-    auto eq = pattern.find('=');
-    auto* value = exchange.label(pattern.substr(0, eq));
-    return value && glob_match(std::string(pattern.substr(eq + 1)), *value);
-  }
-  return false;
 }
 
 std::string apply_body_overrides(std::string_view body,

@@ -1,5 +1,8 @@
-// Which exchanges a replay sends, and the trace's own clock: filters, the time window, the session
-// sample, shards, --limit and --requests (the order is in replay/replay.hpp); idle-gap capping.
+// Which exchanges a replay sends, and the trace's own clock: filters (their globs checked), the
+// time window, the session sample, shards, --limit and --requests (the order is in
+// replay/replay.hpp); idle-gap capping.
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -12,6 +15,69 @@
 #include "replay/replay.hpp"
 
 namespace retrace::replay {
+
+namespace {
+
+bool glob_match(const std::string& pattern, const std::string& text) {
+  return ::fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+// fnmatch reads a '[' with no ']' after it as a literal '[', so `path:[` matched no request and
+// the replay sent nothing without a word: an unclosed class is refused instead. Where the class
+// opened, or npos when every one closes.
+std::size_t unclosed_class(std::string_view glob) {
+  for (std::size_t i = 0; i < glob.size(); ++i) {
+    if (glob[i] == '\\') {
+      ++i;
+      continue;
+    }
+    if (glob[i] != '[') continue;
+    std::size_t end = i + 1;
+    if (end < glob.size() && (glob[end] == '!' || glob[end] == '^')) ++end;
+    if (end < glob.size() && glob[end] == ']') ++end;  // a leading ']' is a member
+    end = glob.find(']', end);
+    if (end == std::string_view::npos) return i;
+    i = end;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+void validate_filter(std::string_view filter) {
+  auto colon = filter.find(':');
+  auto kind = filter.substr(0, colon);
+  if (colon == std::string_view::npos || (kind != "path" && kind != "label" && kind != "session"))
+    throw std::invalid_argument("bad --filter '" + std::string(filter) +
+                                "': use path:GLOB, label:KEY=GLOB or session:GLOB");
+  if (kind == "label" && filter.find('=', colon) == std::string_view::npos)
+    throw std::invalid_argument("bad --filter '" + std::string(filter) +
+                                "': a label filter is label:KEY=GLOB");
+  auto glob = filter.substr(kind == "label" ? filter.find('=', colon) + 1 : colon + 1);
+  if (auto at = unclosed_class(glob); at != std::string_view::npos)
+    throw std::invalid_argument("bad --filter '" + std::string(filter) + "': the '[' at character " +
+                                std::to_string(glob.data() + at - filter.data() + 1) +
+                                " opens a character class that no ']' closes; write \\[ for a "
+                                "literal '['");
+}
+
+bool matches_filter(const Exchange& exchange, std::string_view filter) {
+  auto colon = filter.find(':');
+  auto kind = filter.substr(0, colon);
+  auto pattern = filter.substr(colon + 1);
+  if (kind == "path") {
+    auto target = std::string_view(exchange.request.target);
+    auto path = target.substr(0, target.find('?'));
+    return glob_match(std::string(pattern), std::string(path));
+  }
+  if (kind == "session") return glob_match(std::string(pattern), exchange.session_id);
+  if (kind == "label") {
+    auto eq = pattern.find('=');
+    auto* value = exchange.label(pattern.substr(0, eq));
+    return value && glob_match(std::string(pattern.substr(eq + 1)), *value);
+  }
+  return false;
+}
 
 std::vector<std::int64_t> trace_clock_ns(const std::vector<Exchange>& exchanges) {
   bool have_offsets = std::any_of(exchanges.begin(), exchanges.end(),

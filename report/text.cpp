@@ -1,6 +1,7 @@
 #include "report/text.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -36,7 +37,31 @@ std::string html_escape(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// A number as a spreadsheet reads it ("-1.5", "+3", "-2e-05"): its sign starts no formula.
+bool is_plain_number(std::string_view text) {
+  double value = 0;
+  std::size_t sign = text.size() > 1 && text[0] == '+' ? 1 : 0;
+  auto [end, error] = std::from_chars(text.data() + sign, text.data() + text.size(), value);
+  return error == std::errc{} && end == text.data() + text.size();
+}
+
+// OWASP's CSV injection rule: a spreadsheet runs a cell that opens with = + - @ (or a tab or CR,
+// which some strip first) as a formula, and a trace's text may be anyone's.
+bool opens_formula(std::string_view text) {
+  return !text.empty() && std::string_view("=+-@\t\r").find(text[0]) != std::string_view::npos &&
+         !is_plain_number(text);
+}
+
+}  // namespace
+
 std::string csv_field(std::string_view text) {
+  std::string guarded;
+  if (opens_formula(text)) {
+    guarded = "'" + std::string(text);
+    text = guarded;
+  }
   if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
   std::string out = "\"";
   for (char c : text) {

@@ -28,7 +28,9 @@ using retrace::json_text;
 // Text made safe inside HTML element content and attribute values (& < > " ').
 std::string html_escape(std::string_view text);
 
-// One CSV field (RFC 4180): quoted when it holds a comma, quote, CR or LF; quotes doubled.
+// One CSV field (RFC 4180): quoted when it holds a comma, quote, CR or LF; quotes doubled. A text
+// that opens with = + - @, a tab or CR and is not a number gets a leading ' (OWASP's CSV injection
+// rule), so a spreadsheet shows it and runs no formula: "=1+1" is written '=1+1, "-1.5" as it is.
 std::string csv_field(std::string_view text);
 // One CSV record (RFC 4180): the fields, each through csv_field, comma-separated, ended by CRLF.
 // The one CSV writer: every `--csv` output is rows of this. An absent value is an empty field.

@@ -4,14 +4,14 @@
 # grew (build/fuzz/corpus/TARGET, kept between runs). Prints executions and coverage per target;
 # exits 1 when a target found a crash, a leak, undefined behaviour or an input that allocates past
 # 2 GiB (the reproducer is left in build/fuzz/findings/).
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: trace_reader sse decoder import trace_import content_coding url sim_request http_head redaction)
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: trace_reader sse decoder import trace_import content_coding url sim_request http_head redaction export_import)
 # bench/fuzz.sh runs the same for hours.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-(( ${#targets[@]} )) || targets=(trace_reader sse decoder import trace_import content_coding url sim_request http_head redaction)
+(( ${#targets[@]} )) || targets=(trace_reader sse decoder import trace_import content_coding url sim_request http_head redaction export_import)
 
 # The build's output only when it fails: a failed build ended this script in silence (set -e),
 # and scripts/test.sh then failed with no word of why.

@@ -169,6 +169,28 @@ TEST_CASE("an export line is valid UTF-8 even when a note quotes bytes that are 
   CHECK(back.request == exchange.request);
 }
 
+TEST_CASE("an export line holds text fields that are not UTF-8 as base64 and reads them back") {
+  auto exchange = plain_exchange(9);
+  exchange.session_id = "s\xff";
+  exchange.request.headers.push_back({"X-Name", "caf\xe9"});
+  exchange.labels = {{"tier", "\x80gold"}};
+  exchange.dialect = "d\xfe";
+  exchange.expected = "\xc3";
+  auto line = exchange_line(exchange);
+  boost::json::error_code error;
+  auto parsed = boost::json::parse(line, error);
+  REQUIRE_FALSE(error);
+  Exchange back;
+  exchange_from_json(parsed.as_object().at("exchange").as_object(), back);
+  CHECK(back == exchange);
+  TraceHeader header = test_header();
+  header.target = "/data/\xff.jsonl";
+  header.labels = {{"run", "r\xfe"}};
+  auto header_parsed = boost::json::parse(header_line(header), error);
+  REQUIRE_FALSE(error);
+  CHECK(header_from_json(header_parsed.as_object().at("header").as_object()) == header);
+}
+
 TEST_CASE("an imported export line whose request could put a line on the wire is refused") {
   auto exchange = plain_exchange(3);
   auto object = boost::json::parse(exchange_line(exchange)).as_object();

@@ -153,6 +153,16 @@ TEST_CASE("filters select by path glob - label and session and limit applies aft
   CHECK_THROWS_AS(validate_filter("label:tier"), std::invalid_argument);
 }
 
+TEST_CASE("A filter glob with an unclosed character class is refused with where it opened") {
+  CHECK_THROWS_WITH(validate_filter("path:["),
+                    Catch::Contains("the '[' at character 6 opens a character class that no ']' closes"));
+  CHECK_THROWS_WITH(validate_filter("label:tier=go[ld"), Catch::Contains("character 14"));
+  CHECK_THROWS_AS(validate_filter("session:[!]"), std::invalid_argument);
+  CHECK_NOTHROW(validate_filter("path:/v1/[ch]*"));
+  CHECK_NOTHROW(validate_filter("path:/v1/[]x]"));
+  CHECK_NOTHROW(validate_filter("path:/v1/\\[x"));
+}
+
 TEST_CASE("set writes JSON values at dotted paths - creating objects on the way") {
   auto body = R"({"model":"m","temperature":0.7,"messages":[{"role":"user","content":"hi"}]})";
   auto out = json::parse(apply_body_overrides(

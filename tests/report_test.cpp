@@ -217,6 +217,18 @@ TEST_CASE("HTML escaping covers markup and both quote kinds") {
   CHECK(csv_field("a,\"b\"") == "\"a,\"\"b\"\"\"");
 }
 
+TEST_CASE("A CSV cell that opens like a formula is prefixed so a spreadsheet shows it as text") {
+  CHECK(csv_field("=HYPERLINK(\"http://x\")") == "\"'=HYPERLINK(\"\"http://x\"\")\"");
+  CHECK(csv_field("+cmd") == "'+cmd");
+  CHECK(csv_field("-2+3") == "'-2+3");
+  CHECK(csv_field("@SUM(A1)") == "'@SUM(A1)");
+  CHECK(csv_field("\tx") == "'\tx");
+  CHECK(csv_field("-1.5") == "-1.5");
+  CHECK(csv_field("+3") == "+3");
+  CHECK(csv_field("-2e-05") == "-2e-05");
+  CHECK(csv_row({"=1+1", "a=b"}) == "'=1+1,a=b\r\n");
+}
+
 TEST_CASE("The sweep summary renders to its golden Markdown JSON and CSV") {
   check_golden("sweep_summary.md", summary_to_markdown(fixed_summary()));
   check_golden("sweep_summary.json", summary_to_json(fixed_summary()));

@@ -266,7 +266,36 @@ TEST_CASE("merge refuses shards of another trace, another shard count or other s
   plain.source = Source::replayed;
   plain.settings = "{}";
   TraceWriter(dir / "plain", plain).close();
-  CHECK_THAT(refusal({dir / "plain"}, dir / "out"), Catch::Contains("is not a shard of a replay"));
+  CHECK_THAT(refusal({dir / "plain"}, dir / "out"), Catch::Contains("is a whole replay, not one shard of several"));
+}
+
+TEST_CASE("merge of a run of one shard says it is a whole replay that needs no merge") {
+  TempDir dir;
+  Options options;
+  options.target = "http://127.0.0.1:1";
+  TraceHeader header;
+  header.source = Source::replayed;
+  header.settings = settings_json(options);  // --shard 0/1: replay records no shard facts
+  TraceWriter(dir / "whole", header).close();
+  CHECK_THAT(refusal({dir / "whole"}, dir / "out"),
+             Catch::Contains("is a whole replay (--shard 0/1), not one shard of several: it needs no merge"));
+  TraceHeader recorded;
+  recorded.source = Source::recorded;
+  TraceWriter(dir / "recorded", recorded).close();
+  CHECK_THAT(refusal({dir / "recorded"}, dir / "out"), Catch::Contains("is not a replay's output (its source is recorded)"));
+}
+
+TEST_CASE("merge refuses a crafted start time whose shift would overflow the common clock") {
+  TempDir dir;
+  auto start_at = [](std::int64_t ns) {
+    return [ns](Options&, ShardFacts& facts) { facts.start_at_ns = ns; };
+  };
+  write_shard(dir / "s0", 0, 2, 2, 2, "A", 1, start_at(0));
+  write_shard(dir / "s1", 1, 2, 2, 2, "A", 1, start_at(INT64_MAX));
+  CHECK_THAT(refusal({dir / "s0", dir / "s1"}, dir / "out"),
+             Catch::Contains("do not fit on the common clock"));
+  write_shard(dir / "n1", 1, 2, 2, 2, "A", 1, start_at(INT64_MIN));
+  CHECK_THAT(refusal({dir / "s0", dir / "n1"}, dir / "out"), Catch::Contains("is before 1970"));
 }
 
 TEST_CASE("merge counts the exchanges a shard selected but does not hold") {

@@ -365,3 +365,75 @@ TEST_CASE("a row claiming more tokens than import accepts is refused with its li
   options.from = "mooncake";
   CHECK(import_trace(in, dir / "edge.rtrace", options).written == 1);
 }
+
+TEST_CASE("a row before the first or more than 100 years after it is refused with its line") {
+  TempDir dir;
+  struct Case {
+    std::string from, text, expected;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"mooncake", kMooncake + "{\"timestamp\": -5, \"input_length\": 5, \"output_length\": 1}\n",
+            ":5: the row's time is 0.005 s before the first row's"},
+           {"mooncake", kMooncake + "{\"timestamp\": 5000000000000, \"input_length\": 5, \"output_length\": 1}\n",
+            ":5: the row's time is more than 100 years after the first row's (5000000000.000 s)"},
+           // -9e18 ns to +9e18 ns: a span past what int64 nanoseconds hold (signed overflow before).
+           {"mooncake", "{\"timestamp\": -9000000000000, \"input_length\": 5, \"output_length\": 1}\n"
+                        "{\"timestamp\": 9000000000000, \"input_length\": 5, \"output_length\": 1}\n",
+            ":2: the row's time is more than 100 years after the first row's (past 292 years)"},
+           {"burstgpt", "Timestamp,Request tokens,Response tokens\n4000000000,5,2\n0,5,2\n",
+            ":3: the row's time is 4000000000.000 s before the first row's"},
+       }) {
+    INFO(c.from << ": " << c.expected);
+    fs::path in = write(dir, "span." + c.from, c.text);
+    fs::path out = dir / "span.rtrace";
+    TraceImportOptions options;
+    options.from = c.from;
+    CHECK_THROWS_WITH(import_trace(in, out, options), Catch::Contains(c.expected));
+    CHECK_FALSE(fs::exists(out));
+  }
+}
+
+TEST_CASE("rows out of time order after the first are imported and counted with the first one's line") {
+  TempDir dir;
+  TraceImportSummary summary;
+  auto trace = import(dir, write(dir, "unsorted.csv", "Timestamp,Request tokens,Response tokens\n1,5,2\n9,5,2\n4,5,2\n3,5,2\n"),
+                      "burstgpt", &summary);
+  REQUIRE(trace.exchanges.size() == 4);
+  CHECK(trace.exchanges[2].actual_send_ns == 3'000'000'000);
+  CHECK(summary.out_of_order == 2);
+  CHECK_THAT(summary.first_out_of_order, Catch::EndsWith("unsorted.csv:4"));
+}
+
+TEST_CASE("a row nested deeper than 32 levels is refused for its depth with its line") {
+  TempDir dir;
+  auto nested = [](int levels) { return std::string(levels, '[') + std::string(levels, ']'); };
+  // The first line: not blamed on the format it may or may not have.
+  CHECK_THROWS_WITH(detect_import_format(write(dir, "d", "\n{\"meta\": " + nested(40) + "}\n")),
+                    Catch::Contains("d:2: the JSON nests objects and arrays more than 32 levels deep"));
+  CHECK_THROWS_WITH(detect_import_format(write(dir, "u", "{\"meta\": " + nested(20) + "}\n")),
+                    Catch::Contains("cannot tell the format from the first line"));
+  fs::path in = write(dir, "deep.mooncake", kMooncake + "{\"timestamp\": 300, \"input_length\": 5, "
+                                                        "\"output_length\": 1, \"x\": " + nested(40) + "}\n");
+  TraceImportOptions options;
+  options.from = "mooncake";
+  CHECK_THROWS_WITH(import_trace(in, dir / "deep.rtrace", options),
+                    Catch::Contains(":5: the JSON nests objects and arrays more than 32 levels deep"));
+}
+
+TEST_CASE("a ShareGPT conversation past the turn cap keeps its first turns and is counted") {
+  TempDir dir;
+  std::string turns;
+  for (int k = 0; k < 300; ++k)
+    turns += std::string(k ? "," : "") + "{\"from\": \"human\", \"value\": \"q" + std::to_string(k) +
+             "\"}, {\"from\": \"gpt\", \"value\": \"a\"}";
+  auto in = write(dir, "long.json", "[{\"id\": \"long\", \"conversations\": [" + turns +
+                                        "]}, {\"id\": \"short\", \"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]}]");
+  TraceImportSummary summary;
+  auto trace = import(dir, in, "sharegpt", &summary);
+  REQUIRE(trace.exchanges.size() == kDefaultMaxTurns + 1);
+  CHECK(summary.cut_conversations == 1);
+  auto last = body_of(trace.exchanges[kDefaultMaxTurns - 1]);
+  CHECK(last["messages"].as_array().size() == 2 * kDefaultMaxTurns - 1);
+  CHECK(trace.exchanges[kDefaultMaxTurns].session_id == "short");
+  CHECK(json::parse(trace.header.settings).as_object()["max_turns"] == kDefaultMaxTurns);
+}

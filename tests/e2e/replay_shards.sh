@@ -95,7 +95,7 @@ refused() {  # refused WHAT TEXT ARGS...
 refused "a missing shard" "missing shards 1, 3 of 4" "$WORK/c0.rtrace" "$WORK/c2.rtrace"
 refused "a duplicate shard" "shard 2/4 is given twice" "$WORK"/c{0,1,2,3}.rtrace "$WORK/c2.rtrace"
 refused "shards of two runs" "differ in: schedule" "$WORK"/c{0,1}.rtrace "$WORK"/r{2,3}.rtrace
-refused "an unsharded run" "is not a shard of a replay" "$WORK/whole.rtrace"
+refused "an unsharded run" "is a whole replay (--shard 0/1), not one shard of several: it needs no merge" "$WORK/whole.rtrace"
 "$RETRACE" merge "$WORK"/c{0,1,2,3}.rtrace -o "$WORK/merged.rtrace" 2>"$WORK/force.err" >/dev/null \
   && fail "merge overwrote an existing output without --force"
 check_contains "$WORK/force.err" "--force" "an existing output"
