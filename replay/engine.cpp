@@ -199,8 +199,16 @@ class StreamedRun final : public RunInput {
     // --unset that cannot apply. (Without them, preparing cannot fail: the scan checked methods.)
     if (options.set.empty() && options.unset.empty()) return;
     TraceReader reader(input.path);
-    Selection selection(options, false);
     Exchange exchange;
+    if (input.plan) {
+      for (const auto& send : input.plan->sends) {
+        if (send.cycle > 0) continue;
+        reader.read_request_at(input.plan->at[send.input_index], exchange);
+        prepare_(exchange);
+      }
+      return;
+    }
+    Selection selection(options, false);
     while (!selection.full() && reader.next_request(exchange))
       if (selection.take(exchange)) prepare_(exchange);
   }
@@ -208,8 +216,13 @@ class StreamedRun final : public RunInput {
   std::size_t rejected() const override { return input_.facts.rejected; }
   std::string identity_json() const override { return input_.identity_json; }
   void begin(Shared& shared, std::optional<std::size_t> warmup) override {
-    bool open_loop = !warmup && options_.schedule.kind == ScheduleKind::rate;
-    feed_ = std::make_unique<Feed>(input_, options_, prepare_, warmup.value_or(count()), open_loop);
+    if (input_.plan) {
+      warm_ = warmup ? input_.plan->warmup(*warmup) : std::vector<Chain>{};
+      feed_ = std::make_unique<Feed>(input_, options_, prepare_, warmup ? warm_ : input_.plan->chains);
+    } else {
+      bool open_loop = !warmup && options_.schedule.kind == ScheduleKind::rate;
+      feed_ = std::make_unique<Feed>(input_, options_, prepare_, warmup.value_or(count()), open_loop);
+    }
     shared.feed = feed_.get();
   }
   std::exception_ptr end(Shared& shared) override {
@@ -223,6 +236,7 @@ class StreamedRun final : public RunInput {
   const StreamedInput& input_;
   const Options& options_;
   Preparer prepare_;
+  std::vector<Chain> warm_;  // a planned run's warmup chains, while they are fed
   std::unique_ptr<Feed> feed_;
 };
 
