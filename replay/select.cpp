@@ -1,5 +1,7 @@
 // Which exchanges a replay sends, and the trace's own clock: filters, the time window, the session
 // sample, shards, --limit and --requests (the order is in replay/replay.hpp); idle-gap capping.
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -12,6 +14,43 @@
 #include "replay/replay.hpp"
 
 namespace retrace::replay {
+
+namespace {
+
+bool glob_match(const std::string& pattern, const std::string& text) {
+  return ::fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+}  // namespace
+
+void validate_filter(std::string_view filter) {
+  auto colon = filter.find(':');
+  auto kind = filter.substr(0, colon);
+  if (colon == std::string_view::npos || (kind != "path" && kind != "label" && kind != "session"))
+    throw std::invalid_argument("bad --filter '" + std::string(filter) +
+                                "': use path:GLOB, label:KEY=GLOB or session:GLOB");
+  if (kind == "label" && filter.find('=', colon) == std::string_view::npos)
+    throw std::invalid_argument("bad --filter '" + std::string(filter) +
+                                "': a label filter is label:KEY=GLOB");
+}
+
+bool matches_filter(const Exchange& exchange, std::string_view filter) {
+  auto colon = filter.find(':');
+  auto kind = filter.substr(0, colon);
+  auto pattern = filter.substr(colon + 1);
+  if (kind == "path") {
+    auto target = std::string_view(exchange.request.target);
+    auto path = target.substr(0, target.find('?'));
+    return glob_match(std::string(pattern), std::string(path));
+  }
+  if (kind == "session") return glob_match(std::string(pattern), exchange.session_id);
+  if (kind == "label") {
+    auto eq = pattern.find('=');
+    auto* value = exchange.label(pattern.substr(0, eq));
+    return value && glob_match(std::string(pattern.substr(eq + 1)), *value);
+  }
+  return false;
+}
 
 std::vector<std::int64_t> trace_clock_ns(const std::vector<Candidate>& input) {
   bool have_offsets = std::any_of(input.begin(), input.end(),
