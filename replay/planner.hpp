@@ -6,8 +6,9 @@
 // (select_candidates, make_chains). The bodies stay in the file: the run's feed
 // (replay/feed.hpp) reads each chain's requests from their positions when the chain is next.
 //
-// What a plan holds: ~100 bytes an input exchange, each session id once, and each chosen
-// request's place in the chains (bench/RESULTS.md, "Planned runs"); never a body.
+// What a plan holds: each exchange's candidate, position and model index, each session id once,
+// and each chosen request's send and place in a chain: ~300 bytes an input exchange with the
+// run's figures (bench/RESULTS.md, "Planned runs"); never a body.
 #pragma once
 
 #include <cstddef>
