@@ -117,19 +117,16 @@ int run(const ReplayArgs& args) {
   if (args.repeat < 1) throw std::invalid_argument("--repeat must be at least 1");
   for (int k = 1; k <= args.repeat; ++k)
     check_output_file(replay::repeat_path(args.out, k, args.repeat), {args.input}, args.force, "--out");
-  // A run that sends the input in its own order reads it as it sends it, in bounded memory
-  // (replay/feed.hpp); sessions, recorded timing and a time window load it whole.
-  std::optional<LoadedTrace> loaded;
-  std::optional<replay::StreamedInput> streamed;
-  if (replay::can_stream(options)) streamed = replay::scan_input(args.input, options, std::cerr, "retrace");
-  else loaded = replay::load_input(args.input, options, std::cerr, "retrace");
-  std::size_t readable = streamed ? streamed->exchanges : loaded->exchanges.size();
+  // The input is read as it is sent, in bounded memory (replay/feed.hpp); a run with sessions,
+  // recorded timing or a time window is planned from a first pass and reads each body when its
+  // chain comes up (replay/planner.hpp).
+  auto input = replay::scan_input(args.input, options, std::cerr, "retrace");
   if (options.schedule.kind == replay::ScheduleKind::concurrency && options.schedule.concurrency == 0)
-    options.schedule.concurrency = static_cast<int>(std::max(readable, options.requests.value_or(0)));
+    options.schedule.concurrency = static_cast<int>(std::max(input.exchanges, options.requests.value_or(0)));
 
   // Once for every repeat: nothing answering, or an ambiguous model, stops here (exit 2).
   options.preflight = std::make_shared<const replay::Preflight>(
-      streamed ? replay::preflight(streamed->facts, options) : replay::preflight(*loaded, options));
+      replay::preflight(input.facts, options));
   for (const auto& note : options.preflight->notes) std::cerr << "retrace: " << note << "\n";
 
   bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -154,8 +151,7 @@ int run(const ReplayArgs& args) {
                    replay::format_rfc3339(*options.start_at_unix_ns).c_str(),
                    static_cast<double>(*options.start_at_unix_ns - now) / 1e9);
     }
-    auto result = streamed ? replay::run_replay(*streamed, run_options, out, &stop, progress)
-                           : replay::run_replay(*loaded, run_options, out, &stop, progress);
+    auto result = replay::run_replay(input, run_options, out, &stop, progress);
     if (tty) std::fprintf(stderr, "\n");
     interrupted = result.interrupted;
     total += result.stats.exchanges;

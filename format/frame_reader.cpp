@@ -217,6 +217,20 @@ bool FrameReader::load_frame() {
   return false;
 }
 
+bool FrameReader::load_frame_at(std::uint64_t at) {
+  frame_words_ = 0;
+  damage_start_.reset();
+  ended_ = false;
+  if (at >= file_size_ || !seek(at)) return false;
+  std::uint32_t magic = 0;
+  if (!read_exact(&magic, 4) || magic != kZstdMagic) return false;
+  frame_offset_ = at;
+  bool decoded = decompress_frame(magic);
+  damage_start_.reset();
+  ended_ = false;
+  return decoded;
+}
+
 // load_frame() but for ended_: the end of the file, or a torn tail (then `recovery_` says which).
 bool FrameReader::next_frame() {
   frame_words_ = 0;

@@ -41,6 +41,10 @@ class FrameReader {
   // begin_records(), past damaged frames. False at the end of the file or at a torn tail (then
   // recovery() says which), and ended() from then on.
   bool load_frame();
+  // Decodes the zstd frame that starts at file offset `at` (one load_frame() returned before),
+  // for a reader that goes back to a record it saw: false when no readable zstd frame starts
+  // there (the file changed), with ended() false so that it may be asked again.
+  bool load_frame_at(std::uint64_t at);
   // The frame load_frame() decoded; valid until the next load_frame().
   std::span<const std::uint64_t> words() const { return {frame_.data(), frame_words_}; }
   std::uint64_t frame_offset() const { return frame_offset_; }

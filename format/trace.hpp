@@ -382,6 +382,15 @@ struct TraceIndex {
   std::vector<IndexedKey> keys;
 };
 
+// Where a record is in its file: the zstd frame it is in, and its place among that frame's
+// messages (0 first). What a reader that plans from one pass keeps of a record, to read it again
+// when its turn comes (TraceReader::read_request_at) instead of holding it.
+struct RecordPosition {
+  std::uint64_t frame_offset = 0;
+  std::uint32_t message = 0;
+  bool operator==(const RecordPosition&) const = default;
+};
+
 class TraceError : public std::exception {
  public:
   explicit TraceError(std::string message) : message_(std::move(message)) {}
@@ -415,6 +424,13 @@ class TraceReader {
   // The whole exchange next(ExchangeOutputs&) last returned. Throws TraceError when there is none,
   // or when its record is corrupt in a part the outputs did not read.
   void read_last(Exchange& out);
+  // The position of the record the last next() or next_request() returned.
+  RecordPosition position() const;
+  // The request of the record at `at` (a position() of this file) into `out`, as next_request()
+  // reads it; the reader is then at that record (next() goes on after it). Reading forward
+  // within a frame, and again in the frame just read, decodes nothing again. Throws TraceError
+  // when no readable exchange is there: the file changed since the position was taken.
+  void read_request_at(RecordPosition at, Exchange& out);
   const Recovery& recovery() const;
   std::uint64_t file_size() const;
   std::uint64_t decompressed_bytes() const;  // so far

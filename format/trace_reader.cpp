@@ -25,6 +25,7 @@ struct TraceReader::Impl {
   // The frame being walked (frames.words()) and the next message's place in it, in words.
   std::span<const std::uint64_t> frame;
   std::size_t frame_cursor = 0;
+  std::uint32_t frame_message = 0;  // messages of the frame taken so far
   TraceHeader header;
   // The message next_record() returned, and the one next(ExchangeOutputs&) did (for
   // read_last(); valid until the frame is left, i.e. until the next call of next()).
@@ -37,6 +38,7 @@ struct TraceReader::Impl {
   bool load_frame() {
     frame = {};
     frame_cursor = 0;
+    frame_message = 0;
     if (!frames.load_frame()) return false;
     frame = frames.words();
     return true;
@@ -70,6 +72,7 @@ struct TraceReader::Impl {
       return std::nullopt;
     }
     frame_cursor += total;
+    ++frame_message;
     return kj::ArrayPtr<const capnp::word>(reinterpret_cast<const capnp::word*>(base), total);
   }
 
@@ -104,6 +107,48 @@ struct TraceReader::Impl {
     return false;
   }
 };
+
+RecordPosition TraceReader::position() const {
+  const Impl& impl = *impl_;
+  return {impl.frames.frame_offset(), impl.frame_message == 0 ? 0 : impl.frame_message - 1};
+}
+
+void TraceReader::read_request_at(RecordPosition at, Exchange& out) {
+  Impl& impl = *impl_;
+  auto changed = [&](const std::string& why) {
+    return TraceError(impl.frames.path().string() + " changed since it was planned from: " + why +
+                      " (frame at offset " + std::to_string(at.frame_offset) + ", record " +
+                      std::to_string(at.message) + ")");
+  };
+  bool here = !impl.frame.empty() && impl.frames.frame_offset() == at.frame_offset &&
+              impl.frame_message <= at.message;
+  if (!here) {
+    impl.frame = {};
+    impl.frame_cursor = 0;
+    impl.frame_message = 0;
+    if (!impl.frames.load_frame_at(at.frame_offset)) throw changed("no readable frame there");
+    impl.frame = impl.frames.words();
+  }
+  while (impl.frame_message < at.message) {
+    auto message = impl.next_message();
+    if (!message || message->size() == 0) throw changed("the frame holds fewer records");
+  }
+  auto message = impl.next_message();
+  if (!message || message->size() == 0) throw changed("the frame holds fewer records");
+  try {
+    capnp::FlatArrayMessageReader reader(*message, impl.frames.capnp_options());
+    auto record = reader.getRoot<wire::Record>();
+    if (record.which() != wire::Record::EXCHANGE) throw changed("the record is not an exchange");
+    ListBudget budget(message->size());
+    read_exchange(record.getExchange(), out, budget, true);
+  } catch (const kj::Exception& e) {
+    throw changed(std::string("a corrupt record: ") + e.getDescription().cStr());
+  } catch (const UnsendableRequest& e) {
+    throw changed(e.what());
+  }
+  impl.current = *message;
+  impl.last.reset();
+}
 
 TraceReader::TraceReader(const std::filesystem::path& path, ReaderOptions options)
     : impl_(std::make_unique<Impl>(path, options)) {

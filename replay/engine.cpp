@@ -22,6 +22,7 @@
 #include "replay/feed.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
+#include "replay/run_input.hpp"
 #include "replay/shard.hpp"
 #include "replay/worker.hpp"
 #include "version.hpp"
@@ -145,87 +146,6 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
     *busiest_thread_cpu_s = *std::max_element(thread_cpu_s.begin(), thread_cpu_s.end());
 }
 
-// What a run sends: a loaded trace's plan, or a streamed input's feed (replay/feed.hpp).
-class RunInput {
- public:
-  virtual ~RunInput() = default;
-  virtual std::size_t count() const = 0;  // requests the measured run sends
-  virtual std::size_t rejected() const = 0;
-  virtual std::string identity_json() const = 0;
-  // Sets `shared` up for a phase: `warmup` requests (closed loop), or the measured run.
-  virtual void begin(Shared& shared, std::optional<std::size_t> warmup) = 0;
-  // After the phase: what went wrong with the input during it (a streamed input that changed).
-  virtual std::exception_ptr end(Shared& shared) = 0;
-};
-
-class LoadedRun final : public RunInput {
- public:
-  LoadedRun(const LoadedTrace& input, const Options& options, const Preflight& checked)
-      : input_(input) {
-    auto chosen = select_exchanges(input.exchanges, options, options.sessions || options.live_sessions);
-    prepared_ = prepare_requests(input, chosen, options, checked);
-    chains_ = make_chains(input, prepared_, options);
-  }
-  std::size_t count() const override { return prepared_.size(); }
-  std::size_t rejected() const override { return rejected_by_record(input_.exchanges); }
-  std::string identity_json() const override { return input_identity_json(input_); }
-  void begin(Shared& shared, std::optional<std::size_t> warmup) override {
-    shared.prepared = &prepared_;
-    shared.chains = &chains_;
-    if (!warmup) return;
-    warm_.clear();
-    for (std::size_t i = 0; i < *warmup; ++i)  // the first N chosen requests, cycling
-      warm_.emplace_back().items.push_back(i % prepared_.size());
-    shared.chains = &warm_;
-  }
-  std::exception_ptr end(Shared& shared) override {
-    shared.chains = nullptr;
-    shared.prepared = nullptr;
-    warm_ = {};
-    return nullptr;
-  }
-
- private:
-  const LoadedTrace& input_;
-  std::vector<Prepared> prepared_;
-  std::vector<Chain> chains_, warm_;
-};
-
-class StreamedRun final : public RunInput {
- public:
-  StreamedRun(const StreamedInput& input, const Options& options, const Preflight& checked)
-      : input_(input), options_(options), prepare_(options, checked) {
-    // What a loaded run finds when it prepares every request before the traffic: a --set or
-    // --unset that cannot apply. (Without them, preparing cannot fail: the scan checked methods.)
-    if (options.set.empty() && options.unset.empty()) return;
-    TraceReader reader(input.path);
-    Selection selection(options, false);
-    Exchange exchange;
-    while (!selection.full() && reader.next_request(exchange))
-      if (selection.take(exchange)) prepare_(exchange);
-  }
-  std::size_t count() const override { return input_.count(options_); }
-  std::size_t rejected() const override { return input_.facts.rejected; }
-  std::string identity_json() const override { return input_.identity_json; }
-  void begin(Shared& shared, std::optional<std::size_t> warmup) override {
-    bool open_loop = !warmup && options_.schedule.kind == ScheduleKind::rate;
-    feed_ = std::make_unique<Feed>(input_, options_, prepare_, warmup.value_or(count()), open_loop);
-    shared.feed = feed_.get();
-  }
-  std::exception_ptr end(Shared& shared) override {
-    auto failure = feed_->finish();
-    shared.feed = nullptr;
-    feed_.reset();
-    return failure;
-  }
-
- private:
-  const StreamedInput& input_;
-  const Options& options_;
-  Preparer prepare_;
-  std::unique_ptr<Feed> feed_;
-};
-
 void check_options(const Options& options) {
   if (options.shard_count == 0 || options.shard_index >= options.shard_count)
     throw std::invalid_argument("bad shard: index must be below count");
@@ -266,24 +186,19 @@ RunResult run_replay(const StreamedInput& input, const Options& options,
 
 namespace {
 
-RunResult run(RunInput& input, const Preflight& checked, const Options& options,
-              const std::filesystem::path& out, const std::atomic<bool>* stop,
-              const std::function<void(const Progress&)>& on_progress) {
-  const auto& schedule = options.schedule;
-  // One malloc arena for every thread of the run: glibc gives each new thread an arena of its
-  // own, and each --repeat pass (or sweep level) starts new worker and writer threads, whose
-  // freed memory stayed resident and fragmented there: RSS crept ~370 KiB a pass even after
-  // malloc_trim. Set before the first thread asks for an arena (glibc reads the cap then); its
-  // cost in client CPU per request is in bench/RESULTS.md ("replay's memory across --repeat").
+// One malloc arena for every thread of the run: glibc gives each new thread an arena of its
+// own, and each --repeat pass (or sweep level) starts new worker and writer threads, whose
+// freed memory stayed resident and fragmented there: RSS crept ~370 KiB a pass even after
+// malloc_trim. Set before the first thread asks for an arena (glibc reads the cap then); its
+// cost in client CPU per request is in bench/RESULTS.md ("replay's memory across --repeat").
+void use_one_malloc_arena() {
   static const bool one_arena = ::mallopt(M_ARENA_MAX, 1) == 1;
   (void)one_arena;
-  const auto& url = checked.url;
-  std::shared_ptr<asio::ssl::context> tls;
-  if (url.tls()) tls = net::make_client_tls_context({options.ca_file, options.insecure});
+}
 
-  Shared shared(options, url, tls);
-  shared.kind = schedule.kind;
-
+// The run's own labels (run, concurrency or rate, repeat), --label replacing same-named ones.
+std::vector<Label> run_labels(const Options& options, const std::filesystem::path& out) {
+  const auto& schedule = options.schedule;
   auto run_name = options.run_name.empty() ? out.stem().string() : options.run_name;
   std::vector<Label> labels{{"run", run_name}};
   if (schedule.kind == ScheduleKind::concurrency)
@@ -300,51 +215,178 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
     if (same != labels.end()) same->value = label.value;
     else labels.push_back(label);
   }
-  shared.exchange_labels = labels;
+  return labels;
+}
 
-  // Bounded so that a dead or stalled target costs seconds, not the whole --timeout.
-  std::chrono::steady_clock::duration probe_timeout = std::min<std::chrono::steady_clock::duration>(options.timeout, std::chrono::seconds(5));
-  auto metrics_before = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
+// What the header says about the run, kept to write the final header at the end.
+struct RunHeader {
+  Options settled;  // what the preflight chose stands in the settings
+  TraceHeader header;
+  ShardFacts facts;  // what `retrace merge` checks (replay/shard.hpp); the clock offset once known
+  bool sharded = false;
+};
 
-  auto settled = options;  // what the preflight chose stands in the settings
-  settled.token_ids = checked.token_ids;
-  settled.model = checked.model;
-  settled.skipped_rejected = input.rejected();
-  TraceHeader header =
-      new_trace_header(Source::replayed, kToolVersion, url.str(), settings_json(settled, settled.input),
-                       *options.clock);
-  // What `retrace merge` checks and records (replay/shard.hpp); the clock offset once known.
-  bool sharded = options.shard_count > 1 || options.start_at_unix_ns.has_value();
-  ShardFacts facts;
-  if (sharded) {
+RunHeader start_header(RunInput& input, const Preflight& checked, const Options& options,
+                       const std::vector<Label>& labels, const Fetched& metrics_before) {
+  RunHeader run{options, {}, {}, options.shard_count > 1 || options.start_at_unix_ns.has_value()};
+  run.settled.token_ids = checked.token_ids;
+  run.settled.model = checked.model;
+  run.settled.skipped_rejected = input.rejected();
+  run.header = new_trace_header(Source::replayed, kToolVersion, checked.url.str(),
+                                settings_json(run.settled, run.settled.input), *options.clock);
+  if (run.sharded) {
     if (options.start_at_unix_ns) check_start_at(*options.start_at_unix_ns, unix_now_ns(*options.clock));
-    facts.input_identity = input.identity_json();
-    facts.selected = input.count();
-    facts.host = header.host;
-    facts.start_at_ns = options.start_at_unix_ns;
-    header.settings = with_shard_facts(header.settings, facts);
+    run.facts.input_identity = input.identity_json();
+    run.facts.selected = input.count();
+    run.facts.host = run.header.host;
+    run.facts.start_at_ns = options.start_at_unix_ns;
+    run.header.settings = with_shard_facts(run.header.settings, run.facts);
   }
-  header.labels = labels;
-  header.server_info = server_info_json(checked, metrics_before, std::nullopt);
+  run.header.labels = labels;
+  run.header.server_info = server_info_json(checked, metrics_before, std::nullopt);
+  return run;
+}
 
-  // Fails here, before any traffic, when the destination is not writable.
-  auto partial_path = out;
-  partial_path += ".partial";
-  // With a /metrics to scrape after the run, OUT.partial is copied into OUT under the final
-  // header at the end (see below), its frames byte for byte. The writer thread shares the CPU
-  // with the workers, so it compresses at the fastest level (zstd is most of its cost): a replayed
-  // trace is a little larger for it (bench/RESULTS.md, replay).
+// OUT.partial, opened before any traffic (so an unwritable destination fails first). With a
+// /metrics to scrape after the run, it is copied into OUT under the final header at the end, its
+// frames byte for byte. The writer thread shares the CPU with the workers, so it compresses at
+// the fastest level (zstd is most of its cost): a replayed trace is a little larger for it
+// (bench/RESULTS.md, replay).
+std::unique_ptr<TraceWriter> open_partial(const std::filesystem::path& partial_path, const TraceHeader& header,
+                                          const Options& options, bool scrape_after) {
   WriterOptions partial_options = options.writer;
-  if (metrics_before.status == 200) partial_options.zstd_level = std::min(partial_options.zstd_level, 1);
+  if (scrape_after) partial_options.zstd_level = std::min(partial_options.zstd_level, 1);
   partial_options.write_index = true;  // what the copy goes by; OUT follows options.writer
-  auto writer = std::make_unique<TraceWriter>(partial_path, header, partial_options);
+  return std::make_unique<TraceWriter>(partial_path, header, partial_options);
+}
 
+std::vector<std::unique_ptr<Worker>> start_workers(Shared& shared, const Options& options) {
   unsigned thread_count = options.threads ? options.threads : std::thread::hardware_concurrency();
   thread_count = std::max(1u, thread_count);
-  if (schedule.kind == ScheduleKind::concurrency)
-    thread_count = std::min<unsigned>(thread_count, static_cast<unsigned>(schedule.concurrency));
+  if (options.schedule.kind == ScheduleKind::concurrency)
+    thread_count = std::min<unsigned>(thread_count, static_cast<unsigned>(options.schedule.concurrency));
   std::vector<std::unique_ptr<Worker>> workers;
   for (unsigned t = 0; t < thread_count; ++t) workers.push_back(std::make_unique<Worker>(shared));
+  return workers;
+}
+
+// Warmup: the first N chosen requests (cycling), closed loop, not recorded.
+void warm_up(RunInput& input, Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
+             const std::atomic<bool>* stop, bool& interrupted) {
+  input.begin(shared, shared.options.warmup);
+  shared.kind = ScheduleKind::concurrency;
+  shared.record = false;
+  run_phase(shared, workers, stop, {}, interrupted);
+  input.end(shared);  // what the run's own reading meets, it reports
+  shared.kind = shared.options.schedule.kind;
+  shared.record = true;
+  shared.done = 0;
+  shared.errors = 0;
+}
+
+// The writer thread: assigns ids in arrival order, writes each exchange and gathers the run's
+// figures, until the queue is closed; join() then rethrows what writing failed with.
+class RunWriter {
+ public:
+  RunWriter(TraceWriter& writer, StatsBuilder& stats)
+      : thread_([this, &writer, &stats] { drain(writer, stats); }) {}
+  ~RunWriter() {  // when the run ends by an exception: the thread is not left running
+    if (!thread_.joinable()) return;
+    queue_.close();
+    thread_.join();
+  }
+  WriteQueue& queue() { return queue_; }
+  void join() {
+    queue_.close();
+    thread_.join();
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+ private:
+  void drain(TraceWriter& writer, StatsBuilder& stats) {
+    std::vector<Exchange> batch;
+    std::uint64_t next_id = 0;
+    bool failed = false;
+    while (queue_.pop_all(batch)) {
+      for (auto& exchange : batch) {
+        exchange.id = next_id++;
+        stats.add(summarize(exchange));  // its offsets are the run's own: no wall-clock start
+        if (failed) continue;
+        try {
+          writer.write(exchange);
+        } catch (...) {
+          failure_ = std::current_exception();
+          failed = true;
+        }
+      }
+    }
+  }
+
+  WriteQueue queue_;
+  std::exception_ptr failure_;
+  std::thread thread_;  // last: started once the rest is ready
+};
+
+// The measured run: every chosen request under the schedule, with the client's own CPU over it.
+// Returns what went wrong with the input during it (a streamed input that changed), or null.
+std::exception_ptr measure(RunInput& input, Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
+                           const std::atomic<bool>* stop, const std::function<void()>& tick,
+                           bool& interrupted, RunHeader& run, std::optional<ClientUsage>& client) {
+  input.begin(shared, std::nullopt);
+  ClientMeter meter;
+  double busiest_thread_cpu_s = 0;
+  run_phase(shared, workers, stop, tick, interrupted, shared.options.start_at_unix_ns,
+            &run.facts.clock_offset_ns, &busiest_thread_cpu_s);
+  client = meter.usage(busiest_thread_cpu_s, static_cast<unsigned>(workers.size()));
+  return input.end(shared);
+}
+
+// The final header carries the after-scrape, the clock offset and the client's CPU, known only
+// now: the run is copied from OUT.partial into `out` under it (renamed when nothing changed).
+void finish_trace(const std::filesystem::path& partial_path, const std::filesystem::path& out, RunHeader& run,
+                  const Preflight& checked, const Fetched& metrics_before,
+                  const std::optional<Fetched>& metrics_after, const std::optional<ClientUsage>& client,
+                  const WriterOptions& writer_options) {
+  auto& header = run.header;
+  if (run.facts.clock_offset_ns)
+    header.settings = with_shard_facts(settings_json(run.settled, run.settled.input), run.facts);
+  if (client) header.settings = with_client_usage(header.settings, *client);
+  if (!metrics_after && !run.facts.clock_offset_ns && !client) {
+    std::filesystem::rename(partial_path, out);
+    return;
+  }
+  if (metrics_after) header.server_info = server_info_json(checked, metrics_before, metrics_after);
+  // The run's frames are copied as they are (written at the fast level above); a partial
+  // file that is not whole with an index is read and written again record by record.
+  if (!copy_trace_with_header(partial_path, out, header, writer_options)) {
+    TraceReader reader(partial_path);
+    TraceWriter final_writer(out, header, writer_options);
+    Exchange exchange;
+    while (reader.next(exchange)) final_writer.write(exchange);
+    final_writer.close();
+  }
+  std::filesystem::remove(partial_path);
+}
+
+RunResult run(RunInput& input, const Preflight& checked, const Options& options,
+              const std::filesystem::path& out, const std::atomic<bool>* stop,
+              const std::function<void(const Progress&)>& on_progress) {
+  use_one_malloc_arena();
+  const auto& url = checked.url;
+  std::shared_ptr<asio::ssl::context> tls;
+  if (url.tls()) tls = net::make_client_tls_context({options.ca_file, options.insecure});
+  Shared shared(options, url, tls);
+  shared.kind = options.schedule.kind;
+  shared.exchange_labels = run_labels(options, out);
+
+  // Bounded so that a dead or stalled target costs seconds, not the whole --timeout.
+  auto probe_timeout = std::min<std::chrono::steady_clock::duration>(options.timeout, std::chrono::seconds(5));
+  auto metrics_before = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
+  auto run_header = start_header(input, checked, options, shared.exchange_labels, metrics_before);
+  auto partial_path = out;
+  partial_path += ".partial";
+  auto writer = open_partial(partial_path, run_header.header, options, metrics_before.status == 200);
+  auto workers = start_workers(shared, options);
 
   bool interrupted = false;
   Progress progress;
@@ -354,90 +396,29 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
     progress.errors = shared.errors.load();
     on_progress(progress);
   };
-
-  // Warmup: the first N chosen requests (cycling), closed loop, not recorded.
   if (options.warmup > 0 && input.count() > 0) {
-    input.begin(shared, options.warmup);
-    shared.kind = ScheduleKind::concurrency;
-    shared.record = false;
     progress.total = options.warmup;
-    run_phase(shared, workers, stop, {}, interrupted);
-    input.end(shared);  // what the run's own reading meets, it reports
-    shared.kind = schedule.kind;
-    shared.record = true;
-    shared.done = 0;
-    shared.errors = 0;
+    warm_up(input, shared, workers, stop, interrupted);
   }
 
-  // The writer thread: assigns ids in arrival order, gathers the run's figures.
-  WriteQueue queue;
-  shared.queue = &queue;
-  StatsBuilder stats(schedule.kind != ScheduleKind::concurrency, options.slo);
+  StatsBuilder stats(options.schedule.kind != ScheduleKind::concurrency, options.slo);
   stats.reserve(input.count());
-  std::exception_ptr writer_failure;
-  std::thread writer_thread([&] {
-    std::vector<Exchange> batch;
-    std::uint64_t next_id = 0;
-    bool failed = false;
-    while (queue.pop_all(batch)) {
-      for (auto& exchange : batch) {
-        exchange.id = next_id++;
-        stats.add(summarize(exchange));  // its offsets are the run's own: no wall-clock start
-        if (failed) continue;
-        try {
-          writer->write(exchange);
-        } catch (...) {
-          writer_failure = std::current_exception();
-          failed = true;
-        }
-      }
-    }
-  });
-
+  RunWriter run_writer(*writer, stats);
+  shared.queue = &run_writer.queue();
   progress.total = input.count();
   std::exception_ptr input_failure;
   std::optional<ClientUsage> client;
-  if (!interrupted) {
-    input.begin(shared, std::nullopt);
-    ClientMeter meter;
-    double busiest_thread_cpu_s = 0;
-    run_phase(shared, workers, stop, tick, interrupted, options.start_at_unix_ns, &facts.clock_offset_ns,
-              &busiest_thread_cpu_s);
-    client = meter.usage(busiest_thread_cpu_s, static_cast<unsigned>(workers.size()));
-    input_failure = input.end(shared);
-  }
-  queue.close();
-  writer_thread.join();
+  if (!interrupted) input_failure = measure(input, shared, workers, stop, tick, interrupted, run_header, client);
+  run_writer.join();
   workers.clear();
-  if (writer_failure) std::rethrow_exception(writer_failure);
   tick();
   writer->close();
   writer.reset();
 
-  // The final header carries the after-scrape: copy the run into `out` under it.
   std::optional<Fetched> metrics_after;
   if (metrics_before.status == 200)
     metrics_after = net::fetch(url, tls, "/metrics", probe_timeout, kServerInfoBodyLimit);
-  if (facts.clock_offset_ns) header.settings = with_shard_facts(settings_json(settled, settled.input), facts);
-  // The client's own CPU over the run (replay/client_usage.hpp) is only known now: the final
-  // header always differs from the partial file's.
-  if (client) header.settings = with_client_usage(header.settings, *client);
-  if (metrics_after || facts.clock_offset_ns || client) {
-    if (metrics_after) header.server_info = server_info_json(checked, metrics_before, metrics_after);
-    // The run's frames are copied as they are (written at the fast level above); a partial
-    // file that is not whole with an index is read and written again record by record.
-    if (!copy_trace_with_header(partial_path, out, header, options.writer)) {
-      TraceReader reader(partial_path);
-      TraceWriter final_writer(out, header, options.writer);
-      Exchange exchange;
-      while (reader.next(exchange)) final_writer.write(exchange);
-      final_writer.close();
-    }
-    std::filesystem::remove(partial_path);
-  } else {
-    std::filesystem::rename(partial_path, out);
-  }
-
+  finish_trace(partial_path, out, run_header, checked, metrics_before, metrics_after, client, options.writer);
   // The run's trace is whole for what it sent; the input's failure is the run's error.
   if (input_failure) std::rethrow_exception(input_failure);
 

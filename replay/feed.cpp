@@ -6,6 +6,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "replay/shard.hpp"
@@ -24,34 +25,51 @@ bool can_stream(const Options& options) {
 }
 
 std::size_t StreamedInput::count(const Options& options) const {
+  if (plan) return plan->sends.size();
   return selected == 0 ? 0 : options.requests.value_or(selected);
 }
 
 StreamedInput scan_input(const std::string& path, const Options& options, std::ostream& warnings,
                          std::string_view prefix) {
-  if (!can_stream(options)) throw std::invalid_argument("this run cannot stream its input");
   Selection selection(options, false);  // a bad filter or trace control fails before the read
   TraceReader reader(path);
   StreamedInput input;
   input.path = path;
   input.header = reader.header();
   // A sharded run records the identity of the whole trace; other runs stop reading once --limit
-  // requests are chosen, as load_input does.
+  // requests are chosen, as load_input does. A planned run reads what load_input would read.
   bool whole = options.shard_count > 1 || options.start_at_unix_ns.has_value();
+  std::optional<Planner> planner;
+  std::function<bool(const Exchange&)> enough;
+  if (!can_stream(options)) {
+    planner.emplace(options);
+    enough = enough_input(options);
+  }
   InputIdentity identity;
   ModelReader model_of;
   Exchange exchange;
-  while ((whole || !selection.full()) && reader.next_request(exchange)) {
+  bool more = true;
+  while (more && (whole || planner || !selection.full()) && reader.next_request(exchange)) {
     ++input.exchanges;
     if (exchange.error.kind == ErrorKind::rejected) ++input.facts.rejected;
     identity.add(exchange);
+    if (planner) {
+      planner->add(exchange, reader.position(), model_of(exchange));
+      more = !enough || !enough(exchange);
+      continue;
+    }
     if (!selection.take(exchange)) continue;
     method_of(exchange);  // what preparing it during the run could refuse, refused now
     if (auto model = model_of(exchange)) input.facts.models.insert(*model);
   }
-  input.selected = selection.taken();
   input.identity_json = identity.json(input.header.created_unix_ns);
   check_readable(path, reader.recovery(), input.exchanges, warnings, prefix);
+  if (planner) {
+    input.plan = std::move(*planner).finish(input.facts.models);
+    input.selected = input.plan->selected;
+    return input;
+  }
+  input.selected = selection.taken();
   // The arrivals the run will draw, as check_schedule lays them out for a loaded run: a rate too
   // low for them fails here, before any traffic.
   if (options.schedule.kind == ScheduleKind::rate && input.count(options) > 0) {
@@ -67,6 +85,11 @@ Feed::Feed(const StreamedInput& input, const Options& options, const Preparer& p
     : input_(input), options_(options), prepare_(prepare), count_(count), open_loop_(open_loop),
       thread_([this] { produce(); }) {}
 
+Feed::Feed(const StreamedInput& input, const Options& options, const Preparer& prepare,
+           const std::vector<Chain>& chains)
+    : input_(input), options_(options), prepare_(prepare), count_(0), open_loop_(false),
+      chains_(&chains), thread_([this] { produce(); }) {}
+
 std::exception_ptr Feed::finish() {
   stop();
   if (thread_.joinable()) thread_.join();
@@ -80,7 +103,7 @@ void Feed::stop() {
 
 std::size_t Feed::ready() const {
   std::lock_guard lock(mutex_);
-  return ready_.size();
+  return ready_requests_;
 }
 
 void Feed::end(bool stopped) {
@@ -88,6 +111,7 @@ void Feed::end(bool stopped) {
   if (stopped) {
     stopped_ = true;
     ready_.clear();
+    ready_requests_ = 0;
     room_.notify_all();
   }
   wake(SIZE_MAX);
@@ -111,7 +135,8 @@ asio::awaitable<std::optional<FedRequest>> Feed::next() {
       if (!ready_.empty()) {
         auto request = std::move(ready_.front());
         ready_.pop_front();
-        if (reader_waiting_ && ready_.size() <= kFeedAhead / 2) {
+        ready_requests_ -= request.size();
+        if (reader_waiting_ && ready_requests_ <= kFeedAhead / 2) {
           reader_waiting_ = false;
           room_.notify_one();
         }
@@ -132,17 +157,46 @@ asio::awaitable<std::optional<FedRequest>> Feed::next() {
 
 bool Feed::push(FedRequest request) {
   std::unique_lock lock(mutex_);
-  if (ready_.size() >= kFeedAhead && !stopped_) {
+  if (ready_requests_ >= kFeedAhead && !stopped_) {
     reader_waiting_ = true;
     room_.wait(lock, [&] { return stopped_ || !reader_waiting_; });
   }
   if (stopped_) return false;
+  ready_requests_ += request.size();
   ready_.push_back(std::move(request));
   wake(1);
   return true;
 }
 
 void Feed::produce() {
+  try {
+    if (chains_) produce_planned();
+    else produce_in_order();
+  } catch (...) {
+    failure_ = std::current_exception();
+  }
+  std::lock_guard lock(mutex_);
+  end(false);
+}
+
+void Feed::produce_planned() {
+  const Plan& plan = *input_.plan;
+  TraceReader reader(input_.path);
+  Exchange exchange;
+  for (const auto& chain : *chains_) {
+    auto fed = std::make_shared<FedChain>();
+    fed->turns.reserve(chain.items.size());
+    for (auto item : chain.items) {
+      const auto& send = plan.sends[item];
+      reader.read_request_at(plan.at[send.input_index], exchange);
+      fed->turns.push_back({send.input_index, send.cycle, prepare_(exchange)});
+    }
+    fed->offsets_ns = chain.offsets_ns;
+    if (!push({{}, chain.start_ns, std::move(fed)})) return;
+  }
+}
+
+void Feed::produce_in_order() {
   // Shard I of N takes arrivals I, I + N, I + 2N, ... of the whole run's process.
   std::optional<Arrivals> arrivals;
   if (open_loop_) {
@@ -159,36 +213,30 @@ void Feed::produce() {
   bool keep = count_ > input_.selected && input_.selected <= kCycleKept;
   std::vector<Prepared> kept;
   std::size_t sent = 0;
-  try {
-    for (std::size_t cycle = 0; sent < count_; ++cycle) {
-      if (cycle > 0 && keep) {
-        for (std::size_t i = 0; i < kept.size() && sent < count_; ++i, ++sent)
-          if (!push({{kept[i].input_index, cycle, kept[i].request}, start()})) return;
-        continue;
-      }
-      TraceReader reader(input_.path);
-      Selection selection(options_, false);
-      Exchange exchange;
-      std::size_t position = 0;
-      while (sent < count_ && !selection.full() && reader.next_request(exchange)) {
-        auto index = position++;
-        if (!selection.take(exchange)) continue;
-        Prepared prepared{index, cycle, prepare_(exchange)};
-        if (keep) kept.push_back(prepared);
-        if (!push({std::move(prepared), start()})) return;
-        ++sent;
-      }
-      if (sent < count_ && selection.taken() != input_.selected)
-        throw TraceError(input_.path + " changed while it was replayed: " +
-                         std::to_string(selection.taken()) + " requests were chosen from it on this "
-                         "reading, " + std::to_string(input_.selected) + " before the run; " +
-                         std::to_string(sent) + " of " + std::to_string(count_) + " were sent");
+  for (std::size_t cycle = 0; sent < count_; ++cycle) {
+    if (cycle > 0 && keep) {
+      for (std::size_t i = 0; i < kept.size() && sent < count_; ++i, ++sent)
+        if (!push({{kept[i].input_index, cycle, kept[i].request}, start(), nullptr})) return;
+      continue;
     }
-  } catch (...) {
-    failure_ = std::current_exception();
+    TraceReader reader(input_.path);
+    Selection selection(options_, false);
+    Exchange exchange;
+    std::size_t position = 0;
+    while (sent < count_ && !selection.full() && reader.next_request(exchange)) {
+      auto index = position++;
+      if (!selection.take(exchange)) continue;
+      Prepared prepared{index, cycle, prepare_(exchange)};
+      if (keep) kept.push_back(prepared);
+      if (!push({std::move(prepared), start(), nullptr})) return;
+      ++sent;
+    }
+    if (sent < count_ && selection.taken() != input_.selected)
+      throw TraceError(input_.path + " changed while it was replayed: " +
+                       std::to_string(selection.taken()) + " requests were chosen from it on this "
+                       "reading, " + std::to_string(input_.selected) + " before the run; " +
+                       std::to_string(sent) + " of " + std::to_string(count_) + " were sent");
   }
-  std::lock_guard lock(mutex_);
-  end(false);
 }
 
 }  // namespace retrace::replay

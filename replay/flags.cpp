@@ -1,8 +1,14 @@
 #include "replay/flags.hpp"
 
+#include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+
+#include "net/http_rules.hpp"
+#include "replay/body_path.hpp"
 
 namespace retrace::replay {
 
@@ -111,6 +117,112 @@ void apply_request_flags(const RequestFlags& flags, Options& options) {
   options.insecure = flags.insecure;
   options.threads = flags.threads;
   validate_trace_controls(options);  // against the schedule the caller set before
+}
+
+// The text of single flags: durations, --slo, --shard, KEY=VALUE, --header.
+
+std::chrono::nanoseconds parse_duration(std::string_view text, std::string_view flag) {
+  auto value_text = std::string(net::trim_ows(text));
+  auto bad = [&](const std::string& why) {
+    return std::invalid_argument((flag.empty() ? "" : std::string(flag) + " ") + "'" + value_text +
+                                 "': " + why);
+  };
+  text = net::trim_ows(text);
+  std::size_t unit_at = 0;
+  while (unit_at < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[unit_at])) || text[unit_at] == '.'))
+    ++unit_at;
+  auto number = text.substr(0, unit_at), unit = text.substr(unit_at);
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (number.empty() || ec != std::errc() || ptr != number.data() + number.size())
+    throw bad("expected a number with a unit, e.g. 500ms, 1.5s, 2m");
+  if (unit.empty())
+    throw bad("give a unit, e.g. " + value_text + "s or " + value_text +
+              "ms (a bare number could mean either)");
+  double ns_per_unit = 0;
+  if (unit == "ms") ns_per_unit = 1e6;
+  else if (unit == "s") ns_per_unit = 1e9;
+  else if (unit == "us") ns_per_unit = 1e3;
+  else if (unit == "ns") ns_per_unit = 1;
+  else if (unit == "m" || unit == "min") ns_per_unit = 60e9;
+  else if (unit == "h") ns_per_unit = 3600e9;
+  else
+    throw bad("unknown unit '" + std::string(unit) + "' (use ms, s, m or h; us and ns too)");
+  double ns = value * ns_per_unit;
+  if (!(ns < 9e18)) throw bad("too large (at most about 290 years)");
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(ns)));
+}
+
+std::string format_duration(std::chrono::milliseconds value) {
+  auto ms = value.count();
+  if (ms != 0 && ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
+Slo parse_slo(std::string_view text) {
+  Slo slo;
+  std::string_view rest = text;
+  if (net::trim_ows(rest).empty()) throw std::invalid_argument("empty --slo: try ttft:200ms,tpot:50ms");
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    auto part = net::trim_ows(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    auto colon = part.find(':');
+    if (colon == std::string_view::npos)
+      throw std::invalid_argument("bad --slo part '" + std::string(part) +
+                                  "': expected METRIC:DURATION, e.g. ttft:200ms");
+    auto metric = net::trim_ows(part.substr(0, colon));
+    auto limit = parse_duration(part.substr(colon + 1), "--slo " + std::string(metric));
+    if (metric == "ttft") slo.ttft = limit;
+    else if (metric == "tpot") slo.tpot = limit;
+    else if (metric == "e2e") slo.e2e = limit;
+    else
+      throw std::invalid_argument("bad --slo metric '" + std::string(metric) +
+                                  "': use ttft, tpot or e2e");
+  }
+  return slo;
+}
+
+std::pair<std::size_t, std::size_t> parse_shard(std::string_view text) {
+  auto slash = text.find('/');
+  auto bad = [&](const std::string& why) {
+    return std::invalid_argument("bad --shard '" + std::string(text) + "': " + why +
+                                 " (expected I/N with 0 <= I < N, e.g. 0/4)");
+  };
+  if (slash == std::string_view::npos) throw bad("no '/'");
+  auto index = parse_index(net::trim_ows(text.substr(0, slash)));
+  auto count = parse_index(net::trim_ows(text.substr(slash + 1)));
+  if (!index || !count) throw bad("not two numbers");
+  if (*count == 0 || *index >= *count) throw bad("I must be less than N");
+  return {*index, *count};
+}
+
+std::pair<std::string, std::string> split_assignment(std::string_view text, std::string_view what) {
+  auto eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0)
+    throw std::invalid_argument("bad " + std::string(what) + " '" + std::string(text) +
+                                "': expected KEY=VALUE");
+  return {std::string(net::trim_ows(text.substr(0, eq))), std::string(text.substr(eq + 1))};
+}
+
+HttpHeader parse_header(std::string_view text) {
+  auto colon = text.find(':');
+  if (colon == std::string_view::npos || net::trim_ows(text.substr(0, colon)).empty())
+    throw std::invalid_argument("bad --header '" + std::string(text) +
+                                "': expected 'Name: value'");
+  auto name = net::trim_ows(text.substr(0, colon));
+  for (char c : name)
+    if (c <= ' ' || c == ':' || c >= 127)
+      throw std::invalid_argument("bad --header '" + std::string(text) +
+                                  "': the name may not contain spaces or control characters");
+  auto value = net::trim_ows(text.substr(colon + 1));
+  for (char c : value)
+    if (c == '\r' || c == '\n')
+      throw std::invalid_argument("bad --header '" + std::string(name) +
+                                  "': the value may not contain line breaks");
+  return {std::string(name), std::string(value)};
 }
 
 }  // namespace retrace::replay

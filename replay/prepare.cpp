@@ -161,13 +161,19 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input, const std::vect
 
 std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepared>& prepared,
                                const Options& options) {
+  return make_chains(candidates_of(input.exchanges, options), prepared, options);
+}
+
+std::vector<Chain> make_chains(const std::vector<Candidate>& input, const std::vector<Prepared>& prepared,
+                               const Options& options) {
   std::vector<Chain> chains;
   bool sessions = options.sessions || options.live_sessions;
   std::unordered_map<std::string, std::size_t> chain_of_session;
   for (std::size_t i = 0; i < prepared.size(); ++i) {
-    const auto& session = input.exchanges[prepared[i].input_index].session_id;
+    auto session = input[prepared[i].input_index].session;
     if (sessions && !session.empty()) {
-      auto key = prepared[i].cycle == 0 ? session : session + "\n" + std::to_string(prepared[i].cycle);
+      auto key = std::string(session);
+      if (prepared[i].cycle > 0) key += "\n" + std::to_string(prepared[i].cycle);
       auto [it, inserted] = chain_of_session.try_emplace(key, chains.size());
       if (inserted) chains.emplace_back();
       chains[it->second].items.push_back(i);
@@ -188,14 +194,14 @@ std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepa
     // The trace's own clock, relative to the window's start, else to the earliest chosen send;
     // for a shard, to the earliest of the whole selection, and idle gaps capped over the whole
     // selection too, so that every shard keeps the unsharded run's times.
-    auto clock = trace_clock_ns(input.exchanges);
+    auto clock = trace_clock_ns(input);
     std::vector<std::size_t> reference;
     if (options.shard_count > 1) {
       Options whole = options;
       whole.shard_count = 1;
       whole.shard_index = 0;
       whole.limit.reset();
-      reference = select_exchanges(input.exchanges, whole, options.sessions || options.live_sessions);
+      reference = select_candidates(input, whole, options.sessions || options.live_sessions);
     } else {
       for (const auto& p : prepared) reference.push_back(p.input_index);
     }

@@ -359,6 +359,21 @@ void check_readable(const std::string& path, const Recovery& recovery, std::size
 std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
                                           const Options& options, bool by_session);
 
+// What selection, the time window, sessions and the recorded clock read of an input exchange: a
+// run planned from one pass over its input (replay/planner.hpp) keeps this, not the exchange.
+struct Candidate {
+  bool eligible = false;     // not rejected by record, and every --filter matches
+  std::uint64_t id = 0;
+  std::string_view session;  // its session id ("" for none), in storage that outlives it
+  std::int64_t actual_send_ns = 0, start_unix_ns = 0;
+};
+// `exchange` as a candidate under `options`' filters; its session views the exchange's.
+Candidate candidate_of(const Exchange& exchange, const Options& options);
+std::vector<Candidate> candidates_of(const std::vector<Exchange>& exchanges, const Options& options);
+// select_exchanges over candidates (the same order of selection).
+std::vector<std::size_t> select_candidates(const std::vector<Candidate>& input, const Options& options,
+                                           bool by_session);
+
 // The order of selection above, one exchange at a time in input order (the window is the
 // caller's: it needs the whole trace's clock): what select_exchanges and a streamed input
 // (replay/feed.hpp) both apply. Throws invalid_argument for a bad filter or trace control.
@@ -367,6 +382,7 @@ class Selection {
   Selection(const Options& options, bool by_session);
   // Whether the next exchange in input order is sent; false once --limit exchanges were taken.
   bool take(const Exchange& exchange, bool in_window = true);
+  bool take(const Candidate& candidate, bool in_window = true);
   bool full() const;
   std::size_t taken() const { return taken_; }
 
@@ -381,6 +397,7 @@ class Selection {
 // recorded offsets (actual_send_ns, which an import sets from the dataset's timestamps) when any
 // exchange has one, else the wall-clock starts.
 std::vector<std::int64_t> trace_clock_ns(const std::vector<Exchange>& exchanges);
+std::vector<std::int64_t> trace_clock_ns(const std::vector<Candidate>& input);
 
 // Whether --sample-sessions `fraction` keeps the session `key` under `seed`: a splitmix64 of the
 // key's FNV-1a hash and the seed, below fraction × 2^64. The same on every machine.

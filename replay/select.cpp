@@ -1,6 +1,5 @@
-// Which exchanges a replay sends, and the trace's own clock: filters (their globs checked), the
-// time window, the session sample, shards, --limit and --requests (the order is in
-// replay/replay.hpp); idle-gap capping.
+// Which exchanges a replay sends, and the trace's own clock: filters, the time window, the session
+// sample, shards, --limit and --requests (the order is in replay/replay.hpp); idle-gap capping.
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -79,16 +78,20 @@ bool matches_filter(const Exchange& exchange, std::string_view filter) {
   return false;
 }
 
-std::vector<std::int64_t> trace_clock_ns(const std::vector<Exchange>& exchanges) {
-  bool have_offsets = std::any_of(exchanges.begin(), exchanges.end(),
-                                  [](const Exchange& e) { return e.actual_send_ns != 0; });
+std::vector<std::int64_t> trace_clock_ns(const std::vector<Candidate>& input) {
+  bool have_offsets = std::any_of(input.begin(), input.end(),
+                                  [](const Candidate& c) { return c.actual_send_ns != 0; });
   std::vector<std::int64_t> clock;
-  clock.reserve(exchanges.size());
-  for (const auto& e : exchanges) clock.push_back(have_offsets ? e.actual_send_ns : e.start_unix_ns);
+  clock.reserve(input.size());
+  for (const auto& c : input) clock.push_back(have_offsets ? c.actual_send_ns : c.start_unix_ns);
   if (clock.empty()) return clock;
   auto earliest = *std::min_element(clock.begin(), clock.end());
   for (auto& offset : clock) offset -= earliest;
   return clock;
+}
+
+std::vector<std::int64_t> trace_clock_ns(const std::vector<Exchange>& exchanges) {
+  return trace_clock_ns(candidates_of(exchanges, {}));
 }
 
 bool session_sampled(std::string_view key, double fraction, std::uint64_t seed) {
@@ -148,6 +151,25 @@ bool rejected(const Exchange& exchange) { return exchange.error.kind == ErrorKin
 
 }  // namespace
 
+Candidate candidate_of(const Exchange& exchange, const Options& options) {
+  Candidate candidate;
+  candidate.eligible = !rejected(exchange) &&
+                       std::all_of(options.filters.begin(), options.filters.end(),
+                                   [&](const std::string& f) { return matches_filter(exchange, f); });
+  candidate.id = exchange.id;
+  candidate.session = exchange.session_id;
+  candidate.actual_send_ns = exchange.actual_send_ns;
+  candidate.start_unix_ns = exchange.start_unix_ns;
+  return candidate;
+}
+
+std::vector<Candidate> candidates_of(const std::vector<Exchange>& exchanges, const Options& options) {
+  std::vector<Candidate> candidates;
+  candidates.reserve(exchanges.size());
+  for (const auto& exchange : exchanges) candidates.push_back(candidate_of(exchange, options));
+  return candidates;
+}
+
 std::size_t rejected_by_record(const std::vector<Exchange>& exchanges) {
   return static_cast<std::size_t>(std::count_if(exchanges.begin(), exchanges.end(), rejected));
 }
@@ -184,17 +206,18 @@ Selection::Selection(const Options& options, bool by_session)
 }
 
 bool Selection::take(const Exchange& exchange, bool in_window) {
-  if (full() || rejected(exchange)) return false;
-  bool keep = std::all_of(options_.filters.begin(), options_.filters.end(),
-                          [&](const std::string& f) { return matches_filter(exchange, f); });
-  if (!keep || !in_window) return false;
+  return !full() && take(candidate_of(exchange, options_), in_window);
+}
+
+bool Selection::take(const Candidate& candidate, bool in_window) {
+  if (full() || !candidate.eligible || !in_window) return false;
   if (options_.sample_sessions) {
-    auto key = exchange.session_id.empty() ? "#" + std::to_string(exchange.id) : exchange.session_id;
+    auto key = candidate.session.empty() ? "#" + std::to_string(candidate.id) : std::string(candidate.session);
     if (!session_sampled(key, *options_.sample_sessions, options_.seed)) return false;
   }
   std::size_t shard_key;
-  if (by_session_ && !exchange.session_id.empty()) {
-    auto [it, inserted] = session_ordinal_.try_emplace(exchange.session_id, position_);
+  if (by_session_ && !candidate.session.empty()) {
+    auto [it, inserted] = session_ordinal_.try_emplace(std::string(candidate.session), position_);
     if (inserted) ++position_;
     shard_key = it->second;
   } else {
@@ -209,32 +232,35 @@ bool Selection::full() const { return options_.limit && taken_ >= *options_.limi
 
 std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
                                           const Options& options, bool by_session) {
+  return select_candidates(candidates_of(exchanges, options), options, by_session);
+}
+
+std::vector<std::size_t> select_candidates(const std::vector<Candidate>& input, const Options& options,
+                                           bool by_session) {
   Selection selection(options, by_session);
   bool windowed = options.window_from || options.window_to;
   std::vector<std::int64_t> clock;
   // A session is kept or left whole, by its first turn's offset.
-  std::unordered_map<std::string, std::int64_t> session_start;
+  std::unordered_map<std::string_view, std::int64_t> session_start;
   if (windowed) {
-    clock = trace_clock_ns(exchanges);
-    for (std::size_t i = 0; i < exchanges.size(); ++i) {
-      const auto& session = exchanges[i].session_id;
-      if (session.empty()) continue;
-      auto [it, inserted] = session_start.try_emplace(session, clock[i]);
+    clock = trace_clock_ns(input);
+    for (std::size_t i = 0; i < input.size(); ++i) {
+      if (input[i].session.empty()) continue;
+      auto [it, inserted] = session_start.try_emplace(input[i].session, clock[i]);
       if (!inserted) it->second = std::min(it->second, clock[i]);
     }
   }
   auto in_window = [&](std::size_t i) {
     if (!windowed) return true;
-    const auto& session = exchanges[i].session_id;
-    std::int64_t at = session.empty() ? clock[i] : session_start.at(session);
+    std::int64_t at = input[i].session.empty() ? clock[i] : session_start.at(input[i].session);
     if (options.window_from && at < options.window_from->count()) return false;
     if (options.window_to && at >= options.window_to->count()) return false;
     return true;
   };
 
   std::vector<std::size_t> chosen;
-  for (std::size_t i = 0; i < exchanges.size() && !selection.full(); ++i)
-    if (selection.take(exchanges[i], in_window(i))) chosen.push_back(i);
+  for (std::size_t i = 0; i < input.size() && !selection.full(); ++i)
+    if (selection.take(input[i], in_window(i))) chosen.push_back(i);
   if (options.requests && !chosen.empty()) {
     auto selected = chosen.size();
     chosen.resize(*options.requests);

@@ -221,12 +221,12 @@ asio::awaitable<std::optional<Work>> Worker::next_work() {
   if (shared_.feed) {
     auto fed = co_await shared_.feed->next();
     if (!fed) co_return std::nullopt;
-    co_return Work{nullptr, std::move(fed->send), fed->start_ns};
+    co_return Work{nullptr, std::move(fed->send), fed->start_ns, std::move(fed->chain)};
   }
   auto index = shared_.next_chain.fetch_add(1);
   if (index >= shared_.chains->size()) co_return std::nullopt;
   const auto& chain = (*shared_.chains)[index];
-  co_return Work{&chain, {}, chain.start_ns};
+  co_return Work{&chain, {}, chain.start_ns, nullptr};
 }
 
 asio::awaitable<void> Worker::run_closed_slot() {
@@ -255,13 +255,13 @@ asio::awaitable<void> Worker::run_chain(Work work, bool closed_loop) {
     if (closed_loop) {
       intended = nanoseconds(shared_.clock.now() - shared_.run_start);  // the slot (or turn) just freed
     } else if (shared_.kind == ScheduleKind::recorded) {
-      intended = work.chain->offsets_ns[k];
+      intended = work.offset_ns(k);
       if (past_duration(intended) || !co_await wait_until(intended)) break;
     } else {
       intended = k == 0 ? work.start_ns : nanoseconds(shared_.clock.now() - shared_.run_start);
     }
     if (past_duration(intended)) break;
-    const Prepared& send = work.chain ? (*shared_.prepared)[work.chain->items[k]] : work.single;
+    const Prepared& send = work.turn(k, shared_.prepared);
     auto answer = co_await run_exchange(send, intended, live ? &answers : nullptr);
     if (live) answers.push_back(std::move(answer));
   }

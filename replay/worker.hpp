@@ -94,7 +94,14 @@ struct Work {
   const Chain* chain = nullptr;  // its items index Shared::prepared
   Prepared single;               // without a chain: the one request
   std::int64_t start_ns = 0;     // open loop: when it starts
-  std::size_t size() const { return chain ? chain->items.size() : 1; }
+  std::shared_ptr<const FedChain> fed;  // a planned run's chain, read as it came up
+  std::size_t size() const { return chain ? chain->items.size() : fed ? fed->turns.size() : 1; }
+  const Prepared& turn(std::size_t k, const std::vector<Prepared>* prepared) const {
+    return chain ? (*prepared)[chain->items[k]] : fed ? fed->turns[k] : single;
+  }
+  std::int64_t offset_ns(std::size_t k) const {
+    return chain ? chain->offsets_ns[k] : fed->offsets_ns[k];
+  }
 };
 
 // Everything the workers share; read-only during a phase except the atomics and the queue.
