@@ -1,10 +1,13 @@
-// Calendar rules every module shares, written once (the Azure trace timestamps of dataset/ and
-// replay's --start-at alike): std::chrono's proleptic Gregorian calendar.
+// Time as text and calendar days, written once (the Azure trace timestamps of dataset/, replay's
+// --start-at and the times a sharded run records alike): std::chrono's proleptic Gregorian
+// calendar, RFC 3339 read with any zone and written in UTC.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 
 namespace retrace {
 
@@ -16,5 +19,16 @@ inline std::optional<std::int64_t> days_from_civil(int year, unsigned month, uns
   if (!date.ok()) return std::nullopt;
   return std::chrono::sys_days{date}.time_since_epoch().count();
 }
+
+// RFC 3339 with a zone ("2026-12-01T10:00:00Z", "2026-12-01T11:00:00.5+01:00"; 't' or ' ' for
+// 'T' too) -> Unix nanoseconds; digits of the fraction past the ninth are dropped, a leap second
+// is the next minute's first instant. Throws std::invalid_argument saying what is wrong, without
+// the text (the caller names the flag or field and what it expects).
+std::int64_t parse_rfc3339(std::string_view text);
+// Unix nanoseconds -> RFC 3339 in UTC with nanoseconds, "2026-12-01T10:00:00.250000000Z".
+std::string format_rfc3339(std::int64_t unix_ns);
+// ".123456789..." at `at` -> nanoseconds (digits past the ninth are dropped) and advances `at`
+// past it; 0 when there is no '.' at `at`. Throws std::invalid_argument for a '.' without digits.
+std::int64_t parse_fraction_ns(std::string_view text, std::size_t& at);
 
 }  // namespace retrace

@@ -5,12 +5,12 @@
 #include "cli/commands.hpp"
 #include "cli/datasets.hpp"
 #include "base/stop_signals.hpp"
-#include "sweep/sweep.hpp"
+#include "demo/demo.hpp"
 
 namespace retrace::cli {
 
 void add_demo(CLI::App& root, Registry& registry) {
-  auto options = std::make_shared<sweep::DemoOptions>();
+  auto options = std::make_shared<demo::DemoOptions>();
   auto dir = std::make_shared<std::string>();
   auto traces = std::make_shared<std::string>();
   CLI::App* command = root.add_subcommand(
@@ -39,7 +39,7 @@ void add_demo(CLI::App& root, Registry& registry) {
     std::atomic<bool> stop{false};
     options->stop = &stop;
     StopOnSignals signals(stop, "\nretrace: stopping: cutting the run in flight (Ctrl-C again to quit at once)\n");
-    return sweep::run_demo(*options, std::cout, std::cerr);
+    return demo::run_demo(*options, std::cout, std::cerr);
   });
 }
 

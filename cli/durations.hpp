@@ -1,4 +1,4 @@
-// Duration flags: every command reads a duration the same way, through replay::parse_duration
+// Duration flags: every command reads a duration the same way, through parse_duration (base/duration.hpp)
 // ("500ms", "30s", "2m"; a bare number is refused with a hint). The check runs while CLI11 parses,
 // so a bad value is reported as "--flag: 'text': why, e.g. ..." before anything starts.
 #pragma once
@@ -9,18 +9,16 @@
 #include <stdexcept>
 #include <string>
 
-#include "replay/replay.hpp"
+#include "base/duration.hpp"
 
 namespace retrace::cli {
-
-using replay::format_duration;
 
 // Accepts a duration of at least `minimum`; the value is left as typed.
 inline CLI::Validator duration_check(std::chrono::milliseconds minimum) {
   return CLI::Validator(
       [minimum](std::string& text) -> std::string {
         try {
-          auto value = replay::parse_duration(text, "");
+          auto value = parse_duration(text, "");
           if (value < minimum)
             return "'" + text + "': must be at least " + format_duration(minimum);
           return {};
@@ -38,7 +36,7 @@ inline CLI::Option* add_duration_option(CLI::App& command, const std::string& na
   auto* option = command.add_option_function<std::string>(
       names,
       [&value](const std::string& text) {
-        value = std::chrono::duration_cast<std::chrono::milliseconds>(replay::parse_duration(text, ""));
+        value = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(text, ""));
       },
       help);
   return option->check(duration_check(minimum))->type_name("DURATION");

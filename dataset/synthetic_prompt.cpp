@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "base/splitmix.hpp"
+
 namespace retrace {
 
 namespace {
@@ -35,12 +37,7 @@ constexpr std::array<std::string_view, 256> kWords = {
     "begin", "got", "walk", "ease", "paper", "group", "always", "music", "those", "both", "mark"};
 
 // SplitMix64: a fixed, well-mixed sequence per seed (the text must not change between versions).
-std::uint64_t mix(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+std::uint64_t mix(std::uint64_t& state) { return splitmix64_next(state); }
 
 // Hash ids and row seeds live in two namespaces, so a row's own blocks never equal an id's.
 std::uint64_t block_seed(const std::vector<std::uint64_t>& hash_ids, std::size_t block,

@@ -12,13 +12,17 @@
 #include <ostream>
 #include <stdexcept>
 
-#include "dataset/import.hpp"
 #include "base/private_file.hpp"
+#include "dataset/import.hpp"
+#include "demo/demo.hpp"
 #include "sweep/study.hpp"
 #include "sweep/sweep.hpp"
 #include "version.hpp"
 
-namespace retrace::sweep {
+namespace retrace::demo {
+
+// The demo is a client of sweep, bisect and study and says their names as they do.
+using namespace retrace::sweep;
 
 namespace {
 
@@ -314,4 +318,4 @@ int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& log) {
   return Demo(options, out, log).run();
 }
 
-}  // namespace retrace::sweep
+}  // namespace retrace::demo

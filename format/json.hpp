@@ -1,4 +1,6 @@
-// JSON views of trace records, for `retrace export`, reports and tests.
+// JSON views of trace records, for `retrace export`, reports and tests: json_write.cpp (to_json,
+// the export lines), json_read.cpp (back: header_from_json, exchange_from_json), json_bytes.cpp
+// (byte fields, base64), request_summary.cpp (what a person wants to see of a request or answer).
 //
 // One record is one JSON object: {"header":{...}} or {"exchange":{...}}. Field names are the
 // snake_case names of the structs in format/trace.hpp. Byte fields (bodies, event data, token
@@ -22,7 +24,8 @@ namespace retrace {
 boost::json::object to_json(const TraceHeader& header);
 boost::json::object to_json(const Exchange& exchange);
 
-// The inverse of to_json; throws TraceError naming the field that is missing or mistyped.
+// The inverse of to_json; throws TraceError naming the field that is mistyped by its whole path
+// ("choices.0.tokens.3.logprob").
 // Fields that are absent keep their defaults, so hand-written JSON may omit them.
 TraceHeader header_from_json(const boost::json::object& object);
 void exchange_from_json(const boost::json::object& object, Exchange& out);

@@ -6,7 +6,7 @@
 #include <bit>
 #include <cmath>
 
-namespace retrace::replay {
+namespace retrace::metrics {
 
 namespace {
 
@@ -111,7 +111,7 @@ std::size_t Distribution::bytes() const {
 }
 
 Percentiles Distribution::percentiles() && {
-  if (!counting_) return replay::percentiles(samples_);
+  if (!counting_) return metrics::percentiles(samples_);
   Percentiles result;
   result.count = count_;
   result.max = max_;
@@ -136,4 +136,4 @@ Percentiles Distribution::percentiles() && {
   return result;
 }
 
-}  // namespace retrace::replay
+}  // namespace retrace::metrics

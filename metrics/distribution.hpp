@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-namespace retrace::replay {
+namespace retrace::metrics {
 
 struct Percentiles {
   std::size_t count = 0;
@@ -65,4 +65,10 @@ class Distribution {
   double mean_ = 0, m2_ = 0;  // Welford's running mean and sum of squared deviations
 };
 
+}  // namespace retrace::metrics
+
+namespace retrace::replay {  // the names replay has always had
+using metrics::Distribution;
+using metrics::Percentiles;
+using metrics::percentiles;
 }  // namespace retrace::replay

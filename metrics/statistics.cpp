@@ -6,7 +6,7 @@
 #include <boost/math/distributions/binomial.hpp>
 #include <boost/math/distributions/students_t.hpp>
 
-namespace retrace::report {
+namespace retrace::metrics {
 
 std::optional<double> clopper_pearson_upper(std::size_t k, std::size_t n, double confidence) {
   if (n == 0) return std::nullopt;
@@ -45,4 +45,4 @@ Spread spread_of(const std::vector<double>& samples) {
   return spread;
 }
 
-}  // namespace retrace::report
+}  // namespace retrace::metrics

@@ -15,7 +15,7 @@
 #include <optional>
 #include <vector>
 
-namespace retrace::report {
+namespace retrace::metrics {
 
 // One-sided upper confidence bound (default 95 %) on a binomial rate after k successes in n
 // trials; 1 when k == n, nullopt when n == 0.
@@ -35,4 +35,11 @@ struct Spread {
 };
 Spread spread_of(const std::vector<double>& samples);
 
+}  // namespace retrace::metrics
+
+namespace retrace::report {  // the names report has always had
+using metrics::clopper_pearson_upper;
+using metrics::Spread;
+using metrics::spread_of;
+using metrics::student_t_95;
 }  // namespace retrace::report

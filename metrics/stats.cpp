@@ -17,9 +17,11 @@
 #include <limits>
 #include <map>
 
-#include "replay/replay.hpp"
+#include "metrics/stats.hpp"
 
-namespace retrace::replay {
+#include "llm/llm.hpp"
+
+namespace retrace::metrics {
 
 ExchangeMetrics summarize(const Exchange& exchange) {
   ExchangeMetrics metrics;
@@ -143,7 +145,7 @@ Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exch
   StatsBuilder builder(is_open_loop(header), slo);
   for (const auto& exchange : exchanges) builder.add(exchange);
   auto stats = std::move(builder).finish();
-  stats.client = client_usage_of(header.settings);
+  stats.client = replay::client_usage_of(header.settings);
   return stats;
 }
 
@@ -161,7 +163,7 @@ Stats stats_of_trace(const std::filesystem::path& path, const Slo& slo, Recovery
   while (reader.next(exchange)) builder.add(exchange);
   if (recovery) *recovery = reader.recovery();
   auto stats = std::move(builder).finish();
-  stats.client = client_usage_of(reader.header().settings);
+  stats.client = replay::client_usage_of(reader.header().settings);
   return stats;
 }
 
@@ -250,4 +252,4 @@ Stats StatsBuilder::finish() && {
   return std::move(stats);
 }
 
-}  // namespace retrace::replay
+}  // namespace retrace::metrics

@@ -65,12 +65,12 @@
 #include <vector>
 
 #include "base/clock.hpp"
+#include "base/duration.hpp"
 #include "format/output_tokens.hpp"
 #include "format/redaction.hpp"  // secrets: what the trace and settings never hold
 #include "format/trace.hpp"
 #include "llm/llm.hpp"
-#include "replay/client_usage.hpp"
-#include "metrics/distribution.hpp"
+#include "metrics/stats.hpp"  // Stats, StatsBuilder, Slo: kept here for the callers that include replay.hpp
 
 namespace retrace::replay {
 
@@ -94,12 +94,6 @@ struct Schedule {
   double speed = 1;        // recorded timing: 2 = twice as fast
 };
 
-struct Slo {
-  std::optional<std::chrono::nanoseconds> ttft;
-  std::optional<std::chrono::nanoseconds> tpot;
-  std::optional<std::chrono::nanoseconds> e2e;
-  bool any() const { return ttft || tpot || e2e; }
-};
 // "ttft:200ms,tpot:50ms,e2e:2s" (every limit with a unit); throws std::invalid_argument naming
 // the bad part.
 Slo parse_slo(std::string_view text);
@@ -165,122 +159,6 @@ struct Options {
   std::shared_ptr<const Preflight> preflight;
 };
 
-// Latency/throughput figures of one run (or of any trace: `retrace stats`); each latency
-// figure's Percentiles come from a Distribution (metrics/distribution.hpp).
-struct Stats {
-  std::size_t exchanges = 0;  // inference requests only (see other_requests)
-  std::size_t completed = 0;  // no error
-  std::size_t not_sent = 0;   // neither a response nor an error: a plan, e.g. an imported trace
-  // Requests that are not inference (GET /v1/models, /metrics, /health): not counted above, listed
-  // by "METHOD path" with their number.
-  std::vector<std::pair<std::string, std::size_t>> other_requests;
-  std::vector<std::pair<std::string, std::size_t>> errors_by_kind;
-  std::size_t retried = 0;    // sent again on a fresh connection (a stale keep-alive one)
-  double duration_s = 0;      // first send to last end
-  double requests_per_s = 0;
-  double output_tokens_per_s = 0;
-  std::uint64_t output_tokens = 0;  // output_tokens() summed over completed exchanges
-  std::string output_tokens_source;  // OutputTokenTally::source(): "server usage", "counted", ...
-  // usage.prompt_tokens summed over the completed exchanges that reported it; absent when none did.
-  std::optional<std::uint64_t> input_tokens;
-  double input_tokens_per_s = 0;
-  double total_tokens_per_s = 0;  // (input + output) / duration
-  // Requests in flight (sent, last byte not yet in), over the run: the most at one instant and the
-  // time-weighted mean (sum of the exchanges' durations / the run's duration, Little's law).
-  std::size_t peak_in_flight = 0;
-  double mean_in_flight = 0;
-  // Of output_tokens, the reasoning part's (format/output_tokens.hpp), over the completed
-  // exchanges that reasoned; absent when none did.
-  std::optional<std::uint64_t> reasoning_tokens;
-  std::string reasoning_tokens_source;
-  Percentiles ttft, itl, tpot, e2e;         // from the actual send
-  // Time to first output token: as TTFT, but the first token of the answer (content, refusal or a
-  // tool call), not of the reasoning; equal to TTFT for a model that does not reason.
-  Percentiles ttfot;
-  Percentiles ttft_intended, e2e_intended;  // from the intended send (open-loop schedules)
-  Percentiles schedule_slip;                // actual - intended
-  bool open_loop = false;
-  std::optional<double> goodput_per_s;      // requests/s meeting the SLO, where one is given
-  std::optional<std::size_t> slo_met;
-  std::optional<ClientUsage> client;        // the client's own CPU, for a replayed run
-};
-
-// What the statistics need of one exchange; small, so a run keeps one per exchange in memory
-// while the exchanges themselves stream to disk.
-struct ExchangeMetrics {
-  ErrorKind error = ErrorKind::none;
-  bool streamed = false;
-  bool retried = false;
-  std::int64_t intended_send_ns = 0;
-  std::int64_t actual_send_ns = 0;
-  std::int64_t first_token_ns = -1;  // from the send; -1 when no token arrived
-  std::int64_t first_output_token_ns = -1;  // the same, reasoning tokens left out
-  std::int64_t end_ns = -1;          // from the send
-  OutputTokens output_tokens;        // usage.completion_tokens, else decoded tokens
-  std::optional<OutputTokens> reasoning_tokens;  // of them, the reasoning's; nullopt: none
-  std::int64_t input_tokens = -1;    // usage.prompt_tokens; -1 when the server did not say
-  bool inference = true;             // llm::is_inference_request
-  bool sent = true;                  // has a response or an error
-  std::string endpoint;              // "METHOD path" when not inference
-  std::vector<std::int64_t> token_gaps_ns;  // between successive token-carrying events (choice 0)
-};
-ExchangeMetrics summarize(const Exchange& exchange);
-// TTFT in ns by the definition above; absent for a non-streamed response or one without a token.
-std::optional<std::int64_t> ttft_of(const ExchangeMetrics& metrics);
-// TTFOT in ns: TTFT without the reasoning tokens; absent as TTFT is, or without an output token.
-std::optional<std::int64_t> ttfot_of(const ExchangeMetrics& metrics);
-// TPOT in ns by the definition above; absent for a non-streamed response or one token or fewer.
-std::optional<double> tpot_of(const ExchangeMetrics& metrics);
-
-
-// A run's figures, gathered one exchange at a time in memory that does not grow with tokens:
-// add() counts an exchange and puts the latencies that do not depend on when it was sent (TTFT,
-// ITL, TPOT, e2e) into their distributions (metrics/distribution.hpp); it keeps only what the
-// others need (64 bytes: its offsets, end, TTFT and TPOT), for finish(): offsets derived from
-// wall-clock starts for traces that have none, schedule slip and the intended latencies, requests
-// in flight, SLOs.
-class StatsBuilder {
- public:
-  explicit StatsBuilder(bool open_loop, Slo slo = {}) : open_loop_(open_loop), slo_(std::move(slo)) {}
-  void reserve(std::size_t exchanges) { kept_.reserve(exchanges); }
-  // `start_unix_ns`: the exchange's wall-clock start, from which send offsets are derived when no
-  // exchange has one (traces of some recorders and imports).
-  void add(ExchangeMetrics metrics, std::int64_t start_unix_ns = 0);
-  void add(const Exchange& exchange) { add(summarize(exchange), exchange.start_unix_ns); }
-  Stats finish() &&;
-
- private:
-  struct Kept {  // an inference exchange, for finish()
-    std::int64_t actual_send_ns, intended_send_ns, start_unix_ns;
-    std::int64_t end_ns;   // from the send; -1 without an end
-    std::int64_t ttft_ns;  // ttft_of; -1 without one
-    double tpot_ns;        // tpot_of; -1 without one
-    bool sent, completed;
-  };
-  bool open_loop_;
-  Slo slo_;
-  Stats stats_;  // the counts, as add() goes
-  std::map<ErrorKind, std::size_t> errors_;
-  std::map<std::string, std::size_t> other_requests_;
-  OutputTokenTally tokens_, reasoning_;
-  Distribution ttft_, ttfot_, itl_, tpot_, e2e_;
-  std::vector<Kept> kept_;
-  std::size_t added_ = 0;
-  bool any_offset_ = false;
-  std::int64_t first_start_ = std::numeric_limits<std::int64_t>::max();
-};
-
-// Open loop (rate or recorded timing) is read from the header's settings JSON.
-Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exchanges,
-                    const Slo& slo = {});
-Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
-                    const Slo& slo = {});
-bool is_open_loop(const TraceHeader& header);
-// Streams a trace file (one ExchangeMetrics per exchange, without its token gaps) into its figures.
-// Throws TraceError when it is not a readable trace; a torn tail is reported through `recovery`.
-Stats stats_of_trace(const std::filesystem::path& path, const Slo& slo = {},
-                     Recovery* recovery = nullptr);
-
 struct Progress {
   std::size_t done = 0, total = 0, errors = 0;
 };
@@ -314,13 +192,9 @@ std::filesystem::path repeat_path(const std::filesystem::path& out, int k, int r
 // ---------------------------------------------------------------------------------------------
 // Building blocks (public for tests, sweep and bisect)
 
-// The one duration syntax of every flag: a number with a unit, "500ms", "1.5s", "2m", "1h" (also
-// "250us", "100ns"). A bare number is refused: seconds or milliseconds would be a guess. Throws
-// invalid_argument "FLAG 'TEXT': why, e.g. ..." (`flag` may be empty: CLI11 adds the name itself).
-std::chrono::nanoseconds parse_duration(std::string_view text, std::string_view flag);
-// "5s", "1500ms", "2m": the shortest exact spelling parse_duration reads back (help defaults,
-// messages that name a flag's value).
-std::string format_duration(std::chrono::milliseconds value);
+// Durations are base/duration.hpp's; replay:: callers keep their names.
+using retrace::format_duration;
+using retrace::parse_duration;
 
 // "I/N" with 0 <= I < N. Throws invalid_argument.
 std::pair<std::size_t, std::size_t> parse_shard(std::string_view text);

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/time.hpp"
 #include "format/trace.hpp"
 
 namespace retrace::replay {
@@ -35,8 +36,8 @@ inline constexpr std::int64_t kStartAtToleranceNs = 1'000'000'000;
 // --start-at TIME -> Unix nanoseconds. Throws std::invalid_argument naming what is wrong.
 std::int64_t parse_start_at(std::string_view text);
 
-// Unix nanoseconds -> RFC 3339 in UTC with nanoseconds, "2026-12-01T10:00:00.250000000Z".
-std::string format_rfc3339(std::int64_t unix_ns);
+// RFC 3339 is base/time.hpp's; replay:: callers keep the name.
+using retrace::format_rfc3339;
 
 // Throws std::invalid_argument when `start_at_ns` is more than kStartAtToleranceNs before `now_ns`.
 void check_start_at(std::int64_t start_at_ns, std::int64_t now_ns);

@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 
+#include "base/splitmix.hpp"
 #include "format/json.hpp"
 #include "sim/api.hpp"
 #include "sim/json_out.hpp"
@@ -17,20 +18,12 @@ namespace json = boost::json;
 
 namespace {
 
-std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 std::vector<float> embed(const std::vector<TokenId>& tokens, const ServeOptions& options, std::size_t batch) {
   std::vector<float> values(kEmbeddingDims);
   double norm = 0;
   for (std::size_t d = 0; d < kEmbeddingDims; ++d) {
-    std::uint64_t h = mix(options.weights_seed ^ (d * 0x9E3779B97F4A7C15ull));
-    for (TokenId token : tokens) h = mix(h ^ std::uint64_t(token));
+    std::uint64_t h = splitmix64_finalise(options.weights_seed ^ (d * kSplitmixGamma));
+    for (TokenId token : tokens) h = splitmix64_finalise(h ^ std::uint64_t(token));
     values[d] = float(double(h >> 11) / double(1ull << 53) * 2 - 1);
     norm += double(values[d]) * values[d];
   }

@@ -1,22 +1,12 @@
 #include "sim/prefix_cache.hpp"
 
+#include "base/splitmix.hpp"
+
 namespace retrace::sim {
-
-namespace {
-
-std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 std::size_t PrefixCache::lookup_and_insert(std::string_view salt, std::span<const TokenId> prompt) {
   std::uint64_t hash = 0x84222325cbf29ce4ull;
-  for (unsigned char c : salt) hash = mix(hash ^ c);
+  for (unsigned char c : salt) hash = splitmix64_finalise(hash ^ c);
   if (blocks_.size() + prompt.size() / kBlockTokens > kMaxBlocks) blocks_.clear();
   std::size_t cached = 0;
   bool hitting = true;
@@ -24,7 +14,7 @@ std::size_t PrefixCache::lookup_and_insert(std::string_view salt, std::span<cons
   std::size_t usable = prompt.empty() ? 0 : (prompt.size() - 1) / kBlockTokens;
   for (std::size_t block = 0; block < prompt.size() / kBlockTokens; ++block) {
     for (std::size_t i = block * kBlockTokens; i < (block + 1) * kBlockTokens; ++i)
-      hash = mix(hash ^ std::uint64_t(std::uint32_t(prompt[i])));
+      hash = splitmix64_finalise(hash ^ std::uint64_t(std::uint32_t(prompt[i])));
     bool known = !blocks_.insert(hash).second;
     if (hitting && known && block < usable)
       cached += kBlockTokens;

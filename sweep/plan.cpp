@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/json_fields.hpp"
 #include "base/json_text.hpp"
 #include "net/http_rules.hpp"
 #include "base/private_file.hpp"
@@ -217,58 +218,29 @@ std::string plan_to_json(const Plan& plan) {
 
 namespace {
 
-// Field access that names the file and field on a bad plan.
+// Every field of a plan is required; base/json_fields.hpp's strict flavour names the file and
+// the field when one is missing or mistyped.
 struct Fields {
   const json::object& object;
   const std::string& where;
+  StrictFields strict{object, where};
 
-  const json::value& get(std::string_view key) const {
-    auto* value = object.if_contains(key);
-    if (!value) throw std::runtime_error(where + ": missing field '" + std::string(key) + "'");
-    return *value;
-  }
-  std::string str(std::string_view key) const {
-    auto& value = get(key);
-    if (!value.is_string())
-      throw std::runtime_error(where + ": field '" + std::string(key) + "' must be a string");
-    return std::string(value.get_string());
-  }
+  const json::value& get(std::string_view key) const { return *strict.find(key, Presence::required); }
+  std::string str(std::string_view key) const { return std::string(*strict.string(key, Presence::required)); }
   std::int64_t integer(std::string_view key) const {
-    auto& value = get(key);
-    if (!value.is_int64() && !value.is_uint64())
-      throw std::runtime_error(where + ": field '" + std::string(key) + "' must be an integer");
-    return value.to_number<std::int64_t>();
+    return *strict.integer<std::int64_t>(key, Presence::required);
   }
-  double number(std::string_view key) const {
-    auto& value = get(key);
-    if (!value.is_number())
-      throw std::runtime_error(where + ": field '" + std::string(key) + "' must be a number");
-    return value.to_number<double>();
-  }
-  bool boolean(std::string_view key) const {
-    auto& value = get(key);
-    if (!value.is_bool())
-      throw std::runtime_error(where + ": field '" + std::string(key) + "' must be true or false");
-    return value.get_bool();
-  }
+  double number(std::string_view key) const { return *strict.number(key, Presence::required); }
+  bool boolean(std::string_view key) const { return *strict.boolean(key, Presence::required); }
   std::vector<std::string> strings(std::string_view key) const {
-    auto& value = get(key);
-    if (!value.is_array())
-      throw std::runtime_error(where + ": field '" + std::string(key) + "' must be an array");
     std::vector<std::string> out;
-    for (auto& item : value.get_array()) {
-      if (!item.is_string())
-        throw std::runtime_error(where + ": field '" + std::string(key) + "' must hold strings");
+    for (const auto& item : *strict.array(key, Presence::required)) {
+      if (!item.is_string()) strict.mistyped(key, "an array of strings");
       out.emplace_back(item.get_string());
     }
     return out;
   }
-  const json::object& object_at(std::string_view key) const {
-    auto& value = get(key);
-    if (!value.is_object())
-      throw std::runtime_error(where + ": field '" + std::string(key) + "' must be an object");
-    return value.get_object();
-  }
+  const json::object& object_at(std::string_view key) const { return *strict.object(key, Presence::required); }
 };
 
 }  // namespace

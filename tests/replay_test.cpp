@@ -5,12 +5,17 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
 #include <boost/json.hpp>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <thread>
 
 #include "base/text.hpp"
+#include "format/json.hpp"
 #include "replay/flags.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
@@ -621,6 +626,116 @@ TEST_CASE("a run on a clock that does not move records every send at its exact i
     CHECK(exchange.error.kind == ErrorKind::connect);
     CHECK(exchange.intended_send_ns == 0);
     CHECK(exchange.actual_send_ns == 0);
+    CHECK(exchange.start_unix_ns == origin_ns);
+  }
+}
+
+namespace {
+
+// An in-process HTTP server on a loopback port, on its own thread: every request gets `answer`
+// as a JSON 200 (keep-alive), on as many connections as the client opens; it counts those to
+// /v1/completions (a run also scrapes /metrics). Stops when destroyed.
+class AnsweringServer {
+ public:
+  explicit AnsweringServer(std::string answer) : answer_(std::move(answer)) {
+    accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~AnsweringServer() {
+    io_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()); }
+  std::size_t completions() const { return completions_; }
+
+ private:
+  struct Session {
+    boost::asio::ip::tcp::socket socket;
+    boost::beast::flat_buffer buffer;
+    boost::beast::http::request<boost::beast::http::string_body> request;
+    boost::beast::http::response<boost::beast::http::string_body> response;
+  };
+  void accept() {
+    acceptor_.async_accept([this](boost::system::error_code ec, boost::asio::ip::tcp::socket socket) {
+      if (ec) return;
+      read(std::make_shared<Session>(Session{std::move(socket), {}, {}, {}}));
+      accept();
+    });
+  }
+  void read(std::shared_ptr<Session> session) {
+    session->request = {};
+    boost::beast::http::async_read(session->socket, session->buffer, session->request,
+                                   [this, session](boost::system::error_code ec, std::size_t) {
+                                     if (ec) return;  // the client closed the connection
+                                     write(session);
+                                   });
+  }
+  void write(std::shared_ptr<Session> session) {
+    session->response = {boost::beast::http::status::ok, 11};
+    session->response.set(boost::beast::http::field::content_type, "application/json");
+    session->response.body() = answer_;
+    session->response.keep_alive(true);
+    session->response.prepare_payload();
+    boost::beast::http::async_write(session->socket, session->response,
+                                    [this, session](boost::system::error_code ec, std::size_t) {
+                                      if (ec) return;
+                                      if (session->request.target() == "/v1/completions") ++completions_;
+                                      read(session);
+                                    });
+  }
+
+  std::string answer_;
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_{io_, {boost::asio::ip::make_address("127.0.0.1"), 0}};
+  std::atomic<std::size_t> completions_{0};
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("a run on a clock that does not move records a served exchange at its exact instants") {
+  // The same stopped clock against a server that answers: the answer is decoded and kept, and
+  // every time the run measured (send, first byte, end) is the clock's, exactly.
+  AnsweringServer server(
+      R"({"id":"c1","object":"text_completion","model":"m","choices":[{"index":0,"text":"hello",)"
+      R"("finish_reason":"stop"}],"usage":{"prompt_tokens":2,"completion_tokens":1,"total_tokens":3}})");
+  LoadedTrace input;
+  for (std::uint64_t id = 0; id < 3; ++id) {
+    input.exchanges.push_back(exchange_at(id, "/v1/completions"));
+    input.exchanges.back().request.body = R"({"model":"m","prompt":"hi","max_tokens":1})";
+  }
+  const std::int64_t origin_ns = 1'767'225'600'000'000'000;  // 2026-01-01T00:00:00Z
+  ManualClock clock(std::chrono::nanoseconds{0},
+                    Clock::wall_time_point{std::chrono::duration_cast<Clock::wall_time_point::duration>(
+                        std::chrono::nanoseconds{origin_ns})});
+  Options options;
+  options.target = server.url();
+  options.threads = 1;
+  options.stream = false;
+  options.clock = &clock;
+  auto checked = std::make_shared<Preflight>();
+  checked->url = net::parse_url(options.target);
+  options.preflight = checked;
+  auto dir = std::filesystem::temp_directory_path() /
+             ("retrace-replay-served-clock-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+
+  run_replay(input, options, dir / "run.rtrace");
+
+  auto written = load_trace(dir / "run.rtrace");
+  std::filesystem::remove_all(dir);
+  CHECK(server.completions() == 3);
+  REQUIRE(written.exchanges.size() == 3);
+  for (const auto& exchange : written.exchanges) {
+    CHECK(exchange.error.kind == ErrorKind::none);
+    CHECK(exchange.response.status == 200);
+    REQUIRE(exchange.choices.size() == 1);
+    CHECK(output_text(exchange.choices.front()) == "hello");
+    CHECK(exchange.usage.completion_tokens == 1);
+    CHECK(exchange.intended_send_ns == 0);
+    CHECK(exchange.actual_send_ns == 0);
+    CHECK(exchange.first_byte_ns == 0);
+    CHECK(exchange.end_ns == 0);
     CHECK(exchange.start_unix_ns == origin_ns);
   }
 }

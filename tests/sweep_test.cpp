@@ -238,7 +238,7 @@ TEST_CASE("A damaged plan is refused with the file and the field named") {
   auto text = plan_to_json(sample_plan());
   auto broken = text;
   broken.replace(broken.find("\"repeats\":3"), 11, "\"repeats\":\"3\"");
-  CHECK_THROWS_WITH(plan_from_json(broken, "p"), Catch::Contains("'repeats'"));
+  CHECK_THROWS_WITH(plan_from_json(broken, "p"), Catch::Contains("p: field \"repeats\": expected an integer"));
   auto escaping = text;
   escaping.replace(escaping.find("\"c1-r1.rtrace\""), 14, "\"../x.rtrace\"");
   CHECK_THROWS_WITH(plan_from_json(escaping, "p"), Catch::Contains("outside the sweep directory"));

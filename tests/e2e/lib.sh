@@ -50,6 +50,16 @@ stop() {
   return $status
 }
 
+# wait_until WHAT CMD... : waits (up to 30 s) until CMD succeeds; fails naming WHAT otherwise.
+wait_until() {
+  local what=$1 i; shift
+  for i in $(seq 1 300); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  fail "$what did not happen within 30 s"
+}
+
 # wait_for_line FILE TEXT [PID] : waits (up to 30 s) until FILE contains TEXT; fails sooner if
 # process PID exits first.
 wait_for_line() {

@@ -56,11 +56,12 @@ curl -sS -N -m 0.2 -H 'content-type: application/json' -d '{"prompt":"x","max_to
 check_eq "$(curl -sS -o /dev/null -w '%{http_code}' "$URL/health")" 200 "still healthy after bad input"
 check_eq "$(curl -sS -o /dev/null -w '%{http_code}' -H 'content-type: application/json' -d '{"prompt":"x","max_tokens":3}' "$URL/v1/completions")" 200 "still serving"
 
-# SIGTERM while a stream is in flight: the stream finishes (or is cut) and the server exits 0
+# SIGTERM while a stream is in flight (its first event has arrived; 200 tokens at 5 ms each take
+# a second, well inside the drain timeout): the stream finishes and the server exits 0
 start_listening SLOW "$RETRACE" serve --listen 127.0.0.1:0 --decode-step-ms 5 --drain-timeout 3s
-curl -sS -N -H 'content-type: application/json' -d '{"prompt":"x","max_tokens":40,"ignore_eos":true,"stream":true}' "$SLOW_URL/v1/completions" >"$WORK/inflight" 2>/dev/null &
+curl -sS -N -H 'content-type: application/json' -d '{"prompt":"x","max_tokens":200,"ignore_eos":true,"stream":true}' "$SLOW_URL/v1/completions" >"$WORK/inflight" 2>/dev/null &
 CURL_PID=$!
-sleep 0.1
+wait_for_line "$WORK/inflight" "data: " "$CURL_PID"
 stop "$SLOW_PID" || fail "serve exited non-zero on SIGTERM"
 wait "$CURL_PID" || true
 tail -c 14 "$WORK/inflight" | grep -q 'data: \[DONE\]' || fail "in-flight stream was not finished before exit"
