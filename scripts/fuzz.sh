@@ -16,7 +16,11 @@ targets=("$@")
 # The build's output only when it fails: a failed build ended this script in silence (set -e),
 # and scripts/test.sh then failed with no word of why.
 if ! build_log=$(scripts/build.sh fuzz 2>&1); then
-  printf '%s\n' "$build_log" | grep -E -A8 'error:|FAILED:' | head -60 >&2
+  # The compiler's errors, or the log's end when there are none (CMake's "Could NOT find ..."); each
+  # pipeline `|| true`, or a grep that matches nothing ends the script here under pipefail.
+  why=$(printf '%s\n' "$build_log" | grep -E -A8 'error:|Error|FAILED:' || true)
+  [[ -n $why ]] || why=$(printf '%s\n' "$build_log" | tail -20)
+  printf '%s\n' "$why" | head -60 >&2 || true
   echo "scripts/fuzz.sh: the fuzz build (clang-14, ASan + UBSan) failed; the lines above say why" >&2
   exit 1
 fi
@@ -97,6 +101,9 @@ status=0
 printf '%-14s %12s %10s %8s %8s  %s\n' target executions exec/s cov features result
 for target in "${targets[@]}"; do
   log="$out/findings/$target.log"
+  # A target without seeds (export_import builds its inputs from any bytes) still needs its corpus
+  # directory: libFuzzer refuses to start without it.
+  mkdir -p "$out/corpus/$target"
   result=ok
   max_len=65536
   [[ $target == http_head ]] && max_len=300000  # past record's 256 KiB response header limit
@@ -105,10 +112,12 @@ for target in "${targets[@]}"; do
     >"$log" 2>&1 || { result="FOUND: see $log"; status=1; }
   runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
   rate=$(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
-  last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+  # `|| true`: a target that never started prints no progress line, and under pipefail the failed
+  # grep ended this script before its row and its message (a clean-clone CI run: export_import).
+  last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
   cov=$(grep -oE 'cov: [0-9]+' <<<"$last" | grep -oE '[0-9]+' || echo 0)
   ft=$(grep -oE 'ft: [0-9]+' <<<"$last" | grep -oE '[0-9]+' || echo 0)
   printf '%-14s %12s %10s %8s %8s  %s\n' "$target" "$runs" "$rate" "$cov" "$ft" "$result"
-  [[ $result == ok ]] || grep -E 'ERROR|SUMMARY|==[0-9]+==' "$log" | head -5 >&2
+  [[ $result == ok ]] || grep -E 'ERROR|SUMMARY|==[0-9]+==' "$log" | head -5 >&2 || true
 done
 exit $status
