@@ -66,9 +66,10 @@ void add_report(CLI::App& root, Registry& registry) {
       "Write one self-contained HTML report (charts, styles and script inline; it loads nothing): for "
       "a run trace, its throughput, latency distributions and errors; for a sweep directory, every "
       "level with its spread across repeats; for a study directory (retrace study --out), every cell "
-      "with its scope and the histogram of first divergent positions; for BASELINE CANDIDATE..., also every divergent output "
-      "with both token streams aligned, the first divergent token highlighted, its alternatives and "
-      "the margin. Prints the path written.");
+      "with its scope and the histogram of first divergent positions; for BASELINE CANDIDATE..., also the divergent outputs "
+      "(the first 100, real changes first; the rest counted) with both token streams aligned, the first divergent token "
+      "highlighted, its alternatives and the margin. Failed gold questions: the first 20 a run, the rest counted. Runs "
+      "are read as streams: memory does not grow with their requests or tokens. Prints the path written.");
   command->add_option("inputs", args->inputs, "RUN.rtrace, SWEEP_DIR, or BASELINE.rtrace CANDIDATE.rtrace...")
       ->required()
       ->check(CLI::ExistingPath);

@@ -49,7 +49,11 @@ double squared_deviations(const std::vector<double>& values, double mean) {
 
 double Percentiles::at(double percent) const {
   if (count == 0) return 0;
-  auto rank = static_cast<std::size_t>(std::ceil(percent / 100 * static_cast<double>(count)));
+  return at_rank(static_cast<std::size_t>(std::ceil(percent / 100 * static_cast<double>(count))));
+}
+
+double Percentiles::at_rank(std::size_t rank) const {
+  if (count == 0) return 0;
   rank = std::clamp<std::size_t>(rank, 1, count);
   if (!sorted.empty()) return sorted[rank - 1];
   if (rank == count) return max;  // the largest sample, kept exactly

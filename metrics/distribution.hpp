@@ -28,6 +28,9 @@ struct Percentiles {
   // Nearest rank: the smallest sample with at least `percent` % of the samples at or below it;
   // 0 without samples. at(50) == p50.
   double at(double percent) const;
+  // The sample of nearest rank `rank` (1-based, clamped to 1..count): the rank-th smallest exactly,
+  // or its histogram bucket's value. What a chart reads to draw the distribution; 0 without samples.
+  double at_rank(std::size_t rank) const;
   // What at() reads, so that a report can show any percentile it is asked for (--percentiles):
   // every sample, ascending (exact), or each non-empty histogram bucket's value, ascending, with
   // the number of samples at or below it.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <sstream>
 
 #include "report/diff_report.hpp"
@@ -133,9 +134,8 @@ void throughput_section(const HtmlReport& report, std::ostream& out) {
   out << "</section>\n";
 }
 
-std::string percentile_cells(std::vector<double> values) {
-  if (values.empty()) return "<td class=\"n\" colspan=\"5\">no samples</td>";
-  auto p = replay::percentiles(values);
+std::string percentile_cells(const metrics::Percentiles& p) {
+  if (p.count == 0) return "<td class=\"n\" colspan=\"5\">no samples</td>";
   return "<td class=\"n\">" + fixed(p.p50, 1) + "</td><td class=\"n\">" + fixed(p.p90, 1) + "</td><td class=\"n\">" +
          fixed(p.p99, 1) + "</td><td class=\"n\">" + fixed(p.max, 1) + "</td><td class=\"n\">" +
          std::to_string(p.count) + "</td>";
@@ -145,9 +145,9 @@ void latency_section(const HtmlReport& report, std::ostream& out) {
   out << "<section id=\"latency\"><h2>Latency distributions</h2><div class=\"charts\">";
   std::vector<svg::Series> ttft, itl, e2e;
   for (const auto& series : report.series) {
-    ttft.push_back({series.label, series.latency.ttft_ms});
-    itl.push_back({series.label, series.latency.itl_ms});
-    e2e.push_back({series.label, series.latency.e2e_ms});
+    ttft.push_back({series.label, &series.latency.ttft_ms});
+    itl.push_back({series.label, &series.latency.itl_ms});
+    e2e.push_back({series.label, &series.latency.e2e_ms});
   }
   out << svg::cdf_chart("Time to first token (CDF)", "ms", ttft)
       << svg::cdf_chart("Inter-token latency (CDF)", "ms", itl)
@@ -234,7 +234,8 @@ void alternatives_table(const char* side, const std::optional<diff::TokenView>& 
 }
 
 void divergences_section(const HtmlReport& report, std::ostream& out) {
-  out << "<section id=\"divergences\"><h2>Divergent outputs (" << report.divergences.size() << ")</h2>";
+  out << "<section id=\"divergences\"><h2>Divergent outputs (" << report.divergences.size() + report.divergences_left_out
+      << ")</h2>";
   if (report.divergences.empty()) {
     out << "<p>None: every compared output matches the baseline.</p></section>\n";
     return;
@@ -244,8 +245,7 @@ void divergences_section(const HtmlReport& report, std::ostream& out) {
       << "<label><input type=\"checkbox\" id=\"hide-near-ties\"> hide near-ties</label>"
       << "<table><thead><tr><th></th><th>run</th><th>request</th><th>first divergent token (baseline/candidate)</th>"
          "<th>class</th><th>margin (nats)</th></tr></thead><tbody id=\"divergence-index\"></tbody></table>";
-  auto entries = report.divergences;
-  order_by_severity(entries);
+  auto entries = most_severe(report.divergences, kShownDivergences);
   std::size_t number = 0;
   for (const auto& entry : entries) {
     const auto& divergence = entry.divergence;
@@ -271,6 +271,9 @@ void divergences_section(const HtmlReport& report, std::ostream& out) {
         << " / " << divergence.candidate_tokens << " tokens; finish " << e(or_unknown(divergence.baseline_finish)) << " / "
         << e(or_unknown(divergence.candidate_finish)) << ".</p></article>";
   }
+  if (auto more = report.divergences.size() + report.divergences_left_out - entries.size(); more > 0)
+    out << "<p class=\"more\">… and " << thousands(more) << " more (the counts above include them; "
+        << "retrace diff --json lists every one).</p>";
   out << "</section>\n";
 }
 
@@ -290,10 +293,13 @@ void gold_section(const HtmlReport& report, std::ostream& out) {
   for (const auto& gold : report.gold) {
     out << "<tr><td>" << e(gold.run) << "</td><td class=\"n\">" << gold.matching << " of " << gold.total << "</td><td>";
     if (gold.failed.empty()) out << "none";
-    for (const auto& failed : gold.failed)
+    std::size_t shown = std::min(gold.failed.size(), kShownFailedQuestions);
+    for (const auto& failed : std::span(gold.failed).first(shown))
       out << "<div class=\"failed\">request " << failed.id << ": expected <span class=\"mono\">" << shown_token(failed.expected)
           << "</span>, got <span class=\"mono\">" << shown_token(failed.output.substr(0, 200))
           << (failed.output.size() > 200 ? "…" : "") << "</span></div>";
+    if (auto more = gold.failed.size() - shown + gold.failed_left_out; more > 0)
+      out << "<div class=\"failed more\">… and " << thousands(more) << " more</div>";
     out << "</td></tr>";
   }
   out << "</table></section>\n";

@@ -33,7 +33,8 @@ struct HtmlSeries {
 struct HtmlGold {
   std::string run;
   std::size_t matching = 0, total = 0;
-  std::vector<FailedQuestion> failed;
+  std::vector<FailedQuestion> failed;  // the first of them; the page shows kShownFailedQuestions
+  std::size_t failed_left_out = 0;     // failed questions beyond those in `failed`
 };
 
 struct HtmlReport {
@@ -43,7 +44,8 @@ struct HtmlReport {
   std::string generator;  // the retrace version writing the report
   std::vector<HtmlSeries> series;
   std::vector<std::pair<std::string, std::size_t>> errors_by_kind;
-  std::vector<DivergenceEntry> divergences;  // any order: shown real changes first
+  std::vector<DivergenceEntry> divergences;  // any order: shown real changes first, kShownDivergences of them
+  std::size_t divergences_left_out = 0;      // divergences beyond those in `divergences`
   std::vector<std::size_t> first_divergence_positions;
   std::vector<HtmlGold> gold;
   std::vector<std::string> notes;  // warnings (torn tails and the like)
@@ -53,7 +55,11 @@ struct HtmlReport {
 std::string render_html(const HtmlReport& report);
 
 // Builders. From a sweep's summary; from one run's trace; from a baseline trace and candidates
-// (a diff). The trace builders load the traces (TraceError when unreadable).
+// (a diff). The trace builders stream the traces (TraceError when unreadable): one pass of each for
+// its figures, distributions and failed questions (metrics::StatsBuilder, LatencySampler,
+// FailedQuestions), and diff's streaming compare for a diff; memory does not grow with the runs
+// but for diff's own (its summaries and the divergent pairs it keeps) and the divergences kept
+// for the page (kShownDivergences).
 HtmlReport sweep_report(const Summary& summary);
 // From a study's summary: a column per cell, its scope (and NOT GREEDY warning) at the top.
 HtmlReport study_report(const StudySummary& summary);

@@ -10,17 +10,30 @@ namespace retrace::report {
 
 namespace {
 
-HtmlSeries series_of(const std::string& label, const replay::Stats& stats, const std::vector<Exchange>& exchanges) {
+HtmlSeries series_of(const std::string& label, const replay::Stats& stats, LatencySamples latency) {
   HtmlSeries series;
   series.label = label;
   series.requests_per_s = spread_of({stats.requests_per_s});
   series.output_tokens_per_s = spread_of({stats.output_tokens_per_s});
-  std::vector<replay::ExchangeMetrics> metrics;
-  metrics.reserve(exchanges.size());
-  for (const auto& exchange : exchanges) metrics.push_back(replay::summarize(exchange));
-  series.latency = latency_samples(metrics);
+  series.latency = std::move(latency);
   if (stats.client) series.client = stats.client->summary();
   return series;
+}
+
+// One run streamed for its series and its failed questions.
+struct SeriesPass {
+  StreamedRun run;
+  HtmlSeries series;
+};
+SeriesPass series_pass(const std::filesystem::path& path, const std::string& label, const diff::Options& options) {
+  LatencySampler latency;
+  auto run = stream_run(path, options, kShownFailedQuestions, {.latency = &latency});
+  auto series = series_of(label, run.stats, std::move(latency).finish());
+  return {std::move(run), std::move(series)};
+}
+
+HtmlGold gold_of(const std::string& run, std::size_t matching, std::size_t total, const FailedQuestions& questions) {
+  return {run, matching, total, questions.kept(), questions.left_out()};
 }
 
 void add_errors(std::vector<std::pair<std::string, std::size_t>>& total,
@@ -52,12 +65,13 @@ HtmlReport sweep_report(const Summary& summary) {
     report.series.push_back(std::move(series));
     add_errors(report.errors_by_kind, level.errors_by_kind);
   }
-  report.divergences = summary.divergences;
+  report.divergences = most_severe(summary.divergences, kShownDivergences);
+  report.divergences_left_out = summary.divergences.size() - report.divergences.size();
   for (const auto& entry : summary.divergences)
     report.first_divergence_positions.push_back(entry.divergence.baseline_index);
   for (const auto& run : summary.runs)
     if (run.matches_expected)
-      report.gold.push_back({run.name, *run.matches_expected, run.exchanges, run.failed});
+      report.gold.push_back({run.name, *run.matches_expected, run.exchanges, run.failed, run.failed_left_out});
   return report;
 }
 
@@ -93,74 +107,64 @@ HtmlReport study_report(const StudySummary& summary) {
 }
 
 HtmlReport run_report(const std::filesystem::path& path) {
-  LoadedTrace trace = load_trace(path);
-  auto stats = replay::compute_stats(trace.header, trace.exchanges);
+  auto [run, series] = series_pass(path, path.filename().string(), diff::Options{});
   HtmlReport report;
   report.kind = "run";
   report.title = "retrace run report: " + path.filename().string();
-  report.header = header_from_trace(trace.header);
+  report.header = header_from_trace(run.header);
   if (report.header.trace.empty()) report.header.trace = path.string();
   report.generator = kToolVersion;
-  report.series.push_back(series_of(path.filename().string(), stats, trace.exchanges));
-  report.errors_by_kind = stats.errors_by_kind;
-  diff::Options options;
-  auto failed = failed_questions(trace.exchanges, options);
-  auto with_expected = std::count_if(trace.exchanges.begin(), trace.exchanges.end(),
-                                     [](const Exchange& exchange) { return exchange.expected.has_value(); });
-  if (with_expected > 0)
-    report.gold.push_back({path.filename().string(), std::size_t(with_expected) - failed.size(),
-                           std::size_t(with_expected), failed});
+  report.series.push_back(std::move(series));
+  report.errors_by_kind = run.stats.errors_by_kind;
+  const auto& questions = run.questions;
+  if (questions.with_expected() > 0)
+    report.gold.push_back(gold_of(path.filename().string(), questions.with_expected() - questions.failed(),
+                                  questions.with_expected(), questions));
   return report;
 }
 
 HtmlReport diff_report(const std::filesystem::path& baseline_path,
                        const std::vector<std::filesystem::path>& candidate_paths, diff::Options options) {
-  LoadedTrace baseline = load_trace(baseline_path);
-  std::vector<LoadedTrace> candidates;
-  std::vector<const LoadedTrace*> pointers;
-  std::vector<std::string> names;
-  candidates.reserve(candidate_paths.size());
-  for (const auto& path : candidate_paths) {
-    candidates.push_back(load_trace(path));
-    names.push_back(path.filename().string());
-  }
-  for (const auto& candidate : candidates) pointers.push_back(&candidate);
-  options.expect = options.expect || std::any_of(baseline.exchanges.begin(), baseline.exchanges.end(),
-                                                 [](const Exchange& exchange) { return exchange.expected.has_value(); });
-  auto result = diff::compare(baseline, pointers, names, options);
+  // Each run streamed once for its figures, then diff's streaming compare over the files.
+  const std::string baseline_name = "baseline " + baseline_path.filename().string();
+  auto baseline = series_pass(baseline_path, baseline_name, options);
+  std::vector<SeriesPass> candidates;
+  for (const auto& path : candidate_paths) candidates.push_back(series_pass(path, path.filename().string(), options));
+  options.expect = options.expect || baseline.run.questions.with_expected() > 0;
+  auto result = diff::compare_files(baseline_path, candidate_paths, options);
 
   HtmlReport report;
   report.kind = "diff";
   report.title = "retrace diff report: " + baseline_path.filename().string() + " vs " +
                  std::to_string(candidates.size()) + " run" + (candidates.size() == 1 ? "" : "s");
-  report.header = header_from_trace(baseline.header);
+  report.header = header_from_trace(baseline.run.header);
   if (report.header.trace.empty()) report.header.trace = baseline_path.string();
   report.generator = kToolVersion;
   report.notes = result.warnings;
-  auto baseline_stats = replay::compute_stats(baseline.header, baseline.exchanges);
-  report.series.push_back(series_of("baseline " + baseline_path.filename().string(), baseline_stats, baseline.exchanges));
-  add_errors(report.errors_by_kind, baseline_stats.errors_by_kind);
+  report.series.push_back(std::move(baseline.series));
+  add_errors(report.errors_by_kind, baseline.run.stats.errors_by_kind);
+  MostSevere divergences(kShownDivergences);
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    auto stats = replay::compute_stats(candidates[i].header, candidates[i].exchanges);
-    auto series = series_of(names[i], stats, candidates[i].exchanges);
+    auto& series = candidates[i].series;
     const auto& run = result.runs[i];
+    const std::string& name = series.label;  // the file's name, as the page calls the run
     series.requests = run.aligned + run.missing_in_candidate + run.missing_in_baseline;
     series.differing = run.divergent + run.errors + run.missing_in_candidate + run.missing_in_baseline + run.not_compared;
     series.near_ties = run.near_ties;
-    report.series.push_back(std::move(series));
-    add_errors(report.errors_by_kind, stats.errors_by_kind);
+    add_errors(report.errors_by_kind, candidates[i].run.stats.errors_by_kind);
     for (const auto& pair : run.pairs)
       for (const auto& divergence : pair.divergences)
-        report.divergences.push_back({0, run.name, pair.baseline_id.value_or(0), pair.key.hex(), divergence});
+        divergences.add({0, name, pair.baseline_id.value_or(0), pair.key.hex(), divergence});
     if (run.matches_expected)
-      report.gold.push_back({run.name, *run.matches_expected, run.with_expected.value_or(0),
-                             failed_questions(candidates[i].exchanges, options)});
+      report.gold.push_back(gold_of(name, *run.matches_expected, run.with_expected.value_or(0), candidates[i].run.questions));
+    report.series.push_back(std::move(series));
   }
+  report.divergences_left_out = divergences.seen();
+  report.divergences = std::move(divergences).take();
+  report.divergences_left_out -= report.divergences.size();
   if (result.baseline_matches_expected)
-    report.gold.insert(report.gold.begin(), HtmlGold{"baseline " + baseline_path.filename().string(),
-                                                     *result.baseline_matches_expected,
-                                                     result.baseline_with_expected.value_or(0),
-                                                     failed_questions(baseline.exchanges, options)});
+    report.gold.insert(report.gold.begin(), gold_of(baseline_name, *result.baseline_matches_expected,
+                                                    result.baseline_with_expected.value_or(0), baseline.run.questions));
   report.first_divergence_positions = result.first_divergence_positions;
   return report;
 }

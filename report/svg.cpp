@@ -80,7 +80,7 @@ const char* colour(std::size_t index) {
 std::string cdf_chart(const std::string& title, const std::string& unit, const std::vector<Series>& series) {
   double x_max = 0;
   for (const auto& one : series)
-    for (double value : one.values) x_max = std::max(x_max, value);
+    if (one.distribution && one.distribution->count > 0) x_max = std::max(x_max, one.distribution->max);
   std::string out = open_svg(title);
   if (x_max <= 0) return out + text_at(kWidth / 2.0, kHeight / 2.0, "no samples", "middle") + "</svg>";
   double step = tick_step(x_max);
@@ -93,15 +93,14 @@ std::string cdf_chart(const std::string& title, const std::string& unit, const s
   std::vector<std::string> labels;
   for (std::size_t s = 0; s < series.size(); ++s) {
     labels.push_back(series[s].label);
-    auto values = series[s].values;
-    if (values.empty()) continue;
-    std::sort(values.begin(), values.end());
+    const auto* distribution = series[s].distribution;
+    if (!distribution || distribution->count == 0) continue;
     // A step function through at most 256 quantiles keeps the page small at any sample count.
-    std::size_t n = values.size(), points = std::min<std::size_t>(n, 256);
+    std::size_t n = distribution->count, points = std::min<std::size_t>(n, 256);
     std::string path;
     for (std::size_t p = 0; p < points; ++p) {
       std::size_t index = points == n ? p : (p * (n - 1)) / (points - 1);
-      double x = kLeft + values[index] / x_max * kPlotWidth;
+      double x = kLeft + distribution->at_rank(index + 1) / x_max * kPlotWidth;
       double y_below = kTop + kPlotHeight - double(index) / double(n) * kPlotHeight;
       double y = kTop + kPlotHeight - double(index + 1) / double(n) * kPlotHeight;
       path += (p == 0 ? "M" : "L") + fixed(x, 1) + " " + fixed(y_below, 1) + "L" + fixed(x, 1) + " " + fixed(y, 1);

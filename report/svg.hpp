@@ -10,14 +10,18 @@
 #include <string>
 #include <vector>
 
+#include "metrics/distribution.hpp"
+
 namespace retrace::report::svg {
 
 struct Series {
   std::string label;
-  std::vector<double> values;  // any order
+  const metrics::Percentiles* distribution = nullptr;  // not owned; null or count 0: no samples
 };
 
-// Empirical CDFs, one line per series (at most 256 points each), x in `unit` from 0.
+// Empirical CDFs, one line per series (at most 256 points each, read from the distribution by
+// rank: the samples themselves up to metrics::Distribution's exact limit, its histogram above),
+// x in `unit` from 0.
 std::string cdf_chart(const std::string& title, const std::string& unit, const std::vector<Series>& series);
 
 struct Bar {

@@ -28,28 +28,6 @@ json::value level_json(double level) {
   return level;
 }
 
-LatencySamples latency_samples(const std::vector<replay::ExchangeMetrics>& metrics) {
-  LatencySamples samples;
-  for (const auto& exchange : metrics) {
-    if (exchange.error != ErrorKind::none) continue;
-    if (exchange.first_token_ns >= 0) samples.ttft_ms.push_back(double(exchange.first_token_ns) / 1e6);
-    if (exchange.end_ns >= 0) samples.e2e_ms.push_back(double(exchange.end_ns) / 1e6);
-    for (auto gap : exchange.token_gaps_ns) samples.itl_ms.push_back(double(gap) / 1e6);
-  }
-  return samples;
-}
-
-std::vector<FailedQuestion> failed_questions(const std::vector<Exchange>& exchanges, const diff::Options& options) {
-  std::vector<FailedQuestion> failed;
-  for (const auto& exchange : exchanges) {
-    if (!exchange.expected) continue;
-    auto output = diff::output_text(exchange);
-    if (!diff::matches_expected(output, *exchange.expected, options))
-      failed.push_back({exchange.source_id.value_or(exchange.id), *exchange.expected, output});
-  }
-  return failed;
-}
-
 bool Summary::any_differs() const {
   return std::any_of(levels.begin(), levels.end(),
                      [](const LevelSummary& level) { return level.differing_requests > 0; });
@@ -250,17 +228,11 @@ std::string levels_table(const Summary& summary) {
 std::string divergence_list(const Summary& summary, std::size_t at_most) {
   std::ostringstream out;
   if (summary.divergences.empty()) out << "None: every output matches the baseline.\n";
-  auto entries = summary.divergences;
-  order_by_severity(entries);
-  std::size_t shown = 0;
-  for (const auto& entry : entries) {
-    if (shown++ == at_most) {
-      out << "- … and " << (entries.size() - at_most) << " more\n";
-      break;
-    }
+  for (const auto& entry : most_severe(summary.divergences, at_most))
     out << "- `" << entry.run << "` request " << entry.baseline_id << " (key "
         << entry.key.substr(0, 12) << "): " << describe_divergence(entry.divergence) << "\n";
-  }
+  if (summary.divergences.size() > at_most)
+    out << "- … and " << (summary.divergences.size() - at_most) << " more\n";
   return out.str();
 }
 

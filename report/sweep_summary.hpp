@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,15 +14,38 @@
 #include "diff/diff.hpp"
 #include "replay/replay.hpp"
 #include "report/header.hpp"
+#include "metrics/distribution.hpp"
 #include "metrics/statistics.hpp"
 
 namespace retrace::report {
 
-// Every latency sample of some exchanges, in milliseconds (for distributions, not percentiles).
+// The latency distributions of some exchanges that completed, in milliseconds, for the HTML
+// report's charts and tables: TTFT (first token-carrying event), every inter-token gap, end to end.
+// Each is a metrics::Distribution's result: every sample up to its exact limit (a million), a
+// histogram of bounded size above, so memory does not follow the number of exchanges or tokens.
 struct LatencySamples {
-  std::vector<double> ttft_ms, itl_ms, e2e_ms;
+  metrics::Percentiles ttft_ms, itl_ms, e2e_ms;
+};
+// Gathers them one exchange at a time.
+class LatencySampler {
+ public:
+  void add(const replay::ExchangeMetrics& exchange);
+  LatencySamples finish() &&;
+
+ private:
+  metrics::Distribution ttft_, itl_, e2e_;
 };
 LatencySamples latency_samples(const std::vector<replay::ExchangeMetrics>& metrics);
+
+// How much of a long list a page shows in full; the rest is counted ("… and 49,980 more").
+// Failed questions: 20, the size of the shipped gold set (every one of its misses still shows) and
+// about what one table cell can hold before it stops being read; each is two texts of up to 200
+// bytes. Divergences: 100 articles (real changes first), each a few KB with its token tables and
+// alternatives: the page stays around a megabyte however many outputs differ, where the counts,
+// the bounds and the chart of first-divergence positions describe the rest (`retrace diff --json`
+// lists every one).
+inline constexpr std::size_t kShownFailedQuestions = 20;
+inline constexpr std::size_t kShownDivergences = 100;
 
 // A question whose output did not match its expected answer.
 struct FailedQuestion {
@@ -28,8 +53,42 @@ struct FailedQuestion {
   std::string expected, output;
 };
 
-// The exchanges carrying an expected answer that their output does not match under `options`.
-std::vector<FailedQuestion> failed_questions(const std::vector<Exchange>& exchanges, const diff::Options& options);
+// The exchanges carrying an expected answer that their output does not match under `options`,
+// gathered one at a time: the first `keep` kept whole (in trace order), the rest only counted.
+class FailedQuestions {
+ public:
+  FailedQuestions(const diff::Options& options, std::size_t keep) : options_(options), keep_(keep) {}
+  void add(const Exchange& exchange);
+  std::size_t with_expected() const { return with_expected_; }
+  std::size_t failed() const { return failed_; }
+  const std::vector<FailedQuestion>& kept() const { return kept_; }
+  std::size_t left_out() const { return failed_ - kept_.size(); }
+
+ private:
+  diff::Options options_;
+  std::size_t keep_;
+  std::size_t with_expected_ = 0, failed_ = 0;
+  std::vector<FailedQuestion> kept_;
+};
+
+// One run trace read as a stream, once: its header, its figures (metrics::StatsBuilder), its
+// failed questions (the first `keep_failed` kept), and each completed exchange's latencies into
+// `latency` and its metrics into `pooled` where given (a sweep level's pooled figures). `prepare`
+// sees each exchange first (a sweep attaches expected answers there). Throws TraceError when the
+// file is not a readable trace; a torn tail ends the run (`recovery` says what was dropped).
+struct StreamedRun {
+  TraceHeader header;
+  replay::Stats stats;
+  FailedQuestions questions;
+  Recovery recovery;
+};
+struct StreamSinks {
+  std::function<void(Exchange&)> prepare;
+  LatencySampler* latency = nullptr;
+  replay::StatsBuilder* pooled = nullptr;
+};
+StreamedRun stream_run(const std::filesystem::path& path, const diff::Options& options,
+                       std::size_t keep_failed, const StreamSinks& sinks = {});
 
 struct RunFigures {
   std::string name;
@@ -43,7 +102,8 @@ struct RunFigures {
   std::size_t identical = 0, divergent = 0, near_ties = 0, real_changes = 0, missing = 0,
               diff_errors = 0;
   std::optional<std::size_t> matches_expected;
-  std::vector<FailedQuestion> failed;  // with expected answers: the questions not matched
+  std::vector<FailedQuestion> failed;  // with expected answers: the first questions not matched
+  std::size_t failed_left_out = 0;     // not matched beyond those in `failed`
 };
 
 struct LevelSummary {
@@ -95,6 +155,22 @@ boost::json::value level_json(double level);
 // Real changes first, then unclassified ones, then near-ties; stable otherwise.
 void order_by_severity(std::vector<DivergenceEntry>& entries);
 int severity_rank(diff::Classification classification);  // 0 real change, 1 unknown, 2 near-tie
+
+// The first `at_most` divergences in that order, picked as they come: at most `at_most` of each
+// class are held, the rest only counted, so a list of any length costs at most 3 × at_most entries.
+class MostSevere {
+ public:
+  explicit MostSevere(std::size_t at_most) : at_most_(at_most) {}
+  void add(const DivergenceEntry& entry);  // copied only when held
+  std::size_t seen() const { return seen_; }
+  std::vector<DivergenceEntry> take() &&;  // ordered by severity, at most `at_most`
+
+ private:
+  std::size_t at_most_, seen_ = 0;
+  std::vector<DivergenceEntry> by_rank_[3];
+};
+// The same over a list held whole.
+std::vector<DivergenceEntry> most_severe(const std::vector<DivergenceEntry>& entries, std::size_t at_most);
 
 std::string summary_to_json(const Summary& summary);
 std::string summary_to_markdown(const Summary& summary);

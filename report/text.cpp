@@ -21,6 +21,15 @@ std::string fixed(double value, int digits) {
   return text;
 }
 
+std::string thousands(std::size_t count) {
+  std::string digits = std::to_string(count), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 std::string html_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -25,6 +25,9 @@ using retrace::json_float;
 using retrace::json_number;
 using retrace::json_text;
 
+// A count with thousands separated by commas: 49980 -> "49,980" (the "… and N more" of a capped list).
+std::string thousands(std::size_t count);
+
 // Text made safe inside HTML element content and attribute values (& < > " ').
 std::string html_escape(std::string_view text);
 

@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -155,13 +156,44 @@ struct SweepIo {
 // before all runs finished. Throws on set-up errors (unreadable trace, bad target).
 std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, const SweepIo& io);
 
-// Builds the summary from finished run files (no traffic).
+// Builds the summary from finished run files (no traffic), each run streamed (the input and
+// --answers-from for their expected answers, each run once for its figures and once in diff's
+// streaming compare per level): memory follows neither the number of requests nor their tokens,
+// but for diff's own (its per-exchange summaries and the divergent pairs it keeps) and the
+// divergences listed in summary.json and summary.md.
 Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir);
 
-// Expected answers by request key, from a trace's exchanges that carry one.
-std::map<RequestKey, std::string> expected_by_key(const LoadedTrace& trace);
-// Fills `run`'s missing expected answers from the input exchange each one re-issued (source id),
-// or from `by_key` by the input exchange's request key.
+// Expected answers by request key, from a trace's exchanges that carry one (read as a stream).
+std::map<RequestKey, std::string> expected_by_key(const std::filesystem::path& trace);
+
+// The expected answers a sweep's run exchanges are matched against: an exchange without one takes
+// the answer of the input exchange it re-issued (its source id), or the one `by_key` has for that
+// input exchange's request key (for its own key when its source is unknown). Of the input it holds
+// each exchange's id, request key and answer, and nothing when neither the input nor `by_key`
+// carries an answer.
+class ExpectedAnswers {
+ public:
+  explicit ExpectedAnswers(std::map<RequestKey, std::string> by_key) : by_key_(std::move(by_key)) {}
+  // The input exchanges, one at a time (before any attach()).
+  void add_input(const Exchange& exchange);
+  void attach(Exchange& exchange) const;
+  void attach(ExchangeOutputs& exchange) const;
+  bool any() const { return any_; }  // an answer somewhere
+
+ private:
+  struct Source {
+    RequestKey key;
+    std::optional<std::string> expected;
+  };
+  template <class E> void fill(E& exchange) const;
+  std::map<RequestKey, std::string> by_key_;
+  std::unordered_map<std::uint64_t, Source> input_;
+  bool any_ = !by_key_.empty();
+};
+// The input trace at `path` streamed into ExpectedAnswers (nothing kept when it has no answers
+// and `by_key` is empty).
+ExpectedAnswers expected_answers(const std::filesystem::path& input, std::map<RequestKey, std::string> by_key);
+// Fills `run`'s missing expected answers as ExpectedAnswers does, from exchanges in memory.
 void attach_expected(LoadedTrace& run, const LoadedTrace& input,
                      const std::map<RequestKey, std::string>& by_key);
 

@@ -104,11 +104,13 @@ Summary fixed_summary() {
     level.e2e.p50 = 95.5 * concurrency;
     level.e2e.p99 = 140.0 * concurrency;
     level.ttft.count = level.e2e.count = 60;
+    std::vector<double> ttft, itl, e2e;
     for (int i = 0; i < 10; ++i) {
-      level.latency.ttft_ms.push_back((10 + i) * concurrency * 0.5);
-      level.latency.itl_ms.push_back(2 + i * 0.25);
-      level.latency.e2e_ms.push_back((80 + 3 * i) * concurrency * 0.5);
+      ttft.push_back((10 + i) * concurrency * 0.5);
+      itl.push_back(2 + i * 0.25);
+      e2e.push_back((80 + 3 * i) * concurrency * 0.5);
     }
+    level.latency = {replay::percentiles(ttft), replay::percentiles(itl), replay::percentiles(e2e)};
     if (concurrency == 16) level.errors_by_kind = {{"timeout", 1}};
     level.errors = concurrency == 16 ? 1 : 0;
     summary.levels.push_back(level);
