@@ -210,7 +210,9 @@ report::StudySummary summarize_study(const Plan& plan, const StudySettings& sett
         request_rates.push_back(figures.requests_per_s);
         token_rates.push_back(figures.output_tokens_per_s);
         for (const auto& pair : comparison.pairs) {
-          if (pair.verdict != diff::Verdict::divergent || pair.divergences.empty()) continue;
+          if (pair.verdict != diff::Verdict::divergent) continue;
+          ++cell.first_parts[report::first_part_key(pair.divergences)];
+          if (pair.divergences.empty()) continue;
           cell.first_divergence.push_back(pair.divergences.front().baseline_index);
           if (pair.baseline_id) differing_requests.insert(*pair.baseline_id);
         }
