@@ -222,7 +222,9 @@ void add_study(CLI::App& root, Registry& registry) {
   command->add_option("--near-tie", args->near_tie, "Logprob margin under which a divergence counts as a near-tie flip")
       ->capture_default_str();
   auto* json = command->add_flag("--json", args->json, "Print summary.json instead of the Markdown");
-  auto* csv = command->add_flag("--csv", args->csv, "Print summary.csv (one row per cell) instead")->excludes(json);
+  auto* csv = command->add_flag("--csv", args->csv,
+                                "Print summary.csv (one row per cell; per target and cell with several --target) instead")
+                  ->excludes(json);
   command->add_flag("--markdown", args->markdown, "Print summary.md's Markdown even on a terminal")
       ->excludes(json)
       ->excludes(csv);

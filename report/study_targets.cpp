@@ -133,8 +133,8 @@ std::string study_targets_scope(const StudyTargets& study) {
       << ", each output compared with that target's own baseline run. " << not_evidence();
   for (std::size_t i = 0; i < study.targets.size(); ++i) {
     const auto& target = study.targets[i];
-    out << " Target " << (i + 1) << ": " << bound_sentence(target.differing(), target.compared()) << "; its "
-        << control_sentence(target);
+    out << " Target " << (i + 1) << ": " << bound_sentence(target.differing(), target.compared()) << ".";
+    if (auto control = control_sentence(target); !control.empty()) out << " " << control;
   }
   for (std::size_t i = 1; i < study.targets.size(); ++i)
     out << " Across targets, the baseline outputs of target " << (i + 1) << " against target 1's: "
