@@ -34,8 +34,12 @@ int run_report_command(const ReportArgs& args) {
       throw std::invalid_argument(first.string() + " is a directory but holds no plan.json; report takes a "
                                   "sweep or study directory (retrace sweep/study --out DIR), a run trace, or BASELINE CANDIDATE...");
     auto plan = sweep::load_plan(first);
-    if (fs::exists(first / "study.json"))
-      page = report::study_report(sweep::summarize_study(plan, sweep::load_study(first), first));
+    if (fs::exists(first / "study.json")) {
+      auto settings = sweep::load_study(first);
+      page = settings.targets.size() > 1
+                 ? report::study_targets_report(sweep::summarize_study_targets(plan, settings, first))
+                 : report::study_report(sweep::summarize_study(plan, settings, first));
+    }
     else
       page = report::sweep_report(sweep::summarize_sweep(plan, first));
   } else if (args.inputs.size() == 1) {

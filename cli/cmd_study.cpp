@@ -17,7 +17,7 @@ namespace {
 
 struct StudyArgs {
   std::string trace;
-  std::string target;
+  std::vector<std::string> targets;
   std::string levels = "1,16,32";
   std::string cache = "cold,warm";
   int repeats = 3;
@@ -33,26 +33,50 @@ struct StudyArgs {
 
 namespace fs = std::filesystem;
 
-int print_study(const report::StudySummary& summary, const StudyArgs& args, const sweep::Plan& plan,
-                const fs::path& dir) {
+// What the study prints, in the form asked for: the summary's JSON, CSV or Markdown.
+struct Printed {
+  std::string json, csv, markdown;
+  std::string exchanges_csv = "exchanges.csv";  // where each exchange's row is, under the study's directory
+  std::size_t errors = 0, requests = 0;
+  bool differs = false;
+};
+
+Printed printed(const report::StudySummary& summary) {
+  Printed out{report::study_to_json(summary), report::study_to_csv(summary), report::study_to_markdown(summary)};
+  out.errors = summary.errors;
+  out.differs = summary.any_differs();
+  for (const auto& run : summary.runs) out.requests += run.exchanges;
+  return out;
+}
+
+Printed printed(const report::StudyTargets& study) {
+  Printed out{report::study_targets_to_json(study), report::study_targets_to_csv(study),
+              report::study_targets_to_markdown(study)};
+  out.errors = study.errors();
+  out.differs = study.any_differs();
+  for (const auto& target : study.targets)
+    for (const auto& run : target.runs) out.requests += run.exchanges;
+  out.exchanges_csv = "target-*/exchanges.csv";
+  return out;
+}
+
+int print_study(const Printed& summary, const StudyArgs& args, const sweep::Plan& plan, const fs::path& dir) {
   if (args.json)
-    std::cout << report::study_to_json(summary);
+    std::cout << summary.json;
   else if (args.csv)
-    std::cout << report::study_to_csv(summary);
+    std::cout << summary.csv;
   else if (auto width = terminal_width(); width > 0 && !args.markdown)
-    std::cout << report::markdown_for_terminal(report::study_to_markdown(summary), width);
+    std::cout << report::markdown_for_terminal(summary.markdown, width);
   else
-    std::cout << report::study_to_markdown(summary);
+    std::cout << summary.markdown;
   std::cout << std::flush;
   std::cerr << "study: wrote " << (dir / "summary.json").string() << ", " << (dir / "summary.md").string()
-            << ", " << (dir / "summary.csv").string() << " and " << (dir / "exchanges.csv").string() << "\n";
-  std::size_t requests = 0;
-  for (const auto& run : summary.runs) requests += run.exchanges;
-  if (auto verdict = replay::failure_verdict(summary.errors, requests, plan.replay.max_error_rate)) {
+            << ", " << (dir / "summary.csv").string() << " and " << (dir / summary.exchanges_csv).string() << "\n";
+  if (auto verdict = replay::failure_verdict(summary.errors, summary.requests, plan.replay.max_error_rate)) {
     std::cerr << "study: " << *verdict << "; results are incomplete\n";
     return kExitRunsFailed;
   }
-  return summary.any_differs() ? kExitDiffer : kExitOk;
+  return summary.differs ? kExitDiffer : kExitOk;
 }
 
 int run_study_command(CLI::App& command, StudyArgs& args) {
@@ -75,8 +99,9 @@ int run_study_command(CLI::App& command, StudyArgs& args) {
     settings = sweep::load_study(dir);
     if (settings.run_cache.size() != plan.runs.size())
       throw std::runtime_error((dir / "study.json").string() + " does not match plan.json's runs");
+    if (settings.targets.size() > 1) sweep::prepare_targets(plan, settings, dir, false);
   } else {
-    if (args.trace.empty() || args.target.empty() || args.out.empty())
+    if (args.trace.empty() || args.targets.empty() || args.out.empty())
       throw std::invalid_argument(
           "study needs TRACE, --target URL and --out DIR (or --resume DIR); e.g. retrace study "
           "gold.rtrace --target http://127.0.0.1:8000 --concurrency 1,16,32 --cache cold,warm --out study1");
@@ -96,7 +121,8 @@ int run_study_command(CLI::App& command, StudyArgs& args) {
                                   "`, choose another --out, or add --force to start it over");
     check_output_dir(dir, args.force, "--out");
     plan.trace = fs::absolute(args.trace).string();
-    plan.target = args.target;
+    settings.targets = sweep::parse_targets(args.targets);
+    plan.target = settings.targets.front();
     plan.levels = sweep::parse_levels(args.levels);
     plan.repeats = args.repeats;
     plan.replay = args.replay;
@@ -114,16 +140,23 @@ int run_study_command(CLI::App& command, StudyArgs& args) {
     fs::create_directories(dir);
     sweep::save_plan(plan, dir);
     sweep::save_study(settings, dir);
+    if (settings.targets.size() > 1) sweep::prepare_targets(plan, settings, dir, true);
   }
 
   std::atomic<bool> stop{false};
-  std::optional<report::StudySummary> summary;
+  std::optional<Printed> summary;
   {
     StopOnSignals signals(stop, "\nretrace: stopping: cutting the run in flight (Ctrl-C again to quit at once)\n");
-    summary = sweep::run_study(plan, settings, dir, sweep::SweepIo{&std::cerr, &stop});
+    sweep::SweepIo io{&std::cerr, &stop};
+    if (settings.targets.size() > 1) {
+      if (auto study = sweep::run_study_targets(settings, dir, io)) summary = printed(*study);
+    } else if (auto one = sweep::run_study(plan, settings, dir, io)) {
+      summary = printed(*one);
+    }
   }
   if (!summary) {
-    std::cerr << "study: interrupted with " << sweep::pending_runs(plan).size() << " of " << plan.runs.size()
+    auto [left, total] = sweep::study_runs_left(plan, settings, dir);
+    std::cerr << "study: interrupted with " << left << " of " << total
               << " runs left; continue with: retrace study --resume " << dir.string() << "\n";
     return kExitError;
   }
@@ -141,14 +174,20 @@ void add_study(CLI::App& root, Registry& registry) {
       "cell with the baseline's own configuration is the control: its difference rate is the noise "
       "floor. Per cell: outputs differing with the 95 % upper bound on the rate, near-ties vs real "
       "changes, unique completions per prompt, where outputs first diverge, throughput with its 95 % "
-      "interval, and the cache hits the server reported. Every summary opens with its scope, written "
-      "from the data. Requests that are not at temperature 0 are refused unless --greedy or "
-      "--allow-sampling. Exit 0 when no output differs, 1 when some do, 2 when nothing could run (bad "
+      "interval, the cache hits the server reported, and which output part (reasoning, content, "
+      "refusal, tool call, embedding) diverged first. With --target given several times (e.g. one model with and without a "
+      "batch-invariant mode), the whole matrix runs against each target with the same requests, and the "
+      "summary adds the price of repeatability: each target's throughput beside its difference rate, "
+      "and how many of its baseline outputs differ from the first target's. Every summary opens with "
+      "its scope, written from the data. Requests that are not at temperature 0 are refused unless "
+      "--greedy or --allow-sampling. Exit 0 when no output differs, 1 when some do (with several "
+      "targets, also a baseline output that differs across targets), 2 when nothing could run (bad "
       "input, not greedy, nothing answers), 3 when more requests failed than --max-error-rate allows.");
   command->footer(
       "Examples:\n"
       "  retrace study gold.rtrace --target http://127.0.0.1:8000 --concurrency 1,16,32 --cache cold,warm --repeat 3 --out study1\n"
       "  retrace study gold.rtrace --target http://127.0.0.1:8000 --same-prompt 1000 --concurrency 32 --out one-prompt\n"
+      "  retrace study gold.rtrace --target http://127.0.0.1:8000 --target http://127.0.0.1:8001 -c 1,32 --cache cold --out price\n"
       "  retrace study --resume study1\n"
       "Cold, by the server the preflight identified: vLLM and retrace serve get a fresh cache_salt on "
       "every request, SGLang a POST /flush_cache before the run, llama.cpp cache_prompt false; "
@@ -156,9 +195,15 @@ void add_study(CLI::App& root, Registry& registry) {
       "the second pass is measured; a warm cell whose responses report no cached tokens says so. "
       "--out holds plan.json and study.json (progress, for --resume), one trace per run "
       "(baseline.rtrace, c16-warm-r2.rtrace ...), exchanges.csv (each exchange's sampling as sent "
-      "and cached tokens) and summary.json, summary.md, summary.csv.");
+      "and cached tokens) and summary.json, summary.md, summary.csv, report.html. With several --target, "
+      "target-1/, target-2/ ... each hold one target's plan, runs and summaries (as one target's --out "
+      "would), and the study's own summaries beside them compare the targets; --resume continues every target.");
   command->add_option("TRACE", args->trace, "The trace whose requests to study");
-  command->add_option("--target", args->target, "Base URL of the server, e.g. http://127.0.0.1:8000");
+  command->add_option("--target", args->targets,
+                      "Base URL of the server, e.g. http://127.0.0.1:8000; give it again for each further "
+                      "target to compare (the price of repeatability)")
+      ->allow_extra_args(false)
+      ->type_name("URL");
   command->add_option("--concurrency,-c", args->levels, "Concurrency levels, comma-separated; the first is the baseline's")
       ->capture_default_str();
   command->add_option("--cache", args->cache, "Cache states, comma-separated (cold, warm); the first is the baseline's")
@@ -177,7 +222,9 @@ void add_study(CLI::App& root, Registry& registry) {
   command->add_option("--near-tie", args->near_tie, "Logprob margin under which a divergence counts as a near-tie flip")
       ->capture_default_str();
   auto* json = command->add_flag("--json", args->json, "Print summary.json instead of the Markdown");
-  auto* csv = command->add_flag("--csv", args->csv, "Print summary.csv (one row per cell) instead")->excludes(json);
+  auto* csv = command->add_flag("--csv", args->csv,
+                                "Print summary.csv (one row per cell; per target and cell with several --target) instead")
+                  ->excludes(json);
   command->add_flag("--markdown", args->markdown, "Print summary.md's Markdown even on a terminal")
       ->excludes(json)
       ->excludes(csv);

@@ -305,6 +305,22 @@ void gold_section(const HtmlReport& report, std::ostream& out) {
   out << "</table></section>\n";
 }
 
+void tables_section(const HtmlReport& report, std::ostream& out) {
+  for (const auto& table : report.tables) {
+    out << "<section id=\"" << e(table.id) << "\"><h2>" << e(table.title) << "</h2>";
+    if (!table.caption.empty()) out << "<p>" << e(table.caption) << "</p>";
+    out << "<table><tr>";
+    for (const auto& column : table.columns) out << "<th>" << e(column) << "</th>";
+    out << "</tr>";
+    for (const auto& row : table.rows) {
+      out << "<tr>";
+      for (const auto& cell : row) out << "<td>" << e(cell) << "</td>";
+      out << "</tr>";
+    }
+    out << "</table></section>\n";
+  }
+}
+
 }  // namespace
 
 std::string render_html(const HtmlReport& report) {
@@ -317,6 +333,7 @@ std::string render_html(const HtmlReport& report) {
       << "<body data-report-kind=\"" << e(report.kind) << "\">\n";
   header_section(report, out);
   throughput_section(report, out);
+  tables_section(report, out);
   latency_section(report, out);
   differences_section(report, out);
   errors_section(report, out);

@@ -37,6 +37,13 @@ struct HtmlGold {
   std::size_t failed_left_out = 0;     // failed questions beyond those in `failed`
 };
 
+// A table of text cells shown as is (escaped): a study's price of repeatability, its parts.
+struct HtmlTable {
+  std::string id, title, caption;
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+};
+
 struct HtmlReport {
   std::string kind = "run";  // "run", "sweep" or "diff"
   std::string title;
@@ -50,6 +57,7 @@ struct HtmlReport {
   std::vector<HtmlGold> gold;
   std::vector<std::string> notes;  // warnings (torn tails and the like)
   std::vector<std::string> paragraphs;  // shown under the header: a study's scope
+  std::vector<HtmlTable> tables;        // shown after the throughput section, in order
 };
 
 std::string render_html(const HtmlReport& report);

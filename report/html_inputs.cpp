@@ -75,37 +75,6 @@ HtmlReport sweep_report(const Summary& summary) {
   return report;
 }
 
-HtmlReport study_report(const StudySummary& summary) {
-  HtmlReport report;
-  report.kind = "sweep";  // the same sections as a sweep's, a column per cell
-  report.title = "retrace study report";
-  report.header = summary.header;
-  report.generator = kToolVersion;
-  auto plain = [](std::string text) {  // the Markdown's emphasis and code marks, dropped
-    std::string out;
-    for (char c : text)
-      if (c != '*' && c != '`') out += c;
-    return out;
-  };
-  if (auto banner = sampling_banner(summary); !banner.empty()) report.notes.push_back(plain(banner));
-  report.paragraphs.push_back(plain(study_scope(summary)));
-  for (const auto& cell : summary.cells) {
-    HtmlSeries series;
-    series.label = cell.name + (cell.control ? " (control)" : "");
-    series.requests_per_s = cell.requests_per_s;
-    series.output_tokens_per_s = cell.output_tokens_per_s;
-    series.latency = cell.latency;
-    series.requests = cell.compared;
-    series.differing = cell.differing;
-    series.near_ties = cell.near_ties;
-    report.series.push_back(std::move(series));
-    report.first_divergence_positions.insert(report.first_divergence_positions.end(),
-                                             cell.first_divergence.begin(), cell.first_divergence.end());
-  }
-  report.divergences = summary.divergences;
-  return report;
-}
-
 HtmlReport run_report(const std::filesystem::path& path) {
   auto [run, series] = series_pass(path, path.filename().string(), diff::Options{});
   HtmlReport report;

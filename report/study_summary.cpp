@@ -1,4 +1,5 @@
-// Study summary renderers: the scope paragraph, JSON, Markdown and CSV. Every count of differences
+// Study summary renderers: the scope paragraph (and its clauses), JSON and Markdown (the cell
+// table and CSV are study_tables.cpp). Every count of differences
 // carries its 95 % upper bound; every throughput its 95 % interval across repeats; a study whose
 // requests were not all greedy says so first, in every form.
 #include "report/study_summary.hpp"
@@ -9,6 +10,7 @@
 
 #include <boost/json.hpp>
 
+#include "report/study_internal.hpp"
 #include "report/text.hpp"
 
 namespace retrace::report {
@@ -27,18 +29,42 @@ std::size_t StudySummary::differing() const {
   return total;
 }
 
-namespace {
+namespace study_detail {
 
-std::string percent_text(double fraction) {
-  double percent = fraction * 100;
-  return fixed(percent, percent < 1 ? 2 : 1) + " %";
-}
-
-std::string joined(const std::vector<std::string>& items, std::string_view last = " and ") {
+std::string joined(const std::vector<std::string>& items, std::string_view last) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i)
     out += (i == 0 ? "" : i + 1 == items.size() ? std::string(last) : ", ") + items[i];
   return out;
+}
+
+json::object spread_json(const Spread& spread) {
+  return {{"mean", spread.mean},
+          {"min", spread.min},
+          {"max", spread.max},
+          {"stddev", spread.count > 1 ? json::value(spread.stddev) : json::value(nullptr)},
+          {"ci95_low", json_number(spread.ci_low)},
+          {"ci95_high", json_number(spread.ci_high)},
+          {"samples", spread.count}};
+}
+
+json::object counts_json(const std::map<std::string, std::size_t>& values) {
+  json::object out;
+  for (const auto& [value, count] : values) out[value] = count;
+  return out;
+}
+
+}  // namespace study_detail
+
+namespace {
+
+using study_detail::counts_json;
+using study_detail::joined;
+using study_detail::spread_json;
+
+std::string percent_text(double fraction) {
+  double percent = fraction * 100;
+  return fixed(percent, percent < 1 ? 2 : 1) + " %";
 }
 
 std::string load_range(const StudySummary& summary) {
@@ -81,30 +107,6 @@ std::string sampling_values(const std::map<std::string, std::size_t>& values) {
   return joined(items, ", ");
 }
 
-std::string cell_label(const StudyCell& cell) { return cell.name + (cell.control ? " (control)" : ""); }
-
-std::string positions_text(std::vector<std::size_t> positions) {
-  if (positions.empty()) return "—";
-  std::sort(positions.begin(), positions.end());
-  return std::to_string(positions.front()) + " / " + std::to_string(positions[positions.size() / 2]) +
-         " / " + std::to_string(positions.back());
-}
-
-std::string ci_cell(const Spread& spread) {
-  std::string cell = fixed(spread.mean, 1);
-  if (spread.ci_low) cell += " (" + fixed(*spread.ci_low, 1) + "–" + fixed(*spread.ci_high, 1) + ")";
-  return cell;
-}
-
-json::object spread_json(const Spread& spread) {
-  return {{"mean", spread.mean},
-          {"min", spread.min},
-          {"max", spread.max},
-          {"stddev", spread.count > 1 ? json::value(spread.stddev) : json::value(nullptr)},
-          {"ci95_low", json_number(spread.ci_low)},
-          {"ci95_high", json_number(spread.ci_high)},
-          {"samples", spread.count}};
-}
 
 json::object cache_json(const CacheFigures& figures) {
   return {{"exchanges", figures.exchanges},
@@ -113,11 +115,6 @@ json::object cache_json(const CacheFigures& figures) {
           {"cached_tokens", figures.cached_tokens}};
 }
 
-json::object counts_json(const std::map<std::string, std::size_t>& values) {
-  json::object out;
-  for (const auto& [value, count] : values) out[value] = count;
-  return out;
-}
 
 }  // namespace
 
@@ -145,40 +142,59 @@ std::string sampling_banner(const StudySummary& summary) {
   return out;
 }
 
-std::string study_scope(const StudySummary& summary) {
-  std::ostringstream out;
-  out << "**Scope.** This is direct evidence about "
-      << (summary.model.empty() ? "a model the server did not name in its responses"
-                                : "`" + summary.model + "` as the server named it")
-      << ", served by "
-      << (summary.server_kind == "unknown"             ? std::string("a server the preflight could not identify")
+namespace study_detail {
+
+std::string served_by(const StudySummary& summary) {
+  return (summary.model.empty() ? "a model the server did not name in its responses"
+                                : "`" + summary.model + "` as the server named it") +
+         ", served by " +
+         (summary.server_kind == "unknown"             ? std::string("a server the preflight could not identify")
           : summary.server_kind == "openai-compatible" ? std::string("an OpenAI-compatible server, nothing more specific identified")
-                                                       : summary.server_kind)
-      << (summary.server_version.empty() ? " (version not reported)" : " " + summary.server_version)
-      << (summary.server_evidence.empty() ? "" : " (identified by " + summary.server_evidence + ")")
-      << " at " << summary.target << ", on ";
-  if (summary.same_prompt)
-    out << "one prompt sent " << *summary.same_prompt << " times per run";
-  else
-    out << "this set of " << summary.requests << " requests (" << summary.prompts
-        << " distinct prompts)";
-  out << ", at " << load_range(summary) << ", with the prompt cache " << cache_states(summary)
-      << ", " << summary.repeats << (summary.repeats == 1 ? " run" : " runs") << " of each, ";
+                                                       : summary.server_kind) +
+         (summary.server_version.empty() ? " (version not reported)" : " " + summary.server_version) +
+         (summary.server_evidence.empty() ? "" : " (identified by " + summary.server_evidence + ")") + " at " +
+         summary.target;
+}
+
+std::string request_set(const StudySummary& summary) {
+  if (summary.same_prompt) return "one prompt sent " + std::to_string(*summary.same_prompt) + " times per run";
+  return "this set of " + std::to_string(summary.requests) + " requests (" + std::to_string(summary.prompts) +
+         " distinct prompts)";
+}
+
+std::string cache_clause(const StudySummary& summary) { return "with the prompt cache " + cache_states(summary); }
+
+std::string runs_and_sampling(const StudySummary& summary) {
+  std::string out = std::to_string(summary.repeats) + (summary.repeats == 1 ? " run" : " runs") + " of each, ";
   if (summary.sampling.all_greedy())
-    out << "at temperature 0 (" << (summary.greedy_forced ? "set by --greedy" : "as sent")
-        << " on every request)";
-  else
-    out << "with sampling as sent (not greedy: see above)";
-  out << ", each output compared with the baseline run `" << summary.baseline_run << "`. "
-      << "It is not evidence about determinism in general, other models, other runtimes or "
-         "versions, other GPUs, other loads or larger request sets. Across the study, "
-      << bound_sentence(summary.differing(), summary.compared()) << ".";
-  if (!summary.cells.empty()) {
-    const auto& control = summary.cells.front();
-    out << " The control (" << control.name << ", the baseline's configuration run again), the "
-           "noise floor every other cell is read against: "
-        << bound_sentence(control.differing, control.compared) << ".";
-  }
+    return out + "at temperature 0 (" + (summary.greedy_forced ? "set by --greedy" : "as sent") + " on every request)";
+  return out + "with sampling as sent (not greedy: see above)";
+}
+
+std::string load_clause(const StudySummary& summary) { return "at " + load_range(summary); }
+
+std::string not_evidence() {
+  return "It is not evidence about determinism in general, other models, other runtimes or versions, other "
+         "GPUs, other loads or larger request sets.";
+}
+
+std::string control_sentence(const StudySummary& summary) {
+  if (summary.cells.empty()) return "";
+  const auto& control = summary.cells.front();
+  return "The control (" + control.name + ", the baseline's configuration run again), the noise floor every other "
+         "cell is read against: " + bound_sentence(control.differing, control.compared) + ".";
+}
+
+}  // namespace study_detail
+
+std::string study_scope(const StudySummary& summary) {
+  using namespace study_detail;
+  std::ostringstream out;
+  out << "**Scope.** This is direct evidence about " << served_by(summary) << ", on " << request_set(summary)
+      << ", " << load_clause(summary) << ", " << cache_clause(summary) << ", " << runs_and_sampling(summary)
+      << ", each output compared with the baseline run `" << summary.baseline_run << "`. " << not_evidence()
+      << " Across the study, " << bound_sentence(summary.differing(), summary.compared()) << ".";
+  if (auto control = control_sentence(summary); !control.empty()) out << " " << control;
   if (summary.errors > 0)
     out << " " << summary.errors << " requests failed and are not counted: results are incomplete.";
   return out.str();
@@ -199,43 +215,48 @@ std::vector<std::pair<std::string, std::size_t>> position_histogram(const std::v
   return buckets;
 }
 
-std::string study_to_json(const StudySummary& summary) {
+namespace study_detail {
+
+json::object cell_json(const StudyCell& cell) {
+  json::array positions;
+  for (auto position : cell.first_divergence) positions.push_back(position);
+  json::array histogram;
+  for (const auto& [bucket, count] : position_histogram(cell.first_divergence))
+    histogram.push_back(json::object{{"tokens", bucket}, {"outputs", count}});
+  return json::object{
+      {"name", cell.name},
+      {"concurrency", cell.concurrency},
+      {"cache", cell.cache},
+      {"control", cell.control},
+      {"cache_method", cell.cache_method},
+      {"cache_note", cell.cache_note},
+      {"runs", cell.runs},
+      {"requests", cell.requests},
+      {"compared", cell.compared},
+      {"differing", cell.differing},
+      {"differing_rate_upper95", json_number(clopper_pearson_upper(cell.differing, cell.compared))},
+      {"near_ties", cell.near_ties},
+      {"real_changes", cell.real_changes},
+      {"unclassified", cell.unclassified},
+      {"differing_requests", cell.differing_requests},
+      {"unique_completions", json::object{{"prompts", cell.prompts},
+                                          {"mean", cell.unique_mean},
+                                          {"max", cell.unique_max},
+                                          {"prompts_varying", cell.prompts_varying}}},
+      {"first_divergence_positions", std::move(positions)},
+      {"first_divergence_histogram", std::move(histogram)},
+      {"first_diverging_part", counts_json(cell.first_parts)},
+      {"requests_per_s", spread_json(cell.requests_per_s)},
+      {"output_tokens_per_s", spread_json(cell.output_tokens_per_s)},
+      {"ttft_ms", json::object{{"p50", cell.ttft.p50}, {"p99", cell.ttft.p99}}},
+      {"e2e_ms", json::object{{"p50", cell.e2e.p50}, {"p99", cell.e2e.p99}}},
+      {"errors", cell.errors},
+      {"cached", cache_json(cell.cache_figures)}};
+}
+
+json::object study_json(const StudySummary& summary) {
   json::array cells;
-  for (const auto& cell : summary.cells) {
-    json::array positions;
-    for (auto position : cell.first_divergence) positions.push_back(position);
-    json::array histogram;
-    for (const auto& [bucket, count] : position_histogram(cell.first_divergence))
-      histogram.push_back(json::object{{"tokens", bucket}, {"outputs", count}});
-    cells.push_back(json::object{
-        {"name", cell.name},
-        {"concurrency", cell.concurrency},
-        {"cache", cell.cache},
-        {"control", cell.control},
-        {"cache_method", cell.cache_method},
-        {"cache_note", cell.cache_note},
-        {"runs", cell.runs},
-        {"requests", cell.requests},
-        {"compared", cell.compared},
-        {"differing", cell.differing},
-        {"differing_rate_upper95", json_number(clopper_pearson_upper(cell.differing, cell.compared))},
-        {"near_ties", cell.near_ties},
-        {"real_changes", cell.real_changes},
-        {"unclassified", cell.unclassified},
-        {"differing_requests", cell.differing_requests},
-        {"unique_completions", json::object{{"prompts", cell.prompts},
-                                            {"mean", cell.unique_mean},
-                                            {"max", cell.unique_max},
-                                            {"prompts_varying", cell.prompts_varying}}},
-        {"first_divergence_positions", std::move(positions)},
-        {"first_divergence_histogram", std::move(histogram)},
-        {"requests_per_s", spread_json(cell.requests_per_s)},
-        {"output_tokens_per_s", spread_json(cell.output_tokens_per_s)},
-        {"ttft_ms", json::object{{"p50", cell.ttft.p50}, {"p99", cell.ttft.p99}}},
-        {"e2e_ms", json::object{{"p50", cell.e2e.p50}, {"p99", cell.e2e.p99}}},
-        {"errors", cell.errors},
-        {"cached", cache_json(cell.cache_figures)}});
-  }
+  for (const auto& cell : summary.cells) cells.push_back(cell_json(cell));
   json::array runs;
   for (const auto& run : summary.runs)
     runs.push_back(json::object{{"name", run.name},
@@ -305,56 +326,12 @@ std::string study_to_json(const StudySummary& summary) {
       {"cells", std::move(cells)},
       {"runs", std::move(runs)},
       {"divergences", std::move(divergences)}};
-  return json_text(root) + "\n";
+  return root;
 }
 
-std::string study_cells_table(const StudySummary& summary) {
-  std::ostringstream out;
-  out << "Each cell's outputs are compared with the baseline's, with the 95% upper bound on the "
-         "per-request rate (Clopper–Pearson); near-tie = the two candidates were within the "
-         "near-tie margin; unique completions count distinct outputs per prompt over the cell's "
-         "runs; first divergence = token index (min / median / max); throughput is the mean across "
-         "runs (95% CI of the mean, Student t).\n\n"
-      << "| cell | runs | differ from baseline (95% bound) | near-tie / real / unclassified | "
-         "unique completions per prompt (mean, max, varying) | first divergence | cache hits "
-         "(reported) | req/s | output tok/s | TTFT p50 / p99 ms | errors |\n"
-      << "|---|---:|---|---|---|---|---|---|---|---|---:|\n";
-  for (const auto& cell : summary.cells) {
-    out << "| " << cell_label(cell) << " | " << cell.runs << " | " << cell.differing << " of "
-        << cell.compared << " (" << rate_bound_text(cell.differing, cell.compared) << ") | "
-        << cell.near_ties << " / " << cell.real_changes << " / " << cell.unclassified << " | "
-        << fixed(cell.unique_mean, 2) << ", " << cell.unique_max << ", " << cell.prompts_varying
-        << " of " << cell.prompts << " | " << positions_text(cell.first_divergence) << " | "
-        << cell.cache_figures.hits << " (" << cell.cache_figures.reported << " of "
-        << cell.cache_figures.exchanges << ") | " << ci_cell(cell.requests_per_s) << " | "
-        << ci_cell(cell.output_tokens_per_s) << " | " << fixed(cell.ttft.p50, 1) << " / "
-        << fixed(cell.ttft.p99, 1) << " | " << cell.errors << " |\n";
-  }
-  bool noted = false;
-  for (const auto& cell : summary.cells)
-    if (!cell.cache_note.empty()) {
-      out << (noted ? "" : "\n") << "- " << cell.name << ": " << cell.cache_note << ".\n";
-      noted = true;
-    }
-  return out.str();
-}
+}  // namespace study_detail
 
-std::string study_divergence_list(const StudySummary& summary, std::size_t at_most) {
-  std::ostringstream out;
-  auto entries = summary.divergences;
-  order_by_severity(entries);
-  if (entries.empty()) out << "None: every output matches the baseline.\n";
-  std::size_t shown = 0;
-  for (const auto& entry : entries) {
-    if (shown++ == at_most) {
-      out << "- … and " << (entries.size() - at_most) << " more\n";
-      break;
-    }
-    out << "- `" << entry.run << "` request " << entry.baseline_id << ": "
-        << describe_divergence(entry.divergence) << "\n";
-  }
-  return out.str();
-}
+std::string study_to_json(const StudySummary& summary) { return json_text(study_detail::study_json(summary)) + "\n"; }
 
 std::string study_to_markdown(const StudySummary& summary) {
   std::ostringstream out;
@@ -406,41 +383,6 @@ std::string study_to_markdown(const StudySummary& summary) {
   out << "\n## Differences from the baseline (first divergent token, real changes first)\n\n";
   out << study_divergence_list(summary, summary.divergences.size());
   return out.str();
-}
-
-std::string study_to_csv(const StudySummary& summary) {
-  std::string out = csv_row({"cell", "concurrency", "cache", "control", "greedy", "runs", "requests",
-                             "compared", "differing", "differing_rate_upper95_pct", "near_ties",
-                             "real_changes", "unclassified", "differing_requests", "unique_mean",
-                             "unique_max", "prompts_varying", "first_divergence_median",
-                             "requests_per_s_mean", "requests_per_s_ci95_low", "requests_per_s_ci95_high",
-                             "output_tokens_per_s_mean", "output_tokens_per_s_ci95_low",
-                             "output_tokens_per_s_ci95_high", "cache_reported", "cache_hits",
-                             "cached_tokens", "errors"});
-  auto optional_number = [](const std::optional<double>& value) { return value ? fixed(*value, 3) : ""; };
-  for (const auto& cell : summary.cells) {
-    auto bound = clopper_pearson_upper(cell.differing, cell.compared);
-    std::string median;
-    if (!cell.first_divergence.empty()) {
-      auto positions = cell.first_divergence;
-      std::sort(positions.begin(), positions.end());
-      median = std::to_string(positions[positions.size() / 2]);
-    }
-    out += csv_row({cell.name, std::to_string(cell.concurrency), cell.cache, cell.control ? "1" : "0",
-                    summary.sampling.all_greedy() ? "1" : "0", std::to_string(cell.runs),
-                    std::to_string(cell.requests), std::to_string(cell.compared),
-                    std::to_string(cell.differing), bound ? fixed(*bound * 100, 2) : "",
-                    std::to_string(cell.near_ties), std::to_string(cell.real_changes),
-                    std::to_string(cell.unclassified), std::to_string(cell.differing_requests),
-                    fixed(cell.unique_mean, 3), std::to_string(cell.unique_max),
-                    std::to_string(cell.prompts_varying), median, fixed(cell.requests_per_s.mean, 3),
-                    optional_number(cell.requests_per_s.ci_low), optional_number(cell.requests_per_s.ci_high),
-                    fixed(cell.output_tokens_per_s.mean, 3), optional_number(cell.output_tokens_per_s.ci_low),
-                    optional_number(cell.output_tokens_per_s.ci_high),
-                    std::to_string(cell.cache_figures.reported), std::to_string(cell.cache_figures.hits),
-                    std::to_string(cell.cache_figures.cached_tokens), std::to_string(cell.errors)});
-  }
-  return out;
 }
 
 }  // namespace retrace::report

@@ -55,6 +55,9 @@ struct StudyCell {
   std::size_t prompts = 0, prompts_varying = 0, unique_max = 0;
   double unique_mean = 0;
   std::vector<std::size_t> first_divergence;  // token index of each differing output's first divergence
+  // Of the differing outputs, which part diverged first (first_part_key): "reasoning" -> 2, ...
+  // Its counts sum to `differing`.
+  std::map<std::string, std::size_t> first_parts;
   Spread requests_per_s, output_tokens_per_s;
   replay::Percentiles ttft, e2e;
   LatencySamples latency;  // pooled over the cell's runs, for the HTML report's distributions
@@ -104,6 +107,13 @@ std::string study_scope(const StudySummary& summary);
 std::string sampling_banner(const StudySummary& summary);
 // Power-of-two buckets of first-divergence positions: ("0", 3), ("1", 0), ("2-3", 1), ...
 std::vector<std::pair<std::string, std::size_t>> position_histogram(const std::vector<std::size_t>& positions);
+
+// The key a differing output is counted under in StudyCell::first_parts: the part of its first
+// divergence as diff names it in its JSON ("reasoning", "content", "refusal", "tool_call",
+// "embedding"), "unknown" when diff gave no divergence.
+std::string first_part_key(const std::vector<diff::Divergence>& divergences);
+// "reasoning 2, content 1" in generation order (unknown last); "—" when none.
+std::string first_parts_text(const std::map<std::string, std::size_t>& parts);
 
 // The per-cell Markdown table alone (the demo prints it), and the differences as list items, at
 // most `at_most` of them, real changes first.

@@ -28,6 +28,7 @@
 
 #include "replay/preflight.hpp"
 #include "report/study_summary.hpp"
+#include "report/study_targets.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::sweep {
@@ -44,6 +45,11 @@ struct StudySettings {
   bool greedy = false;          // --greedy: temperature 0 set on every request
   bool allow_sampling = false;  // --allow-sampling: run requests that are not greedy
   std::vector<std::string> run_cache;  // per run of the plan, its cache state
+  // Every --target, in order. One: the runs sit in the study's directory (plan.target is it).
+  // Several: the directory's plan.json and study.json are the template, and target k's runs, plan
+  // and summaries sit in target-k/ (its study.json names it alone); the study's own summaries
+  // compare them (report/study_targets.hpp). Empty in a study.json older than this field: one target.
+  std::vector<std::string> targets;
 };
 
 // Parses "cold,warm" (distinct; cold or warm); throws std::invalid_argument naming --cache.
@@ -80,6 +86,25 @@ void count_sampling(const ExchangeAudit& audit, report::SamplingAudit& into);
 // Refuses (std::invalid_argument, with what to do) a study whose requests, after --set, --unset
 // and --greedy, are not all at temperature 0, unless settings.allow_sampling.
 void check_greedy(const LoadedTrace& requests, const Plan& plan, const StudySettings& settings);
+
+// --target as given, checked: none is missing, none given twice (compared without a trailing
+// slash, case-blind); throws std::invalid_argument naming the repeated one.
+std::vector<std::string> parse_targets(const std::vector<std::string>& given);
+// The sub-directory of target `index` (0-based) in a several-target study: "target-1", ...
+std::string target_dir(std::size_t index);
+// Writes each target's plan.json and study.json into its sub-directory (over what is there when
+// `fresh`, else only where missing, so --resume keeps each target's progress).
+void prepare_targets(const Plan& plan, const StudySettings& settings, const std::filesystem::path& dir, bool fresh);
+// A several-target study: every target's pending runs (run_study in its sub-directory, one target
+// after the other), then the study's own summaries beside them. nullopt when stopped first.
+std::optional<report::StudyTargets> run_study_targets(const StudySettings& settings, const std::filesystem::path& dir,
+                                                      const SweepIo& io);
+// The same summary from finished runs (no traffic).
+report::StudyTargets summarize_study_targets(const Plan& plan, const StudySettings& settings,
+                                             const std::filesystem::path& dir);
+// Runs not yet done, and all runs, over every target.
+std::pair<std::size_t, std::size_t> study_runs_left(const Plan& plan, const StudySettings& settings,
+                                                    const std::filesystem::path& dir);
 
 // Runs every pending run into `dir` (plan saved after each), then summarizes and writes the
 // summaries. Returns nullopt when stopped first. Throws on set-up errors, as run_sweep.

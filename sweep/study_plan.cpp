@@ -82,6 +82,9 @@ void save_study(const StudySettings& settings, const std::filesystem::path& dir)
                     {"greedy", settings.greedy},
                     {"allow_sampling", settings.allow_sampling},
                     {"run_cache", std::move(runs)}};
+  json::array targets;
+  for (const auto& target : settings.targets) targets.emplace_back(target);
+  root["targets"] = std::move(targets);
   write_private_file(dir / "study.json", json::serialize(root) + "\n");
 }
 
@@ -118,6 +121,13 @@ StudySettings load_study(const std::filesystem::path& dir) {
     auto* value = object.if_contains(key);
     return value && value->is_bool() && value->get_bool();
   };
+  if (auto* targets = object.if_contains("targets")) {
+    if (!targets->is_array()) throw bad("field 'targets' must be an array of URLs");
+    for (const auto& target : targets->get_array()) {
+      if (!target.is_string()) throw bad("field 'targets' must be an array of URLs");
+      settings.targets.emplace_back(target.get_string());
+    }
+  }
   settings.greedy = flag("greedy");
   settings.allow_sampling = flag("allow_sampling");
   return settings;

@@ -98,6 +98,75 @@ std::string cache_note(const report::StudyCell& cell, CacheControl control) {
   return "";
 }
 
+report::StudyRunFigures run_figures(const PlannedRun& planned, const LoadedTrace& run, const std::string& cell) {
+  auto stats = replay::compute_stats(run.header, run.exchanges);
+  report::StudyRunFigures figures;
+  figures.name = planned.name;
+  figures.file = planned.file;
+  figures.cell = cell;
+  figures.repeat = planned.repeat;
+  figures.exchanges = stats.exchanges;
+  figures.errors = stats.exchanges - stats.completed;
+  figures.requests_per_s = stats.requests_per_s;
+  figures.output_tokens_per_s = stats.output_tokens_per_s;
+  return figures;
+}
+
+// One cell's figures gathered run by run, then finished: the counts, the part each difference
+// first diverged in, completions per prompt, throughput across runs, latency pooled.
+struct CellTotals {
+  report::StudyCell cell;
+  std::map<std::string, std::set<std::string>> completions;
+  std::set<std::uint64_t> differing_requests;
+  std::vector<double> request_rates, token_rates;
+  std::vector<Exchange> pooled;
+
+  void add_run(const diff::RunComparison& comparison, const report::StudyRunFigures& figures, const LoadedTrace& run) {
+    ++cell.runs;
+    cell.compared += figures.compared;
+    cell.differing += figures.differing;
+    cell.near_ties += comparison.near_ties;
+    cell.real_changes += comparison.real_changes;
+    cell.unclassified += comparison.unknown_changes;
+    cell.errors += figures.errors;
+    add(cell.cache_figures, figures.cache_figures);
+    request_rates.push_back(figures.requests_per_s);
+    token_rates.push_back(figures.output_tokens_per_s);
+    for (const auto& pair : comparison.pairs) {
+      if (pair.verdict != diff::Verdict::divergent) continue;
+      ++cell.first_parts[report::first_part_key(pair.divergences)];
+      if (pair.divergences.empty()) continue;
+      cell.first_divergence.push_back(pair.divergences.front().baseline_index);
+      if (pair.baseline_id) differing_requests.insert(*pair.baseline_id);
+    }
+    for (const auto& exchange : run.exchanges)
+      if (exchange.error.kind == ErrorKind::none) completions[prompt_of(exchange)].insert(diff::output_text(exchange));
+    pooled.insert(pooled.end(), run.exchanges.begin(), run.exchanges.end());
+  }
+
+  void finish(const TraceHeader& header, CacheControl control) {
+    cell.differing_requests = differing_requests.size();
+    cell.prompts = completions.size();
+    std::size_t total = 0;
+    for (const auto& [prompt, outputs] : completions) {
+      total += outputs.size();
+      cell.unique_max = std::max(cell.unique_max, outputs.size());
+      if (outputs.size() > 1) ++cell.prompts_varying;
+    }
+    if (cell.prompts > 0) cell.unique_mean = double(total) / double(cell.prompts);
+    cell.requests_per_s = report::spread_of(request_rates);
+    cell.output_tokens_per_s = report::spread_of(token_rates);
+    auto stats = replay::compute_stats(header, pooled);
+    cell.ttft = stats.ttft;
+    cell.e2e = stats.e2e;
+    std::vector<replay::ExchangeMetrics> metrics;
+    metrics.reserve(pooled.size());
+    for (const auto& exchange : pooled) metrics.push_back(replay::summarize(exchange));
+    cell.latency = report::latency_samples(metrics);
+    cell.cache_note = cache_note(cell, control);
+  }
+};
+
 }  // namespace
 
 report::StudySummary summarize_study(const Plan& plan, const StudySettings& settings,
@@ -140,16 +209,9 @@ report::StudySummary summarize_study(const Plan& plan, const StudySettings& sett
   RunReader reader{summary.sampling, summary.model, csv};
 
   {
-    report::StudyRunFigures figures;
-    figures.name = baseline_run.name;
-    figures.file = baseline_run.file;
-    figures.cell = "c" + level_text(baseline_run.level) + " " + settings.run_cache.front();
+    auto figures = run_figures(baseline_run, baseline, "c" + level_text(baseline_run.level) + " " +
+                                                            settings.run_cache.front());
     figures.baseline = true;
-    auto stats = replay::compute_stats(baseline.header, baseline.exchanges);
-    figures.exchanges = stats.exchanges;
-    figures.errors = stats.exchanges - stats.completed;
-    figures.requests_per_s = stats.requests_per_s;
-    figures.output_tokens_per_s = stats.output_tokens_per_s;
     figures.cache_figures = reader.read(baseline, baseline_run.name, figures.cell);
     summary.errors += figures.errors;
     summary.runs.push_back(figures);
@@ -157,12 +219,14 @@ report::StudySummary summarize_study(const Plan& plan, const StudySettings& sett
 
   for (double level : plan.levels)
     for (const auto& cache : settings.cache) {
-      report::StudyCell cell;
+      CellTotals totals;
+      auto& cell = totals.cell;
       cell.concurrency = static_cast<int>(level);
       cell.cache = cache;
       cell.name = "c" + level_text(level) + " " + cache;
       cell.control = level == plan.levels.front() && cache == settings.cache.front();
       cell.cache_method = cache_method(control, cache);
+      cell.requests = summary.requests;
       std::vector<LoadedTrace> runs;
       std::vector<const PlannedRun*> planned;
       std::vector<std::string> names;
@@ -178,68 +242,17 @@ report::StudySummary summarize_study(const Plan& plan, const StudySettings& sett
       std::vector<const LoadedTrace*> candidates;
       for (const auto& run : runs) candidates.push_back(&run);
       diff::Result result = diff::compare(baseline, candidates, names, options);
-      cell.runs = runs.size();
-      cell.requests = summary.requests;
-
-      std::map<std::string, std::set<std::string>> completions;
-      std::set<std::uint64_t> differing_requests;
-      std::vector<double> request_rates, token_rates;
-      std::vector<Exchange> pooled;
       for (std::size_t i = 0; i < runs.size(); ++i) {
         const auto& comparison = result.runs.at(i);
-        auto stats = replay::compute_stats(runs[i].header, runs[i].exchanges);
-        report::StudyRunFigures figures;
-        figures.name = planned[i]->name;
-        figures.file = planned[i]->file;
-        figures.cell = cell.name;
-        figures.repeat = planned[i]->repeat;
-        figures.exchanges = stats.exchanges;
-        figures.errors = stats.exchanges - stats.completed;
-        figures.requests_per_s = stats.requests_per_s;
-        figures.output_tokens_per_s = stats.output_tokens_per_s;
+        auto figures = run_figures(*planned[i], runs[i], cell.name);
         figures.compared = comparison.identical + comparison.divergent;
         figures.differing = comparison.divergent;
         figures.cache_figures = reader.read(runs[i], figures.name, cell.name);
-        cell.compared += figures.compared;
-        cell.differing += figures.differing;
-        cell.near_ties += comparison.near_ties;
-        cell.real_changes += comparison.real_changes;
-        cell.unclassified += comparison.unknown_changes;
-        cell.errors += figures.errors;
-        add(cell.cache_figures, figures.cache_figures);
-        request_rates.push_back(figures.requests_per_s);
-        token_rates.push_back(figures.output_tokens_per_s);
-        for (const auto& pair : comparison.pairs) {
-          if (pair.verdict != diff::Verdict::divergent || pair.divergences.empty()) continue;
-          cell.first_divergence.push_back(pair.divergences.front().baseline_index);
-          if (pair.baseline_id) differing_requests.insert(*pair.baseline_id);
-        }
-        for (const auto& exchange : runs[i].exchanges)
-          if (exchange.error.kind == ErrorKind::none)
-            completions[prompt_of(exchange)].insert(diff::output_text(exchange));
-        pooled.insert(pooled.end(), runs[i].exchanges.begin(), runs[i].exchanges.end());
+        totals.add_run(comparison, figures, runs[i]);
         summary.errors += figures.errors;
         summary.runs.push_back(std::move(figures));
       }
-      cell.differing_requests = differing_requests.size();
-      cell.prompts = completions.size();
-      std::size_t total = 0;
-      for (const auto& [prompt, outputs] : completions) {
-        total += outputs.size();
-        cell.unique_max = std::max(cell.unique_max, outputs.size());
-        if (outputs.size() > 1) ++cell.prompts_varying;
-      }
-      if (cell.prompts > 0) cell.unique_mean = double(total) / double(cell.prompts);
-      cell.requests_per_s = report::spread_of(request_rates);
-      cell.output_tokens_per_s = report::spread_of(token_rates);
-      auto stats = replay::compute_stats(baseline.header, pooled);
-      cell.ttft = stats.ttft;
-      cell.e2e = stats.e2e;
-      std::vector<replay::ExchangeMetrics> metrics;
-      metrics.reserve(pooled.size());
-      for (const auto& exchange : pooled) metrics.push_back(replay::summarize(exchange));
-      cell.latency = report::latency_samples(metrics);
-      cell.cache_note = cache_note(cell, control);
+      totals.finish(baseline.header, control);
       auto divergences = collect_divergences(level, result);
       summary.divergences.insert(summary.divergences.end(), divergences.begin(), divergences.end());
       summary.cells.push_back(std::move(cell));

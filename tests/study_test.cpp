@@ -229,3 +229,67 @@ TEST_CASE("The scope says what a cell's cache state turned out to be and never c
   CHECK(report::sampling_banner(summary).rfind("**NOT GREEDY**: 30 of 90 requests", 0) == 0);
   CHECK(report::study_to_markdown(summary).find("nondetermin") == std::string::npos);
 }
+
+TEST_CASE("Study targets are refused when one is given twice and each gets its own directory") {
+  CHECK(parse_targets({"http://a:1", "http://b:2"}) == std::vector<std::string>{"http://a:1", "http://b:2"});
+  CHECK_THROWS_WITH(parse_targets({"http://a:1", "HTTP://A:1/"}), Catch::Contains("is given twice"));
+  CHECK_THROWS_WITH(parse_targets({}), Catch::Contains("--target"));
+  CHECK(target_dir(0) == "target-1");
+  CHECK(target_dir(1) == "target-2");
+}
+
+TEST_CASE("The part that diverged first is counted under diff's name for it") {
+  CHECK(report::first_part_key({}) == "unknown");
+  diff::Divergence reasoning;
+  reasoning.part = Part::reasoning;
+  diff::Divergence content;
+  content.part = Part::content;
+  CHECK(report::first_part_key({reasoning, content}) == "reasoning");
+  CHECK(report::first_part_key({content}) == "content");
+  CHECK(report::first_parts_text({}) == "—");
+  CHECK(report::first_parts_text({{"content", 1}, {"reasoning", 2}}) == "reasoning 2, content 1");
+  CHECK(report::first_parts_text({{"tool_call", 1}, {"unknown", 1}, {"embedding", 0}}) == "tool_call 1, unknown 1");
+}
+
+TEST_CASE("A several target scope names every target and bounds each and the baselines across them") {
+  report::StudySummary one;
+  one.model = "m";
+  one.server_kind = "vllm";
+  one.server_version = "0.9.1";
+  one.target = "http://a:8000";
+  one.requests = one.prompts = 20;
+  one.concurrency = {1, 16};
+  one.cache = {"cold"};
+  one.repeats = 2;
+  one.baseline_run = "baseline";
+  one.sampling.exchanges = one.sampling.greedy = 100;
+  report::StudyCell cell;
+  cell.name = "c1 cold";
+  cell.cache = "cold";
+  cell.control = true;
+  cell.cache_method = "a fresh cache_salt on every request";
+  cell.compared = 40;
+  one.cells = {cell};
+  report::StudySummary two = one;
+  two.target = "http://b:8000";
+  two.cells[0].differing = 3;
+  two.cells[0].first_parts = {{"content", 3}};
+  report::StudyTargets study;
+  study.targets = {one, two};
+  study.dirs = {"target-1", "target-2"};
+  study.across.resize(2);
+  study.across[1].compared = 20;
+  study.across[1].differing = 5;
+  auto scope = report::study_targets_scope(study);
+  CHECK(scope.find("sent the same requests to 2 targets: target 1, `m` as the server named it, served by vllm "
+                   "0.9.1 at http://a:8000, with the prompt cache cold") != std::string::npos);
+  CHECK(scope.find("; target 2, `m` as the server named it, served by vllm 0.9.1 at http://b:8000") != std::string::npos);
+  CHECK(scope.find("Target 2: " + report::bound_sentence(3, 40)) != std::string::npos);
+  CHECK(scope.find("baseline outputs of target 2 against target 1's: " + report::bound_sentence(5, 20)) !=
+        std::string::npos);
+  CHECK(study.any_differs());
+  auto table = report::price_table(study);
+  CHECK(table.find("| target 2 (vllm 0.9.1 at http://b:8000) | c1 cold (control) |") != std::string::npos);
+  CHECK(table.find("| 3 of 40 (") != std::string::npos);
+  CHECK(table.find("| content 3 |") != std::string::npos);
+}
