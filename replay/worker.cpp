@@ -18,6 +18,7 @@
 
 #include "net/content_coding.hpp"
 #include "net/errors.hpp"
+#include "replay/deadline.hpp"
 #include "replay/response_reader.hpp"
 
 namespace retrace::replay {
@@ -48,9 +49,6 @@ bool changes_body(const std::vector<std::optional<std::string>>* answers) {
 
 }  // namespace
 
-// Which limit gave an exchange up: --timeout (no progress for that long) or --request-deadline.
-enum class Expiry : std::uint8_t { none, idle, deadline };
-
 // One exchange on its way: the record being filled, the response's decoders, and where the
 // transfer stands. Lives in run_exchange's coroutine frame; the steps take it by reference.
 struct Flight {
@@ -73,60 +71,6 @@ struct Flight {
   bool complete = false;
   std::string failure;  // an exception's message: retrace itself could not go on
 };
-
-// The exchange's one timer, for both limits, and the connection it would close (null between
-// attempts and while connecting, which has its own timeout). Not re-armed on every read (a
-// timer-queue insert, a cancel and a handler run per token): a read only stamps `progress`, and
-// the timer, when it fires, sleeps again until the idle limit counted from the last stamp.
-// Shared with the timer's handler, which may run after the exchange has moved on. Real time,
-// whatever the run's clock.
-struct Watchdog {
-  using WaitClock = std::chrono::steady_clock;
-  Watchdog(asio::io_context& io, WaitClock::duration idle_limit,
-           std::optional<WaitClock::time_point> deadline_at)
-      : timer(io), progress(WaitClock::now()), idle(idle_limit), deadline(deadline_at) {}
-
-  // The limit that is past at `now`, if any (the deadline first: it is the one asked for).
-  Expiry past(WaitClock::time_point now) const {
-    if (deadline && now >= *deadline) return Expiry::deadline;
-    return now - progress >= idle ? Expiry::idle : Expiry::none;
-  }
-  WaitClock::time_point next_check() const {
-    auto at = progress + idle;
-    return deadline ? std::min(at, *deadline) : at;
-  }
-
-  asio::steady_timer timer;
-  net::UpstreamConnection* connection = nullptr;
-  WaitClock::time_point progress;  // the last byte received, or the connection's start
-  WaitClock::duration idle;
-  std::optional<WaitClock::time_point> deadline;
-  Expiry expired = Expiry::none;
-  bool done = false;  // the exchange is over: the handler neither closes nor re-arms
-};
-
-namespace {
-
-// Arms the watchdog's timer for its next check; the handler closes the connection when a limit
-// is past, or arms it again.
-void watch(const std::shared_ptr<Watchdog>& watchdog) {
-  watchdog->timer.expires_at(watchdog->next_check());
-  watchdog->timer.async_wait([watchdog](error_code wait_ec) {
-    if (wait_ec || watchdog->done) return;
-    auto now = Watchdog::WaitClock::now();
-    auto expired = watchdog->past(now);
-    if (expired == Expiry::deadline || (expired == Expiry::idle && watchdog->connection)) {
-      watchdog->expired = expired;
-      if (watchdog->connection) watchdog->connection->close();
-      return;
-    }
-    // No connection to watch yet (connecting keeps its own timeout): idle counts from when there is.
-    if (!watchdog->connection) watchdog->progress = now;
-    watch(watchdog);
-  });
-}
-
-}  // namespace
 
 // While a connection carries an exchange, the stop path (active_) and the deadline (the
 // watchdog) may close it. Leaving the attempt's scope by any path, an exception included, takes
@@ -519,19 +463,6 @@ bool Worker::settle_content(Flight& flight) {
   return false;
 }
 
-// Names the limit that fired and its value, so that a long generation cut by a deadline is not
-// taken for a server that stopped answering.
-std::string Worker::expiry_message(const Flight& flight) const {
-  const auto& options = shared_.options;
-  std::string text =
-      flight.expired == Expiry::deadline
-          ? "the request was not finished by --request-deadline " +
-                format_duration(*options.request_deadline) + " after its send"
-          : "upstream sent nothing for --timeout " + format_duration(options.timeout) +
-                " (an idle timeout: connecting, the first byte, or the next one)";
-  return text + " (" + std::string(net::to_string(flight.phase)) + ", upstream " + shared_.url.str() + ")";
-}
-
 // Classifies the outcome, counts it and hands the exchange to the writer. Returns choice 0's text
 // when the exchange completed and `want_answer` (live sessions substitute it in later turns).
 std::optional<std::string> Worker::finish(Flight& flight, bool want_answer) {
@@ -551,7 +482,8 @@ std::optional<std::string> Worker::finish(Flight& flight, bool want_answer) {
     if (exchange.error.kind == ErrorKind::none) exchange.error.kind = ErrorKind::protocol;
     exchange.error.message = exchange.error.kind == ErrorKind::cut
                                  ? "cut: the run was stopped (interrupt) while this was in flight"
-                             : flight.expired != Expiry::none ? expiry_message(flight)
+                             : flight.expired != Expiry::none
+                                 ? expiry_message(flight.expired, flight.phase, shared_.options, shared_.url.str())
                                  : net::describe(ec, flight.phase, shared_.url.str());
   } else if (exchange.response.status >= 400) {
     exchange.error.kind = ErrorKind::http_status;

@@ -174,7 +174,6 @@ class Worker {
                                          ResponsePartParser& parser, char* buffer, Watchdog& watchdog);
   bool settle_content(Flight& flight);
   std::optional<std::string> finish(Flight& flight, bool want_answer);
-  std::string expiry_message(const Flight& flight) const;
 
   void stamp_send(Flight& flight) const;
   boost::asio::awaitable<bool> wait_until(std::int64_t offset_ns);
