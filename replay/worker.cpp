@@ -16,7 +16,7 @@
 #include <boost/beast/http.hpp>
 #include <exception>
 
-#include "net/content_coding.hpp"
+#include "net/arrived_body.hpp"
 #include "net/errors.hpp"
 #include "replay/deadline.hpp"
 #include "replay/response_reader.hpp"
@@ -59,11 +59,11 @@ struct Flight {
   const Clock& clock;
   Exchange exchange;
   llm::ResponseDecoder decoder;  // the worker's, given back when the exchange is finished
-  llm::SseParser sse;
-  net::ContentDecoder content{""};  // the response's Content-Encoding, set with its head
-  std::string head;                 // the request's head when not the prepared one
-  std::string decoded;              // one read's decoded bytes (a coded body only)
-  std::vector<Event> received;      // a coded body as received, stored if it cannot be decoded
+  // The body as received, decoded once its last byte is in (net/arrived_body.hpp): in flight, a
+  // token costs its bytes and a 16-byte mark per read, not an Event and a Token.
+  net::ArrivedBody arrived;
+  std::string content_encoding;  // the response's, set with its head
+  std::string head;              // the request's head when not the prepared one
   Clock::time_point send_time{};  // unset until stamp_send()
   net::Phase phase = net::Phase::connect;
   error_code ec;
@@ -138,6 +138,17 @@ void Worker::stop_now() {
   stopping_ = true;
   for (auto* connection : active_) connection->close();
   pool_.clear();
+}
+
+// Waits, in short slices, while the writer holds more decoded exchanges than kHeldBytes (or
+// until the run stops). During warmup nothing is written, and nothing waits.
+asio::awaitable<void> Worker::wait_for_writer() {
+  if (!shared_.queue || !shared_.record) co_return;
+  asio::steady_timer timer(io_);
+  while (!stopping_ && shared_.queue->held() > WriteQueue::kHeldBytes) {
+    timer.expires_after(std::chrono::milliseconds(1));
+    co_await timer.async_wait(kTuple);
+  }
 }
 
 // Sleeps until `offset_ns` after the run's start, in short slices so that a stop is seen.
@@ -227,20 +238,16 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
   // recorded on the exchange instead (e.g. Beast refusing a header value over 64 KiB).
   try {
     co_await stream(flight, request_head(flight, prepared, answers), flight.exchange.request.body);
-    auto& exchange = flight.exchange;
-    auto end = exchange.end_ns >= 0 ? exchange.end_ns : 0;
-    bool decodable = settle_content(flight);
-    if (exchange.response.streamed) {
-      if (decodable) llm::keep_partial_event(flight.sse, end, exchange.response.events);
-    } else if (exchange.response.status != 0 && decodable) {
-      flight.decoder.on_body(exchange.response.body, end);
-    }
-    if (exchange.response.status != 0) flight.decoder.finish(exchange);
-    auto note = flight.content.trace_note();
-    if (!note.empty())
-      exchange.decode_note = exchange.decode_note.empty() ? note : note + "; " + exchange.decode_note;
   } catch (const std::exception& e) {
     flight.failure = e.what();
+  }
+  // What arrived is decoded even when the transfer failed: the tokens before the failure stay.
+  // Not while the writer holds too much decoded already (WriteQueue::kHeldBytes).
+  co_await wait_for_writer();
+  try {
+    decode_response(flight);
+  } catch (const std::exception& e) {
+    if (flight.failure.empty()) flight.failure = e.what();
   }
   auto answer = finish(flight, answers != nullptr);
   give_decoder(std::move(flight.decoder));
@@ -417,7 +424,8 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
   connection.honour_keep_alive(header_value(head, http::field::keep_alive));
   auto content_type = header_value(head, http::field::content_type);
   exchange.response.streamed = content_type.find("text/event-stream") != std::string::npos;
-  flight.content = net::ContentDecoder(header_value(head, http::field::content_encoding));
+  flight.content_encoding = header_value(head, http::field::content_encoding);
+  if (exchange.response.streamed) net::reserve_like(flight.arrived.bytes, flight.arrived.chunks, last_stream_);
   flight.phase = net::Phase::read_body;
   while (!parser.is_done()) {
     parser.get().body().data = buffer;
@@ -426,41 +434,29 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
     if (ec == http::error::need_buffer) ec = {};
     if (!ec) watchdog.progress = Watchdog::WaitClock::now();
     auto got = kReadBufferBytes - parser.get().body().size;
-    if (got > 0) {
-      auto at = flight.offset();
-      std::string_view bytes(buffer, got);
-      if (flight.content.active()) {  // identity bodies skip this: no copy
-        flight.received.push_back({at, std::string(bytes)});
-        flight.decoded.clear();
-        flight.content.feed(bytes, flight.decoded);
-        bytes = flight.decoded;
-      }
-      if (exchange.response.streamed) {
-        llm::feed_sse(flight.sse, bytes, at, &flight.decoder, &exchange.response.events);
-      } else {
-        exchange.response.body.append(bytes);
-      }
-    }
+    if (got > 0) flight.arrived.append(std::string_view(buffer, got), flight.offset());
     if (ec) break;
   }
   flight.complete = !ec;
   exchange.end_ns = flight.offset();
+  if (exchange.response.streamed) last_stream_ = {flight.arrived.bytes.size(), flight.arrived.chunks.size()};
 }
 
-// Ends the body's content decoding. False when it could not be decoded: the body as received is
-// then stored instead (net::ContentDecoder::trace_note says so), in the pieces it arrived in.
-bool Worker::settle_content(Flight& flight) {
-  auto& content = flight.content;
-  if (!content.active() || content.finish() || content.cut_short()) return true;
-  auto& response = flight.exchange.response;
-  response.body.clear();
-  response.events.clear();
-  if (response.streamed) {
-    response.events = std::move(flight.received);
-  } else {
-    for (const auto& piece : flight.received) response.body += piece.data;
-  }
-  return false;
+// Turns the body as received into what the trace stores (net::decode_arrived: the rule record
+// follows too) and decodes its tokens.
+void Worker::decode_response(Flight& flight) {
+  auto& exchange = flight.exchange;
+  auto end = exchange.end_ns >= 0 ? exchange.end_ns : 0;
+  auto& arrived = flight.arrived;
+  auto decoded = net::decode_arrived(arrived.bytes, arrived.chunks, exchange.response.streamed,
+                                     flight.content_encoding, exchange.response, &flight.decoder, end);
+  arrived = {};  // its bytes are in the response now
+  if (!exchange.response.streamed && exchange.response.status != 0 && !decoded.as_received)
+    flight.decoder.on_body(exchange.response.body, end);
+  if (exchange.response.status != 0) flight.decoder.finish(exchange);
+  if (!decoded.note.empty())
+    exchange.decode_note =
+        exchange.decode_note.empty() ? decoded.note : decoded.note + "; " + exchange.decode_note;
 }
 
 // Classifies the outcome, counts it and hands the exchange to the writer. Returns choice 0's text
