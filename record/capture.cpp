@@ -6,7 +6,7 @@
 #include <boost/json.hpp>
 
 #include "llm/llm.hpp"
-#include "net/content_coding.hpp"
+#include "net/arrived_body.hpp"
 #include "record/record.hpp"
 
 namespace retrace::record {
@@ -36,82 +36,21 @@ void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std:
   if (dialect != llm::Dialect::unknown && out.response.status != 0) decoder.emplace(dialect);
 
   // The trace keeps the body decoded (docs/DESIGN.md, the trace format), piece by piece as it
-  // arrived: each event keeps the arrival time of the coded bytes that completed it.
-  const std::string& body = captured.body;
-  net::ContentDecoder content(captured.content_encoding, decode_limit);
-  std::string decoded;
-  auto plain = [&](std::string_view coded) -> std::string_view {
-    if (!content.active()) return coded;  // identity: no copy
-    decoded.clear();
-    content.feed(coded, decoded);
-    return decoded;
-  };
+  // arrived: each event keeps the arrival time of the coded bytes that completed it. The rule
+  // (and the decode limit's, which counts events' bookkeeping) is replay's too.
   auto* tokens = decoder ? &*decoder : nullptr;
-  bool events_too_large = false;
-  if (captured.event_stream) {
-    out.response.streamed = true;
-    auto& events = out.response.events;
-    events.reserve(captured.chunks.size() + 1);  // most reads bring one event
-    llm::SseParser parser;
-    std::size_t begin = 0;
-    // An event costs its bytes and an Event's bookkeeping: both count against the decode limit,
-    // fed in slices so that one piece decoding to millions of tiny events ("\n\n" x 10^8) stops
-    // at the limit, not gigabytes past it. Past it, the stream is stored as received, as an
-    // undecodable one is.
-    std::size_t event_cost = 0;
-    for (const auto& chunk : captured.chunks) {
-      std::string_view bytes(body.data() + begin, chunk.end - begin);
-      begin = chunk.end;
-      auto text = plain(bytes);
-      constexpr std::size_t kSlice = 64u << 10;
-      for (std::size_t at = 0; at < text.size() && !events_too_large; at += kSlice) {
-        auto before = events.size();
-        auto slice = text.substr(at, kSlice);
-        llm::feed_sse(parser, slice, chunk.offset_ns, tokens, &events);
-        event_cost += slice.size() + (events.size() - before) * sizeof(Event);
-        events_too_large = event_cost > decode_limit;
-      }
-      if (events_too_large) break;
-    }
-    // A stream cut mid-event: keep its bytes raw so that the events still add up to the body.
-    if (!events_too_large)
-      llm::keep_partial_event(parser, captured.chunks.empty() ? 0 : captured.chunks.back().offset_ns,
-                              events);
-  } else if (content.active()) {
-    content.feed(body, out.response.body);  // straight in: a large body is not held twice
-  } else {
-    out.response.body = body;
-  }
-  content.finish();
-  if (events_too_large || (content.failed() && !content.cut_short())) {
-    // Not decodable: the bytes as received, in the pieces they arrived in. Tokens already
-    // decoded from the part that did decode stay.
-    out.response.body.clear();
-    std::vector<Event>().swap(out.response.events);  // cleared and freed: it may be the bomb
-    if (!captured.event_stream) {
-      out.response.body = body;
-    } else {
-      std::size_t begin = 0;
-      for (const auto& chunk : captured.chunks) {
-        out.response.events.push_back({chunk.offset_ns, body.substr(begin, chunk.end - begin)});
-        begin = chunk.end;
-      }
-    }
-  } else if (!captured.event_stream && tokens && !out.response.body.empty()) {
-    tokens->on_body(out.response.body,
-                    captured.chunks.empty() ? out.end_ns : captured.chunks.back().offset_ns);
-  }
+  std::int64_t last_ns = captured.chunks.empty() ? 0 : captured.chunks.back().offset_ns;
+  auto decoded = net::decode_arrived(captured.body, captured.chunks, captured.event_stream,
+                                     captured.content_encoding, out.response, tokens, last_ns,
+                                     decode_limit);
+  if (!decoded.as_received && !captured.event_stream && tokens && !out.response.body.empty())
+    tokens->on_body(out.response.body, captured.chunks.empty() ? out.end_ns : last_ns);
   // The proxy's own note (a cut stream) comes first, then the content coding's, then the
   // token decoder's.
   auto join = [](std::string first, const std::string& then) {
     return first.empty() ? then : then.empty() ? first : first + "; " + then;
   };
-  auto note = join(std::move(out.decode_note), content.trace_note());
-  if (events_too_large)
-    note = join(std::move(note), "the event stream decodes to more than " +
-                                     std::to_string(decode_limit) +
-                                     " bytes with its events' bookkeeping; the stored events are "
-                                     "the bytes as received");
+  auto note = join(std::move(out.decode_note), decoded.note);
   out.decode_note.clear();
   if (decoder) decoder->finish(out);
   out.decode_note = join(std::move(note), out.decode_note);

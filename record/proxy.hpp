@@ -94,11 +94,7 @@ class Worker {
   // about as much, so its body is not copied again on every doubling of its string (a workload's
   // streams are alike in length; a shorter one only leaves room unused until the trace thread is
   // done with it). Worker thread only.
-  struct StreamSize {
-    std::size_t body_bytes = 0;
-    std::size_t chunks = 0;
-  };
-  StreamSize last_stream;
+  net::ArrivedSize last_stream;
 
  private:
   ProxyShared& shared_;

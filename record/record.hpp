@@ -24,6 +24,7 @@
 #include "base/clock.hpp"
 #include "format/redaction.hpp"
 #include "format/trace.hpp"
+#include "net/arrived_body.hpp"
 #include "net/connection.hpp"
 #include "net/url.hpp"
 
@@ -64,11 +65,8 @@ bool path_selected(std::string_view target, const std::vector<std::string>& incl
 struct CapturedExchange {
   Exchange exchange;  // request, timing, status, headers and error already filled in
   std::string body;   // response body bytes as relayed (still coded when content_encoding says so)
-  struct Chunk {
-    std::int64_t offset_ns;
-    std::size_t end;  // end of this chunk in `body`
-  };
-  std::vector<Chunk> chunks;  // arrival of each read from upstream
+  using Chunk = net::ArrivedChunk;  // its end in `body`, its arrival
+  std::vector<Chunk> chunks;        // one per read from upstream
   bool event_stream = false;  // Content-Type text/event-stream
   std::string content_encoding;  // the response's Content-Encoding, "" when none
 };

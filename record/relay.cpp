@@ -22,9 +22,6 @@ namespace {
 
 // Relayed bytes the client has not taken yet beyond which the upstream is no longer read.
 constexpr std::size_t kMaxPendingBytes = 1u << 20;
-// At most this much is reserved ahead for a stream's capture: a long stream before a short one
-// must not make every later capture hold megabytes it does not use.
-constexpr std::size_t kMaxReservedBodyBytes = 1u << 20;
 
 }  // namespace
 
@@ -45,15 +42,9 @@ void ClientSession::start_relay() {
   flush_client();
 }
 
-// An event stream's capture reserves what the worker's last stream took, plus an eighth: the
-// string then grows once or never instead of being copied on each doubling (the relay's largest
-// copy in the profile, bench/RESULTS.md).
+// An event stream's capture reserves what the worker's last stream took (net::reserve_like).
 void ClientSession::reserve_capture() {
-  const auto& last = worker_.last_stream;
-  auto with_margin = [](std::size_t n) { return n + n / 8; };
-  capture_.body.reserve(std::min(with_margin(last.body_bytes), kMaxReservedBodyBytes));
-  capture_.chunks.reserve(
-      std::min(with_margin(last.chunks), kMaxReservedBodyBytes / sizeof(CapturedExchange::Chunk)));
+  net::reserve_like(capture_.body, capture_.chunks, worker_.last_stream);
 }
 
 void ClientSession::do_read_body() {

@@ -16,8 +16,9 @@
 #include <boost/beast/http.hpp>
 #include <exception>
 
-#include "net/content_coding.hpp"
+#include "net/arrived_body.hpp"
 #include "net/errors.hpp"
+#include "replay/deadline.hpp"
 #include "replay/response_reader.hpp"
 
 namespace retrace::replay {
@@ -48,9 +49,6 @@ bool changes_body(const std::vector<std::optional<std::string>>* answers) {
 
 }  // namespace
 
-// Which limit gave an exchange up: --timeout (no progress for that long) or --request-deadline.
-enum class Expiry : std::uint8_t { none, idle, deadline };
-
 // One exchange on its way: the record being filled, the response's decoders, and where the
 // transfer stands. Lives in run_exchange's coroutine frame; the steps take it by reference.
 struct Flight {
@@ -61,11 +59,11 @@ struct Flight {
   const Clock& clock;
   Exchange exchange;
   llm::ResponseDecoder decoder;  // the worker's, given back when the exchange is finished
-  llm::SseParser sse;
-  net::ContentDecoder content{""};  // the response's Content-Encoding, set with its head
-  std::string head;                 // the request's head when not the prepared one
-  std::string decoded;              // one read's decoded bytes (a coded body only)
-  std::vector<Event> received;      // a coded body as received, stored if it cannot be decoded
+  // The body as received, decoded once its last byte is in (net/arrived_body.hpp): in flight, a
+  // token costs its bytes and a 16-byte mark per read, not an Event and a Token.
+  net::ArrivedBody arrived;
+  std::string content_encoding;  // the response's, set with its head
+  std::string head;              // the request's head when not the prepared one
   Clock::time_point send_time{};  // unset until stamp_send()
   net::Phase phase = net::Phase::connect;
   error_code ec;
@@ -73,60 +71,6 @@ struct Flight {
   bool complete = false;
   std::string failure;  // an exception's message: retrace itself could not go on
 };
-
-// The exchange's one timer, for both limits, and the connection it would close (null between
-// attempts and while connecting, which has its own timeout). Not re-armed on every read (a
-// timer-queue insert, a cancel and a handler run per token): a read only stamps `progress`, and
-// the timer, when it fires, sleeps again until the idle limit counted from the last stamp.
-// Shared with the timer's handler, which may run after the exchange has moved on. Real time,
-// whatever the run's clock.
-struct Watchdog {
-  using WaitClock = std::chrono::steady_clock;
-  Watchdog(asio::io_context& io, WaitClock::duration idle_limit,
-           std::optional<WaitClock::time_point> deadline_at)
-      : timer(io), progress(WaitClock::now()), idle(idle_limit), deadline(deadline_at) {}
-
-  // The limit that is past at `now`, if any (the deadline first: it is the one asked for).
-  Expiry past(WaitClock::time_point now) const {
-    if (deadline && now >= *deadline) return Expiry::deadline;
-    return now - progress >= idle ? Expiry::idle : Expiry::none;
-  }
-  WaitClock::time_point next_check() const {
-    auto at = progress + idle;
-    return deadline ? std::min(at, *deadline) : at;
-  }
-
-  asio::steady_timer timer;
-  net::UpstreamConnection* connection = nullptr;
-  WaitClock::time_point progress;  // the last byte received, or the connection's start
-  WaitClock::duration idle;
-  std::optional<WaitClock::time_point> deadline;
-  Expiry expired = Expiry::none;
-  bool done = false;  // the exchange is over: the handler neither closes nor re-arms
-};
-
-namespace {
-
-// Arms the watchdog's timer for its next check; the handler closes the connection when a limit
-// is past, or arms it again.
-void watch(const std::shared_ptr<Watchdog>& watchdog) {
-  watchdog->timer.expires_at(watchdog->next_check());
-  watchdog->timer.async_wait([watchdog](error_code wait_ec) {
-    if (wait_ec || watchdog->done) return;
-    auto now = Watchdog::WaitClock::now();
-    auto expired = watchdog->past(now);
-    if (expired == Expiry::deadline || (expired == Expiry::idle && watchdog->connection)) {
-      watchdog->expired = expired;
-      if (watchdog->connection) watchdog->connection->close();
-      return;
-    }
-    // No connection to watch yet (connecting keeps its own timeout): idle counts from when there is.
-    if (!watchdog->connection) watchdog->progress = now;
-    watch(watchdog);
-  });
-}
-
-}  // namespace
 
 // While a connection carries an exchange, the stop path (active_) and the deadline (the
 // watchdog) may close it. Leaving the attempt's scope by any path, an exception included, takes
@@ -194,6 +138,17 @@ void Worker::stop_now() {
   stopping_ = true;
   for (auto* connection : active_) connection->close();
   pool_.clear();
+}
+
+// Waits, in short slices, while the writer holds more decoded exchanges than kHeldBytes (or
+// until the run stops). During warmup nothing is written, and nothing waits.
+asio::awaitable<void> Worker::wait_for_writer() {
+  if (!shared_.queue || !shared_.record) co_return;
+  asio::steady_timer timer(io_);
+  while (!stopping_ && shared_.queue->held() > WriteQueue::kHeldBytes) {
+    timer.expires_after(std::chrono::milliseconds(1));
+    co_await timer.async_wait(kTuple);
+  }
 }
 
 // Sleeps until `offset_ns` after the run's start, in short slices so that a stop is seen.
@@ -283,20 +238,16 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
   // recorded on the exchange instead (e.g. Beast refusing a header value over 64 KiB).
   try {
     co_await stream(flight, request_head(flight, prepared, answers), flight.exchange.request.body);
-    auto& exchange = flight.exchange;
-    auto end = exchange.end_ns >= 0 ? exchange.end_ns : 0;
-    bool decodable = settle_content(flight);
-    if (exchange.response.streamed) {
-      if (decodable) llm::keep_partial_event(flight.sse, end, exchange.response.events);
-    } else if (exchange.response.status != 0 && decodable) {
-      flight.decoder.on_body(exchange.response.body, end);
-    }
-    if (exchange.response.status != 0) flight.decoder.finish(exchange);
-    auto note = flight.content.trace_note();
-    if (!note.empty())
-      exchange.decode_note = exchange.decode_note.empty() ? note : note + "; " + exchange.decode_note;
   } catch (const std::exception& e) {
     flight.failure = e.what();
+  }
+  // What arrived is decoded even when the transfer failed: the tokens before the failure stay.
+  // Not while the writer holds too much decoded already (WriteQueue::kHeldBytes).
+  co_await wait_for_writer();
+  try {
+    decode_response(flight);
+  } catch (const std::exception& e) {
+    if (flight.failure.empty()) flight.failure = e.what();
   }
   auto answer = finish(flight, answers != nullptr);
   give_decoder(std::move(flight.decoder));
@@ -473,7 +424,8 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
   connection.honour_keep_alive(header_value(head, http::field::keep_alive));
   auto content_type = header_value(head, http::field::content_type);
   exchange.response.streamed = content_type.find("text/event-stream") != std::string::npos;
-  flight.content = net::ContentDecoder(header_value(head, http::field::content_encoding));
+  flight.content_encoding = header_value(head, http::field::content_encoding);
+  if (exchange.response.streamed) net::reserve_like(flight.arrived.bytes, flight.arrived.chunks, last_stream_);
   flight.phase = net::Phase::read_body;
   while (!parser.is_done()) {
     parser.get().body().data = buffer;
@@ -482,54 +434,29 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
     if (ec == http::error::need_buffer) ec = {};
     if (!ec) watchdog.progress = Watchdog::WaitClock::now();
     auto got = kReadBufferBytes - parser.get().body().size;
-    if (got > 0) {
-      auto at = flight.offset();
-      std::string_view bytes(buffer, got);
-      if (flight.content.active()) {  // identity bodies skip this: no copy
-        flight.received.push_back({at, std::string(bytes)});
-        flight.decoded.clear();
-        flight.content.feed(bytes, flight.decoded);
-        bytes = flight.decoded;
-      }
-      if (exchange.response.streamed) {
-        llm::feed_sse(flight.sse, bytes, at, &flight.decoder, &exchange.response.events);
-      } else {
-        exchange.response.body.append(bytes);
-      }
-    }
+    if (got > 0) flight.arrived.append(std::string_view(buffer, got), flight.offset());
     if (ec) break;
   }
   flight.complete = !ec;
   exchange.end_ns = flight.offset();
+  if (exchange.response.streamed) last_stream_ = {flight.arrived.bytes.size(), flight.arrived.chunks.size()};
 }
 
-// Ends the body's content decoding. False when it could not be decoded: the body as received is
-// then stored instead (net::ContentDecoder::trace_note says so), in the pieces it arrived in.
-bool Worker::settle_content(Flight& flight) {
-  auto& content = flight.content;
-  if (!content.active() || content.finish() || content.cut_short()) return true;
-  auto& response = flight.exchange.response;
-  response.body.clear();
-  response.events.clear();
-  if (response.streamed) {
-    response.events = std::move(flight.received);
-  } else {
-    for (const auto& piece : flight.received) response.body += piece.data;
-  }
-  return false;
-}
-
-// Names the limit that fired and its value, so that a long generation cut by a deadline is not
-// taken for a server that stopped answering.
-std::string Worker::expiry_message(const Flight& flight) const {
-  const auto& options = shared_.options;
-  std::string text =
-      flight.expired == Expiry::deadline
-          ? "the request was not finished by --request-deadline " +
-                format_duration(*options.request_deadline) + " after its send"
-          : "upstream sent nothing for --timeout " + format_duration(options.timeout) +
-                " (an idle timeout: connecting, the first byte, or the next one)";
-  return text + " (" + std::string(net::to_string(flight.phase)) + ", upstream " + shared_.url.str() + ")";
+// Turns the body as received into what the trace stores (net::decode_arrived: the rule record
+// follows too) and decodes its tokens.
+void Worker::decode_response(Flight& flight) {
+  auto& exchange = flight.exchange;
+  auto end = exchange.end_ns >= 0 ? exchange.end_ns : 0;
+  auto& arrived = flight.arrived;
+  auto decoded = net::decode_arrived(arrived.bytes, arrived.chunks, exchange.response.streamed,
+                                     flight.content_encoding, exchange.response, &flight.decoder, end);
+  arrived = {};  // its bytes are in the response now
+  if (!exchange.response.streamed && exchange.response.status != 0 && !decoded.as_received)
+    flight.decoder.on_body(exchange.response.body, end);
+  if (exchange.response.status != 0) flight.decoder.finish(exchange);
+  if (!decoded.note.empty())
+    exchange.decode_note =
+        exchange.decode_note.empty() ? decoded.note : decoded.note + "; " + exchange.decode_note;
 }
 
 // Classifies the outcome, counts it and hands the exchange to the writer. Returns choice 0's text
@@ -551,7 +478,8 @@ std::optional<std::string> Worker::finish(Flight& flight, bool want_answer) {
     if (exchange.error.kind == ErrorKind::none) exchange.error.kind = ErrorKind::protocol;
     exchange.error.message = exchange.error.kind == ErrorKind::cut
                                  ? "cut: the run was stopped (interrupt) while this was in flight"
-                             : flight.expired != Expiry::none ? expiry_message(flight)
+                             : flight.expired != Expiry::none
+                                 ? expiry_message(flight.expired, flight.phase, shared_.options, shared_.url.str())
                                  : net::describe(ec, flight.phase, shared_.url.str());
   } else if (exchange.response.status >= 400) {
     exchange.error.kind = ErrorKind::http_status;

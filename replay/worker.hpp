@@ -31,6 +31,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "llm/llm.hpp"
+#include "net/arrived_body.hpp"
 #include "net/connection.hpp"
 #include "replay/response_reader.hpp"
 #include "replay/feed.hpp"
@@ -43,24 +44,35 @@ using Clock = retrace::Clock;
 // Finished exchanges go to the writer thread through this queue. The writer is woken once a batch
 // is queued (or a few milliseconds after the first of one), not per exchange: a wake-up per
 // exchange cost a futex call on each side and a context switch (bench/RESULTS.md, replay (a)).
+//
+// An exchange in flight is its bytes as received (net/arrived_body.hpp); decoded, its Events and
+// Tokens cost several times that, until the writer has written and freed it. held() counts what
+// is queued or being written, decoded, so that a worker decodes its next one only while that is
+// under kHeldBytes: when many long streams end at once, they wait as received, not decoded.
 class WriteQueue {
  public:
   static constexpr std::size_t kBatch = 64;
   static constexpr std::chrono::milliseconds kMaxDelay{5};
+  static constexpr std::size_t kHeldBytes = 64u << 20;
 
   void push(Exchange exchange) {
+    auto cost = decoded_bytes(exchange);
+    held_.fetch_add(cost, std::memory_order_relaxed);
     bool wake;
     {
       std::lock_guard lock(mutex_);
       queue_.push_back(std::move(exchange));
+      queued_cost_ += cost;
       wake = queue_.size() == wake_at_;
     }
     if (wake) ready_.notify_one();
   }
   // Blocks until something is queued (then up to kMaxDelay more, for a batch) or close(); false
-  // when closed and drained.
+  // when closed and drained. The last batch is freed first.
   bool pop_all(std::vector<Exchange>& out) {
     out.clear();  // freeing a batch of token streams takes a while: not while workers wait to push
+    held_.fetch_sub(batch_cost_, std::memory_order_relaxed);
+    batch_cost_ = 0;
     std::unique_lock lock(mutex_);
     wake_at_ = 1;
     ready_.wait(lock, [&] { return !queue_.empty() || closed_; });
@@ -69,6 +81,8 @@ class WriteQueue {
     wake_at_ = 0;
     if (queue_.empty()) return false;
     out.swap(queue_);
+    batch_cost_ = queued_cost_;
+    queued_cost_ = 0;
     return true;
   }
   void close() {
@@ -78,6 +92,16 @@ class WriteQueue {
     }
     ready_.notify_all();
   }
+  // Decoded bytes queued or in the batch being written (any thread; a relaxed estimate).
+  std::size_t held() const { return held_.load(std::memory_order_relaxed); }
+  // What a decoded exchange holds, roughly: its bodies, its events and its tokens.
+  static std::size_t decoded_bytes(const Exchange& exchange) {
+    std::size_t bytes = exchange.request.body.size() + exchange.response.body.size() +
+                        exchange.response.events.size() * (sizeof(Event) + 16);
+    for (const auto& event : exchange.response.events) bytes += event.data.size();
+    for (const auto& choice : exchange.choices) bytes += choice.tokens.size() * sizeof(Token);
+    return bytes;
+  }
 
  private:
   std::mutex mutex_;
@@ -85,6 +109,9 @@ class WriteQueue {
   std::vector<Exchange> queue_;
   std::size_t wake_at_ = 0;  // the queue's size at which push wakes the writer (0: it is busy)
   bool closed_ = false;
+  std::size_t queued_cost_ = 0;  // decoded_bytes of queue_ (under mutex_)
+  std::size_t batch_cost_ = 0;   // of the batch the writer holds (writer thread)
+  std::atomic<std::size_t> held_{0};
 };
 
 
@@ -172,12 +199,12 @@ class Worker {
                                        const Watchdog& watchdog);
   boost::asio::awaitable<void> read_body(Flight& flight, net::UpstreamConnection& connection,
                                          ResponsePartParser& parser, char* buffer, Watchdog& watchdog);
-  bool settle_content(Flight& flight);
+  void decode_response(Flight& flight);
   std::optional<std::string> finish(Flight& flight, bool want_answer);
-  std::string expiry_message(const Flight& flight) const;
 
   void stamp_send(Flight& flight) const;
   boost::asio::awaitable<bool> wait_until(std::int64_t offset_ns);
+  boost::asio::awaitable<void> wait_for_writer();
   std::unique_ptr<char[]> take_buffer();
   void give_buffer(std::unique_ptr<char[]> buffer);
   llm::ResponseDecoder take_decoder(llm::Dialect dialect);
@@ -191,6 +218,7 @@ class Worker {
   static constexpr std::size_t kSecretNamesKept = 64;
   std::vector<std::pair<std::string, bool>> secret_names_;  // header name, is_secret_header
   std::vector<std::unique_ptr<char[]>> free_buffers_;
+  net::ArrivedSize last_stream_;  // the last event stream's size: the next one reserves as much
   std::vector<llm::ResponseDecoder> free_decoders_;  // one per exchange in flight, at most
   std::unordered_set<net::UpstreamConnection*> active_;  // connections carrying an exchange
   bool stopping_ = false;

@@ -1,0 +1,112 @@
+// See net/arrived_body.hpp.
+#include "net/arrived_body.hpp"
+
+#include <algorithm>
+
+namespace retrace::net {
+
+namespace {
+
+// Frames an event stream's decoded bytes into `events`, in slices; before each, the most the
+// slice could grow `events`' capacity to (a slice completes at most one event per byte: a lone
+// "\n" is one), counted with the bytes, must stay within `limit`. False (events left as they are) once
+// it would not.
+class EventBudget {
+ public:
+  EventBudget(std::vector<Event>& events, std::size_t limit) : events_(events), limit_(limit) {}
+  bool feed(llm::SseParser& parser, std::string_view text, std::int64_t offset_ns,
+            llm::ResponseDecoder* decoder) {
+    constexpr std::size_t kSlice = 64u << 10;
+    for (std::size_t at = 0; at < text.size(); at += kSlice) {
+      auto slice = text.substr(at, kSlice);
+      auto capacity = events_.capacity();
+      // Doubling as it goes, the vector ends below twice what it needs.
+      auto most = events_.size() + slice.size() > capacity
+                      ? 2 * std::max(capacity, events_.size() + slice.size())
+                      : capacity;
+      if (bytes_ + slice.size() + most * sizeof(Event) > limit_) return false;
+      bytes_ += slice.size();
+      llm::feed_sse(parser, slice, offset_ns, decoder, &events_);
+    }
+    return true;
+  }
+
+ private:
+  std::vector<Event>& events_;
+  std::size_t limit_;
+  std::size_t bytes_ = 0;  // decoded bytes framed so far
+};
+
+void store_as_received(std::string_view body, std::span<const ArrivedChunk> chunks, bool event_stream,
+                       Response& response) {
+  response.body.clear();
+  std::vector<Event>().swap(response.events);  // cleared and freed: it may be the bomb
+  if (!event_stream) {
+    response.body = body;
+    return;
+  }
+  response.events.reserve(chunks.size());
+  std::size_t begin = 0;
+  for (const auto& chunk : chunks) {
+    response.events.push_back({chunk.offset_ns, std::string(body.substr(begin, chunk.end - begin))});
+    begin = chunk.end;
+  }
+}
+
+}  // namespace
+
+void reserve_like(std::string& bytes, std::vector<ArrivedChunk>& chunks, ArrivedSize last) {
+  constexpr std::size_t kMostReserved = 1u << 20;
+  auto with_margin = [](std::size_t n) { return n + n / 8; };
+  bytes.reserve(std::min(with_margin(last.bytes), kMostReserved));
+  chunks.reserve(std::min(with_margin(last.chunks), kMostReserved / sizeof(ArrivedChunk)));
+}
+
+DecodedBody decode_arrived(std::string& body, std::span<const ArrivedChunk> chunks, bool event_stream,
+                           std::string_view content_encoding, Response& response,
+                           llm::ResponseDecoder* decoder, std::int64_t end_ns, std::size_t decode_limit) {
+  ContentDecoder content(content_encoding, decode_limit);
+  bool too_large = false;
+  if (event_stream) {
+    response.streamed = true;
+    auto& events = response.events;
+    events.reserve(chunks.size() + 1);  // most reads bring one event
+    llm::SseParser parser;
+    EventBudget budget(events, decode_limit);
+    std::string decoded;
+    std::size_t begin = 0;
+    for (const auto& chunk : chunks) {
+      auto text = std::string_view(body).substr(begin, chunk.end - begin);
+      begin = chunk.end;
+      if (!content.active()) {  // identity bodies skip this: no copy
+        too_large = !budget.feed(parser, text, chunk.offset_ns, decoder);
+      } else {
+        // Coded bytes in small pieces: what one piece decodes to is held at once.
+        constexpr std::size_t kCodedPiece = 16u << 10;
+        for (std::size_t at = 0; at < text.size() && !too_large; at += kCodedPiece) {
+          decoded.clear();
+          content.feed(text.substr(at, kCodedPiece), decoded);
+          too_large = !budget.feed(parser, decoded, chunk.offset_ns, decoder);
+        }
+      }
+      if (too_large) break;
+    }
+    if (!too_large) llm::keep_partial_event(parser, end_ns, events);
+  } else if (content.active()) {
+    content.feed(body, response.body);  // straight in: a large body is not held twice
+  } else {
+    response.body = std::move(body);
+  }
+  bool undecodable = content.active() && !content.finish() && !content.cut_short();
+  DecodedBody result;
+  result.as_received = too_large || undecodable;
+  if (result.as_received) store_as_received(body, chunks, event_stream, response);
+  // Past the limit the content decoder was not fed to the end: its note would say "cut short".
+  result.note = too_large ? "the event stream decodes to more than " + std::to_string(decode_limit) +
+                                " bytes with its events' bookkeeping; the stored events are the "
+                                "bytes as received"
+                          : content.trace_note();
+  return result;
+}
+
+}  // namespace retrace::net

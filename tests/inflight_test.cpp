@@ -1,0 +1,176 @@
+// net/arrived_body: a response body kept as it arrived (its bytes and one mark per read) and
+// decoded once after its last byte, the rule record and replay share; and the decode limit,
+// which counts an event stream's bookkeeping as well as its bytes.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "llm/llm.hpp"
+#include "net/arrived_body.hpp"
+#include "tests/encoders.hpp"
+
+using namespace retrace;
+using namespace retrace::net;
+using retrace::test::gzip;
+
+namespace {
+
+std::string chat_event(const std::string& text) {
+  return "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+         "\"delta\":{\"content\":\"" +
+         text + "\"},\"finish_reason\":null}]}\n\n";
+}
+
+std::string chat_stream(int tokens) {
+  std::string body;
+  for (int i = 0; i < tokens; ++i) body += chat_event("t" + std::to_string(i) + " ");
+  return body + "data: [DONE]\n\n";
+}
+
+// `body` arrived in reads cut at random places, one millisecond apart.
+ArrivedBody arrived_in_pieces(const std::string& body, unsigned seed) {
+  std::mt19937 rng(seed);
+  ArrivedBody arrived;
+  std::size_t at = 0;
+  std::int64_t offset = 0;
+  while (at < body.size()) {
+    auto take = std::min<std::size_t>(body.size() - at, 1 + rng() % 300);
+    arrived.append(std::string_view(body).substr(at, take), offset += 1'000'000);
+    at += take;
+  }
+  return arrived;
+}
+
+struct Decoded {
+  Exchange exchange;
+  DecodedBody body;
+};
+
+Decoded decode(ArrivedBody arrived, std::string_view coding, std::size_t limit = kMaxDecodedBytes) {
+  Decoded out;
+  out.exchange.request.target = "/v1/chat/completions";
+  out.exchange.request.body = R"({"model":"m","stream":true,"messages":[]})";
+  out.exchange.response.status = 200;
+  llm::ResponseDecoder decoder(llm::Dialect::openai_chat);
+  auto end = arrived.chunks.empty() ? 0 : arrived.chunks.back().offset_ns;
+  out.body = decode_arrived(arrived.bytes, arrived.chunks, true, coding, out.exchange.response, &decoder,
+                            end, limit);
+  decoder.finish(out.exchange);
+  return out;
+}
+
+std::string joined(const std::vector<Event>& events) {
+  std::string body;
+  for (const auto& event : events) body += event.data;
+  return body;
+}
+
+}  // namespace
+
+TEST_CASE("a stream decoded after its last byte is the stream decoded as it came - however the reads cut it") {
+  const auto body = chat_stream(2000);
+  // The reference: one read, decoded whole.
+  ArrivedBody whole;
+  whole.append(body, 5);
+  auto reference = decode(whole, "");
+  REQUIRE(reference.exchange.choices.size() == 1);
+  REQUIRE(reference.exchange.choices[0].tokens.size() == 2000);
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    auto pieces = decode(arrived_in_pieces(body, seed), "");
+    CHECK_FALSE(pieces.body.as_received);
+    CHECK(pieces.body.note.empty());
+    CHECK(joined(pieces.exchange.response.events) == body);
+    REQUIRE(pieces.exchange.choices.size() == 1);
+    const auto& tokens = pieces.exchange.choices[0].tokens;
+    REQUIRE(tokens.size() == 2000);
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+      REQUIRE(tokens[i].bytes == reference.exchange.choices[0].tokens[i].bytes);
+    // Each event keeps the arrival of the read that completed it.
+    for (const auto& event : pieces.exchange.response.events) CHECK(event.offset_ns % 1'000'000 == 0);
+  }
+}
+
+TEST_CASE("a gzip'd stream decodes to the events of the plain one with their reads' arrivals") {
+  const auto body = chat_stream(300);
+  auto coded = gzip(body);
+  auto plain = decode(arrived_in_pieces(body, 3), "");
+  auto zipped = decode(arrived_in_pieces(coded, 3), "gzip");
+  CHECK_FALSE(zipped.body.as_received);
+  CHECK(joined(zipped.exchange.response.events) == body);
+  REQUIRE(zipped.exchange.choices.size() == 1);
+  CHECK(llm::choice_text(zipped.exchange.choices[0]) == llm::choice_text(plain.exchange.choices[0]));
+}
+
+TEST_CASE("a cut stream keeps its unterminated tail raw as a last event at the end") {
+  std::string body = chat_stream(3);
+  body.resize(body.size() - 5);  // ends in "data: [DO"
+  ArrivedBody arrived;
+  arrived.append(body, 7);
+  auto out = decode(arrived, "");
+  CHECK(joined(out.exchange.response.events) == body);
+  CHECK(out.exchange.response.events.back().data == "data: [DO");
+}
+
+TEST_CASE("an SSE bomb of tiny events stops at the decode limit counted with its events' bookkeeping") {
+  // 3,000,000 comment events (":\n\n", 9 MB) in a gzip'd body of a few KiB; the limit is 16 MiB.
+  // Counted by their bytes alone they would pass; with an Event each (40 bytes), they cost 129 MB.
+  std::string plain;
+  for (int i = 0; i < 3'000'000; ++i) plain += ":\n\n";
+  auto coded = gzip(plain);
+  REQUIRE(coded.size() < 64 * 1024);
+  ArrivedBody arrived;
+  arrived.append(std::string_view(coded).substr(0, coded.size() / 2), 10);
+  arrived.append(std::string_view(coded).substr(coded.size() / 2), 20);
+  constexpr std::size_t kLimit = 16u << 20;
+  auto out = decode(arrived, "gzip", kLimit);
+  CHECK(out.body.as_received);
+  CHECK_THAT(out.body.note, Catch::Contains("decodes to more than 16777216 bytes with its events' bookkeeping"));
+  // Stored as received: one event per read, the coded bytes.
+  const auto& events = out.exchange.response.events;
+  REQUIRE(events.size() == 2);
+  CHECK(joined(events) == coded);
+  CHECK(events[1].offset_ns == 20);
+  CHECK(events.capacity() * sizeof(Event) <= kLimit);
+  // The same events fit a limit that holds them: then they are all decoded.
+  auto roomy = decode(arrived, "gzip", 512u << 20);
+  CHECK_FALSE(roomy.body.as_received);
+  CHECK(roomy.exchange.response.events.size() == 3'000'000);
+}
+
+TEST_CASE("a body that is not a stream is taken as it is - or decoded - and left to the caller's decoder") {
+  Response response;
+  std::string body = R"({"choices":[]})";
+  std::vector<ArrivedChunk> chunks{ArrivedChunk{5, body.size()}};
+  auto plain = decode_arrived(body, chunks, false, "", response, nullptr, 5);
+  CHECK_FALSE(plain.as_received);
+  CHECK(response.body == R"({"choices":[]})");
+  CHECK_FALSE(response.streamed);
+
+  Response coded_response;
+  auto coded = gzip(R"({"choices":[1]})");
+  std::vector<ArrivedChunk> coded_chunks{ArrivedChunk{5, coded.size()}};
+  decode_arrived(coded, coded_chunks, false, "gzip", coded_response, nullptr, 5);
+  CHECK(coded_response.body == R"({"choices":[1]})");
+
+  Response corrupt_response;
+  std::string corrupt = "not gzip at all";
+  std::vector<ArrivedChunk> corrupt_chunks{ArrivedChunk{5, corrupt.size()}};
+  auto corrupt_out = decode_arrived(corrupt, corrupt_chunks, false, "gzip", corrupt_response, nullptr, 5);
+  CHECK(corrupt_out.as_received);
+  CHECK(corrupt_response.body == "not gzip at all");
+  CHECK_THAT(corrupt_out.note, Catch::Contains("Content-Encoding gzip"));
+}
+
+TEST_CASE("a stream reserves what the worker's last one took plus an eighth - at most a MiB") {
+  std::string bytes;
+  std::vector<ArrivedChunk> chunks;
+  reserve_like(bytes, chunks, {80'000, 800});
+  CHECK(bytes.capacity() >= 90'000);
+  CHECK(bytes.capacity() < 200'000);
+  CHECK(chunks.capacity() >= 900);
+  std::string big;
+  std::vector<ArrivedChunk> many;
+  reserve_like(big, many, {100'000'000, 10'000'000});
+  CHECK(big.capacity() < (2u << 20));
+  CHECK(many.capacity() * sizeof(ArrivedChunk) < (2u << 20));
+}
