@@ -27,7 +27,7 @@ struct SeriesPass {
 };
 SeriesPass series_pass(const std::filesystem::path& path, const std::string& label, const diff::Options& options) {
   LatencySampler latency;
-  auto run = stream_run(path, options, kShownFailedQuestions, {.latency = &latency});
+  auto run = stream_run(path, options, kShownFailedQuestions, {.prepare = {}, .latency = &latency});
   auto series = series_of(label, run.stats, std::move(latency).finish());
   return {std::move(run), std::move(series)};
 }
