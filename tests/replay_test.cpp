@@ -120,6 +120,24 @@ TEST_CASE("A filter glob with an unclosed character class is refused with where 
   CHECK_NOTHROW(validate_filter("path:/v1/\\[x"));
 }
 
+TEST_CASE("A valid filter that matches none of the exchanges is refused with the count") {
+  std::vector<Exchange> exchanges{exchange_at(0, "/v1/completions"), exchange_at(1, "/health")};
+  Options options;
+  options.filters = {"path:/v2/*"};
+  CHECK_THROWS_WITH(select_exchanges(exchanges, options, false),
+                    "--filter path:/v2/* matched none of the 2 exchanges; `retrace cat` shows their "
+                    "paths, labels and sessions");
+  options.filters = {"path:/v1/*", "path:/health"};
+  CHECK_THROWS_WITH(select_exchanges(exchanges, options, false),
+                    Catch::StartsWith("--filter path:/v1/* --filter path:/health matched none of the 2 "
+                                      "exchanges (an exchange must match every --filter)"));
+  // Nothing offered is not a filter's fault (an empty input is named where it is read), and a
+  // filter that matches one exchange selects it.
+  CHECK(select_exchanges({}, options, false).empty());
+  options.filters = {"path:/health"};
+  CHECK(select_exchanges(exchanges, options, false) == std::vector<std::size_t>{1});
+}
+
 TEST_CASE("Open-loop and recorded-timing settings name no cap on requests in flight") {
   // Nothing caps them (the default closed-loop concurrency of 1 is not theirs): a run at peak 16
   // in flight once said "max_in_flight":1.
