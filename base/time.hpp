@@ -1,4 +1,4 @@
-// Time as text and calendar days, written once (the Azure trace timestamps of dataset/, replay's
+// Time as text and calendar days, and the longest schedule, written once (the Azure trace timestamps of dataset/, replay's
 // --start-at and the times a sharded run records alike): std::chrono's proleptic Gregorian
 // calendar, RFC 3339 read with any zone and written in UTC.
 #pragma once
@@ -10,6 +10,14 @@
 #include <string_view>
 
 namespace retrace {
+
+// The longest a schedule may reach from its start, in years: replay's arrivals (--rate), an
+// imported trace's rows and `import --from export`'s send offsets are refused past it. int64
+// nanoseconds hold 292 years; no real schedule is that long, and `--timing recorded` would wait
+// out an offset in the wrong unit in silence.
+inline constexpr int kMaxScheduleYears = 100;
+inline constexpr std::chrono::nanoseconds kMaxScheduleSpan =
+    std::chrono::hours{std::int64_t{24} * 365 * kMaxScheduleYears};
 
 // Days from 1970-01-01 to a proleptic Gregorian date, nullopt when there is no such date (month 13,
 // February 30, February 29 of a common year).

@@ -3,7 +3,9 @@
 # `url_of NAME` waits for a process started with output in $WORK/NAME.out to say where it listens;
 # `storing_us_per_token RETRACE TRACE [PIN...]` prints what decoding and storing cost per token;
 # `free_port` a free loopback port, `wait_port PORT` until something listens there;
-# `command_cpu OUT CMD...` runs CMD (its output to OUT) and prints the CPU seconds it used.
+# `command_cpu OUT CMD...` runs CMD (its output to OUT) and prints the CPU seconds it used;
+# `start_memory_serve RETRACE` the server the peak-RSS benches measure against (sets URL);
+# `gnu_time CMD...` runs CMD under GNU time and prints "WALL_SECONDS PEAK_RSS_KIB".
 PIDS=()
 bench_cleanup() {
   local pid
@@ -57,4 +59,20 @@ if status != 0:
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(round(usage.ru_utime + usage.ru_stime, 4))
 EOF
+}
+
+start_memory_serve() {  # RETRACE : `retrace serve` on loopback, no latency model, room for prompts of
+  # 700 KB and answers of 16k tokens; sets URL. Stopped at exit with the rest of PIDS.
+  "$1" serve --listen 127.0.0.1:0 --latency-model off --max-model-len 1048576 --max-body 16000000 \
+    >"$WORK/serve.out" 2>"$WORK/serve.err" &
+  PIDS+=($!)
+  URL=$(url_of serve)
+}
+
+gnu_time() {  # CMD... : runs CMD (stdout dropped, stderr to $WORK/cmd.err) under GNU time and
+  # prints "WALL_SECONDS PEAK_RSS_KIB". Exit 1 (some requests failed) still measures; any other
+  # failure prints CMD's stderr and fails (a caller's `x=$(gnu_time ...)` then ends under set -e).
+  /usr/bin/time -f '%e %M' -o "$WORK/time.txt" "$@" >/dev/null 2>"$WORK/cmd.err" || [[ $? == 1 ]] || {
+    cat "$WORK/cmd.err" >&2; exit 1; }
+  cat "$WORK/time.txt"
 }

@@ -12,10 +12,7 @@ RETRACE=${1:-$ROOT/build/release/retrace}
 . "$ROOT/bench/lib.sh"
 bench_workdir memory
 
-"$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --max-model-len 1048576 --max-body 16000000 \
-  >"$WORK/serve.out" 2>"$WORK/serve.err" &
-PIDS+=($!)
-URL=$(url_of serve)
+start_memory_serve "$RETRACE"
 
 # requests FILE COUNT PROMPT_BYTES MAX_TOKENS
 requests() {
@@ -38,9 +35,7 @@ PY
 }
 
 peak_mib() {  # CMD... : runs it under GNU time, prints its peak RSS in MiB
-  /usr/bin/time -f '%M' -o "$WORK/time.txt" "$@" >/dev/null 2>"$WORK/cmd.err" || [[ $? == 1 ]] || {
-    cat "$WORK/cmd.err" >&2; exit 1; }
-  awk '{printf "%.0f", $1 / 1024}' "$WORK/time.txt"
+  gnu_time "$@" | awk '{printf "%.0f", $2 / 1024}'
 }
 
 measure() {  # DIMENSION VALUE COUNT PROMPT_BYTES MAX_TOKENS CONCURRENCY

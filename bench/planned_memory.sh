@@ -21,10 +21,7 @@ MOONCAKE_ROWS=${4:-12000}
 . "$ROOT/bench/lib.sh"
 bench_workdir planned
 
-"$TOOL" serve --listen 127.0.0.1:0 --latency-model off --max-model-len 1048576 --max-body 16000000 \
-  >"$WORK/serve.out" 2>"$WORK/serve.err" &
-PIDS+=($!)
-URL=$(url_of serve)
+start_memory_serve "$TOOL"
 
 python3 - "$WORK" "$CONVERSATIONS" "$BURST_ROWS" "$MOONCAKE_ROWS" <<'PY'
 import json, random, sys
@@ -70,10 +67,10 @@ exchanges() { "$TOOL" inspect "$1" --json | jq -r '.counts.exchanges'; }
 measure() {  # NAME TRACE ARGS...: wall seconds and peak RSS (MiB)
   local name=$1 trace=$2
   shift 2
-  /usr/bin/time -f '%e %M' -o "$WORK/time.txt" "$RETRACE" replay "$trace" --target "$URL" \
-    --out "$WORK/run.rtrace" --force --duration 1ms "$@" >/dev/null 2>"$WORK/cmd.err" || [[ $? == 1 ]] || {
-    cat "$WORK/cmd.err" >&2; exit 1; }
-  read -r seconds kib <"$WORK/time.txt"
+  local timed seconds kib
+  timed=$(gnu_time "$RETRACE" replay "$trace" --target "$URL" --out "$WORK/run.rtrace" --force \
+    --duration 1ms "$@")
+  read -r seconds kib <<<"$timed"
   local mb
   mb=$(awk -v b="$(stat -c %s "$trace")" 'BEGIN {printf "%.0f", b / 1048576}')
   echo "| $name | $(exchanges "$trace") | $mb | $seconds | $((kib / 1024)) |"

@@ -1,96 +1,18 @@
-// `retrace cat`: a human view of a trace's exchanges.
+// `retrace cat`: a human view of a trace's exchanges (the views themselves are
+// report/cat_render.hpp's); --id picks exchanges, and an id not in the trace is an error.
 #include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
 
-#include "cli/commands.hpp"
-#include "format/json.hpp"
-#include "format/output_tokens.hpp"
 #include "base/json_text.hpp"
-#include "base/text.hpp"
+#include "cli/commands.hpp"
 #include "format/trace.hpp"
-#include "report/text.hpp"
+#include "report/cat_render.hpp"
 
 namespace retrace::cli {
 
 namespace {
-
-// Long texts are cut (printable, base/text.hpp) at this many bytes.
-constexpr std::size_t kShownBytes = 400;
-
-void show(const Exchange& exchange, std::ostream& out) {
-  out << "#" << exchange.id << "  " << exchange.request.method << " " << exchange.request.target;
-  if (exchange.response.status != 0)
-    out << "  status " << exchange.response.status;
-  else if (exchange.error.kind == ErrorKind::none)
-    out << "  (no response)";
-  if (exchange.source_id) out << "  source #" << *exchange.source_id;
-  for (const auto& label : exchange.labels) out << "  " << label.key << "=" << label.value;
-  out << "\n";
-  if (exchange.error.kind != ErrorKind::none)
-    out << "  error: " << to_string(exchange.error.kind) << ": " << printable(exchange.error.message, kShownBytes)
-        << "\n";
-  out << "  request: " << printable(request_summary(exchange.request), kShownBytes) << "\n";
-  for (const auto& choice : exchange.choices) {
-    out << "  choice " << choice.index;
-    if (choice.part == Part::tool_call)
-      out << " tool call " << choice.tool_call << " " << printable(choice.tool_name);
-    else if (choice.part != Part::content)
-      out << " " << to_string(choice.part);
-    out << " (" << choice.tokens.size() << " tokens, " << to_string(choice.kind);
-    if (choice.part == Part::embedding) out << ", " << choice.values.size() << " values";
-    if (!choice.finish_reason.empty()) out << ", finish " << choice.finish_reason;
-    out << "): " << printable(output_text(choice), kShownBytes) << "\n";
-  }
-  if (!exchange.choices.empty() || exchange.usage.completion_tokens >= 0) {
-    auto tokens = output_tokens(exchange);
-    out << "  output tokens: " << tokens.count << (tokens.from_usage ? " (server usage)" : " (counted)")
-        << "\n";
-  }
-  if (exchange.choices.empty() && exchange.response.status != 0)
-    out << "  (no decoded output" << (exchange.decode_note.empty() ? "" : ": ")
-        << exchange.decode_note << ")\n";
-  if (exchange.expected) out << "  expected: " << printable(*exchange.expected, kShownBytes) << "\n";
-}
-
-// The same view as JSON: what `show` prints, with the full texts (no cut, no escapes).
-boost::json::object view_json(const Exchange& exchange) {
-  namespace json = boost::json;
-  auto text_or_null = [](const std::string& text) {
-    return text.empty() ? json::value(nullptr) : json::value(text);
-  };
-  json::object labels;
-  for (const auto& label : exchange.labels) labels[label.key] = label.value;
-  json::array choices;
-  for (const auto& choice : exchange.choices) {
-    json::object view{{"index", choice.index},
-                      {"part", to_string(choice.part)},
-                      {"tokens", choice.tokens.size()},
-                      {"kind", to_string(choice.kind)},
-                      {"finish_reason", text_or_null(choice.finish_reason)},
-                      {"text", bytes_to_json(output_text(choice))}};
-    if (choice.part == Part::tool_call) {
-      view["tool_call"] = choice.tool_call;
-      view["tool_name"] = choice.tool_name;
-    }
-    if (choice.part == Part::embedding) view["values"] = choice.values.size();
-    choices.push_back(std::move(view));
-  }
-  bool failed = exchange.error.kind != ErrorKind::none;
-  return json::object{
-      {"id", exchange.id},
-      {"source_id", exchange.source_id ? json::value(*exchange.source_id) : json::value(nullptr)},
-      {"method", exchange.request.method},
-      {"target", exchange.request.target},
-      {"status", exchange.response.status ? json::value(std::uint64_t{exchange.response.status})
-                                          : json::value(nullptr)},
-      {"error", failed ? json::value(json::object{{"kind", to_string(exchange.error.kind)},
-                                                  {"message", exchange.error.message}})
-                       : json::value(nullptr)},
-      {"labels", std::move(labels)},
-      {"request", bytes_to_json(request_summary(exchange.request, 1'000'000))},
-      {"choices", std::move(choices)},
-      {"decode_note", text_or_null(exchange.decode_note)},
-      {"expected", exchange.expected ? bytes_to_json(*exchange.expected) : json::value(nullptr)}};
-}
 
 int run_cat(const std::string& path, const std::vector<std::uint64_t>& ids, bool as_json) {
   TraceReader reader(path);
@@ -98,8 +20,7 @@ int run_cat(const std::string& path, const std::vector<std::uint64_t>& ids, bool
   std::vector<bool> found(ids.size(), false);
   std::uint64_t shown = 0;
   if (as_json)
-    std::cout << "{\"schema_version\":" << report::kJsonSchemaVersion
-              << ",\"trace\":" << json_text(boost::json::value(path)) << ",\"exchanges\":[";
+    std::cout << report::cat_json_opening(path);
   while (reader.next(exchange)) {
     if (!ids.empty()) {
       bool wanted = false;
@@ -109,15 +30,15 @@ int run_cat(const std::string& path, const std::vector<std::uint64_t>& ids, bool
     }
     if (as_json) {
       // One document, streamed: exchanges are written as they are read, never held together.
-      std::cout << (shown++ > 0 ? "," : "") << json_text(view_json(exchange));
+      std::cout << (shown++ > 0 ? "," : "") << json_text(report::exchange_view_json(exchange));
     } else {
       if (shown++ > 0) std::cout << "\n";
-      show(exchange, std::cout);
+      report::write_exchange_text(exchange, std::cout);
     }
     if (!std::cout) return kExitOk;  // stdout closed
   }
   const Recovery& recovery = reader.recovery();
-  if (as_json) std::cout << "],\"torn\":" << (recovery.torn ? "true" : "false") << "}\n";
+  if (as_json) std::cout << report::cat_json_closing(recovery.torn);
   std::cout.flush();
   if (!recovery.clean())
     std::cerr << "retrace: warning: " << path << ": " << describe(recovery) << "\n";

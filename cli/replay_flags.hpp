@@ -83,7 +83,8 @@ inline void add_request_flags(CLI::App& command, replay::RequestFlags& flags) {
       ->type_name("DURATION")
       ->check(duration_check(std::chrono::milliseconds(1)));
   command.add_option("--filter", flags.filters,
-                     "path:GLOB, label:KEY=GLOB or session:GLOB (repeatable)");
+                     "path:GLOB, label:KEY=GLOB or session:GLOB (repeatable, all must match); "
+                     "matching no exchange of the trace is an error (exit 2)");
   command.add_option("--threads", flags.threads, "Worker threads (default: one per core)");
   command.add_option("--ca-file", flags.ca_file, "PEM CA bundle for https targets");
   command.add_flag("--insecure", flags.insecure, "Do not verify https certificates");

@@ -14,6 +14,7 @@
 #include "format/redaction.hpp"
 #include "dataset/staged_output.hpp"
 #include "base/text.hpp"
+#include "base/time.hpp"
 #include "dataset/trace_rows.hpp"
 
 namespace retrace {
@@ -34,16 +35,17 @@ json::object parse_line(std::string& line, const std::string& where, ImportNotes
 }
 
 // The send offsets `--timing recorded` waits out: one edited to before the run's start or past
-// import's 100-year bound would leave a replay waiting in silence, so it is refused here.
+// the schedule bound (kMaxScheduleSpan, base/time.hpp) would leave a replay waiting in silence, so it is refused here.
 void check_send_offsets(const Exchange& exchange, const std::string& where) {
   for (auto [ns, name] : {std::pair{exchange.intended_send_ns, "intended_send_ns"},
                           std::pair{exchange.actual_send_ns, "actual_send_ns"}}) {
     if (ns < 0)
       throw TraceError(where + "\"" + name + "\" " + std::to_string(ns) +
                        " is before the run's start; a send offset is 0 or more nanoseconds");
-    if (ns > kMaxImportSpanNs)
+    if (ns > kMaxScheduleSpan.count())
       throw TraceError(where + "\"" + name + "\" " + std::to_string(ns) +
-                       " is more than 100 years after the run's start, which --timing recorded "
+                       " is more than " + std::to_string(kMaxScheduleYears) +
+                       " years after the run's start, which --timing recorded "
                        "would wait out; check the value and its unit (nanoseconds)");
   }
 }

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "base/ascii.hpp"
+#include "base/time.hpp"
 #include "dataset/compressed_input.hpp"
 #include "dataset/json_errors.hpp"
 #include "format/header.hpp"
@@ -142,7 +143,7 @@ class RowClock {
  public:
   explicit RowClock(TraceImportSummary& summary) : summary_(summary) {}
 
-  // Throws TraceError for a row before the first or more than kMaxImportSpanNs after it.
+  // Throws TraceError for a row before the first or more than kMaxScheduleSpan (base/time.hpp) after it.
   std::int64_t offset(std::int64_t time_ns, const std::string& where) {
     if (!first_) first_ = previous_ = time_ns;
     std::int64_t span = 0;
@@ -152,8 +153,9 @@ class RowClock {
       throw TraceError(where + "the row's time is " + seconds_text(-span) +
                        " s before the first row's; import measures every time from the first "
                        "row: sort the rows by time first");
-    if (overflow || span > kMaxImportSpanNs)
-      throw TraceError(where + "the row's time is more than 100 years after the first row's (" +
+    if (overflow || span > kMaxScheduleSpan.count())
+      throw TraceError(where + "the row's time is more than " + std::to_string(kMaxScheduleYears) +
+                       " years after the first row's (" +
                        (overflow ? std::string("past 292 years") : seconds_text(span) + " s") +
                        "), which --timing recorded would wait out; check the timestamp and its unit");
     if (time_ns < previous_ && summary_.out_of_order++ == 0)

@@ -41,11 +41,6 @@ std::string detect_import_format(const std::filesystem::path& path);
 // its line, before a prompt of that length is built (10^12 claimed tokens would be terabytes).
 inline constexpr std::int64_t kMaxImportTokens = std::int64_t{1} << 20;
 
-// The longest span from a trace's first row that import takes: 100 years, the bound replay's --rate
-// keeps. `--timing recorded` waits out every offset, so a row 292 years on (a timestamp in the
-// wrong unit, or edited) would leave a replay waiting with no word; it is refused, naming its line.
-inline constexpr std::int64_t kMaxImportSpanNs = std::int64_t{100} * 365 * 24 * 3600 * 1'000'000'000;
-
 inline constexpr std::size_t kDefaultMaxTurns = 256;
 
 struct TraceImportOptions {

@@ -6,8 +6,8 @@
 // a byte that is not becoming U+FFFD. What has no export is not built: label keys are unique
 // names, and -1 is the one negative of the fields where it means absent. A trace the reader
 // refuses is not exported (it has no export), and an exchange sent before the run's start or more
-// than 100 years after it is one import refuses by rule (dataset/trace_import.hpp); anything else
-// import refuses is a finding.
+// than 100 years after it is one import refuses by rule (kMaxScheduleSpan, base/time.hpp);
+// anything else import refuses is a finding.
 #include <fuzzer/FuzzedDataProvider.h>
 #include <unistd.h>
 
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/text.hpp"
+#include "base/time.hpp"
 #include "dataset/import.hpp"
 #include "dataset/trace_import.hpp"
 #include "format/header.hpp"
@@ -126,7 +127,7 @@ Exchange exchange(FuzzedDataProvider& in, std::uint64_t id) {
 
 bool import_accepts_offsets(const Exchange& e) {
   for (auto ns : {e.intended_send_ns, e.actual_send_ns})
-    if (ns < 0 || ns > kMaxImportSpanNs) return false;
+    if (ns < 0 || ns > kMaxScheduleSpan.count()) return false;
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/time.hpp"
 #include "replay/replay.hpp"
 
 namespace retrace::replay {
@@ -68,10 +69,6 @@ std::optional<Arrival> arrival_from_string(std::string_view text) {
   return enum_from_name<Arrival>(text);
 }
 
-namespace {
-constexpr double kMaxScheduleSeconds = 100.0 * 365 * 24 * 3600;
-}  // namespace
-
 Arrivals::Arrivals(const Schedule& schedule, std::uint64_t seed)
     : schedule_(schedule), random_(std::make_unique<Random>(seed)) {
   if (!(schedule.rate > 0)) throw std::invalid_argument("--rate must be above 0");
@@ -81,10 +78,11 @@ Arrivals::~Arrivals() = default;
 std::int64_t Arrivals::next() {
   // An offset past what int64 nanoseconds hold (292 years) would overflow; no real schedule
   // is that long, so a rate that low is a mistake worth naming.
-  if (!(at_s_ < kMaxScheduleSeconds))
+  if (!(at_s_ < std::chrono::duration<double>(kMaxScheduleSpan).count()))
     throw std::invalid_argument("--rate " + std::to_string(schedule_.rate) +
                                 " would schedule request " + std::to_string(drawn_ + 1) +
-                                " more than 100 years after the start; give a higher rate");
+                                " more than " + std::to_string(kMaxScheduleYears) +
+                                " years after the start; give a higher rate");
   auto offset = static_cast<std::int64_t>(std::llround(at_s_ * 1e9));
   double mean_gap_s = 1.0 / schedule_.rate;
   switch (schedule_.arrival) {

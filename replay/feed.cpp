@@ -69,6 +69,7 @@ StreamedInput scan_input(const std::string& path, const Options& options, std::o
     input.selected = input.plan->selected;
     return input;
   }
+  selection.check_filters_matched();
   input.selected = selection.taken();
   // The arrivals the run will draw, as check_schedule lays them out for a loaded run: a rate too
   // low for them fails here, before any traffic.

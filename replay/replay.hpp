@@ -229,7 +229,8 @@ void check_readable(const std::string& path, const Recovery& recovery, std::size
                     std::ostream& warnings, std::string_view prefix);
 
 // Input positions to replay, in input order, without the requests record rejected, after filters, window, session sample, shard (by
-// position, or by session when `by_session`) and limit; then cycled to --requests.
+// position, or by session when `by_session`) and limit; then cycled to --requests. Throws
+// invalid_argument when the filters match none of `exchanges` (Selection::check_filters_matched).
 std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
                                           const Options& options, bool by_session);
 
@@ -259,11 +260,16 @@ class Selection {
   bool take(const Candidate& candidate, bool in_window = true);
   bool full() const;
   std::size_t taken() const { return taken_; }
+  // Once every exchange was offered to take(): throws invalid_argument "--filter F matched none
+  // of the N exchanges" when there are filters and no exchange offered passed them (a valid
+  // filter that selects nothing is a mistake to name, not an empty run).
+  void check_filters_matched() const;
 
  private:
   const Options& options_;
   bool by_session_;
   std::size_t position_ = 0, taken_ = 0;
+  std::size_t offered_ = 0, matched_ = 0;  // exchanges offered to take(), and those eligible
   std::unordered_map<std::string, std::size_t> session_ordinal_;
 };
 

@@ -210,6 +210,8 @@ bool Selection::take(const Exchange& exchange, bool in_window) {
 }
 
 bool Selection::take(const Candidate& candidate, bool in_window) {
+  ++offered_;
+  if (candidate.eligible) ++matched_;
   if (full() || !candidate.eligible || !in_window) return false;
   if (options_.sample_sessions) {
     auto key = candidate.session.empty() ? "#" + std::to_string(candidate.id) : std::string(candidate.session);
@@ -229,6 +231,15 @@ bool Selection::take(const Candidate& candidate, bool in_window) {
 }
 
 bool Selection::full() const { return options_.limit && taken_ >= *options_.limit; }
+
+void Selection::check_filters_matched() const {
+  if (options_.filters.empty() || matched_ > 0 || offered_ == 0) return;
+  std::string filters;
+  for (const auto& filter : options_.filters) filters += (filters.empty() ? "" : " ") + ("--filter " + filter);
+  throw std::invalid_argument(filters + " matched none of the " + std::to_string(offered_) + " exchanges" +
+                              (options_.filters.size() > 1 ? " (an exchange must match every --filter)" : "") +
+                              "; `retrace cat` shows their paths, labels and sessions");
+}
 
 std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges,
                                           const Options& options, bool by_session) {
@@ -261,6 +272,7 @@ std::vector<std::size_t> select_candidates(const std::vector<Candidate>& input, 
   std::vector<std::size_t> chosen;
   for (std::size_t i = 0; i < input.size() && !selection.full(); ++i)
     if (selection.take(input[i], in_window(i))) chosen.push_back(i);
+  selection.check_filters_matched();
   if (options.requests && !chosen.empty()) {
     auto selected = chosen.size();
     chosen.resize(*options.requests);

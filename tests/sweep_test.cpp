@@ -1,29 +1,19 @@
-// Sweep and bisect logic without traffic: the run layout, plan.json round trip and resume, the
-// summary arithmetic, and the binary search with an injected probe.
+// Sweep logic without traffic: the run layout and order, the axes and their levels, plan.json
+// round trip and resume, and replay flags become replay options.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
-#include <cmath>
-#include <csignal>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "sweep/sweep.hpp"
+#include "tests/temp_dir.hpp"
 
 using namespace retrace;
 using namespace retrace::sweep;
 
 namespace {
-
-std::filesystem::path scratch_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("retrace-sweep-test-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 Plan sample_plan() {
   Plan plan;
@@ -38,16 +28,6 @@ Plan sample_plan() {
   plan.replay.limit = 5;
   plan.runs = plan_runs(plan.levels, plan.repeats, plan.order);
   return plan;
-}
-
-diff::PairResult divergent_pair(std::uint64_t baseline_id, diff::Classification classification) {
-  diff::PairResult pair;
-  pair.baseline_id = baseline_id;
-  pair.verdict = diff::Verdict::divergent;
-  diff::Divergence divergence;
-  divergence.classification = classification;
-  pair.divergences.push_back(divergence);
-  return pair;
 }
 
 }  // namespace
@@ -218,7 +198,8 @@ TEST_CASE("A plan survives a round trip through plan.json - without secret heade
 }
 
 TEST_CASE("Resume continues with exactly the runs that never finished") {
-  auto dir = scratch_dir("resume");
+  TempDir scratch;
+  auto dir = scratch.path;
   auto plan = sample_plan();
   save_plan(plan, dir);
   CHECK(pending_runs(load_plan(dir)).size() == 9);
@@ -229,7 +210,6 @@ TEST_CASE("Resume continues with exactly the runs that never finished") {
   CHECK_FALSE(std::filesystem::exists(dir / "plan.json.tmp"));
   auto pending = pending_runs(load_plan(dir));
   CHECK(pending == std::vector<std::size_t>{2, 4, 5, 6, 7, 8});
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("A damaged plan is refused with the file and the field named") {
@@ -300,231 +280,4 @@ TEST_CASE("A timeout needs a unit") {
   CHECK_THROWS_WITH(replay::parse_timeout("30"), Catch::Contains("give a unit, e.g. 30s or 30ms"));
   CHECK_THROWS_WITH(replay::parse_timeout("soon"), Catch::Contains("'soon'"));
   CHECK_THROWS(replay::parse_timeout("0s"));
-}
-
-TEST_CASE("Spread is (max - min) / mean in percent") {
-  auto spread = spread_of({90, 100, 110});
-  CHECK(spread.mean == Approx(100));
-  CHECK(spread.min == 90);
-  CHECK(spread.max == 110);
-  CHECK(spread.spread_percent == Approx(20));
-  CHECK(spread_of({42}).spread_percent == 0);
-  CHECK(spread_of({}).mean == 0);
-  CHECK(spread_of({0, 0}).spread_percent == 0);
-}
-
-TEST_CASE("A level counts each differing request once and near-ties only when all agree") {
-  diff::Result result;
-  result.baseline_exchanges = 20;
-  diff::RunComparison r1, r2, r3;
-  r1.divergent = 2;
-  r1.pairs = {divergent_pair(3, diff::Classification::near_tie),
-              divergent_pair(7, diff::Classification::near_tie)};
-  r2.divergent = 2;
-  r2.pairs = {divergent_pair(3, diff::Classification::near_tie),
-              divergent_pair(7, diff::Classification::real_change)};
-  r3.divergent = 1;
-  r3.pairs = {divergent_pair(9, diff::Classification::near_tie)};
-  diff::PairResult same;
-  same.baseline_id = 1;
-  r3.pairs.push_back(same);
-  result.runs = {r1, r2, r3};
-
-  std::vector<RunFigures> figures(3);
-  figures[0].requests_per_s = 10;
-  figures[1].requests_per_s = 12;
-  figures[2].requests_per_s = 8;
-  figures[0].matches_expected = 15;
-  figures[1].matches_expected = 14;
-  figures[2].matches_expected = 15;
-  figures[1].errors = 1;
-  replay::Stats pooled;
-  pooled.ttft.p50 = 12.5;
-  pooled.e2e.p99 = 99;
-
-  auto level = summarize_level(16, result, figures, pooled);
-  CHECK(level.requests == 20);
-  CHECK(level.runs == 3);
-  CHECK(level.differing_requests == 3);  // requests 3, 7, 9
-  CHECK(level.near_tie_requests == 2);   // 3 and 9; 7 had a real change once
-  CHECK(level.divergent_outputs == 5);
-  CHECK(level.matches_min == std::optional<std::size_t>(14));
-  CHECK(level.matches_max == std::optional<std::size_t>(15));
-  CHECK(level.requests_per_s.mean == Approx(10));
-  CHECK(level.requests_per_s.spread_percent == Approx(40));
-  CHECK(level.errors == 1);
-  CHECK(level.ttft.p50 == 12.5);
-  CHECK(level.e2e.p99 == 99);
-  CHECK(collect_divergences(16, result).size() == 5);
-}
-
-TEST_CASE("Unique completions count only the level's repeats - not the baseline alone") {
-  diff::Result result;
-  result.baseline_exchanges = 3;
-  // diff lists only requests with more than one completion; the third request is unlisted.
-  diff::RequestGroups split, baseline_differs;
-  split.groups = {{0, 1}, {2}, {3}};
-  baseline_differs.groups = {{0}, {1, 2, 3}};  // repeats agree with each other, not the baseline
-  result.requests = {split, baseline_differs};
-  result.runs.resize(3);
-  auto level = summarize_level(8, result, std::vector<RunFigures>(3), {});
-  CHECK(level.unique_completions_max == 3);
-  CHECK(level.requests_varying == 1);
-  CHECK(level.unique_completions_mean == Approx((3 + 1 + 1) / 3.0));
-  CHECK_FALSE(level.matches_min.has_value());
-}
-
-TEST_CASE("The summary renders as JSON and Markdown with every level and divergence") {
-  Summary summary;
-  summary.trace = "t.rtrace";
-  summary.target = "http://x";
-  summary.baseline_run = "c1-r1";
-  LevelSummary level;
-  level.level = 16;
-  level.requests = 20;
-  level.differing_requests = 2;
-  level.near_tie_requests = 1;
-  level.matches_min = level.matches_max = 15;
-  summary.levels.push_back(level);
-  DivergenceEntry entry;
-  entry.run = "c16-r1";
-  entry.key = "00112233445566778899aabbccddeeff";
-  entry.divergence.baseline_index = 12;
-  entry.divergence.candidate_index = 12;
-  entry.divergence.baseline_token.emplace().bytes = " Paris";
-  entry.divergence.candidate_token.emplace().bytes = "\n";
-  entry.divergence.margin = 0.0123;
-  entry.divergence.classification = diff::Classification::near_tie;
-  summary.divergences.push_back(entry);
-  CHECK(summary.any_differs());
-  auto json = summary_to_json(summary);
-  CHECK(json.find("\"differing_requests\":2") != std::string::npos);
-  CHECK(json.find("\"differs\":true") != std::string::npos);
-  auto markdown = summary_to_markdown(summary);
-  CHECK(markdown.find("| 16 |") != std::string::npos);
-  CHECK(markdown.find("15 of 20") != std::string::npos);
-  CHECK(markdown.find("2 of 20 (≤ 28.3 %; 1 near-ties)") != std::string::npos);
-  CHECK(markdown.find("\" Paris\" vs \"\\n\"") != std::string::npos);
-  CHECK(markdown.find("margin 0.0123") != std::string::npos);
-  summary.levels[0].differing_requests = 0;
-  CHECK_FALSE(summary.any_differs());
-}
-
-TEST_CASE("Expected answers reach a run through the source id - or the request key") {
-  LoadedTrace input;
-  input.exchanges.resize(2);
-  input.exchanges[0].id = 10;
-  input.exchanges[0].expected = "yes";
-  input.exchanges[1].id = 11;
-  input.exchanges[1].key = {1, 2};
-  std::map<RequestKey, std::string> by_key{{RequestKey{1, 2}, "no"}};
-  LoadedTrace run;
-  run.exchanges.resize(3);
-  run.exchanges[0].source_id = 10;
-  run.exchanges[1].source_id = 11;
-  run.exchanges[2].source_id = 99;  // unknown source: stays without an answer
-  attach_expected(run, input, by_key);
-  CHECK(run.exchanges[0].expected == std::optional<std::string>("yes"));
-  CHECK(run.exchanges[1].expected == std::optional<std::string>("no"));
-  CHECK_FALSE(run.exchanges[2].expected.has_value());
-}
-
-namespace {
-
-// A fake axis: points at or after `first_differing` differ (or none when it is past the end).
-struct FakeAxis {
-  std::size_t first_differing;
-  std::vector<std::size_t> probed;
-  ProbeOutcome operator()(std::size_t index) {
-    probed.push_back(index);
-    ProbeOutcome outcome;
-    outcome.differs = index >= first_differing;
-    return outcome;
-  }
-};
-
-}  // namespace
-
-TEST_CASE("The probe budget is ceil(log2(points)) + 2") {
-  CHECK(probe_budget(2) == 3);
-  CHECK(probe_budget(64) == 8);
-  CHECK(probe_budget(65) == 9);
-  CHECK(probe_budget(5) == 5);
-}
-
-TEST_CASE("Bisect finds every boundary within the probe budget - the baseline's run included") {
-  for (std::size_t points : {2, 3, 5, 8, 17, 64}) {
-    for (std::size_t first = 1; first <= points; ++first) {
-      FakeAxis axis{first, {}};
-      std::size_t seen = 0;
-      auto result = bisect(points, std::ref(axis), [&](const Probe&) { ++seen; });
-      INFO("points " << points << ", first differing " << first);
-      CHECK(seen == axis.probed.size());
-      CHECK(axis.probed.size() + 1 <= probe_budget(points));
-      CHECK(std::find(axis.probed.begin(), axis.probed.end(), 0) == axis.probed.end());
-      std::set<std::size_t> distinct(axis.probed.begin(), axis.probed.end());
-      CHECK(distinct.size() == axis.probed.size());
-      if (first == points) {
-        CHECK_FALSE(result.boundary.has_value());
-      } else {
-        REQUIRE(result.boundary == std::optional<std::size_t>(first));
-        CHECK(result.monotonic);
-        // Both neighbours are known: the one below probed (or the baseline), the one above probed.
-        if (first > 1) CHECK(distinct.count(first - 1) == 1);
-        if (first + 1 < points) CHECK(distinct.count(first + 1) == 1);
-        CHECK(distinct.count(first) == 1);
-      }
-    }
-  }
-}
-
-TEST_CASE("Bisect reports a broken monotonicity assumption at the boundary") {
-  std::vector<std::size_t> probed;
-  auto result = bisect(
-      9,
-      [&](std::size_t index) {
-        probed.push_back(index);
-        ProbeOutcome outcome;
-        outcome.differs = index == 5;
-        return outcome;
-      });
-  // The search probes 5 (differs), then 3 and 4 (do not): the boundary is 5, and its neighbour 6,
-  // which should differ if the assumption held, does not.
-  REQUIRE(result.boundary == std::optional<std::size_t>(5));
-  CHECK_FALSE(result.monotonic);
-  CHECK(result.note.find("not monotonic") != std::string::npos);
-  CHECK(result.probes.back().verification);
-  CHECK(result.probes.back().index == 6);
-}
-
-TEST_CASE("Ranges parse inclusively and bad ones are refused") {
-  auto values = parse_range("1..64");
-  CHECK(values.size() == 64);
-  CHECK(values.front() == 1);
-  CHECK(values.back() == 64);
-  CHECK_THROWS_WITH(parse_range("64..1"), Catch::Contains("greater"));
-  CHECK_THROWS_WITH(parse_range("1-64"), Catch::Contains("FROM..TO"));
-  CHECK_THROWS(parse_range("0..4"));
-}
-
-TEST_CASE("A shell command's output and exit status are collected") {
-  auto ok = run_shell("echo out; echo err >&2");
-  CHECK(ok.exit_code == 0);
-  CHECK(ok.output.find("out") != std::string::npos);
-  CHECK(ok.output.find("err") != std::string::npos);
-  auto failed = run_shell("echo broken; exit 3");
-  CHECK(failed.exit_code == 3);
-  CHECK(failed.output == "broken\n");
-}
-
-TEST_CASE("A child that never listens is reported with its stderr - and stopped") {
-  auto dir = scratch_dir("child");
-  Child child({"/bin/sh", "-c", "echo oops >&2; exit 4"}, dir / "child.err");
-  CHECK_THROWS_WITH(child.wait_listening(5000), Catch::Contains("oops"));
-  CHECK(child.stop() == 4);
-  Child listening({"/bin/sh", "-c", "echo 'listening on http://127.0.0.1:5 now'; exec sleep 30"},
-                  dir / "l.err");
-  CHECK(listening.wait_listening(5000) == "http://127.0.0.1:5");
-  CHECK(listening.stop() == 128 + SIGTERM);
-  std::filesystem::remove_all(dir);
 }

@@ -1,6 +1,6 @@
 # Shared helpers for end-to-end tests. Source it first thing:  . "$(dirname "$0")/lib.sh"
 # Provides: $RETRACE (the binary under test), $ROOT (source tree), $WORK (a scratch directory
-# removed at exit), start_listening, wait_for_line, fail, check, check_eq, check_contains. Every
+# removed at exit), start_listening, wait_for_line, fail, check, check_eq, check_contains, json. Every
 # process started with start_listening is killed at exit, so a failing test leaves nothing running.
 set -euo pipefail
 
@@ -20,6 +20,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 check() { local what=$1; shift; "$@" || fail "$what"; }
 check_eq() { [[ "$1" == "$2" ]] || fail "$3: expected '$2', got '$1'"; }
 check_contains() { grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; head -c 4000 "$1" >&2; fail "$3: '$2' not found in $1"; }; }
+# json FILE EXPRESSION: evaluates a JavaScript expression over the JSON in FILE (as `s`), with node.
+json() { node -e "const s=JSON.parse(require('fs').readFileSync(process.argv[1],'utf8')); console.log($2)" "$1"; }
 
 # start_listening NAME CMD... : runs CMD in the background, waits (up to 30 s) for the line
 # "listening on http://HOST:PORT" on its stdout, then sets ${NAME}_URL and ${NAME}_PID.

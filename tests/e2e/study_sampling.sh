@@ -6,7 +6,6 @@
 # requests beyond --max-error-rate exit 3.
 . "$(dirname "$0")/lib.sh"
 
-json() { node -e "const s=JSON.parse(require('fs').readFileSync(process.argv[1],'utf8')); console.log($2)" "$1"; }
 
 "$RETRACE" import "$ROOT/traces/open-ended.jsonl" --out "$WORK/open.rtrace" 2>/dev/null
 start_listening SERVE "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off

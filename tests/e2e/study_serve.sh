@@ -5,7 +5,6 @@
 # cells do. The summary's counts must equal `retrace diff --json` on the same run files.
 . "$(dirname "$0")/lib.sh"
 
-json() { node -e "const s=JSON.parse(require('fs').readFileSync(process.argv[1],'utf8')); console.log($2)" "$1"; }
 # The 95 % upper bound after 0 of n, in closed form (1 - 0.05^(1/n)), as the scope prints it.
 zero_bound() { node -e "const p=(1-Math.pow(0.05,1/$1))*100; console.log((p<1?p.toFixed(2):p.toFixed(1))+' %')"; }
 

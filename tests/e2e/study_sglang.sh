@@ -6,7 +6,6 @@
 # the cold cells say they were not wholly cold instead of being reported as cold.
 . "$(dirname "$0")/lib.sh"
 
-json() { node -e "const s=JSON.parse(require('fs').readFileSync(process.argv[1],'utf8')); console.log($2)" "$1"; }
 upstream_counts() { curl -s "$1/flushes"; }
 
 "$RETRACE" import "$ROOT/traces/open-ended.jsonl" --out "$WORK/open.rtrace" 2>/dev/null

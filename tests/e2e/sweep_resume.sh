@@ -3,7 +3,6 @@
 # inode and mtime), the interrupted one is redone, and the summary covers every run.
 . "$(dirname "$0")/lib.sh"
 
-json() { node -e "const s=JSON.parse(require('fs').readFileSync(process.argv[1],'utf8')); console.log($2)" "$1"; }
 
 "$RETRACE" import "$ROOT/traces/gold-intents.jsonl" --out "$WORK/gold.rtrace" 2>/dev/null
 # A latency model slow enough that each run takes a moment, so the kill lands mid-sweep.

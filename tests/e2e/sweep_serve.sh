@@ -4,7 +4,6 @@
 # load (exit 1). summary.json's per-run counts must equal `retrace diff --json` on the same files.
 . "$(dirname "$0")/lib.sh"
 
-json() { node -e "const s=JSON.parse(require('fs').readFileSync(process.argv[1],'utf8')); console.log($2)" "$1"; }
 
 "$RETRACE" import "$ROOT/traces/gold-intents.jsonl" --out "$WORK/gold.rtrace" 2>/dev/null
 start_listening SERVE "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off \

@@ -1,6 +1,6 @@
 # Helpers for the tests against a real engine, llama.cpp's llama-server (scripts/llama-server.sh).
 # Source it first thing:  . "$(dirname "$0")/lib.sh"
-# Everything tests/e2e/lib.sh provides, plus start_llama, check_replay_identical and json. Every
+# Everything tests/e2e/lib.sh provides, plus start_llama and check_replay_identical. Every
 # llama-server started here is stopped at exit; its log is printed when the test fails.
 . "$(dirname "${BASH_SOURCE[0]}")/../e2e/lib.sh"
 export RETRACE_ROOT="$ROOT"
@@ -41,5 +41,3 @@ check_replay_identical() {
   [[ $status == 0 ]] || { cat "$WORK/diff.out" >&2; fail "the replay differs from the recording (diff exit $status)"; }
 }
 
-# json FILE EXPRESSION: evaluates a JavaScript expression over the JSON in FILE (as `s`).
-json() { node -e "const s=JSON.parse(require('fs').readFileSync(process.argv[1],'utf8')); console.log($2)" "$1"; }
