@@ -193,6 +193,8 @@ Summary summarize_sweep(const Plan& plan, const std::filesystem::path& dir) {
         run.real_changes = comparison.real_changes;
         run.missing = comparison.missing_in_candidate + comparison.missing_in_baseline;
         run.diff_errors = comparison.errors;
+        run.not_compared = comparison.not_compared;
+        run.not_compared_why = diff::not_compared_text(comparison);
           run.matches_expected = comparison.matches_expected;
       }
       if (expect) run.failed = report::failed_questions(runs[i].exchanges, options);
