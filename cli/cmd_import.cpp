@@ -62,8 +62,10 @@ void add_import(CLI::App& root, Registry& registry) {
                              "burstgpt", "sharegpt"}))
       ->capture_default_str();
   command->add_option("--endpoint", options->endpoint,
-                      "where \"prompt\" lines and a trace's synthetic prompts go")
-      ->check(CLI::IsMember({"chat", "completions"}))
+                      "where \"prompt\" and \"messages\" lines (and whole bodies, for responses, messages and "
+                      "embeddings) go: /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages or "
+                      "/v1/embeddings; a trace's synthetic prompts: chat or completions")
+      ->check(CLI::IsMember({"chat", "completions", "responses", "messages", "embeddings"}))
       ->capture_default_str();
   command->add_option("--model", options->model, "model name for bodies that give none (default: none; replay fills in the target's)")
       ->capture_default_str();

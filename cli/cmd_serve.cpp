@@ -16,7 +16,8 @@ void add_serve(CLI::App& root, Registry& registry) {
       "serve",
       "Run the built-in OpenAI-compatible LLM server SIMULATOR (not a real model): a deterministic toy "
       "model with continuous batching and a realistic latency model, the default target for demos and "
-      "tests. Point --target at a real server (vLLM, SGLang, TGI, llama.cpp) for real measurements.");
+      "tests. Answers /v1/completions, /v1/chat/completions, /v1/responses, /v1/messages (Anthropic's "
+      "Messages API), /v1/embeddings and /tokenize. Point --target at a real server (vLLM, SGLang, TGI, llama.cpp) for real measurements.");
   command->add_option("--listen", options->listen, "HOST:PORT to listen on; port 0 picks a free one")
       ->capture_default_str();
   auto names = std::make_shared<std::vector<std::string>>(1, options->model_name);
@@ -64,8 +65,9 @@ void add_serve(CLI::App& root, Registry& registry) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
   command->add_option("--reasoning", options->reasoning_tokens,
-                      "Chat answers reason first, as vLLM's --reasoning-parser returns it: the first N "
-                      "tokens of each choice are sent as reasoning_content, the rest as content")
+                      "Chat, Responses and Messages answers reason first, as vLLM's --reasoning-parser returns it: the "
+                      "first N tokens of each choice are sent as reasoning_content (a reasoning item; a thinking "
+                      "block), the rest as content")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--answers", options->answers_path,
                       "JSONL of known answers: {\"prompt\" or \"messages\": ..., \"answer\": \"...\"} per line; a "

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "dataset/import_endpoints.hpp"
 #include "dataset/json_errors.hpp"
 #include "format/header.hpp"
 #include "dataset/staged_output.hpp"
@@ -18,8 +19,6 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr std::string_view kChatPath = "/v1/chat/completions";
-constexpr std::string_view kCompletionsPath = "/v1/completions";
 
 std::string kind_name(const json::value& value) {
   switch (value.kind()) {
@@ -89,7 +88,7 @@ void check_body_fields(const json::object& body) {
       throw TraceError("\"temperature\" must be a number of at least 0, not " +
                        json::serialize(*temperature));
   }
-  for (std::string_view name : {"max_tokens", "max_completion_tokens"}) {
+  for (std::string_view name : {"max_tokens", "max_completion_tokens", "max_output_tokens"}) {
     const auto* limit = body.if_contains(name);
     if (!limit || limit->is_null()) continue;
     bool ok = (limit->is_int64() && limit->get_int64() > 0) ||
@@ -102,7 +101,8 @@ void check_body_fields(const json::object& body) {
 
 class LineImporter {
  public:
-  explicit LineImporter(const ImportOptions& options) : options_(options) {}
+  explicit LineImporter(const ImportOptions& options)
+      : options_(options), endpoint_(import_endpoint(options.endpoint).value_or(ImportEndpoint::chat)) {}
 
   // Fills `exchange` from one parsed line; throws TraceError (prefixed by the caller).
   void build(const json::object& line, Exchange& exchange) {
@@ -127,7 +127,8 @@ class LineImporter {
       bad("\"url\" must be a path without spaces or control characters (CR, LF, ...)");
   }
 
-  void fill_defaults(json::object& body, const json::object& line) {
+  // `endpoint`: where the body goes (nullopt: a batch line's other url, given chat's defaults).
+  void fill_defaults(json::object& body, const json::object& line, std::optional<ImportEndpoint> endpoint) {
     // A null fallback adds nothing: a line without a model gets none unless --model gives one.
     auto take = [&](std::string_view name, json::value fallback) {
       if (const auto* given = line.if_contains(name))
@@ -136,8 +137,15 @@ class LineImporter {
         body[name] = std::move(fallback);
     };
     take("model", options_.model.empty() ? json::value(nullptr) : json::value(json::string(options_.model)));
+    if (endpoint == ImportEndpoint::embeddings) return check_body_fields(body);  // nothing is sampled
     take("temperature", 0);
     if (options_.greedy) body["temperature"] = 0;
+    if (endpoint == ImportEndpoint::responses) {
+      // The Responses API's limit is max_output_tokens; a line's "max_tokens" sets it.
+      if (const auto* given = line.if_contains("max_tokens")) body["max_output_tokens"] = *given;
+      else if (!body.contains("max_output_tokens")) body["max_output_tokens"] = options_.max_tokens;
+      return check_body_fields(body);
+    }
     take("max_completion_tokens", nullptr);  // no default: kept where the line gives it
     // One output limit: a body with max_completion_tokens (the chat API's newer name) gets no
     // max_tokens besides it.
@@ -163,35 +171,33 @@ class LineImporter {
       if (!request->is_object())
         bad("\"request\" must be an object (a whole request body), not " + kind_name(*request));
       body = request->get_object();
-      if (body.contains("messages"))
-        path = kChatPath;
+      // A whole body goes where --endpoint says when it names one of the newer APIs (their bodies
+      // have "messages" or "input" too); otherwise chat's and completions' bodies tell themselves.
+      if (endpoint_ == ImportEndpoint::responses || endpoint_ == ImportEndpoint::messages ||
+          endpoint_ == ImportEndpoint::embeddings)
+        path = endpoint_path(endpoint_);
+      else if (body.contains("messages"))
+        path = endpoint_path(ImportEndpoint::chat);
       else if (body.contains("prompt"))
-        path = kCompletionsPath;
+        path = endpoint_path(ImportEndpoint::completions);
       else
-        path = options_.endpoint == "completions" ? kCompletionsPath : kChatPath;
+        path = endpoint_path(endpoint_);
     } else if (messages) {
       if (!messages->is_array() || messages->get_array().empty())
         bad("\"messages\" must be a non-empty array of {\"role\", \"content\"} objects");
       for (const auto& message : messages->get_array())
         if (!message.is_object() || !message.get_object().contains("role"))
           bad("every entry of \"messages\" must be an object with a \"role\"");
-      if (options_.endpoint == "completions")
-        bad("\"messages\" needs the chat endpoint; drop --endpoint completions or use \"prompt\"");
       if (!options_.model.empty()) body["model"] = options_.model;
-      body["messages"] = *messages;
-      path = kChatPath;
+      put_messages(body, endpoint_, messages->get_array());
+      path = endpoint_path(endpoint_);
     } else {
       if (!prompt->is_string()) bad("\"prompt\" must be a string, not " + kind_name(*prompt));
       if (!options_.model.empty()) body["model"] = options_.model;
-      if (options_.endpoint == "completions") {
-        body["prompt"] = *prompt;
-        path = kCompletionsPath;
-      } else {
-        body["messages"] = json::array{json::object{{"role", "user"}, {"content", *prompt}}};
-        path = kChatPath;
-      }
+      put_prompt(body, endpoint_, *prompt);
+      path = endpoint_path(endpoint_);
     }
-    fill_defaults(body, line);
+    fill_defaults(body, line, endpoint_of_path(path));
 
     exchange.request.method = "POST";
     exchange.request.target = std::string(path);
@@ -219,7 +225,7 @@ class LineImporter {
     if (!body || !body->is_object()) bad("\"body\" must be an object (the request body)");
     if (method && !method->is_string()) bad("\"method\" must be a string such as \"POST\"");
     json::object request_body = body->get_object();
-    fill_defaults(request_body, json::object{});
+    fill_defaults(request_body, json::object{}, endpoint_of_path(url->get_string()));
     exchange.request.method = method ? std::string(method->get_string()) : "POST";
     exchange.request.target = std::string(url->get_string());
     exchange.request.body = json::serialize(request_body);
@@ -227,6 +233,7 @@ class LineImporter {
   }
 
   const ImportOptions& options_;
+  ImportEndpoint endpoint_;
 };
 
 }  // namespace
@@ -235,8 +242,9 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
                              const ImportOptions& options, ImportNotes* notes) {
   if (options.from != "jsonl" && options.from != "openai-batch")
     throw TraceError("unknown input format \"" + options.from + "\"; use jsonl or openai-batch");
-  if (options.endpoint != "chat" && options.endpoint != "completions")
-    throw TraceError("unknown endpoint \"" + options.endpoint + "\"; use chat or completions");
+  if (!import_endpoint(options.endpoint))
+    throw TraceError("unknown endpoint \"" + options.endpoint +
+                     "\"; use chat, completions, responses, messages or embeddings");
   std::ifstream input(in, std::ios::binary);
   if (!input) throw TraceError("cannot open " + in.string() + ": " + std::strerror(errno));
   StagedOutput staged(in, out);

@@ -6,8 +6,8 @@
 //                  and "model" / "temperature" / "max_tokens" overriding the defaults.
 //   openai-batch:  {"custom_id": "...", "method": "POST", "url": "/v1/chat/completions",
 //                   "body": {...}}   (the OpenAI Batch API input format)
-// Every request body gets "temperature" (default 0) and "max_tokens" (the --max-tokens value) when
-// it lacks them, and "model" only when --model gives one: a dataset does not know the server it
+// Every request body gets "temperature" (default 0) and "max_tokens" (the --max-tokens value;
+// the Responses API's "max_output_tokens"; embeddings neither) when it lacks them, and "model" only when --model gives one: a dataset does not know the server it
 // will meet (replay gives a body without a model the target's, see replay/preflight.hpp).
 #pragma once
 
@@ -21,7 +21,8 @@ namespace retrace {
 
 struct ImportOptions {
   std::string from = "jsonl";      // jsonl | openai-batch
-  std::string endpoint = "chat";   // chat | completions: where "prompt" lines go
+  std::string endpoint = "chat";   // chat | completions | responses | messages | embeddings: where
+                                   // lines go (dataset/import_endpoints.hpp)
   std::string model;               // "" = bodies keep what the line says (maybe no model)
   std::int64_t max_tokens = 128;
   bool greedy = false;             // temperature 0 on every body, even one that asks for another

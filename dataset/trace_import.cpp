@@ -253,7 +253,8 @@ TraceImportSummary import_trace(const std::filesystem::path& in, const std::file
   if (!is_trace_format(options.from))
     throw TraceError("unknown trace format \"" + options.from + "\"; use " + std::string(kAllFormats));
   if (options.endpoint != "chat" && options.endpoint != "completions")
-    throw TraceError("unknown endpoint \"" + options.endpoint + "\"; use chat or completions");
+    throw TraceError("--endpoint " + options.endpoint +
+                     " is for jsonl and openai-batch lines; a trace's synthetic prompts go to chat or completions");
   CompressedInput input(in);
   StagedOutput staged(in, out);
 

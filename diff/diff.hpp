@@ -230,6 +230,10 @@ struct RunComparison {
   std::vector<PairResult> pairs;
 };
 
+// "N not compared (why: count; ...)" of a run, "" when everything was compared: how sweep and
+// bisect name what they could not count as identical or divergent.
+std::string not_compared_text(const RunComparison& run);
+
 struct RequestGroups {
   std::size_t baseline_position = 0;
   std::uint64_t baseline_id = 0;

@@ -60,6 +60,18 @@ Result compare(const LoadedTrace& baseline, const std::vector<const LoadedTrace*
   return compare(baseline_source, pointers, options);
 }
 
+std::string not_compared_text(const RunComparison& run) {
+  if (run.not_compared == 0) return {};
+  std::string text = std::to_string(run.not_compared) + " not compared (";
+  bool first = true;
+  for (const auto& [reason, count] : run.not_compared_why) {
+    if (!first) text += "; ";
+    first = false;
+    text += reason + ": " + std::to_string(count);
+  }
+  return text + ")";
+}
+
 std::size_t failing_outputs(const Result& result, FailOn fail_on) {
   if (fail_on == FailOn::none) return 0;
   std::size_t failing = 0;

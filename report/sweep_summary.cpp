@@ -165,6 +165,8 @@ std::string summary_to_json(const Summary& summary) {
                                 {"real_changes", run.real_changes},
                                 {"missing", run.missing},
                                 {"diff_errors", run.diff_errors},
+                                {"not_compared", run.not_compared},
+                                {"not_compared_why", run.not_compared_why},
                                 {"matches_expected", optional_count(run.matches_expected)}});
   }
   json::array divergences;
@@ -257,6 +259,8 @@ std::string summary_to_markdown(const Summary& summary) {
         << " (" << rate_bound_text(run.divergent, run.exchanges) << ") | " << run.near_ties << " | "
         << (run.matches_expected ? std::to_string(*run.matches_expected) : "—") << " |\n";
   }
+  for (const auto& run : summary.runs)  // never counted identical or divergent above
+    if (run.not_compared > 0) out << "\n" << run.name << ": " << run.not_compared_why << "\n";
 
   out << "\n## Divergences from the baseline (first divergent token, real changes first)\n\n"
       << divergence_list(summary, summary.divergences.size());

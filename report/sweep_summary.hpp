@@ -101,6 +101,10 @@ struct RunFigures {
   // Against the baseline (diff::RunComparison of this run):
   std::size_t identical = 0, divergent = 0, near_ties = 0, real_changes = 0, missing = 0,
               diff_errors = 0;
+  // Exchanges diff could not compare (neither identical nor divergent), and why
+  // (diff::not_compared_text: "N not compared (reason: count; ...)"; "" when none).
+  std::size_t not_compared = 0;
+  std::string not_compared_why;
   std::optional<std::size_t> matches_expected;
   std::vector<FailedQuestion> failed;  // with expected answers: the first questions not matched
   std::size_t failed_left_out = 0;     // not matched beyond those in `failed`

@@ -7,11 +7,10 @@
 
 #include <boost/json.hpp>
 
+#include "sim/api_fields.hpp"
 #include "sim/json_out.hpp"
 
 namespace retrace::sim {
-namespace {
-
 namespace json = boost::json;
 
 [[noreturn]] void reject(std::string param, std::string message) {
@@ -61,9 +60,6 @@ bool bool_field(const json::object& body, std::string_view name) {
   return value->get_bool();
 }
 
-// ---------------------------------------------------------------------------------------------
-// The steps of parse_request, in the order vLLM checks.
-
 json::value parse_object(std::string_view text, const ServeOptions& options) {
   boost::system::error_code ec;
   json::value document = json::parse(text, ec);
@@ -88,6 +84,11 @@ void check_model(const json::object& body, const ServeOptions& options) {
                        "`; see GET /v1/models.",
                    "model", "model_not_found", "NotFoundError"};
 }
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The steps of parse_request, in the order vLLM checks.
 
 std::vector<TokenId> read_token_list(const json::array& list, const std::string& where, const Tokenizer& tokenizer) {
   std::vector<TokenId> tokens;
@@ -153,7 +154,7 @@ void read_messages(const json::object& body, const ParseContext& context, ApiReq
 
 // max_tokens, checked with the longest prompt against max_model_len.
 void read_lengths(const json::object& body, const ServeOptions& options, ApiRequest& request) {
-  const bool chat = request.endpoint == Endpoint::chat;
+  const bool chat = request.endpoint != Endpoint::completions;  // and the Responses and Messages APIs
   std::size_t longest_prompt = 0;
   for (const auto& prompt : request.prompts) longest_prompt = std::max(longest_prompt, prompt.size());
   const auto max_len = std::int64_t(options.max_model_len);
@@ -161,10 +162,14 @@ void read_lengths(const json::object& body, const ServeOptions& options, ApiRequ
     reject(chat ? "messages" : "prompt",
            "This model's maximum context length is " + std::to_string(max_len) + " tokens, but the prompt has " +
                std::to_string(longest_prompt) + " tokens. Please shorten it.");
-  std::optional<std::int64_t> max_tokens = integer_field(body, "max_tokens", 1, INT32_MAX);
-  if (chat && !max_tokens) max_tokens = integer_field(body, "max_completion_tokens", 1, INT32_MAX);
+  const std::string_view max_name = request.endpoint == Endpoint::responses ? "max_output_tokens" : "max_tokens";
+  std::optional<std::int64_t> max_tokens = integer_field(body, max_name, 1, INT32_MAX);
+  if (request.endpoint == Endpoint::chat && !max_tokens)
+    max_tokens = integer_field(body, "max_completion_tokens", 1, INT32_MAX);
+  if (request.endpoint == Endpoint::messages && !max_tokens)
+    reject("max_tokens", "missing required parameter 'max_tokens' (the Messages API needs it)");
   if (max_tokens && std::int64_t(longest_prompt) + *max_tokens > max_len)
-    reject("max_tokens", "This model's maximum context length is " + std::to_string(max_len) +
+    reject(std::string(max_name), "This model's maximum context length is " + std::to_string(max_len) +
                              " tokens. However, you requested " + std::to_string(longest_prompt + *max_tokens) +
                              " tokens (" + std::to_string(longest_prompt) + " in the prompt, " +
                              std::to_string(*max_tokens) + " in the completion). Please reduce max_tokens.");
@@ -175,7 +180,8 @@ void read_sampling(const json::object& body, std::uint64_t fallback_seed, ApiReq
   request.params.temperature = float(number_field(body, "temperature", 0, 2).value_or(1.0));
   request.params.top_p = float(number_field(body, "top_p", 0, 1).value_or(1.0));
   if (request.params.top_p <= 0) reject("top_p", "'top_p' must be greater than 0 and at most 1");
-  request.n = int(integer_field(body, "n", 1, 128).value_or(1));
+  const bool classic = request.endpoint == Endpoint::chat || request.endpoint == Endpoint::completions;
+  if (classic) request.n = int(integer_field(body, "n", 1, 128).value_or(1));
   if (auto seed = integer_field(body, "seed", INT64_MIN, INT64_MAX))
     request.params.seed = std::uint64_t(*seed);
   else
@@ -183,12 +189,15 @@ void read_sampling(const json::object& body, std::uint64_t fallback_seed, ApiReq
   request.params.ignore_eos = bool_field(body, "ignore_eos");
 }
 
+// "stop" (the Messages API: "stop_sequences"; the Responses API has none).
 void read_stop(const json::object& body, ApiRequest& request) {
-  const json::value* stop = field(body, "stop");
+  if (request.endpoint == Endpoint::responses) return;
+  const std::string name = request.endpoint == Endpoint::messages ? "stop_sequences" : "stop";
+  const json::value* stop = field(body, name);
   if (!stop) return;
   auto add_stop = [&](const json::value& item) {
     if (!item.is_string() || item.get_string().empty())
-      reject("stop", "'stop' must be a non-empty string or a list of non-empty strings");
+      reject(name, "'" + name + "' must be a non-empty string or a list of non-empty strings");
     request.params.stop.emplace_back(item.get_string());
   };
   if (stop->is_array())
@@ -215,6 +224,7 @@ void read_tools(const json::object& body, ApiRequest& request) {
 
 void read_streaming(const json::object& body, ApiRequest& request) {
   request.stream = bool_field(body, "stream");
+  if (request.endpoint == Endpoint::responses || request.endpoint == Endpoint::messages) return;
   if (const json::value* options = field(body, "stream_options")) {
     if (!request.stream) reject("stream_options", "'stream_options' is only allowed when 'stream' is true");
     if (!options->is_object()) reject("stream_options", "'stream_options' must be an object");
@@ -270,15 +280,19 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view text, const ParseCo
   check_model(body, context.options);
   ApiRequest request;
   request.endpoint = endpoint;
+  const bool classic = endpoint == Endpoint::completions || endpoint == Endpoint::chat;
   if (endpoint == Endpoint::completions) read_prompts(body, context, request);
-  else read_messages(body, context, request);
+  else if (endpoint == Endpoint::chat) read_messages(body, context, request);
+  else if (endpoint == Endpoint::responses) read_responses_input(body, context, request);
+  else read_messages_input(body, context, request);
   read_lengths(body, context.options, request);
   read_sampling(body, context.fallback_seed, request);
   read_stop(body, request);
   read_streaming(body, request);
-  read_logprobs(body, request);
+  if (classic) read_logprobs(body, request);
   read_cache(body, request);
-  read_tools(body, request);
+  if (classic) read_tools(body, request);
+  else read_shape_tools(body, request);
   return request;
 }
 

@@ -13,7 +13,9 @@
 
 namespace retrace::sim {
 
-enum class Endpoint : std::uint8_t { completions, chat };
+// The APIs that generate: OpenAI's completions and chat completions, the Responses API
+// (/v1/responses) and Anthropic's Messages API (/v1/messages), as vLLM serves them all.
+enum class Endpoint : std::uint8_t { completions, chat, responses, messages };
 
 // Thrown by the parsers; the session answers with error_body(error) and `status`.
 struct ApiError {
@@ -39,7 +41,7 @@ struct ApiRequest {
   // with the same salt) and llama.cpp's cache_prompt (false: neither read nor fill the cache).
   std::string cache_salt;
   bool cache_prompt = true;
-  std::string tool_name;          // chat with "tools": the answer calls it (sim/tool_calls.hpp)
+  std::string tool_name;          // a request with "tools": the answer calls it (sim/tool_calls.hpp)
   std::vector<std::vector<TokenId>> prompts;
   std::vector<std::optional<std::vector<TokenId>>> answers;  // per prompt
 };
@@ -51,7 +53,8 @@ struct ParseContext {
   std::uint64_t fallback_seed;  // for sampling without a seed
 };
 
-// A POST body of /v1/completions or /v1/chat/completions. Throws ApiError.
+// A POST body of /v1/completions, /v1/chat/completions, /v1/responses or /v1/messages. Throws
+// ApiError.
 ApiRequest parse_request(Endpoint endpoint, std::string_view text, const ParseContext& context);
 
 // A POST body of /tokenize, vLLM's {"model", "prompt"} (or {"content"}, as llama.cpp names it):

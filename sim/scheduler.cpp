@@ -18,10 +18,12 @@ ActiveRequest::ActiveRequest(ApiRequest api_request, std::shared_ptr<Session> se
                              const Model& model, const ServeOptions& options)
     : api(std::move(api_request)), session(std::move(session_)), id(std::move(id_)),
       created(std::int64_t(std::time(nullptr))) {
-  const bool chat = api.endpoint == Endpoint::chat;
-  chunk_prefix = "data: ";
-  put_response_head(chunk_prefix, id, chat ? "chat.completion.chunk" : "text_completion", created,
-                    options.model_name, model.weights_seed());
+  const bool chat = api.endpoint != Endpoint::completions;  // reasons first with --reasoning
+  if (!shape_writer(api.endpoint)) {
+    chunk_prefix = "data: ";
+    put_response_head(chunk_prefix, id, chat ? "chat.completion.chunk" : "text_completion", created,
+                      options.model_name, model.weights_seed());
+  }
   for (std::size_t p = 0; p < api.prompts.size(); ++p) {
     prompt_tokens += api.prompts[p].size();
     for (int i = 0; i < api.n; ++i) {
@@ -199,6 +201,7 @@ void Scheduler::put_choice_logprobs(std::string& out, const ActiveRequest& reque
 // One SSE event for `choice` with the tokens produced since its last event (vLLM's shape: one
 // choice per event; finish_reason rides on the event with the last tokens).
 void Scheduler::emit(ActiveRequest& request, ChoiceState& choice) {
+  if (const ShapeWriter* writer = shape_writer(request.api.endpoint)) return emit_shape(*writer, request, choice);
   std::string& out = request.session->stream_buffer();
   const Generation& generation = choice.generation;
   const bool finished = generation.finished();
@@ -272,18 +275,25 @@ void Scheduler::emit(ActiveRequest& request, ChoiceState& choice) {
 // and the [DONE] its stream generators send after it.
 void Scheduler::fail(ActiveRequest& request) {
   std::string& out = request.session->stream_buffer();
+  request.failed = true;
+  if (const ShapeWriter* writer = shape_writer(request.api.endpoint)) {
+    writer->error(out, request.choices.front().shape,
+                  "simulated engine failure after " + std::to_string(options_.fail_after_tokens) +
+                      " tokens (retrace serve --fail-mid-stream)");
+    return request.session->end_stream();
+  }
   out += "data: {\"error\": {\"message\": \"simulated engine failure after ";
   put_number(out, options_.fail_after_tokens);
   out += " tokens (retrace serve --fail-mid-stream)\", \"type\": \"InternalServerError\", \"param\": null, "
          "\"code\": 500}}\n\n";
   out += "data: [DONE]\n\n";
   request.session->end_stream();
-  request.failed = true;
 }
 
 // The end of a request: the usage chunk and [DONE] of a stream, or the whole response.
 void Scheduler::complete(ActiveRequest& request) {
   ++metrics_.requests_served;
+  if (const ShapeWriter* writer = shape_writer(request.api.endpoint)) return complete_shape(*writer, request);
   std::size_t completion_tokens = 0, reasoning_tokens = 0;
   for (const ChoiceState& choice : request.choices) {
     completion_tokens += choice.generation.tokens().size();
@@ -353,6 +363,57 @@ void Scheduler::complete(ActiveRequest& request) {
     put_token_ids(body, request.api.prompts[0]);
   }
   body += '}';
+  request.session->respond(200, "application/json", body);
+}
+
+// The Responses and Messages APIs (sim/shape_out.hpp): one choice, written by the API's writer.
+ShapeAnswer Scheduler::shape_answer(const ActiveRequest& request, ChoiceState& choice) const {
+  const Generation& generation = choice.generation;
+  ShapeAnswer answer;
+  answer.id = request.id;
+  answer.created = request.created;
+  answer.model = options_.model_name;
+  answer.tool_name = request.api.tool_name;
+  if (!answer.tool_name.empty()) answer.call_id = call_id(request, choice);
+  answer.with_reasoning = choice.reasoning.enabled();
+  const ReasoningSplit whole = answer.with_reasoning
+                                   ? choice.reasoning.split(generation, model_.tokenizer(), generation.text(), 0)
+                                   : ReasoningSplit{{}, generation.text()};
+  answer.reasoning = whole.reasoning;
+  answer.text = whole.content;
+  answer.finish = generation.finish_reason();
+  answer.matched_stop = generation.matched_stop();
+  answer.input_tokens = request.prompt_tokens;
+  answer.output_tokens = generation.tokens().size();
+  answer.reasoning_tokens = choice.reasoning.reasoning_tokens(answer.output_tokens);
+  answer.cached_tokens = reported_cached(request);
+  return answer;
+}
+
+void Scheduler::emit_shape(const ShapeWriter& writer, ActiveRequest& request, ChoiceState& choice) {
+  std::string& out = request.session->stream_buffer();
+  const ShapeAnswer answer = shape_answer(request, choice);
+  if (!choice.first_event_sent) writer.start(out, choice.shape, answer);
+  const std::string_view text = choice.generation.take_releasable_text();
+  const ReasoningSplit split = choice.reasoning.enabled()
+                                   ? choice.reasoning.split(choice.generation, model_.tokenizer(), text, choice.released_bytes)
+                                   : ReasoningSplit{{}, text};
+  writer.piece(out, choice.shape, answer, split, choice.generation.finished());
+  choice.released_bytes += text.size();
+  choice.first_event_sent = true;
+  choice.streamed_tokens = choice.generation.tokens().size();
+  choice.logprobs.clear();
+}
+
+void Scheduler::complete_shape(const ShapeWriter& writer, ActiveRequest& request) {
+  ChoiceState& choice = request.choices.front();
+  const ShapeAnswer answer = shape_answer(request, choice);
+  if (request.api.stream) {
+    writer.end(request.session->stream_buffer(), choice.shape, answer);
+    return request.session->end_stream();
+  }
+  std::string body;
+  writer.body(body, answer);
   request.session->respond(200, "application/json", body);
 }
 

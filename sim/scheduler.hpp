@@ -21,6 +21,7 @@
 #include "sim/prefix_cache.hpp"
 #include "sim/reasoning.hpp"
 #include "sim/server.hpp"
+#include "sim/shape_out.hpp"
 
 namespace retrace::sim {
 
@@ -35,14 +36,15 @@ struct ChoiceState {
   std::vector<GeneratedToken> logprobs;  // for tokens not yet sent (stream) or all (non-stream)
   bool first_event_sent = false;
   bool done = false;
-  ReasoningBoundary reasoning;   // --reasoning, chat only (sim/reasoning.hpp)
+  ReasoningBoundary reasoning;   // --reasoning, all but completions (sim/reasoning.hpp)
   std::size_t released_bytes = 0;  // of the text, streamed so far
   bool call_started = false;       // a tool call's first delta is out (sim/tool_calls.hpp)
+  ShapeStream shape;               // the Responses and Messages APIs' open item (sim/shape_out.hpp)
 };
 
 // A request in the scheduler: its n choices per prompt and the session that waits for them.
 struct ActiveRequest {
-  // `id` is the response's id ("cmpl-…", "chatcmpl-…"); the model must outlive the request.
+  // `id` is the response's id ("cmpl-…", "chatcmpl-…", "resp_…", "msg_…"); the model must outlive the request.
   ActiveRequest(ApiRequest api, std::shared_ptr<Session> session, std::string id, const Model& model,
                 const ServeOptions& options);
 
@@ -76,6 +78,9 @@ class Scheduler {
   void step();
   void retire();
   void emit(ActiveRequest& request, ChoiceState& choice);
+  void emit_shape(const ShapeWriter& writer, ActiveRequest& request, ChoiceState& choice);
+  ShapeAnswer shape_answer(const ActiveRequest& request, ChoiceState& choice) const;
+  void complete_shape(const ShapeWriter& writer, ActiveRequest& request);
   void put_choice_logprobs(std::string& out, const ActiveRequest& request, ChoiceState& choice);
   void complete(ActiveRequest& request);
   void fail(ActiveRequest& request);

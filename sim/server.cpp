@@ -159,11 +159,14 @@ class Server final : public SessionOwner {
   const std::int64_t started_ = std::int64_t(std::time(nullptr));
 };
 
-// "cmpl-" or "chatcmpl-" and 32 hex digits, unique per request of this server.
+// "cmpl-", "chatcmpl-", "resp_" or "msg_" and 32 hex digits, unique per request of this server.
 std::string Server::next_request_id(Endpoint endpoint) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::uint64_t a = std::uint64_t(started_) * 0x9e3779b97f4a7c15ull ^ request_counter_;
-  std::string id = endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-";
+  std::string id = endpoint == Endpoint::chat        ? "chatcmpl-"
+                   : endpoint == Endpoint::responses ? "resp_"
+                   : endpoint == Endpoint::messages  ? "msg_"
+                                                     : "cmpl-";
   for (int half = 0; half < 2; ++half) {
     a = (a ^ (a >> 31)) * 0xbf58476d1ce4e5b9ull + 0x632be59bd9b4e019ull;
     for (int i = 0; i < 16; ++i) id += kHex[(a >> (4 * i)) & 15];
@@ -228,6 +231,10 @@ void Server::handle(Session& session, std::shared_ptr<Session> self, HttpRequest
     endpoint = Endpoint::completions;
   } else if (path == "/v1/chat/completions") {
     endpoint = Endpoint::chat;
+  } else if (path == "/v1/responses") {
+    endpoint = Endpoint::responses;
+  } else if (path == "/v1/messages") {
+    endpoint = Endpoint::messages;
   } else if (path == "/v1/models") {
     return get ? session.respond(200, "application/json", models_body()) : wrong_method("GET");
   } else if (path == "/health") {
@@ -258,7 +265,7 @@ void Server::handle(Session& session, std::shared_ptr<Session> self, HttpRequest
                                   "Unknown request URL: " + std::string(request.method_string()) + " " +
                                       std::string(path) +
                                       ". retrace serve answers POST /v1/completions, POST /v1/chat/completions, "
-                                      "POST /v1/embeddings, POST /tokenize, GET /v1/models, /health, /version and /metrics.",
+                                      "POST /v1/responses, POST /v1/messages, POST /v1/embeddings, POST /tokenize, GET /v1/models, /health, /version and /metrics.",
                                   {}, "unknown_url"});
   }
   if (!post) return wrong_method("POST");

@@ -4,7 +4,9 @@
 // socket). Endpoints: POST /v1/completions, POST /v1/chat/completions (streamed as vLLM streams:
 // `data: {json}\n\n` per event, `data: [DONE]\n\n` last, chunked `text/event-stream`; with
 // --reasoning, `reasoning_content` deltas first: sim/reasoning.hpp; a request with "tools" is
-// answered with a call: sim/tool_calls.hpp), POST /v1/embeddings
+// answered with a call: sim/tool_calls.hpp), POST /v1/responses (the Responses API) and POST
+// /v1/messages (Anthropic's Messages API), streamed as their event sequences or whole, with the
+// same reasoning and tool calls (sim/shape_out.hpp), POST /v1/embeddings
 // (sim/embeddings.hpp), POST /tokenize (vLLM's: {"prompt"} -> {"tokens", "count",
 // "max_model_len"}), GET /v1/models, /health, /version, /metrics (Prometheus text). Errors use OpenAI's
 // {"error": {"message", "type", "param", "code"}} shape.
@@ -48,7 +50,7 @@ struct ServeOptions {
   double decode_step_ms = 12.0;
   double decode_ms_per_sequence = 0.15;
   int stream_interval = 1;       // tokens coalesced into one SSE event
-  int reasoning_tokens = 0;      // chat: the first N tokens are reasoning (sim/reasoning.hpp)
+  int reasoning_tokens = 0;      // chat, responses, messages: the first N tokens are reasoning (sim/reasoning.hpp)
   std::size_t max_body = 8u << 20;
   std::string answers_path;      // JSONL of known answers, "" for none
   // Fault injection: this fraction of streamed requests (spread evenly: the k-th fails when

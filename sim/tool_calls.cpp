@@ -26,11 +26,16 @@ void put_call_head(std::string& out, std::string_view id, std::string_view name)
 
 }  // namespace
 
-void put_tool_call_delta(std::string& out, std::string_view id, std::string_view name, std::string_view piece,
-                         bool first, bool last) {
+std::string tool_arguments_piece(std::string_view piece, bool first, bool last) {
   std::string arguments = first ? std::string(kOpen) : std::string();
   arguments += escaped(piece);
   if (last) arguments += kClose;
+  return arguments;
+}
+
+void put_tool_call_delta(std::string& out, std::string_view id, std::string_view name, std::string_view piece,
+                         bool first, bool last) {
+  const std::string arguments = tool_arguments_piece(piece, first, last);
   out += "\"tool_calls\":[{\"index\":0,";
   if (first) {
     put_call_head(out, id, name);
@@ -54,7 +59,7 @@ void put_tool_call_message(std::string& out, std::string_view id, std::string_vi
   out += "\"content\":null,\"tool_calls\":[{";
   put_call_head(out, id, name);
   out += ",\"arguments\":";
-  put_string(out, std::string(kOpen) + escaped(text) + std::string(kClose));
+  put_string(out, tool_arguments_piece(text, true, true));
   out += "}}]}";
 }
 

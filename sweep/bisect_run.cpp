@@ -37,6 +37,12 @@ ProbeOutcome outcome_of(const diff::Result& result, const std::string& label, do
     throw RequestsFailed(label + ": " + *verdict + ", so outputs cannot be compared (first: " +
                          first_error + "); check the target and the run trace " + run.name);
   }
+  // An exchange diff could not compare is neither the same nor different: a probe where nothing
+  // could be compared says nothing, and one where some could not says how many and why.
+  const std::string not_compared = diff::not_compared_text(run);
+  if (run.identical + run.divergent == 0 && !not_compared.empty())
+    throw std::runtime_error(label + ": no output could be compared, " + not_compared +
+                             "; bisect needs outputs it can compare");
   ProbeOutcome outcome;
   std::size_t missing = run.missing_in_candidate + run.missing_in_baseline;
   outcome.differs = run.divergent > 0 || missing > 0;
@@ -50,6 +56,7 @@ ProbeOutcome outcome_of(const diff::Result& result, const std::string& label, do
     outcome.detail += ")";
   }
   if (missing > 0) outcome.detail += ", " + std::to_string(missing) + " missing";
+  if (!not_compared.empty()) outcome.detail += ", " + not_compared;
   for (const auto& pair : run.pairs) {
     if (pair.verdict != diff::Verdict::divergent) continue;
     for (const auto& divergence : pair.divergences)

@@ -80,6 +80,8 @@ void add_comparison(RunFigures& run, const diff::RunComparison& comparison) {
   run.real_changes = comparison.real_changes;
   run.missing = comparison.missing_in_candidate + comparison.missing_in_baseline;
   run.diff_errors = comparison.errors;
+  run.not_compared = comparison.not_compared;
+  run.not_compared_why = diff::not_compared_text(comparison);
   run.matches_expected = comparison.matches_expected;
 }
 

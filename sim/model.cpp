@@ -1,30 +1,19 @@
-// The simulator's tokenizer, model, generation loop and answer book (see engine.hpp).
+// The simulator's model and generation loop: candidate logits by a split bfloat16 reduction,
+// greedy and nucleus sampling, stop strings (see engine.hpp).
 #include "sim/engine.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
-#include <fstream>
-#include <stdexcept>
 
-#include <boost/json.hpp>
-
+#include "base/splitmix.hpp"
 #include "base/text.hpp"
 
 namespace retrace::sim {
 
-extern const std::string_view kWordList;
-
 namespace {
 
-std::uint64_t mix(std::uint64_t x) {
-  // splitmix64's finaliser: a cheap, well-spread 64-bit hash.
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+std::uint64_t mix(std::uint64_t x) { return splitmix64_finalise(x + kSplitmixGamma); }
 
 // Uniform in [-sqrt(3), sqrt(3)): mean 0, variance 1.
 float unit_float(std::uint32_t bits) {
@@ -50,76 +39,6 @@ constexpr float kParagraphPrior = -1.2f;
 constexpr float kEndPrior = -2.6f;
 
 }  // namespace
-
-// ---------------------------------------------------------------------------------------------
-// Tokenizer
-
-TokenId Tokenizer::add(std::string piece) {
-  if (auto it = by_piece_.find(piece); it != by_piece_.end()) return it->second;
-  auto id = TokenId(pieces_.size());
-  pieces_.push_back(std::move(piece));
-  by_piece_.emplace(std::string_view(pieces_.back()), id);
-  longest_piece_ = std::max(longest_piece_, pieces_.back().size());
-  return id;
-}
-
-Tokenizer::Tokenizer() {
-  // Count the words first so pieces_ never reallocates: by_piece_ holds views into it.
-  std::vector<std::string_view> words;
-  for (std::size_t at = 0; at < kWordList.size();) {
-    std::size_t end = kWordList.find(' ', at);
-    if (end == std::string_view::npos) end = kWordList.size();
-    if (end > at) words.push_back(kWordList.substr(at, end - at));
-    at = end + 1;
-  }
-  pieces_.reserve(256 + 1 + 8 + 4 * words.size());
-  for (int byte = 0; byte < 256; ++byte) add(std::string(1, char(byte)));
-  pieces_.emplace_back();  // end-of-sequence: no bytes, never produced by encode()
-  for (const char* piece : {"\n\n", "'s", "n't", "..."}) add(piece);
-  period_ = '.';
-  comma_ = ',';
-  paragraph_ = by_piece_.at("\n\n");
-
-  for (std::string_view word : words) {
-    std::string lower(word), capital(word);
-    capital[0] = char(std::toupper(static_cast<unsigned char>(capital[0])));
-    add(lower);
-    TokenId spaced = add(" " + lower);
-    add(capital);
-    TokenId spaced_capital = add(" " + capital);
-    if (std::find(spaced_words_.begin(), spaced_words_.end(), spaced) != spaced_words_.end())
-      continue;  // a duplicate in the list keeps its first (more frequent) rank
-    spaced_words_.push_back(spaced);
-    capitalised_words_.push_back(spaced_capital);
-  }
-}
-
-std::vector<TokenId> Tokenizer::encode(std::string_view text) const {
-  std::vector<TokenId> tokens;
-  tokens.reserve(text.size() / 3 + 1);
-  for (std::size_t at = 0; at < text.size();) {
-    std::size_t length = std::min(longest_piece_, text.size() - at);
-    for (;; --length) {
-      if (length == 1) {  // every byte is a token
-        tokens.push_back(TokenId(static_cast<unsigned char>(text[at])));
-        break;
-      }
-      if (auto it = by_piece_.find(text.substr(at, length)); it != by_piece_.end()) {
-        tokens.push_back(it->second);
-        break;
-      }
-    }
-    at += length;
-  }
-  return tokens;
-}
-
-std::string Tokenizer::decode(std::span<const TokenId> tokens) const {
-  std::string text;
-  for (TokenId token : tokens)
-    if (valid(token)) text += pieces_[token];
-  return text;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Model
@@ -360,149 +279,6 @@ std::string_view Generation::take_releasable_text() {
   std::string_view piece = std::string_view(text_).substr(released_, end - released_);
   released_ = end;
   return piece;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Chat and known answers
-
-std::string render_chat(const std::vector<ChatMessage>& messages) {
-  std::string prompt;
-  for (const ChatMessage& message : messages) {
-    prompt += "<|";
-    prompt += message.role;
-    prompt += "|>\n";
-    prompt += message.content;
-    prompt += "\n";
-  }
-  prompt += "<|assistant|>\n";
-  return prompt;
-}
-
-std::optional<std::vector<ChatMessage>> parse_chat_messages(const boost::json::value& messages,
-                                                            std::string& error_param,
-                                                            std::string& error_message) {
-  namespace json = boost::json;
-  error_param = "messages";
-  if (!messages.is_array()) {
-    error_message = "'messages' must be an array of {\"role\", \"content\"} objects";
-    return std::nullopt;
-  }
-  const json::array& list = messages.get_array();
-  if (list.empty()) {
-    error_message = "'messages' must not be empty";
-    return std::nullopt;
-  }
-  std::vector<ChatMessage> parsed;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    std::string where = "messages[" + std::to_string(i) + "]";
-    const json::object* message = list[i].if_object();
-    if (!message) {
-      error_param = where;
-      error_message = "'" + where + "' must be an object with 'role' and 'content'";
-      return std::nullopt;
-    }
-    const json::value* role = message->if_contains("role");
-    if (!role || !role->is_string()) {
-      error_param = where + ".role";
-      error_message = "'" + where + ".role' must be a string such as \"user\"";
-      return std::nullopt;
-    }
-    ChatMessage out{std::string(role->get_string()), {}};
-    const json::value* content = message->if_contains("content");
-    if (content && content->is_string()) {
-      out.content = std::string(content->get_string());
-    } else if (content && content->is_array()) {
-      for (const json::value& part : content->get_array()) {
-        const json::object* object = part.if_object();
-        const json::value* type = object ? object->if_contains("type") : nullptr;
-        if (type && type->is_string() && type->get_string() != "text") {
-          // An image_url (input_audio, ...) part: nothing the toy model reads, but its bytes are
-          // prompt, as a vision model's prompt grows with its images.
-          out.content += json::serialize(*object);
-          continue;
-        }
-        const json::value* text = object ? object->if_contains("text") : nullptr;
-        if (!text || !text->is_string()) {
-          error_param = where + ".content";
-          error_message = "'" + where + ".content' parts must be {\"type\": \"text\", \"text\": ...} or media "
-                          "parts such as {\"type\": \"image_url\", ...}";
-          return std::nullopt;
-        }
-        out.content += text->get_string();
-      }
-    } else if (content && !content->is_null()) {
-      error_param = where + ".content";
-      error_message = "'" + where + ".content' must be a string or a list of text parts";
-      return std::nullopt;
-    } else if (!content && out.role != "assistant") {
-      error_param = where + ".content";
-      error_message = "'" + where + ".content' is missing";
-      return std::nullopt;
-    }
-    parsed.push_back(std::move(out));
-  }
-  return parsed;
-}
-
-namespace {
-std::string messages_key(const std::vector<ChatMessage>& messages) {
-  std::string key = "M";
-  for (const ChatMessage& message : messages) {
-    key += message.role;
-    key += '\x1f';
-    key += message.content;
-    key += '\x1e';
-  }
-  return key;
-}
-}  // namespace
-
-void AnswerBook::add_prompt(std::string prompt, std::string answer) {
-  answers_.insert_or_assign("P" + prompt, std::move(answer));
-}
-
-void AnswerBook::add_messages(const std::vector<ChatMessage>& messages, std::string answer) {
-  answers_.insert_or_assign(messages_key(messages), std::move(answer));
-}
-
-const std::string* AnswerBook::find_prompt(std::string_view prompt) const {
-  auto it = answers_.find("P" + std::string(prompt));
-  return it == answers_.end() ? nullptr : &it->second;
-}
-
-const std::string* AnswerBook::find_messages(const std::vector<ChatMessage>& messages) const {
-  auto it = answers_.find(messages_key(messages));
-  return it == answers_.end() ? nullptr : &it->second;
-}
-
-AnswerBook AnswerBook::load(const std::string& path) {
-  namespace json = boost::json;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open answers file " + path + ": " + std::strerror(errno));
-  AnswerBook book;
-  std::string line;
-  for (std::size_t number = 1; std::getline(in, line); ++number) {
-    auto where = [&] { return "answers file " + path + " line " + std::to_string(number) + ": "; };
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    boost::system::error_code ec;
-    json::value entry = json::parse(line, ec);
-    if (ec) throw std::runtime_error(where() + "not JSON (" + ec.message() + ")");
-    const json::object* object = entry.if_object();
-    const json::value* answer = object ? object->if_contains("answer") : nullptr;
-    if (!answer || !answer->is_string())
-      throw std::runtime_error(where() + "needs a string \"answer\"; expected {\"prompt\": \"...\", \"answer\": \"...\"} or {\"messages\": [...], \"answer\": \"...\"}");
-    if (const json::value* prompt = object->if_contains("prompt"); prompt && prompt->is_string()) {
-      book.add_prompt(std::string(prompt->get_string()), std::string(answer->get_string()));
-    } else if (const json::value* messages = object->if_contains("messages")) {
-      std::string param, message;
-      auto parsed = parse_chat_messages(*messages, param, message);
-      if (!parsed) throw std::runtime_error(where() + message);
-      book.add_messages(*parsed, std::string(answer->get_string()));
-    } else {
-      throw std::runtime_error(where() + "needs a string \"prompt\" or a \"messages\" array");
-    }
-  }
-  return book;
 }
 
 }  // namespace retrace::sim
