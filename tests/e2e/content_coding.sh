@@ -175,6 +175,7 @@ EOF
 # An upstream whose gzip stream breaks after its first event.
 cat >"$WORK/corrupt_upstream.py" <<'EOF'
 import gzip, http.server, zlib
+from loopback_http import reply, serve
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def do_POST(self):
@@ -183,20 +184,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         first = z.compress(b'data: {"choices":[{"index":0,"text":"Hel","finish_reason":null}]}\n\n')
         first += z.flush(zlib.Z_SYNC_FLUSH)
         body = first + b"\x00\xffthis is not deflate data\xff\x00"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Encoding", "gzip")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        self.wfile.flush()
+        reply(self, 200, "text/event-stream", body, [("Content-Encoding", "gzip")])
     def log_message(self, *args):
         pass
 # Threads: record keeps its upstream connection alive while the test also asks directly.
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-server.daemon_threads = True
-print(f"listening on http://127.0.0.1:{server.server_port}", flush=True)
-server.serve_forever()
+serve(Handler)
 EOF
 start_listening corrupt python3 "$WORK/corrupt_upstream.py"
 start_listening proxy2 "$RETRACE" record --upstream "$corrupt_URL" --out "$WORK/corrupt.rtrace" \

@@ -6,6 +6,8 @@ set -euo pipefail
 
 : "${RETRACE:?RETRACE must name the retrace binary (ctest sets it)}"
 ROOT=${RETRACE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+# The Python test upstreams share tests/e2e/loopback_http.py, also from scripts written into $WORK.
+export PYTHONPATH="$ROOT/tests/e2e${PYTHONPATH:+:$PYTHONPATH}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/retrace-e2e.XXXXXX")
 _PIDS=()
 _cleanup() {

@@ -45,6 +45,8 @@ import socket
 import socketserver
 import struct
 import sys
+
+from loopback_http import ThreadingServer, serve
 import time
 
 
@@ -265,13 +267,5 @@ def log(text):
     os.write(2, ("upstream: " + text + "\n").encode())
 
 
-class Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
 if __name__ == "__main__":
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-    with Server(("127.0.0.1", port), Handler) as server:
-        print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
-        server.serve_forever()
+    serve(Handler, ThreadingServer)

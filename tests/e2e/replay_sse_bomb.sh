@@ -8,17 +8,13 @@
 
 cat >"$WORK/bomb.py" <<'PY'
 import gzip, http.server, json
+from loopback_http import reply, serve
 member = gzip.compress(b":\n\n" * 1_000_000, 9)
 body = member * 30  # concatenated gzip members decode as one body
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def reply(self, status, content_type, data, coding=None):
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        if coding: self.send_header("Content-Encoding", coding)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        reply(self, status, content_type, data, [("Content-Encoding", coding)] if coding else [])
     def do_GET(self):
         if self.path.startswith("/v1/models"):
             self.reply(200, "application/json", json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode())
@@ -29,10 +25,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.reply(200, "text/event-stream", body, "gzip")
     def log_message(self, *args):
         pass
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-server.daemon_threads = True
-print(f"listening on http://127.0.0.1:{server.server_port}", flush=True)
-server.serve_forever()
+serve(Handler)
 PY
 start_listening bomb python3 "$WORK/bomb.py"
 

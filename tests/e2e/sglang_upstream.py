@@ -21,6 +21,8 @@ import json
 import sys
 import threading
 
+from loopback_http import reply, serve
+
 NO_FLUSH = "--no-flush" in sys.argv[2:]
 WORDS = "the a sky light sea blue red wave code tip plot line winter house".split()
 lock = threading.Lock()
@@ -40,11 +42,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def send(self, status, body, content_type="application/json"):
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        reply(self, status, content_type, body)
 
     def do_GET(self):
         if self.path == "/v1/models":
@@ -97,7 +95,4 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send(200, stream, "text/event-stream")
 
 
-server = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
-server.daemon_threads = True
-print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
-server.serve_forever()
+serve(Handler)

@@ -23,6 +23,8 @@ import os
 import socketserver
 import sys
 
+from loopback_http import ThreadingServer, serve
+
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 VARIANT = "--variant" in sys.argv[2:]
 CHANGES = {
@@ -113,13 +115,5 @@ class Handler(socketserver.BaseRequestHandler):
                 self.send_json(b'{"error":{"message":"no such path","type":"test"}}', 404)
 
 
-class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
 if __name__ == "__main__":
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-    with Server(("127.0.0.1", port), Handler) as server:
-        print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
-        server.serve_forever()
+    serve(Handler, ThreadingServer)
