@@ -51,14 +51,22 @@ start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
 runs="$WORK/runs/$RUN_ID"
 mkdir -p "$runs/shards"
 "$RETRACE" import "$ROOT/traces/gold-intents.jsonl" --out "$runs/trace.rtrace" >/dev/null
-TARGET=$SIM_URL START_AT=$(( $(date +%s) + 4 )) render "$WORK/local"
+# START_AT is rendered as a marker and set when every shard's command line is ready: under load the
+# four args_of calls took longer than a fixed lead, and the shards refused a start already past.
+start_marker=1111111111
+TARGET=$SIM_URL START_AT=$start_marker render "$WORK/local"
 # args_of FILE INDEX: the container's args, one a line, as Kubernetes would expand them here.
 args_of() {
   "$PY" "$CHECK" --args "$1" | jq -r '.[]' | sed -e "s|^/runs/|$WORK/runs/|" -e "s|\$(SHARD_INDEX)|$2|g"
 }
+for i in 0 1 2 3; do
+  args_of "$WORK/local/replay-shards.yaml" "$i" >"$WORK/shard$i.args"
+  grep -cx "$start_marker" "$WORK/shard$i.args" >/dev/null || fail "shard $i's args do not carry START_AT"
+done
+start_at=$(( $(date +%s) + 3 ))
 pids=()
 for i in 0 1 2 3; do
-  mapfile -t args < <(args_of "$WORK/local/replay-shards.yaml" "$i")
+  mapfile -t args < <(sed "s/^$start_marker\$/$start_at/" "$WORK/shard$i.args")
   "$RETRACE" "${args[@]}" >"$WORK/shard$i.out" 2>"$WORK/shard$i.err" &
   pids+=($!)
 done
