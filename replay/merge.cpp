@@ -197,36 +197,88 @@ std::optional<std::int64_t> clock_offset_spread(const std::vector<MergedShard>& 
   return *high - *low;
 }
 
-}  // namespace
-
-MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
-                         const std::filesystem::path& out, const MergeOptions& options) {
+// The shards of one replay, opened, checked to be of one run, in index order.
+std::vector<Shard> open_shards(const std::vector<std::filesystem::path>& paths) {
   if (paths.empty()) throw MergeRefused("no shards to merge");
   std::vector<Shard> shards;
   for (const auto& path : paths) shards.push_back(open_shard(path));
   check_shards(shards);
   std::sort(shards.begin(), shards.end(),
             [](const Shard& a, const Shard& b) { return a.index < b.index; });
-  std::optional<LoadedTrace> source;
-  if (options.source_trace) {
-    source = load_trace(*options.source_trace);
-    if (json::parse(input_identity_json(*source)) != shards.front().settings.at("input_identity"))
-      throw MergeRefused("--trace " + name(*options.source_trace) + " is not the trace the shards "
-                         "replayed (its identity " + input_identity_json(*source) + " is not " +
-                         json::serialize(shards.front().settings.at("input_identity")) + ")");
-  }
-  std::vector<std::vector<std::uint64_t>> present_ids(source ? shards.size() : 0);
+  return shards;
+}
 
-  // The common clock: the earliest start_at; a shard that started later is shifted by the gap.
+// --trace: the trace the shards replayed, refused when its identity is not theirs.
+std::optional<LoadedTrace> load_source(const MergeOptions& options, const Shard& first) {
+  if (!options.source_trace) return std::nullopt;
+  LoadedTrace source = load_trace(*options.source_trace);
+  if (json::parse(input_identity_json(source)) != first.settings.at("input_identity"))
+    throw MergeRefused("--trace " + name(*options.source_trace) + " is not the trace the shards "
+                       "replayed (its identity " + input_identity_json(source) + " is not " +
+                       json::serialize(first.settings.at("input_identity")) + ")");
+  return source;
+}
+
+// The common clock: the earliest start_at; a shard that started later is shifted by the gap.
+std::optional<std::int64_t> align_clocks(std::vector<Shard>& shards) {
   std::optional<std::int64_t> common_start;
   for (const auto& shard : shards)
     if (shard.start_at_ns) common_start = std::min(common_start.value_or(*shard.start_at_ns), *shard.start_at_ns);
   for (auto& shard : shards)
     if (shard.start_at_ns) shard.shift_ns = *shard.start_at_ns - *common_start;
+  return common_start;
+}
 
-  // The merged header: shard 0's, saying every shard's facts and the total concurrency.
-  MergeResult result;
-  TraceHeader header = shards.front().reader->header();
+// One shard's facts, as the result reports them and as the merged header's "shards" lists them.
+MergedShard merged_facts(const Shard& shard) {
+  MergedShard merged;
+  merged.path = shard.path;
+  merged.index = shard.index;
+  merged.host = string_field(shard.settings, "host");
+  merged.start_at = string_field(shard.settings, "start_at");
+  merged.clock_offset_ns = int_field(shard.settings, "clock_offset_ns");
+  merged.selected = static_cast<std::uint64_t>(int_field(shard.settings, "selected").value_or(0));
+  return merged;
+}
+
+json::object fact_json(const Shard& shard, const MergedShard& merged) {
+  json::object fact;
+  fact["index"] = shard.index;
+  fact["file"] = shard.path.filename().string();
+  fact["host"] = merged.host;
+  fact["start_at"] = merged.start_at.empty() ? json::value(nullptr) : json::value(merged.start_at);
+  fact["clock_offset_ns"] = merged.clock_offset_ns ? json::value(*merged.clock_offset_ns) : json::value(nullptr);
+  fact["selected"] = merged.selected;
+  if (const json::value* client = shard.settings.if_contains("client")) fact["client"] = *client;
+  return fact;
+}
+
+// What every merged exchange and the merged header carry.
+struct MergedRun {
+  TraceHeader header;
+  std::string run;
+  bool closed_loop = false;
+};
+
+// The schedule's per-shard figures summed; whether the run was a closed loop.
+bool total_schedule(json::object& settings, std::int64_t shard_count, MergeResult& result) {
+  total_per_shard(settings, "requests", shard_count);
+  total_per_shard(settings, "limit", shard_count);
+  auto& schedule = settings["schedule"];
+  if (!schedule.is_object()) return false;
+  total_per_shard(schedule.as_object(), "max_in_flight", shard_count);
+  if (string_field(schedule.as_object(), "kind") != "concurrency") return false;
+  total_per_shard(schedule.as_object(), "concurrency", shard_count);
+  result.total_concurrency = static_cast<int>(int_field(schedule.as_object(), "concurrency").value_or(0));
+  return true;
+}
+
+// The merged header: shard 0's, saying every shard's facts and the total concurrency. Fills
+// result.shards (by index) and the clock offsets' spread.
+MergedRun merged_header(const std::vector<Shard>& shards, std::optional<std::int64_t> common_start,
+                        const std::filesystem::path& out, MergeResult& result) {
+  MergedRun merged_run;
+  merged_run.header = shards.front().reader->header();
   json::object settings = shards.front().settings;
   json::array facts;
   std::uint64_t selected_total = 0;
@@ -235,33 +287,18 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
   // have set the pace (replay/client_usage.hpp); each shard's own stays in its facts.
   std::optional<ClientUsage> busiest_client;
   json::value busiest_client_json;
-  for (auto& shard : shards) {
-    MergedShard merged;
-    merged.path = shard.path;
-    merged.index = shard.index;
-    merged.host = string_field(shard.settings, "host");
-    merged.start_at = string_field(shard.settings, "start_at");
-    merged.clock_offset_ns = int_field(shard.settings, "clock_offset_ns");
-    merged.selected = static_cast<std::uint64_t>(int_field(shard.settings, "selected").value_or(0));
+  for (const auto& shard : shards) {
+    MergedShard merged = merged_facts(shard);
     selected_total += merged.selected;
     if (string_field(shard.settings, "run") != run) run.clear();
-    json::object fact;
-    fact["index"] = shard.index;
-    fact["file"] = shard.path.filename().string();
-    fact["host"] = merged.host;
-    fact["start_at"] = merged.start_at.empty() ? json::value(nullptr) : json::value(merged.start_at);
-    fact["clock_offset_ns"] =
-        merged.clock_offset_ns ? json::value(*merged.clock_offset_ns) : json::value(nullptr);
-    fact["selected"] = merged.selected;
     if (const json::value* client = shard.settings.if_contains("client")) {
-      fact["client"] = *client;
       auto usage = client_usage_of(json::serialize(shard.settings));
       if (usage && (!busiest_client || usage->busiest_thread_share() > busiest_client->busiest_thread_share())) {
         busiest_client = usage;
         busiest_client_json = *client;
       }
     }
-    facts.push_back(std::move(fact));
+    facts.push_back(fact_json(shard, merged));
     result.shards.push_back(std::move(merged));
   }
   if (run.empty()) run = out.stem().string();
@@ -273,21 +310,20 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
   if (busiest_client) settings["client"] = busiest_client_json;
   result.clock_offset_spread_ns = clock_offset_spread(result.shards);
   if (result.clock_offset_spread_ns) settings["clock_offset_spread_ns"] = *result.clock_offset_spread_ns;
-  const auto shard_count = static_cast<std::int64_t>(shards.size());
-  total_per_shard(settings, "requests", shard_count);
-  total_per_shard(settings, "limit", shard_count);
-  auto& schedule = settings["schedule"];
-  bool closed_loop = schedule.is_object() && string_field(schedule.as_object(), "kind") == "concurrency";
-  if (schedule.is_object()) total_per_shard(schedule.as_object(), "max_in_flight", shard_count);
-  if (closed_loop) {
-    total_per_shard(schedule.as_object(), "concurrency", shard_count);
-    result.total_concurrency = static_cast<int>(int_field(schedule.as_object(), "concurrency").value_or(0));
-  }
-  header.settings = json::serialize(settings);
-  set_label(header.labels, "run", run);
-  if (closed_loop) set_label(header.labels, "concurrency", std::to_string(result.total_concurrency));
+  merged_run.closed_loop = total_schedule(settings, static_cast<std::int64_t>(shards.size()), result);
+  merged_run.header.settings = json::serialize(settings);
+  set_label(merged_run.header.labels, "run", run);
+  if (merged_run.closed_loop)
+    set_label(merged_run.header.labels, "concurrency", std::to_string(result.total_concurrency));
+  merged_run.run = std::move(run);
+  return merged_run;
+}
 
-  // A k-way merge by completion on the common clock (replay/merge.hpp says why).
+// A k-way merge by completion on the common clock (replay/merge.hpp says why), written to out;
+// with a source trace, each shard's source ids are collected in present_ids. Returns the count.
+std::uint64_t write_merged(std::vector<Shard>& shards, const MergedRun& merged_run, bool collect_ids,
+                           std::vector<std::vector<std::uint64_t>>& present_ids,
+                           const std::filesystem::path& out, const MergeOptions& options, MergeResult& result) {
   // Computed once per exchange, when it is read (a refusal is not thrown from inside the heap).
   auto completion = [](const Shard& shard) {
     const auto& e = shard.current;
@@ -305,7 +341,7 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
   auto advance = [&](std::size_t s) {
     if (shards[s].reader->next(shards[s].current)) {
       ++shards[s].present;
-      if (source && shards[s].current.source_id) present_ids[s].push_back(*shards[s].current.source_id);
+      if (collect_ids && shards[s].current.source_id) present_ids[s].push_back(*shards[s].current.source_id);
       completes_at[s] = completion(shards[s]);
       heads.push(s);
       return;
@@ -314,48 +350,63 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
     shards[s].reader.reset();
     shards[s].current = Exchange{};
   };
+  const std::string concurrency = std::to_string(result.total_concurrency);
   std::uint64_t next_id = 0;
-  {
-    auto writer = std::make_unique<TraceWriter>(out, header, options.writer);
-    try {
-      for (std::size_t s = 0; s < shards.size(); ++s) advance(s);
-      while (!heads.empty()) {
-        auto s = heads.top();
-        heads.pop();
-        auto& exchange = shards[s].current;
-        exchange.id = next_id++;
-        exchange.intended_send_ns = shifted(exchange.intended_send_ns, shards[s].shift_ns, shards[s], exchange);
-        exchange.actual_send_ns = shifted(exchange.actual_send_ns, shards[s].shift_ns, shards[s], exchange);
-        set_label(exchange.labels, "run", run);
-        if (closed_loop) set_label(exchange.labels, "concurrency", std::to_string(result.total_concurrency));
-        writer->write(exchange);
-        advance(s);
-      }
-    } catch (const MergeRefused&) {
-      // A refused merge writes nothing: the half-written output goes.
-      writer.reset();
-      std::error_code ignored;
-      std::filesystem::remove(out, ignored);
-      throw;
+  auto writer = std::make_unique<TraceWriter>(out, merged_run.header, options.writer);
+  try {
+    for (std::size_t s = 0; s < shards.size(); ++s) advance(s);
+    while (!heads.empty()) {
+      auto s = heads.top();
+      heads.pop();
+      auto& exchange = shards[s].current;
+      exchange.id = next_id++;
+      exchange.intended_send_ns = shifted(exchange.intended_send_ns, shards[s].shift_ns, shards[s], exchange);
+      exchange.actual_send_ns = shifted(exchange.actual_send_ns, shards[s].shift_ns, shards[s], exchange);
+      set_label(exchange.labels, "run", merged_run.run);
+      if (merged_run.closed_loop) set_label(exchange.labels, "concurrency", concurrency);
+      writer->write(exchange);
+      advance(s);
     }
-    writer->close();
+  } catch (const MergeRefused&) {
+    // A refused merge writes nothing: the half-written output goes.
+    writer.reset();
+    std::error_code ignored;
+    std::filesystem::remove(out, ignored);
+    throw;
   }
+  writer->close();
+  return next_id;
+}
 
-  result.exchanges = next_id;
+// Each shard's exchanges found, the total missing, and with a source trace the missing ids.
+void count_missing(const std::vector<Shard>& shards, const std::optional<LoadedTrace>& source,
+                   std::vector<std::vector<std::uint64_t>>& present_ids, MergeResult& result) {
   for (std::size_t s = 0; s < shards.size(); ++s) {
     result.shards[s].present = shards[s].present;
     result.missing += result.shards[s].missing();
-    if (source) {
-      auto& present = present_ids[s];
-      std::sort(present.begin(), present.end());
-      for (auto index : select_exchanges(source->exchanges, selection_of(shards[s].settings),
-                                         sessions_of(shards[s].settings))) {
-        auto id = source->exchanges[index].id;
-        if (!std::binary_search(present.begin(), present.end(), id))
-          result.shards[s].missing_ids.push_back(id);
-      }
+    if (!source) continue;
+    auto& present = present_ids[s];
+    std::sort(present.begin(), present.end());
+    for (auto index : select_exchanges(source->exchanges, selection_of(shards[s].settings),
+                                       sessions_of(shards[s].settings))) {
+      auto id = source->exchanges[index].id;
+      if (!std::binary_search(present.begin(), present.end(), id)) result.shards[s].missing_ids.push_back(id);
     }
   }
+}
+
+}  // namespace
+
+MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
+                         const std::filesystem::path& out, const MergeOptions& options) {
+  std::vector<Shard> shards = open_shards(paths);
+  std::optional<LoadedTrace> source = load_source(options, shards.front());
+  std::vector<std::vector<std::uint64_t>> present_ids(source ? shards.size() : 0);
+  auto common_start = align_clocks(shards);
+  MergeResult result;
+  MergedRun merged_run = merged_header(shards, common_start, out, result);
+  result.exchanges = write_merged(shards, merged_run, source.has_value(), present_ids, out, options, result);
+  count_missing(shards, source, present_ids, result);
   return result;
 }
 
