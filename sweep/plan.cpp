@@ -243,22 +243,70 @@ struct Fields {
   const json::object& object_at(std::string_view key) const { return *strict.object(key, Presence::required); }
 };
 
-}  // namespace
+// plan.json's "replay": the flags every run passes to replay.
+ReplayArgs replay_from_json(const Fields& replay) {
+  ReplayArgs flags;
+  flags.set = replay.strings("set");
+  flags.unset = replay.strings("unset");
+  flags.headers = replay.strings("headers");
+  flags.token_ids = replay.str("token_ids");
+  // Plans written before --model and --max-error-rate keep the defaults.
+  if (replay.object.contains("model")) flags.model = replay.str("model");
+  if (replay.object.contains("max_error_rate"))
+    flags.max_error_rate = replay.number("max_error_rate");
+  flags.api_key_env = replay.str("api_key_env");
+  if (replay.object.contains("timeout")) {
+    flags.timeout = replay.str("timeout");
+  } else {  // plans written before the flags were shared with replay kept seconds
+    std::ostringstream seconds;
+    seconds << replay.number("timeout_s") << "s";
+    flags.timeout = seconds.str();
+  }
+  if (replay.object.contains("request_deadline"))  // plans written before it have none
+    flags.request_deadline = replay.str("request_deadline");
+  flags.no_stream = replay.object.contains("no_stream") && replay.boolean("no_stream");
+  flags.labels = replay.strings("labels");
+  if (replay.object.contains("limit"))
+    flags.limit = static_cast<std::size_t>(replay.integer("limit"));
+  flags.warmup = static_cast<std::size_t>(replay.integer("warmup"));
+  flags.filters = replay.strings("filters");
+  flags.ca_file = replay.str("ca_file");
+  flags.insecure = replay.boolean("insecure");
+  flags.threads = static_cast<unsigned>(replay.integer("threads"));
+  // Plans written before the trace controls keep their defaults.
+  if (replay.object.contains("seed")) flags.seed = static_cast<std::uint64_t>(replay.integer("seed"));
+  if (replay.object.contains("window_from")) flags.window_from = replay.str("window_from");
+  if (replay.object.contains("window_to")) flags.window_to = replay.str("window_to");
+  if (replay.object.contains("max_idle_gap")) flags.max_idle_gap = replay.str("max_idle_gap");
+  if (replay.object.contains("sample_sessions"))
+    flags.sample_sessions = replay.number("sample_sessions");
+  if (replay.object.contains("requests"))
+    flags.requests = static_cast<std::size_t>(replay.integer("requests"));
+  if (replay.object.contains("duration")) flags.duration = replay.str("duration");
+  return flags;
+}
 
-Plan plan_from_json(std::string_view text, const std::string& where) {
-  json::error_code ec;
-  json::value root = json::parse(text, ec);
-  if (ec) throw std::runtime_error(where + ": not valid JSON (" + ec.message() + ")");
-  if (!root.is_object() || !root.get_object().contains("retrace_sweep_plan"))
-    throw std::runtime_error(where + ": not a retrace sweep plan");
-  Fields fields{root.get_object(), where};
-  if (fields.integer("retrace_sweep_plan") != 1)
-    throw std::runtime_error(where + ": plan version " +
-                             std::to_string(fields.integer("retrace_sweep_plan")) +
-                             " is newer than this retrace understands; upgrade retrace");
-  Plan plan;
-  plan.trace = fields.str("trace");
-  plan.target = fields.str("target");
+// One of plan.json's "runs".
+PlannedRun run_from_json(const Fields& run_fields, const std::string& where) {
+  PlannedRun run;
+  run.name = run_fields.str("name");
+  run.level = run_fields.object.contains("level") ? run_fields.number("level")
+                                                  : static_cast<double>(run_fields.integer("concurrency"));
+  run.repeat = static_cast<int>(run_fields.integer("repeat"));
+  run.file = run_fields.str("file");
+  if (run.file.empty() || run.file.find('/') != std::string::npos)
+    throw std::runtime_error(where + ": run '" + run.name +
+                             "' names a file outside the sweep directory");
+  run.baseline = run_fields.boolean("baseline");
+  auto status = run_fields.str("status");
+  if (status != "done" && status != "pending")
+    throw std::runtime_error(where + ": run '" + run.name + "' has unknown status '" + status + "'");
+  run.done = status == "done";
+  return run;
+}
+
+// The axis, its levels, the arrival process and its burstiness.
+void read_axis(const Fields& fields, const std::string& where, Plan& plan) {
   auto& levels = fields.get("levels");
   if (!levels.is_array()) throw std::runtime_error(where + ": field 'levels' must be an array");
   // Plans written before the rate and speed axes are concurrency sweeps.
@@ -278,6 +326,25 @@ Plan plan_from_json(std::string_view text, const std::string& where) {
       throw std::runtime_error(where + ": 'levels' must hold numbers above 0");
     plan.levels.push_back(level.to_number<double>());
   }
+}
+
+}  // namespace
+
+Plan plan_from_json(std::string_view text, const std::string& where) {
+  json::error_code ec;
+  json::value root = json::parse(text, ec);
+  if (ec) throw std::runtime_error(where + ": not valid JSON (" + ec.message() + ")");
+  if (!root.is_object() || !root.get_object().contains("retrace_sweep_plan"))
+    throw std::runtime_error(where + ": not a retrace sweep plan");
+  Fields fields{root.get_object(), where};
+  if (fields.integer("retrace_sweep_plan") != 1)
+    throw std::runtime_error(where + ": plan version " +
+                             std::to_string(fields.integer("retrace_sweep_plan")) +
+                             " is newer than this retrace understands; upgrade retrace");
+  Plan plan;
+  plan.trace = fields.str("trace");
+  plan.target = fields.str("target");
+  read_axis(fields, where, plan);
   plan.repeats = static_cast<int>(fields.integer("repeats"));
   auto order = order_from_string(fields.str("order"));
   if (!order) throw std::runtime_error(where + ": 'order' must be grouped or interleaved");
@@ -286,65 +353,14 @@ Plan plan_from_json(std::string_view text, const std::string& where) {
   plan.match = fields.str("match");
   plan.near_tie = fields.number("near_tie");
 
-  Fields replay{fields.object_at("replay"), where};
-  plan.replay.set = replay.strings("set");
-  plan.replay.unset = replay.strings("unset");
-  plan.replay.headers = replay.strings("headers");
-  plan.replay.token_ids = replay.str("token_ids");
-  // Plans written before --model and --max-error-rate keep the defaults.
-  if (replay.object.contains("model")) plan.replay.model = replay.str("model");
-  if (replay.object.contains("max_error_rate"))
-    plan.replay.max_error_rate = replay.number("max_error_rate");
-  plan.replay.api_key_env = replay.str("api_key_env");
-  if (replay.object.contains("timeout")) {
-    plan.replay.timeout = replay.str("timeout");
-  } else {  // plans written before the flags were shared with replay kept seconds
-    std::ostringstream seconds;
-    seconds << replay.number("timeout_s") << "s";
-    plan.replay.timeout = seconds.str();
-  }
-  if (replay.object.contains("request_deadline"))  // plans written before it have none
-    plan.replay.request_deadline = replay.str("request_deadline");
-  plan.replay.no_stream = replay.object.contains("no_stream") && replay.boolean("no_stream");
-  plan.replay.labels = replay.strings("labels");
-  if (replay.object.contains("limit"))
-    plan.replay.limit = static_cast<std::size_t>(replay.integer("limit"));
-  plan.replay.warmup = static_cast<std::size_t>(replay.integer("warmup"));
-  plan.replay.filters = replay.strings("filters");
-  plan.replay.ca_file = replay.str("ca_file");
-  plan.replay.insecure = replay.boolean("insecure");
-  plan.replay.threads = static_cast<unsigned>(replay.integer("threads"));
-  // Plans written before the trace controls keep their defaults.
-  if (replay.object.contains("seed")) plan.replay.seed = static_cast<std::uint64_t>(replay.integer("seed"));
-  if (replay.object.contains("window_from")) plan.replay.window_from = replay.str("window_from");
-  if (replay.object.contains("window_to")) plan.replay.window_to = replay.str("window_to");
-  if (replay.object.contains("max_idle_gap")) plan.replay.max_idle_gap = replay.str("max_idle_gap");
-  if (replay.object.contains("sample_sessions"))
-    plan.replay.sample_sessions = replay.number("sample_sessions");
-  if (replay.object.contains("requests"))
-    plan.replay.requests = static_cast<std::size_t>(replay.integer("requests"));
-  if (replay.object.contains("duration")) plan.replay.duration = replay.str("duration");
+  plan.replay = replay_from_json(Fields{fields.object_at("replay"), where});
 
   auto& runs = fields.get("runs");
   if (!runs.is_array() || runs.get_array().empty())
     throw std::runtime_error(where + ": field 'runs' must be a non-empty array");
   for (auto& item : runs.get_array()) {
     if (!item.is_object()) throw std::runtime_error(where + ": each run must be an object");
-    Fields run_fields{item.get_object(), where};
-    PlannedRun run;
-    run.name = run_fields.str("name");
-    run.level = run_fields.object.contains("level") ? run_fields.number("level")
-                                                    : static_cast<double>(run_fields.integer("concurrency"));
-    run.repeat = static_cast<int>(run_fields.integer("repeat"));
-    run.file = run_fields.str("file");
-    if (run.file.empty() || run.file.find('/') != std::string::npos)
-      throw std::runtime_error(where + ": run '" + run.name +
-                               "' names a file outside the sweep directory");
-    run.baseline = run_fields.boolean("baseline");
-    auto status = run_fields.str("status");
-    if (status != "done" && status != "pending")
-      throw std::runtime_error(where + ": run '" + run.name + "' has unknown status '" + status + "'");
-    run.done = status == "done";
+    PlannedRun run = run_from_json(Fields{item.get_object(), where}, where);
     plan.runs.push_back(std::move(run));
   }
   if (!plan.runs.front().baseline)
