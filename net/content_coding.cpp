@@ -228,17 +228,27 @@ class ZstdStage : public ContentDecoder::Stage {
 
   // Each frame's 4-byte magic number is checked before zstd sees the frame: RFC 8878 frames and
   // skippable frames go on, anything else (zstd's legacy pre-1.0 formats included, which libzstd
-  // would otherwise decode or refuse depending on how the body was split) is corrupt input. A
-  // magic that arrives in pieces is held until it is whole.
+  // would otherwise decode or refuse depending on how the body was split) is corrupt input.
+  //
+  // libzstd judges input it reads in pieces differently from input it reads at once (three
+  // findings of fuzz_content_coding), so it is made to see the same calls however the body
+  // arrives, by two rules: it is given input only in the steps it asks for (the frame header, then
+  // each hint), each once it has arrived whole; and output it holds back is drained by calls with
+  // no input before the next step is given. What has arrived of a step is held here, appended to
+  // as more arrives (so a step that comes in many small reads costs its size, not its square).
   bool run(std::string_view in, std::string& out) override {
-    if (!magic_.empty()) {
-      std::string joined = std::exchange(magic_, {});
-      joined.append(in);
-      return decompress(joined, out);
+    while (!held_.empty() && !in.empty()) {
+      const std::size_t want = step_wanted(held_);
+      const std::size_t take = std::min(want - std::min(want, held_.size()), in.size());
+      held_.append(in.substr(0, take));
+      in.remove_prefix(take);
+      if (held_.size() < want) return true;  // all of `in` is held: the step is still short
+      std::string step = std::exchange(held_, {});
+      if (!decompress(step, out)) return false;
     }
-    return decompress(in, out);
+    return in.empty() || decompress(in, out);
   }
-  bool at_end() const override { return boundary_ && magic_.empty(); }
+  bool at_end() const override { return boundary_ && held_.empty(); }
 
  private:
   static constexpr std::size_t kMagicBytes = 4;
@@ -265,65 +275,73 @@ class ZstdStage : public ContentDecoder::Stage {
     return kMagicBytes + 1 + (single_segment ? 0 : 1) + kDictionaryIdBytes[descriptor & 3] + content_size;
   }
 
-  // libzstd is given exactly the input it asked for next (the frame header, then each hint it
-  // returns), held here until that much has arrived, so that it sees the same calls however the
-  // body was split: it judges input it reads in pieces differently from input it reads at once
-  // (a corrupt frame was refused whole and passed over when split inside its header or its first
-  // block header; found by fuzz_content_coding).
+  // How many bytes the next step takes, `start` being what has arrived of it: at a frame boundary
+  // the magic number, then the frame header (known once its descriptor byte is in); inside a frame
+  // what libzstd asked for. An unknown magic wants nothing more: decompress() refuses it.
+  std::size_t step_wanted(std::string_view start) const {
+    if (!boundary_) return next_input_;
+    if (start.size() < kMagicBytes) return kMagicBytes;
+    if (!known_magic(start.data())) return start.size();
+    return header_bytes(start.data(), start.size());
+  }
+
+  // Decodes `in` step by step; a last step that has not arrived whole is held for run().
   bool decompress(std::string_view in, std::string& out) {
     std::size_t pos = 0;
-    bool output_pending = false;
-    while (pos < in.size() || output_pending) {
-      const char* next = in.data() + pos;
-      const std::size_t available = in.size() - pos;
-      if (boundary_ && !output_pending) {
-        if (available < kMagicBytes) {
-          magic_.assign(next, available);
-          break;
-        }
-        if (!known_magic(next)) {
-          consumed += pos;
-          return corrupt("not a zstd frame: unknown magic number");
-        }
-        next_input_ = header_bytes(next, available);
-        if (available < next_input_) {
-          magic_.assign(next, available);
-          break;
-        }
-        boundary_ = false;
+    for (;;) {
+      if (output_pending_) {  // drain what libzstd holds back before giving it more
+        if (!call({}, out, pos)) return false;
+        continue;
       }
-      if (!output_pending && available < next_input_) {
-        magic_.assign(next, available);
+      if (pos == in.size()) break;
+      const std::string_view rest = in.substr(pos);
+      const std::size_t want = step_wanted(rest);
+      if (boundary_ && rest.size() >= kMagicBytes && !known_magic(rest.data())) {
+        consumed += pos;
+        return corrupt("not a zstd frame: unknown magic number");
+      }
+      if (rest.size() < want) {
+        held_.assign(rest);
         break;
       }
-      const std::size_t step = std::min(available, next_input_);
-      ZSTD_inBuffer chunk{next, step, 0};
-      std::size_t room;
-      char* tail = grow(out, step, room);
-      ZSTD_outBuffer output{tail, room, 0};
-      auto hint = ZSTD_decompressStream(stream_, &output, &chunk);
-      if (!settle(out, room, output.pos)) return false;
-      pos += chunk.pos;
-      if (ZSTD_isError(hint)) {
-        consumed += pos;
-        return corrupt(ZSTD_getErrorName(hint));
-      }
-      boundary_ = hint == 0;  // a frame ended and is flushed; another may follow
-      // More output may wait only inside a frame: at a frame's end (0) everything is flushed, and
-      // another call would let libzstd read the next frame's first bytes before the magic check
-      // above (when the frame's output had just filled the room).
-      output_pending = hint != 0 && output.pos == output.size;
-      // What it asked for is the rest of this step while it could not take it all, else its hint.
-      next_input_ = chunk.pos < step ? step - chunk.pos : (boundary_ ? 0 : hint);
+      if (boundary_) next_input_ = want;  // the frame header
+      boundary_ = false;
+      const std::size_t before = pos;
+      if (!call(rest.substr(0, next_input_), out, pos)) return false;
+      consumed += pos - before;
     }
-    consumed += in.size() - magic_.size();
+    return true;
+  }
+
+  // One call of libzstd on `step` (empty: only drain held-back output); `pos` advances by what it
+  // took. Afterwards: whether a frame ended, whether output waits, and what it asks for next (the
+  // rest of this step while it did not take it all, else its hint).
+  bool call(std::string_view step, std::string& out, std::size_t& pos) {
+    ZSTD_inBuffer chunk{step.data(), step.size(), 0};
+    std::size_t room;
+    char* tail = grow(out, step.size(), room);
+    ZSTD_outBuffer output{tail, room, 0};
+    const auto hint = ZSTD_decompressStream(stream_, &output, &chunk);
+    if (!settle(out, room, output.pos)) return false;
+    pos += chunk.pos;
+    if (ZSTD_isError(hint)) {
+      consumed += chunk.pos;
+      return corrupt(ZSTD_getErrorName(hint));
+    }
+    if (!step.empty()) step_left_ = step.size() - chunk.pos;
+    boundary_ = hint == 0;  // a frame ended and is flushed; what it did not take starts the next
+    if (boundary_) step_left_ = 0;
+    output_pending_ = hint != 0 && output.pos == output.size;
+    next_input_ = step_left_ != 0 ? step_left_ : (boundary_ ? 0 : hint);
     return true;
   }
 
   ZSTD_DStream* stream_;
-  bool boundary_ = true;  // the next byte starts a frame (or the body could end here)
-  std::string magic_;     // input held until the next step libzstd asked for has arrived whole
-  std::size_t next_input_ = 0;  // the input libzstd asked for next
+  bool boundary_ = true;         // the next byte starts a frame (or the body could end here)
+  bool output_pending_ = false;  // libzstd filled the room it was given: it may hold more
+  std::string held_;             // what has arrived of the next step, until it is whole
+  std::size_t next_input_ = 0;   // the input libzstd asked for next
+  std::size_t step_left_ = 0;    // of the last step given, the bytes libzstd did not take yet
 };
 
 }  // namespace
