@@ -1,6 +1,8 @@
 # Shared helpers for the production-size tier (tests/production, ctest label `production`,
 # release build only): the e2e helpers, plus generators of data at the sizes real traffic has,
-# made at run time (nothing big is checked in). Source it first thing:
+# made at run time (nothing big is checked in; public_traces.py makes the public serving traces,
+# client.py is the real client that posts requests through record),
+# and peak_rss_mb, the memory bound's measure. Source it first thing:
 #   . "$(dirname "$0")/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../e2e/lib.sh"
 
@@ -33,3 +35,13 @@ PY
 
 # completed FILE.json: the "completed" count of a `replay --json` summary.
 completed() { jq -r .completed "$1"; }
+
+# peak_rss_mb OUT ERR CMD...: runs CMD (its stdout to OUT, its stderr to ERR) and prints its peak
+# resident set in MB (getrusage of the child); fails the test when CMD exits above 1 (1: "differs",
+# "some requests failed", which the caller checks).
+peak_rss_mb() {
+  python3 -c 'import resource, subprocess, sys
+code = subprocess.call(sys.argv[3:], stdout=open(sys.argv[1], "w"), stderr=open(sys.argv[2], "w"))
+if code > 1: sys.exit("%s exited %d (its errors: %s)" % (" ".join(sys.argv[3:5]), code, sys.argv[2]))
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' "$@"
+}

@@ -8,38 +8,12 @@
 start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --max-model-len 32768
 start_listening PROXY "$RETRACE" record --upstream "$SIM_URL" --listen 127.0.0.1:0 \
   --out "$WORK/recorded.rtrace"
-# The client: 32 threads, each streaming chat completions through the proxy and reading every
-# event to [DONE]; prints how many answers came back whole.
-python3 - "$PROXY_URL" >"$WORK/client.txt" <<'PY'
-import http.client, json, queue, sys, threading, urllib.parse
-url = urllib.parse.urlparse(sys.argv[1])
-work, whole = queue.Queue(), []
-for i in range(60):
-    work.put({"messages": [{"role": "user", "content": "think step by step about problem %d" % i}],
-              "max_tokens": 16384, "ignore_eos": True, "temperature": 0, "stream": True})
-def client():
-    while True:
-        try:
-            body = work.get_nowait()
-        except queue.Empty:
-            return
-        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=600)
-        conn.request("POST", "/v1/chat/completions", json.dumps(body), {"content-type": "application/json"})
-        response = conn.getresponse()
-        events, done = 0, False
-        for line in response:
-            if line.startswith(b"data: [DONE]"):
-                done = True
-            elif line.startswith(b"data: "):
-                events += 1
-        conn.close()
-        if response.status == 200 and done and events > 0:
-            whole.append(1)
-threads = [threading.Thread(target=client) for _ in range(32)]
-for t in threads: t.start()
-for t in threads: t.join()
-print(len(whole))
-PY
+# The client: 32 threads streaming chat completions through the proxy, every event read to
+# [DONE] (client.py).
+for i in $(seq 0 59); do
+  printf '{"request": {"messages": [{"role": "user", "content": "think step by step about problem %d"}], "max_tokens": 16384, "ignore_eos": true, "temperature": 0, "stream": true}}\n' "$i"
+done >"$WORK/requests.jsonl"
+python3 "$(dirname "$0")/client.py" "$PROXY_URL" "$WORK/requests.jsonl" 32 >"$WORK/client.txt"
 check_eq "$(cat "$WORK/client.txt")" 60 "every stream came back whole through the proxy"
 stop "$PROXY_PID" || fail "the proxy did not stop cleanly"
 

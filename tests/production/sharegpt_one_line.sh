@@ -24,18 +24,11 @@ check_eq "$(wc -l <"$WORK/sharegpt.json")" 0 "the file is one line (no newline a
 size_mb=$(( $(stat -c %s "$WORK/sharegpt.json") >> 20 ))
 (( size_mb >= 50 )) || fail "the generated file is only $size_mb MB"
 
-# peak_rss_mb CMD...: runs CMD, then prints its peak resident set in MB (getrusage of the child).
-peak_rss_mb() {
-  python3 -c 'import resource, subprocess, sys
-code = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=open(sys.argv[-1] + ".err", "w"))
-if code: sys.exit(code)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' "$@"
-}
-auto_mb=$(peak_rss_mb "$RETRACE" import "$WORK/sharegpt.json" --out "$WORK/auto.rtrace")
-named_mb=$(peak_rss_mb "$RETRACE" import "$WORK/sharegpt.json" --from sharegpt --out "$WORK/named.rtrace")
+auto_mb=$(peak_rss_mb /dev/null "$WORK/auto.err" "$RETRACE" import "$WORK/sharegpt.json" --out "$WORK/auto.rtrace")
+named_mb=$(peak_rss_mb /dev/null "$WORK/named.err" "$RETRACE" import "$WORK/sharegpt.json" --from sharegpt --out "$WORK/named.rtrace")
 echo "peak RSS of import: $auto_mb MB told from the file, $named_mb MB with --from sharegpt ($size_mb MB file)"
-check_contains "$WORK/auto.rtrace.err" "imported 30000 requests in 30000 sessions" "every conversation imported"
-check_contains "$WORK/auto.rtrace.err" "(sharegpt)" "the format told from the file"
+check_contains "$WORK/auto.err" "imported 30000 requests in 30000 sessions" "every conversation imported"
+check_contains "$WORK/auto.err" "(sharegpt)" "the format told from the file"
 # Memory does not follow the file: telling the format costs what --from costs, give or take
 # 16 MB of allocator noise, and both stay under half the file.
 (( auto_mb <= named_mb + 16 )) || fail "telling the format took $auto_mb MB, --from sharegpt $named_mb MB"

@@ -22,17 +22,10 @@ check_eq "$(jq -r '.levels[0].requests' "$WORK/summary.json")" "$REQUESTS" "the 
 check_eq "$(jq -r '[.runs[].matches_expected] | join(",")' "$WORK/summary.json")" "0,0" "no run matches a gold answer"
 A="$WORK/sweep/c64-r1.rtrace" B="$WORK/sweep/c64-r2.rtrace"
 
-# peak_rss_mb OUT CMD...: runs CMD (output to OUT), prints its peak resident set in MB (getrusage).
-peak_rss_mb() {
-  python3 -c 'import resource, subprocess, sys
-code = subprocess.call(sys.argv[2:], stdout=open(sys.argv[1], "w"), stderr=subprocess.STDOUT)
-if code > 1: sys.exit("%s exited %d" % (sys.argv[2:4], code))
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' "$@"
-}
-stats_mb=$(peak_rss_mb "$WORK/stats.txt" "$RETRACE" stats "$A")
-run_mb=$(peak_rss_mb "$WORK/run.out" "$RETRACE" report "$A" --out "$WORK/run.html")
-diff_mb=$(peak_rss_mb "$WORK/diff.out" "$RETRACE" report "$A" "$B" --out "$WORK/diff.html")
-sweep_mb=$(peak_rss_mb "$WORK/sweep.out" "$RETRACE" report "$WORK/sweep" --out "$WORK/sweep.html")
+stats_mb=$(peak_rss_mb "$WORK/stats.txt" "$WORK/stats.err" "$RETRACE" stats "$A")
+run_mb=$(peak_rss_mb "$WORK/run.out" "$WORK/run.err" "$RETRACE" report "$A" --out "$WORK/run.html")
+diff_mb=$(peak_rss_mb "$WORK/diff.out" "$WORK/diff.err" "$RETRACE" report "$A" "$B" --out "$WORK/diff.html")
+sweep_mb=$(peak_rss_mb "$WORK/sweep.out" "$WORK/sweep.err" "$RETRACE" report "$WORK/sweep" --out "$WORK/sweep.html")
 echo "peak RSS at $REQUESTS requests a run: stats $stats_mb MB, run report $run_mb MB, diff report $diff_mb MB," \
   "sweep summary $sweep_mb MB; pages $(( $(stat -c %s "$WORK/run.html") >> 10 )) KB," \
   "$(( $(stat -c %s "$WORK/diff.html") >> 10 )) KB, $(( $(stat -c %s "$WORK/sweep.html") >> 10 )) KB"
