@@ -6,6 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hours=${1:-1}
-targets=(trace_reader sse decoder import url sim_request)
+mapfile -t targets < <(scripts/fuzz.sh --list)  # every target, not a list of its own
 per_target=$(python3 -c "print(int($hours * 3600 / ${#targets[@]}))")
 exec scripts/fuzz.sh "$per_target" "${targets[@]}"

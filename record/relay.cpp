@@ -216,8 +216,11 @@ void ClientSession::finish_response() {
 // same way — close without the terminating chunk, short of the Content-Length.
 void ClientSession::abort_stream() {
   auto kind = net::classify(upstream_error_, net::Phase::read_body);
-  capture_.exchange.error = {kind, net::describe(upstream_error_, net::Phase::read_body,
-                                                 options_.upstream.str())};
+  auto message = net::describe(upstream_error_, net::Phase::read_body, options_.upstream.str());
+  // A trailer field past what Beast's fields hold: named, as one in the head is.
+  if (upstream_error_ == http::error::header_limit && !response_parser_->oversized().empty())
+    message = "upstream's response trailer: " + response_parser_->oversized() + " (" + message + ")";
+  capture_.exchange.error = {kind, std::move(message)};
   capture_.exchange.decode_note = "response ended early: " + capture_.exchange.error.message;
   complete(true);
 }

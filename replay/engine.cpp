@@ -6,9 +6,6 @@
 #include <malloc.h>
 
 #include <algorithm>
-#include <iostream>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <sstream>
@@ -107,12 +104,9 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
   auto worker_count = workers.size();
   if (shared.kind == ScheduleKind::concurrency) {
     auto slots = static_cast<std::size_t>(std::max(shared.options.schedule.concurrency, 1));
-    for (std::size_t s = 0; s < slots; ++s) {
-      auto& worker = *workers[s % worker_count];
-      asio::co_spawn(worker.io(), worker.run_closed_slot(), asio::detached);
-    }
+    for (std::size_t s = 0; s < slots; ++s) workers[s % worker_count]->start_closed_slot();
   } else {
-    for (auto& worker : workers) asio::co_spawn(worker->io(), worker->run_launcher(), asio::detached);
+    for (auto& worker : workers) worker->start_launcher();
   }
   std::atomic<std::size_t> running{worker_count};
   std::vector<double> thread_cpu_s(worker_count, 0.0);  // each slot written by its thread only
@@ -121,8 +115,7 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
     threads.emplace_back([&worker = workers[t], &running, &cpu_s = thread_cpu_s[t]] {
       worker->io().restart();
       net::run_handlers(worker->io(), [](std::string_view what) {
-        std::cerr << "retrace replay: internal error in a request's handler (" + std::string(what) +
-                         "); that request was dropped and the run goes on\n";
+        report_internal_error("a request's handler was dropped", what);
       });
       cpu_s = thread_cpu_seconds();  // a new thread each phase: this phase's CPU
       running.fetch_sub(1);

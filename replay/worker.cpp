@@ -9,12 +9,12 @@
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 #include <exception>
+#include <iostream>
 
 #include "net/arrived_body.hpp"
 #include "net/errors.hpp"
@@ -41,6 +41,22 @@ std::string header_value(const http::fields& fields, http::field field) {
   auto it = fields.find(field);
   return it == fields.end() ? std::string() : std::string(it->value());
 }
+
+// Ends an exchange's watchdog when its transfer ends, by any path, an exception's included: one
+// left armed re-arms itself for ever, and its worker's io_context, so the whole run, never ends.
+class WatchEnd {
+ public:
+  explicit WatchEnd(Watchdog& watchdog) : watchdog_(watchdog) {}
+  WatchEnd(const WatchEnd&) = delete;
+  WatchEnd& operator=(const WatchEnd&) = delete;
+  ~WatchEnd() {
+    watchdog_.done = true;
+    watchdog_.timer.cancel();
+  }
+
+ private:
+  Watchdog& watchdog_;
+};
 
 // Live-session answers rewrite the prepared body (and so its head and key) once there are any.
 bool changes_body(const std::vector<std::optional<std::string>>* answers) {
@@ -98,6 +114,12 @@ class Worker::Hooks {
   Watchdog& watchdog_;
   net::UpstreamConnection* connection_;
 };
+
+void report_internal_error(std::string_view what, std::string_view why) {
+  // One write: several worker threads may report at once.
+  std::cerr << "retrace replay: internal error (" + std::string(why) + "): " + std::string(what) +
+                   "; the run goes on\n";
+}
 
 std::unique_ptr<char[]> Worker::take_buffer() {
   if (free_buffers_.empty()) return std::make_unique<char[]>(kReadBufferBytes);
@@ -184,6 +206,25 @@ asio::awaitable<std::optional<Work>> Worker::next_work() {
   co_return Work{&chain, {}, chain.start_ns, nullptr};
 }
 
+// What a slot or launcher coroutine ends with. An exception out of one (none is expected:
+// run_exchange records its own) is said on stderr, never dropped as asio::detached would drop
+// it: the run goes on with the other slots, one fewer.
+void Worker::spawn(asio::awaitable<void> work, const char* what) {
+  asio::co_spawn(io_, std::move(work), [what](std::exception_ptr thrown) {
+    if (!thrown) return;
+    try {
+      std::rethrow_exception(thrown);
+    } catch (const std::exception& e) {
+      report_internal_error(std::string(what) + " ended", e.what());
+    } catch (...) {
+      report_internal_error(std::string(what) + " ended", "an exception that is not a std::exception");
+    }
+  });
+}
+
+void Worker::start_closed_slot() { spawn(run_closed_slot(), "a closed-loop slot"); }
+void Worker::start_launcher() { spawn(run_launcher(), "an open-loop launcher"); }
+
 asio::awaitable<void> Worker::run_closed_slot() {
   while (!stopping_ && !past_duration(0)) {
     auto work = co_await next_work();
@@ -198,7 +239,7 @@ asio::awaitable<void> Worker::run_launcher() {
     auto work = co_await next_work();
     if (!work || past_duration(work->start_ns)) break;
     if (!co_await wait_until(work->start_ns)) break;
-    asio::co_spawn(io_, run_chain(std::move(*work), false), asio::detached);
+    spawn(run_chain(std::move(*work), false), "a request chain");
   }
 }
 
@@ -231,15 +272,16 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
     const Prepared& send, std::int64_t intended_ns,
     const std::vector<std::optional<std::string>>* answers) {
   const PreparedRequest& prepared = *send.request;
-  auto record = describe_request(send, intended_ns, answers);
-  auto dialect = llm::detect_dialect(record.request.target, record.request.body);
-  Flight flight(std::move(record), shared_.clock, take_decoder(dialect));
-  // An exception here would otherwise end the detached chain and lose the exchange: it is
-  // recorded on the exchange instead (e.g. Beast refusing a header value over 64 KiB).
-  try {
-    co_await stream(flight, request_head(flight, prepared, answers), flight.exchange.request.body);
-  } catch (const std::exception& e) {
-    flight.failure = e.what();
+  Flight flight = start_flight(send, intended_ns, answers);
+  // An exception here would otherwise end the chain (and, closed-loop, its slot) and lose the
+  // exchange: it is recorded on the exchange instead (e.g. Beast refusing a header value over
+  // 64 KiB, in the request's head or the response's trailer). stream() leaves nothing armed.
+  if (flight.failure.empty()) {
+    try {
+      co_await stream(flight, request_head(flight, prepared, answers), flight.exchange.request.body);
+    } catch (const std::exception& e) {
+      flight.failure = e.what();
+    }
   }
   // What arrived is decoded even when the transfer failed: the tokens before the failure stay.
   // Not while the writer holds too much decoded already (WriteQueue::kHeldBytes).
@@ -249,7 +291,13 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
   } catch (const std::exception& e) {
     if (flight.failure.empty()) flight.failure = e.what();
   }
-  auto answer = finish(flight, answers != nullptr);
+  std::optional<std::string> answer;
+  try {
+    answer = finish(flight, answers != nullptr);
+  } catch (const std::exception& e) {
+    // Out of memory while classifying or queueing: the record cannot be kept; stderr says so.
+    report_internal_error("a request's record was lost", e.what());
+  }
   give_decoder(std::move(flight.decoder));
   co_return answer;
 }
@@ -261,6 +309,31 @@ const std::string& Worker::request_head(Flight& flight, const PreparedRequest& p
   if (!prepared.head.empty() && !changes_body(answers)) return prepared.head;
   flight.head = wire_head(prepared, flight.exchange.request.body);
   return flight.head;
+}
+
+// The exchange's flight, its request described. When describing it throws (live-session answers
+// substituted, out of memory), the flight carries the failure with what is known of the request,
+// and nothing is sent.
+Flight Worker::start_flight(const Prepared& send, std::int64_t intended_ns,
+                            const std::vector<std::optional<std::string>>* answers) {
+  std::string failure;
+  try {
+    auto record = describe_request(send, intended_ns, answers);
+    auto dialect = llm::detect_dialect(record.request.target, record.request.body);
+    return Flight(std::move(record), shared_.clock, take_decoder(dialect));
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const PreparedRequest& prepared = *send.request;
+  Exchange record;
+  record.source_id = prepared.source_id;
+  record.session_id = prepared.session_id;
+  record.intended_send_ns = intended_ns;
+  record.request.method = prepared.method;
+  record.request.target = prepared.target;
+  Flight flight(std::move(record), shared_.clock, take_decoder(llm::Dialect::unknown));
+  flight.failure = std::move(failure);
+  return flight;
 }
 
 // The record of the request as sent: the input's identity and labels, this run's body (with
@@ -309,6 +382,7 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
   if (shared_.options.request_deadline) deadline = Watchdog::WaitClock::now() + *shared_.options.request_deadline;
   auto watchdog = std::make_shared<Watchdog>(io_, timeout, deadline);
   watch(watchdog);
+  WatchEnd watch_end(*watchdog);  // must outlive every use of the watchdog below
   auto buffer = take_buffer();
 
   // A connection reused from the pool may have been closed by the server (while idle, or as
@@ -378,8 +452,6 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
   if (ec == beast::error::timeout && flight.expired == Expiry::none)
     flight.expired = watchdog->past(Watchdog::WaitClock::now()) == Expiry::deadline ? Expiry::deadline
                                                                                     : Expiry::idle;
-  watchdog->done = true;
-  watchdog->timer.cancel();
   give_buffer(std::move(buffer));
 }
 

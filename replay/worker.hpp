@@ -159,6 +159,11 @@ struct Shared {
 struct Flight;
 struct Watchdog;
 
+// What a worker's thread cannot keep from failing (out of memory, a library's exception where none
+// was expected), said on stderr in one line: "retrace replay: internal error (WHY): WHAT; the run
+// goes on". Any thread.
+void report_internal_error(std::string_view what, std::string_view why);
+
 class Worker {
  public:
   // The pool's idle age is weighed against the upstream's real keep-alive timeout: real time, like
@@ -166,10 +171,11 @@ class Worker {
   explicit Worker(Shared& shared)
       : shared_(shared), pool_(retrace::Clock::system(), 4096), pool_key_(net::pool_key(shared.url)) {}
   boost::asio::io_context& io() { return io_; }
-  // Closed loop: takes the next work until none is left.
-  boost::asio::awaitable<void> run_closed_slot();
-  // Open loop: takes the next work and starts it at its start time, until none is left.
-  boost::asio::awaitable<void> run_launcher();
+  // Closed loop: a slot on io() that takes the next work until none is left.
+  void start_closed_slot();
+  // Open loop: a launcher on io() that takes the next work and starts it at its start time,
+  // until none is left.
+  void start_launcher();
   // Stops sending and closes every connection, cutting what is in flight. On io()'s thread.
   void stop_now();
   // --duration: whether a request meant for `intended_ns` (or sent now) would start after the
@@ -179,6 +185,10 @@ class Worker {
  private:
   class Hooks;
 
+  // co_spawn on io(), an exception out of `work` said on stderr (report_internal_error).
+  void spawn(boost::asio::awaitable<void> work, const char* what);
+  boost::asio::awaitable<void> run_closed_slot();
+  boost::asio::awaitable<void> run_launcher();
   boost::asio::awaitable<std::optional<Work>> next_work();
   boost::asio::awaitable<void> run_chain(Work work, bool closed_loop);
   // One request and its response, counted and handed to the writer. Does not throw: a failure
@@ -188,6 +198,8 @@ class Worker {
       const Prepared& send, std::int64_t intended_ns,
       const std::vector<std::optional<std::string>>* answers);
   // run_exchange's steps, in order.
+  Flight start_flight(const Prepared& send, std::int64_t intended_ns,
+                      const std::vector<std::optional<std::string>>* answers);
   Exchange describe_request(const Prepared& send, std::int64_t intended_ns,
                             const std::vector<std::optional<std::string>>* answers) const;
   // `head` and `body` are the request's bytes as sent (PreparedRequest::head, or wire_head of a body

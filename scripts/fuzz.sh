@@ -4,14 +4,19 @@
 # grew (build/fuzz/corpus/TARGET, kept between runs). Prints executions and coverage per target;
 # exits 1 when a target found a crash, a leak, undefined behaviour or an input that allocates past
 # 2 GiB (the reproducer is left in build/fuzz/findings/).
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: trace_reader sse decoder import trace_import content_coding url sim_request http_head redaction export_import)
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (every target of fuzz/CMakeLists.txt when none is named)
+#        scripts/fuzz.sh --list                    (prints those targets, one a line)
 # bench/fuzz.sh runs the same for hours.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
+# The one list of targets is fuzz/CMakeLists.txt's `set(targets ...)`: a target added there is
+# run here (and by bench/fuzz.sh and scripts/test.sh) without a second list to forget.
+all_targets() { sed -n '/^set(targets/,/)/p' fuzz/CMakeLists.txt | tr '()' '  ' | tr -s ' \n' '\n' | grep -vxE 'set|targets|'; }
+if [[ $seconds == --list ]]; then all_targets; exit 0; fi
 targets=("$@")
-(( ${#targets[@]} )) || targets=(trace_reader sse decoder import trace_import content_coding url sim_request http_head redaction export_import)
+(( ${#targets[@]} )) || mapfile -t targets < <(all_targets)
 
 # The build's output only when it fails: a failed build ended this script in silence (set -e),
 # and scripts/test.sh then failed with no word of why.

@@ -96,6 +96,8 @@ void Session::on_read(beast::error_code ec) {
   if (ec) {
     if (ec == asio::error::operation_aborted || closed_) return close();
     keep_alive_ = false;
+    if (ec == http::error::header_limit && !parser_->oversized().empty())
+      return respond_error({431, "request " + parser_->oversized(), {}, "request_header_too_large"});
     return respond_error({400, "malformed HTTP request: " + ec.message(), {}, {}});
   }
   HttpRequest request = parser_->release();

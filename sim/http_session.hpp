@@ -15,6 +15,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "net/field_bounded_parser.hpp"
 #include "sim/api.hpp"
 
 namespace retrace::sim {
@@ -74,7 +75,9 @@ class Session : public std::enable_shared_from_this<Session> {
   SessionOwner& owner_;
   boost::asio::steady_timer idle_timer_;  // armed while waiting for a request header
   boost::beast::flat_buffer read_buffer_;
-  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  // Bounded: a field Beast cannot hold (a header's, or a chunked body's trailer's, over 65,533
+  // bytes) fails the read, answered 431, instead of throwing out of the read's handler.
+  std::optional<net::BoundedRequestParser<boost::beast::http::string_body>> parser_;
   std::string sse_;        // SSE bytes not yet framed
   std::string outbox_;     // framed bytes not yet handed to the socket
   std::string writing_;    // bytes in flight; must outlive the write

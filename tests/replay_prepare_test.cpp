@@ -92,3 +92,34 @@ TEST_CASE("the copies --requests makes of an input exchange share one prepared r
   }
   CHECK(sends[0].request != sends[1].request);
 }
+
+TEST_CASE("a request that would put a line on the wire is refused where replay prepares it") {
+  // The trace reader leaves such a record out; a LoadedTrace built in memory (or a --header, a
+  // base path) reaches preparation all the same (#34 item 4).
+  Exchange clean;
+  clean.id = 7;
+  clean.request.method = "POST";
+  clean.request.target = "/v1/completions";
+  clean.request.body = R"({"prompt":"x"})";
+  replay::Options options;
+  replay::Preflight checked;
+  checked.url = net::parse_url("http://127.0.0.1:9");
+  replay::Preparer prepare(options, checked);
+  CHECK(prepare(clean)->head.find("POST /v1/completions HTTP/1.1\r\n") == 0);
+
+  auto value = clean;
+  value.request.headers = {{"X-A", "a\r\nInjected: yes"}};
+  auto target = clean;
+  target.request.target = "/v1/x HTTP/1.1\r\n\r\nPOST /v1/y";
+  auto name = clean;
+  name.request.headers = {{"X-A\r\nInjected", "yes"}};
+  for (const auto& bad : {value, target, name}) {
+    INFO(bad.request.target);
+    CHECK_THROWS_WITH(prepare(bad), Catch::Contains("exchange 7: its request cannot go on the wire: ") &&
+                                        Catch::Contains("; use --filter to leave it out"));
+  }
+  replay::Options with_header;
+  with_header.headers = {{"X-Extra", "b\nInjected: yes"}};
+  replay::Preparer prepare_with_header(with_header, checked);
+  CHECK_THROWS_WITH(prepare_with_header(clean), Catch::Contains("its request cannot go on the wire"));
+}

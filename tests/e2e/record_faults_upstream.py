@@ -20,6 +20,9 @@ recorder decodes the stream as chat), picks the misbehaviour:
   /drop-next   a whole SSE chat stream, kept alive (no Connection: close); the next request on
                the same connection is read and answered by closing it, as llama.cpp's server
                does to every request after a streamed response
+  /huge-header?n=N[&field=coding|trailer]
+               a header field X-Big of N bytes (a Content-Encoding list; X-Big as a chunked
+               body's trailer), past what an HTTP library's fields may hold
   /set-cookie  200 with a small JSON body, a Set-Cookie and an X-Api-Key header (secrets a
                trace redacts) and a harmless X-Request-Id, kept alive
   /vllm-error, /sglang-error
@@ -198,6 +201,12 @@ class Handler(socketserver.BaseRequestHandler):
                 else:
                     field = b"X-Big: " + b"a" * n
                 body = b'{"ok":true}'
+                if params.get("field") == "trailer":
+                    # The field as a chunked body's trailer: after the head, out of its limit.
+                    sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                 b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n%s\r\n\r\n"
+                                 % (len(body), body, field))
+                    continue
                 sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + field +
                              b"\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
                 continue

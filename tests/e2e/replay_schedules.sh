@@ -74,7 +74,7 @@ export REPLAY_TEST_KEY=sk-SECRET-0123456789
 "$RETRACE" replay "$WORK/gold.rtrace" --target "$SIM_URL" --out "$WORK/over.rtrace" -c 4 \
   --set max_tokens=3 --set ignore_eos=true --set stream=true --set stream_options.include_usage=true --unset temperature \
   --header 'X-Replay-Test: hello' --header 'X-Api-Key: SECRET-too' --api-key-env REPLAY_TEST_KEY \
-  --label team=blue --limit 5 >/dev/null
+  --header 'X-Note: eyJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0.' --label team=blue --limit 5 >/dev/null
 check_eq "$(zstd -dc "$WORK/over.rtrace" | grep -c SECRET || true)" 0 "secrets in the trace"
 ex "$WORK/over.rtrace" >"$WORK/over.jsonl"
 check_eq "$(wc -l <"$WORK/over.jsonl")" 5 "--limit 5"
@@ -84,6 +84,12 @@ check_eq "$(jq -r '.request.body | fromjson | [.max_tokens, .stream_options.incl
   "3,true,false" "request bodies as sent"
 check_eq "$(jq -r '.request.headers[] | select(.[0] == "X-Replay-Test") | .[1]' "$WORK/over.jsonl" | sort -u)" hello "custom header"
 check_eq "$(jq -r '.request.headers[] | select(.[0] == "Authorization") | .[1]' "$WORK/over.jsonl" | sort -u)" "[redacted]" "Authorization redacted"
+# --header's rule as its help states it (#34 item 7): kept, unless a secret-looking name or a value
+# shaped like a JWT or a known key.
+"$RETRACE" replay --help >"$WORK/replay_help.txt"
+check_contains "$WORK/replay_help.txt" "the run's trace and outputs keep it unless the secret policy redacts it" "--header's rule in the help"
+check_eq "$(jq -r '.request.headers[] | select(.[0] == "X-Api-Key") | .[1]' "$WORK/over.jsonl" | sort -u)" "[redacted]" "a --header with a secret name"
+check_eq "$(jq -r '.request.headers[] | select(.[0] == "X-Note") | .[1]' "$WORK/over.jsonl" | sort -u)" "[redacted]" "a --header whose value is a JWT"
 check_eq "$(jq -r '.labels.team' "$WORK/over.jsonl" | sort -u)" blue "--label"
 # The request key is that of the body as sent.
 check_eq "$(jq -r '.key' "$WORK/over.jsonl" | sort -u | wc -l)" 5 "request keys of rewritten bodies"

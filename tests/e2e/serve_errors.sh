@@ -47,6 +47,24 @@ expect_error 413 null "limit" POST /v1/completions "{\"prompt\":\"$(head -c 6000
 # a chunked body over the limit (no Content-Length to check up front)
 got=$(head -c 6000 /dev/zero | tr '\0' a | curl -sS -o "$WORK/err" -w '%{http_code}' -H 'transfer-encoding: chunked' --data-binary @- "$URL/v1/completions")
 check_eq "$got" 413 "chunked oversized body"
+# a chunked body whose trailer holds a field longer than one may (65,533 bytes): 431 naming it,
+# where Beast's fields would throw out of the read's handler and drop the connection (#34 item 1)
+python3 - "${URL#http://}" >"$WORK/trailer" <<'PY'
+import socket, sys
+host, port = sys.argv[1].rsplit(":", 1)
+body = b'{"prompt":"x","max_tokens":1}'
+with socket.create_connection((host, int(port))) as conn:
+    conn.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\nX-Trailer: %s\r\n\r\n"
+                 % (len(body), body, b"a" * 70000))
+    answer = b""
+    while chunk := conn.recv(65536):  # serve closes after an error answer
+        answer += chunk
+sys.stdout.write(answer.decode())
+PY
+check_eq "$(head -1 "$WORK/trailer" | tr -d '\r')" "HTTP/1.1 431 Request Header Fields Too Large" "a trailer field too long"
+check_contains "$WORK/trailer" "request header field X-Trailer: its value is 70000 bytes, over the 65533 bytes one field may hold" \
+  "the 431 names the field"
 
 # garbage on the socket gets a 400 (or a closed connection) and the server lives on
 printf 'NOT HTTP AT ALL\r\n\r\n' | timeout 5 bash -c "exec 3<>/dev/tcp/${URL#http://}; cat >&3; cat <&3" >"$WORK/garbage" 2>/dev/null || true
