@@ -13,11 +13,12 @@
 //   the latency a user arriving on schedule would have seen (wrk2's coordinated-omission fix).
 // - duration: first send to last end; requests/s and tokens/s count completed exchanges only.
 #include <algorithm>
-#include <boost/json.hpp>
 #include <limits>
 #include <map>
 
 #include "metrics/stats.hpp"
+
+#include "metrics/run_settings.hpp"
 
 #include "llm/llm.hpp"
 
@@ -93,14 +94,7 @@ std::optional<double> tpot_of(const ExchangeMetrics& m) {
 }
 
 bool is_open_loop(const TraceHeader& header) {
-  if (header.source != Source::replayed) return false;
-  boost::json::error_code ec;
-  auto settings = boost::json::parse(header.settings, ec);
-  if (ec || !settings.is_object()) return false;
-  auto* schedule = settings.as_object().if_contains("schedule");
-  if (!schedule || !schedule->is_object()) return false;
-  auto* kind = schedule->as_object().if_contains("kind");
-  return kind && kind->is_string() && (kind->as_string() == "rate" || kind->as_string() == "recorded");
+  return header.source == Source::replayed && run_settings_of(header.settings).open_loop();
 }
 
 constexpr double kMs = 1e6;
@@ -145,7 +139,7 @@ Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exch
   StatsBuilder builder(is_open_loop(header), slo);
   for (const auto& exchange : exchanges) builder.add(exchange);
   auto stats = std::move(builder).finish();
-  stats.client = replay::client_usage_of(header.settings);
+  stats.client = run_settings_of(header.settings).client;
   return stats;
 }
 
@@ -163,7 +157,7 @@ Stats stats_of_trace(const std::filesystem::path& path, const Slo& slo, Recovery
   while (reader.next(exchange)) builder.add(exchange);
   if (recovery) *recovery = reader.recovery();
   auto stats = std::move(builder).finish();
-  stats.client = replay::client_usage_of(reader.header().settings);
+  stats.client = run_settings_of(reader.header().settings).client;
   return stats;
 }
 

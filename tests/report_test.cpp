@@ -314,7 +314,7 @@ StatsContext fixed_context() {
 TEST_CASE("The stats report renders to its golden text Markdown and JSON") {
   auto stats = fixed_stats(true);
   // The client's headroom, as a replay measures it (replay/client_usage.hpp).
-  stats.client = replay::ClientUsage{0.076, 0.2, 0.05, 2, 2};
+  stats.client = metrics::ClientUsage{0.076, 0.2, 0.05, 2, 2};
   auto context = fixed_context();
   check_golden("stats.txt", render_stats_text(stats, context));
   check_golden("stats.md", render_stats_markdown(stats, context));
