@@ -432,10 +432,12 @@ diff::Result fixed_diff() {
 
 }  // namespace
 
-TEST_CASE("The diff renders to its golden Markdown JSON and CSV") {
+TEST_CASE("The diff renders to its golden terminal text Markdown JSON and CSV") {
   DiffRenderOptions options;
   options.expect = true;
-  std::ostringstream markdown, json, csv;
+  std::ostringstream terminal, markdown, json, csv;
+  render_diff_terminal(fixed_diff(), options, terminal);
+  check_golden("diff.txt", terminal.str());
   render_diff_markdown(fixed_diff(), options, markdown);
   render_diff_json(fixed_diff(), options, json);
   render_diff_csv(fixed_diff(), csv);
