@@ -313,7 +313,7 @@ StatsContext fixed_context() {
 
 TEST_CASE("The stats report renders to its golden text Markdown and JSON") {
   auto stats = fixed_stats(true);
-  // The client's headroom, as a replay measures it (replay/client_usage.hpp).
+  // The client's headroom, as a replay measures it (metrics/client_usage.hpp).
   stats.client = metrics::ClientUsage{0.076, 0.2, 0.05, 2, 2};
   auto context = fixed_context();
   check_golden("stats.txt", render_stats_text(stats, context));
