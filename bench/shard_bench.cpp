@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
     }
     writer.close();
   }
-  auto identity = replay::input_identity_json(keys_only);
+  auto identity = replay::input_identity(keys_only);
   keys_only.exchanges.clear();
   keys_only.exchanges.shrink_to_fit();
 
@@ -98,7 +98,9 @@ int main(int argc, char** argv) {
     TraceHeader header;
     header.source = Source::replayed;
     header.target = options.target;
-    header.settings = replay::with_shard_facts(replay::settings_json(options), facts);
+    auto settings = replay::run_settings(options);
+    replay::add_shard_facts(settings, facts);
+    header.settings = metrics::to_json(settings);
     header.labels = {{"run", "shard" + std::to_string(shard)}, {"concurrency", "8"}};
     TraceWriter writer(dir / ("shard" + std::to_string(shard) + ".rtrace"), header);
     std::uint64_t next_id = 0;

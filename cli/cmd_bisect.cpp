@@ -73,94 +73,114 @@ std::string substitute(std::string command, const std::string& value) {
   return command;
 }
 
-int run_bisect_command(BisectArgs& args) {
-  sweep::BisectAxis axis;
-  axis.diff.near_tie = args.near_tie;
-  axis.max_error_rate = args.replay.max_error_rate;
-  std::atomic<bool> stop{false};
-
-  auto need_replay = [&](const char* mode) {
-    if (args.trace.empty() || args.target.empty())
-      throw std::invalid_argument(std::string("--over ") + mode + " needs --trace T and --target URL");
-    sweep::to_replay_options(args.replay, args.target, 1, {});  // validate before any traffic
-  };
-
+// What the probes of an axis use, kept while the bisection runs (axis.run_for refers to it).
+struct Probes {
   std::optional<LoadedTrace> trace;
   std::shared_ptr<const replay::Preflight> checked;  // --over values: each deployment its own
   fs::path dir;
   std::vector<int> levels;
   std::vector<std::string> values;
-  if (args.over == "concurrency") {
-    if (args.range.empty()) throw std::invalid_argument("--over concurrency needs --range FROM..TO");
-    need_replay("concurrency");
-    levels = sweep::parse_range(args.range);
-    trace = replay::load_input(args.trace, sweep::to_replay_options(args.replay, args.target, 1, {}),
-                               std::cerr, "bisect");
-    // Once for every probe, before any traffic: the target stays the same along this axis.
-    checked = std::make_shared<const replay::Preflight>(
-        replay::preflight(*trace, sweep::to_replay_options(args.replay, args.target, 1, {})));
-    for (const auto& note : checked->notes) std::cerr << "bisect: " << note << "\n";
-    dir = make_out_dir(args.out, args.force);
-    for (int level : levels)
-      check_output_file(dir / ("c" + std::to_string(level) + ".rtrace"), {args.trace}, true, "--out");
-    axis.name = "concurrency";
-    for (int level : levels) axis.point_labels.push_back("concurrency " + std::to_string(level));
-    axis.run_for = [&](std::size_t index) {
-      int level = levels[index];
-      return sweep::replay_at(*trace, args.replay, args.target, level,
-                              {{"run", "bisect-c" + std::to_string(level)},
-                               {"concurrency", std::to_string(level)}},
-                              dir / ("c" + std::to_string(level) + ".rtrace"), &stop, checked);
-    };
-  } else if (args.over == "runs") {
-    if (args.items.size() < 2)
-      throw std::invalid_argument("--over runs needs BASE and at least one more run, in order");
-    for (const auto& path : args.items)
-      if (!fs::exists(path)) throw std::invalid_argument("run " + path + " does not exist");
-    axis.name = "runs";
-    for (const auto& path : args.items) axis.point_labels.push_back(path);
-    axis.run_for = [&](std::size_t index) { return fs::path(args.items[index]); };
-  } else if (args.over == "values") {
-    for (const auto& item : args.items) {
-      std::string_view rest = item;
-      while (!rest.empty()) {
-        auto comma = rest.find(',');
-        auto value = rest.substr(0, comma);
-        if (!value.empty()) values.emplace_back(value);
-        if (comma == std::string_view::npos) break;
-        rest.remove_prefix(comma + 1);
-      }
+};
+
+void need_replay(const BisectArgs& args, const char* mode) {
+  if (args.trace.empty() || args.target.empty())
+    throw std::invalid_argument(std::string("--over ") + mode + " needs --trace T and --target URL");
+  sweep::to_replay_options(args.replay, args.target, 1, {});  // validate before any traffic
+}
+
+// --over concurrency: --trace replayed at each probed level of --range.
+void concurrency_axis(BisectArgs& args, Probes& probes, sweep::BisectAxis& axis, std::atomic<bool>& stop) {
+  if (args.range.empty()) throw std::invalid_argument("--over concurrency needs --range FROM..TO");
+  need_replay(args, "concurrency");
+  probes.levels = sweep::parse_range(args.range);
+  probes.trace = replay::load_input(args.trace, sweep::to_replay_options(args.replay, args.target, 1, {}),
+                                    std::cerr, "bisect");
+  // Once for every probe, before any traffic: the target stays the same along this axis.
+  probes.checked = std::make_shared<const replay::Preflight>(
+      replay::preflight(*probes.trace, sweep::to_replay_options(args.replay, args.target, 1, {})));
+  for (const auto& note : probes.checked->notes) std::cerr << "bisect: " << note << "\n";
+  probes.dir = make_out_dir(args.out, args.force);
+  for (int level : probes.levels)
+    check_output_file(probes.dir / ("c" + std::to_string(level) + ".rtrace"), {args.trace}, true, "--out");
+  axis.name = "concurrency";
+  for (int level : probes.levels) axis.point_labels.push_back("concurrency " + std::to_string(level));
+  axis.run_for = [&](std::size_t index) {
+    int level = probes.levels[index];
+    return sweep::replay_at(*probes.trace, args.replay, args.target, level,
+                            {{"run", "bisect-c" + std::to_string(level)}, {"concurrency", std::to_string(level)}},
+                            probes.dir / ("c" + std::to_string(level) + ".rtrace"), &stop, probes.checked);
+  };
+}
+
+// --over runs: recorded runs BASE RUN1 RUN2... in order.
+void runs_axis(const BisectArgs& args, sweep::BisectAxis& axis) {
+  if (args.items.size() < 2)
+    throw std::invalid_argument("--over runs needs BASE and at least one more run, in order");
+  for (const auto& path : args.items)
+    if (!fs::exists(path)) throw std::invalid_argument("run " + path + " does not exist");
+  axis.name = "runs";
+  for (const auto& path : args.items) axis.point_labels.push_back(path);
+  axis.run_for = [&](std::size_t index) { return fs::path(args.items[index]); };
+}
+
+// The --over values given, each argument split at its commas; empty values skipped.
+std::vector<std::string> split_values(const std::vector<std::string>& items) {
+  std::vector<std::string> values;
+  for (const auto& item : items) {
+    std::string_view rest = item;
+    while (!rest.empty()) {
+      auto comma = rest.find(',');
+      auto value = rest.substr(0, comma);
+      if (!value.empty()) values.emplace_back(value);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
     }
-    if (values.size() < 2)
-      throw std::invalid_argument("--over values needs at least two values: v1,v2,...");
-    if (args.run.empty())
-      throw std::invalid_argument("--over values needs --run 'CMD {}' (run before each probe, {} "
-                                  "replaced by the value)");
-    need_replay("values");
-    trace = replay::load_input(args.trace, sweep::to_replay_options(args.replay, args.target, 1, {}),
-                               std::cerr, "bisect");
-    dir = make_out_dir(args.out, args.force);
-    for (std::size_t index = 0; index < values.size(); ++index)
-      check_output_file(dir / probe_file(index, values[index]), {args.trace}, true, "--out");
-    axis.name = "values";
-    for (const auto& value : values) axis.point_labels.push_back("value " + value);
-    axis.run_for = [&](std::size_t index) {
-      const std::string& value = values[index];
-      std::string shell_command = substitute(args.run, value);
-      (args.json ? std::cerr : std::cout) << "  $ " << shell_command << "\n" << std::flush;
-      auto result = sweep::run_shell(shell_command);
-      if (result.exit_code != 0)
-        throw std::runtime_error("--run command failed for value " + value + " (exit " +
-                                 std::to_string(result.exit_code) + "): " + shell_command +
-                                 "\n--- its output:\n" + result.output + "--- end of output");
-      return sweep::replay_at(*trace, args.replay, args.target, args.concurrency,
-                              {{"run", "bisect-" + file_safe(value)}, {"value", value}},
-                              dir / probe_file(index, value),
-                              &stop, nullptr);
-    };
-  } else {
-    throw std::invalid_argument("--over must be concurrency, runs or values");
   }
+  return values;
+}
+
+// --over values: --run 'CMD {}' deploys each probed value, then --trace is replayed against it.
+void values_axis(BisectArgs& args, Probes& probes, sweep::BisectAxis& axis, std::atomic<bool>& stop) {
+  probes.values = split_values(args.items);
+  if (probes.values.size() < 2)
+    throw std::invalid_argument("--over values needs at least two values: v1,v2,...");
+  if (args.run.empty())
+    throw std::invalid_argument("--over values needs --run 'CMD {}' (run before each probe, {} "
+                                "replaced by the value)");
+  need_replay(args, "values");
+  probes.trace = replay::load_input(args.trace, sweep::to_replay_options(args.replay, args.target, 1, {}),
+                                    std::cerr, "bisect");
+  probes.dir = make_out_dir(args.out, args.force);
+  for (std::size_t index = 0; index < probes.values.size(); ++index)
+    check_output_file(probes.dir / probe_file(index, probes.values[index]), {args.trace}, true, "--out");
+  axis.name = "values";
+  for (const auto& value : probes.values) axis.point_labels.push_back("value " + value);
+  axis.run_for = [&](std::size_t index) {
+    const std::string& value = probes.values[index];
+    std::string shell_command = substitute(args.run, value);
+    (args.json ? std::cerr : std::cout) << "  $ " << shell_command << "\n" << std::flush;
+    auto result = sweep::run_shell(shell_command);
+    if (result.exit_code != 0)
+      throw std::runtime_error("--run command failed for value " + value + " (exit " +
+                               std::to_string(result.exit_code) + "): " + shell_command +
+                               "\n--- its output:\n" + result.output + "--- end of output");
+    return sweep::replay_at(*probes.trace, args.replay, args.target, args.concurrency,
+                            {{"run", "bisect-" + file_safe(value)}, {"value", value}},
+                            probes.dir / probe_file(index, value), &stop, nullptr);
+  };
+}
+
+int run_bisect_command(BisectArgs& args) {
+  sweep::BisectAxis axis;
+  axis.diff.near_tie = args.near_tie;
+  axis.max_error_rate = args.replay.max_error_rate;
+  std::atomic<bool> stop{false};
+  Probes probes;
+  if (args.over == "concurrency") concurrency_axis(args, probes, axis, stop);
+  else if (args.over == "runs") runs_axis(args, axis);
+  else if (args.over == "values") values_axis(args, probes, axis, stop);
+  else throw std::invalid_argument("--over must be concurrency, runs or values");
+  const fs::path& dir = probes.dir;
 
   sweep::BisectResult result;
   try {

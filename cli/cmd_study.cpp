@@ -79,69 +79,81 @@ int print_study(const Printed& summary, const StudyArgs& args, const sweep::Plan
   return summary.differs ? kExitDiffer : kExitOk;
 }
 
+// --resume DIR: the saved plan and study, refused when a flag would change them.
+void resume_study(CLI::App& command, const fs::path& dir, sweep::Plan& plan, sweep::StudySettings& settings) {
+  for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--cache", "--repeat", "--same-prompt",
+                    "--greedy", "--allow-sampling", "--near-tie", "--set", "--unset", "--token-ids",
+                    "--model", "--max-error-rate", "--timeout", "--label", "--limit", "--filter",
+                    "--no-stream", "--requests", "--force"})
+    if (command.count(flag) > 0)
+      throw std::invalid_argument(std::string("--resume continues a study with its saved settings; ") + flag +
+                                  " cannot change them (start a new study with --out instead)");
+  if (fs::exists(dir / "plan.json") && !fs::exists(dir / "study.json"))
+    throw std::invalid_argument(dir.string() + " holds a sweep, not a study: continue it with `retrace sweep --resume " +
+                                dir.string() + "`");
+  plan = sweep::load_plan(dir);
+  settings = sweep::load_study(dir);
+  if (settings.run_cache.size() != plan.runs.size())
+    throw std::runtime_error((dir / "study.json").string() + " does not match plan.json's runs");
+  if (settings.targets.size() > 1) sweep::prepare_targets(plan, settings, dir, false);
+}
+
+// The flags a new study refuses, before anything is made.
+void check_new_study(CLI::App& command, const StudyArgs& args, const fs::path& dir) {
+  if (args.trace.empty() || args.targets.empty() || args.out.empty())
+    throw std::invalid_argument(
+        "study needs TRACE, --target URL and --out DIR (or --resume DIR); e.g. retrace study "
+        "gold.rtrace --target http://127.0.0.1:8000 --concurrency 1,16,32 --cache cold,warm --out study1");
+  if (!fs::exists(args.trace)) throw std::invalid_argument("TRACE " + args.trace + " does not exist");
+  for (auto flag : {"--warmup", "--duration", "--window-from", "--window-to", "--max-idle-gap",
+                    "--sample-sessions"})
+    if (command.count(flag) > 0)
+      throw std::invalid_argument(std::string(flag) +
+                                  " does not fit a study: every run sends the same requests, and "
+                                  "--cache warm makes its own first pass");
+  if (args.same_prompt && args.replay.requests)
+    throw std::invalid_argument("give --same-prompt N (one prompt N times) or --requests N, not both");
+  if (fs::exists(dir / "plan.json") && !args.force)
+    throw std::invalid_argument(dir.string() + " already holds a study or sweep (plan.json); continue it "
+                                "with `retrace study --resume " + dir.string() +
+                                "`, choose another --out, or add --force to start it over");
+  check_output_dir(dir, args.force, "--out");
+}
+
+// A new study: its plan and settings from the flags, every setting checked, then DIR, plan.json
+// and study.json made.
+void new_study(CLI::App& command, const StudyArgs& args, const fs::path& dir, sweep::Plan& plan,
+               sweep::StudySettings& settings) {
+  check_new_study(command, args, dir);
+  plan.trace = fs::absolute(args.trace).string();
+  settings.targets = sweep::parse_targets(args.targets);
+  plan.target = settings.targets.front();
+  plan.levels = sweep::parse_levels(args.levels);
+  plan.repeats = args.repeats;
+  plan.replay = args.replay;
+  plan.near_tie = args.near_tie;
+  settings.cache = sweep::parse_cache_states(args.cache);
+  settings.same_prompt = args.same_prompt;
+  settings.greedy = args.greedy;
+  settings.allow_sampling = args.allow_sampling;
+  if (args.greedy) plan.replay.set.push_back("temperature=0");
+  sweep::plan_study(plan, settings);
+  for (const auto& run : plan.runs) check_output_file(dir / run.file, {args.trace}, true, "--out");
+  for (double level : plan.levels)
+    sweep::to_replay_options(plan.replay, plan.target, static_cast<int>(level), {});
+  sweep::diff_options(plan, false);
+  fs::create_directories(dir);
+  sweep::save_plan(plan, dir);
+  sweep::save_study(settings, dir);
+  if (settings.targets.size() > 1) sweep::prepare_targets(plan, settings, dir, true);
+}
+
 int run_study_command(CLI::App& command, StudyArgs& args) {
   sweep::Plan plan;
   sweep::StudySettings settings;
-  fs::path dir;
-  if (!args.resume.empty()) {
-    for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--cache", "--repeat", "--same-prompt",
-                      "--greedy", "--allow-sampling", "--near-tie", "--set", "--unset", "--token-ids",
-                      "--model", "--max-error-rate", "--timeout", "--label", "--limit", "--filter",
-                      "--no-stream", "--requests", "--force"})
-      if (command.count(flag) > 0)
-        throw std::invalid_argument(std::string("--resume continues a study with its saved settings; ") + flag +
-                                    " cannot change them (start a new study with --out instead)");
-    dir = args.resume;
-    if (fs::exists(dir / "plan.json") && !fs::exists(dir / "study.json"))
-      throw std::invalid_argument(dir.string() + " holds a sweep, not a study: continue it with `retrace sweep --resume " +
-                                  dir.string() + "`");
-    plan = sweep::load_plan(dir);
-    settings = sweep::load_study(dir);
-    if (settings.run_cache.size() != plan.runs.size())
-      throw std::runtime_error((dir / "study.json").string() + " does not match plan.json's runs");
-    if (settings.targets.size() > 1) sweep::prepare_targets(plan, settings, dir, false);
-  } else {
-    if (args.trace.empty() || args.targets.empty() || args.out.empty())
-      throw std::invalid_argument(
-          "study needs TRACE, --target URL and --out DIR (or --resume DIR); e.g. retrace study "
-          "gold.rtrace --target http://127.0.0.1:8000 --concurrency 1,16,32 --cache cold,warm --out study1");
-    if (!fs::exists(args.trace)) throw std::invalid_argument("TRACE " + args.trace + " does not exist");
-    for (auto flag : {"--warmup", "--duration", "--window-from", "--window-to", "--max-idle-gap",
-                      "--sample-sessions"})
-      if (command.count(flag) > 0)
-        throw std::invalid_argument(std::string(flag) +
-                                    " does not fit a study: every run sends the same requests, and "
-                                    "--cache warm makes its own first pass");
-    if (args.same_prompt && args.replay.requests)
-      throw std::invalid_argument("give --same-prompt N (one prompt N times) or --requests N, not both");
-    dir = args.out;
-    if (fs::exists(dir / "plan.json") && !args.force)
-      throw std::invalid_argument(dir.string() + " already holds a study or sweep (plan.json); continue it "
-                                  "with `retrace study --resume " + dir.string() +
-                                  "`, choose another --out, or add --force to start it over");
-    check_output_dir(dir, args.force, "--out");
-    plan.trace = fs::absolute(args.trace).string();
-    settings.targets = sweep::parse_targets(args.targets);
-    plan.target = settings.targets.front();
-    plan.levels = sweep::parse_levels(args.levels);
-    plan.repeats = args.repeats;
-    plan.replay = args.replay;
-    plan.near_tie = args.near_tie;
-    settings.cache = sweep::parse_cache_states(args.cache);
-    settings.same_prompt = args.same_prompt;
-    settings.greedy = args.greedy;
-    settings.allow_sampling = args.allow_sampling;
-    if (args.greedy) plan.replay.set.push_back("temperature=0");
-    sweep::plan_study(plan, settings);
-    for (const auto& run : plan.runs) check_output_file(dir / run.file, {args.trace}, true, "--out");
-    for (double level : plan.levels)
-      sweep::to_replay_options(plan.replay, plan.target, static_cast<int>(level), {});
-    sweep::diff_options(plan, false);
-    fs::create_directories(dir);
-    sweep::save_plan(plan, dir);
-    sweep::save_study(settings, dir);
-    if (settings.targets.size() > 1) sweep::prepare_targets(plan, settings, dir, true);
-  }
+  const fs::path dir = args.resume.empty() ? fs::path(args.out) : fs::path(args.resume);
+  if (!args.resume.empty()) resume_study(command, dir, plan, settings);
+  else new_study(command, args, dir, plan, settings);
 
   std::atomic<bool> stop{false};
   std::optional<Printed> summary;

@@ -52,74 +52,85 @@ void merge_headers(sweep::Plan& plan, const std::vector<std::string>& given) {
   }
 }
 
-int run_sweep_command(CLI::App& command, SweepArgs& args) {
+// --resume DIR: the saved plan, refused when a flag would change it.
+sweep::Plan resumed_plan(CLI::App& command, const SweepArgs& args, const fs::path& dir) {
+  for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--rate", "--speed", "--arrival", "--burstiness",
+                    "--repeat", "--order", "--answers-from", "--match", "--near-tie", "--set",
+                    "--unset", "--token-ids", "--model", "--max-error-rate", "--api-key-env",
+                    "--timeout", "--request-deadline", "--label", "--limit", "--warmup", "--filter",
+                    "--force", "--no-stream", "--seed", "--window-from", "--window-to", "--max-idle-gap",
+                    "--sample-sessions", "--requests", "--duration"})
+    if (command.count(flag) > 0)
+      throw std::invalid_argument(std::string("--resume continues a sweep with its saved settings; ") +
+                                  flag + " cannot change them (start a new sweep with --out instead)");
+  if (fs::exists(dir / "study.json"))
+    throw std::invalid_argument(dir.string() + " holds a study (study.json): continue it with `retrace study --resume " +
+                                dir.string() + "`");
+  sweep::Plan plan = sweep::load_plan(dir);
+  merge_headers(plan, args.replay.headers);
+  return plan;
+}
+
+// The axis the flags name (one of --concurrency, --rate, --speed), its levels and arrival process.
+void plan_axis(CLI::App& command, const SweepArgs& args, sweep::Plan& plan) {
+  auto given = command.count("--concurrency") + command.count("--rate") + command.count("--speed");
+  if (given > 1)
+    throw std::invalid_argument("give one axis to sweep: --concurrency LEVELS (closed loop), "
+                                "--rate LEVELS (open loop) or --speed LEVELS (recorded timing)");
+  plan.axis = command.count("--rate")    ? sweep::Axis::rate
+              : command.count("--speed") ? sweep::Axis::speed
+                                         : sweep::Axis::concurrency;
+  if ((args.schedule.arrival || args.schedule.burstiness) && plan.axis != sweep::Axis::rate)
+    throw std::invalid_argument("--arrival and --burstiness shape the open loop of a --rate sweep; give --rate LEVELS");
+  plan.arrival = args.schedule.arrival.value_or(args.schedule.burstiness ? "gamma" : "poisson");
+  plan.burstiness = args.schedule.burstiness;
+  plan.levels = sweep::parse_levels(plan.axis == sweep::Axis::rate    ? args.rates
+                                    : plan.axis == sweep::Axis::speed ? args.speeds
+                                                                      : args.levels,
+                                    plan.axis);
+}
+
+// A new sweep: its plan from the flags, every setting checked, then DIR and plan.json made.
+sweep::Plan new_plan(CLI::App& command, const SweepArgs& args, const fs::path& dir) {
+  if (args.trace.empty() || args.target.empty() || args.out.empty())
+    throw std::invalid_argument(
+        "sweep needs TRACE, --target URL and --out DIR (or --resume DIR); e.g. retrace sweep "
+        "gold.rtrace --target http://127.0.0.1:8000 --concurrency 1,16,32 --repeat 3 --out sweep1");
+  if (!fs::exists(args.trace))
+    throw std::invalid_argument("TRACE " + args.trace + " does not exist");
+  if (fs::exists(dir / "plan.json") && !args.force)
+    throw std::invalid_argument(dir.string() + " already holds a sweep (plan.json); continue it "
+                                "with `retrace sweep --resume " + dir.string() +
+                                "`, choose another --out, or add --force to start it over");
+  check_output_dir(dir, args.force, "--out");
+  auto order = sweep::order_from_string(args.order);
+  if (!order) throw std::invalid_argument("--order: expected grouped or interleaved");
   sweep::Plan plan;
-  fs::path dir;
-  if (!args.resume.empty()) {
-    for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--rate", "--speed", "--arrival", "--burstiness",
-                      "--repeat", "--order", "--answers-from", "--match", "--near-tie", "--set",
-                      "--unset", "--token-ids", "--model", "--max-error-rate", "--api-key-env",
-                      "--timeout", "--request-deadline", "--label", "--limit", "--warmup", "--filter",
-                      "--force", "--no-stream", "--seed", "--window-from", "--window-to", "--max-idle-gap",
-                      "--sample-sessions", "--requests", "--duration"})
-      if (command.count(flag) > 0)
-        throw std::invalid_argument(std::string("--resume continues a sweep with its saved settings; ") +
-                                    flag + " cannot change them (start a new sweep with --out instead)");
-    dir = args.resume;
-    if (fs::exists(dir / "study.json"))
-      throw std::invalid_argument(dir.string() + " holds a study (study.json): continue it with `retrace study --resume " +
-                                  dir.string() + "`");
-    plan = sweep::load_plan(dir);
-    merge_headers(plan, args.replay.headers);
-  } else {
-    if (args.trace.empty() || args.target.empty() || args.out.empty())
-      throw std::invalid_argument(
-          "sweep needs TRACE, --target URL and --out DIR (or --resume DIR); e.g. retrace sweep "
-          "gold.rtrace --target http://127.0.0.1:8000 --concurrency 1,16,32 --repeat 3 --out sweep1");
-    if (!fs::exists(args.trace))
-      throw std::invalid_argument("TRACE " + args.trace + " does not exist");
-    dir = args.out;
-    if (fs::exists(dir / "plan.json") && !args.force)
-      throw std::invalid_argument(dir.string() + " already holds a sweep (plan.json); continue it "
-                                  "with `retrace sweep --resume " + dir.string() +
-                                  "`, choose another --out, or add --force to start it over");
-    check_output_dir(dir, args.force, "--out");
-    auto order = sweep::order_from_string(args.order);
-    if (!order) throw std::invalid_argument("--order: expected grouped or interleaved");
-    plan.trace = fs::absolute(args.trace).string();
-    plan.target = args.target;
-    auto given = command.count("--concurrency") + command.count("--rate") + command.count("--speed");
-    if (given > 1)
-      throw std::invalid_argument("give one axis to sweep: --concurrency LEVELS (closed loop), "
-                                  "--rate LEVELS (open loop) or --speed LEVELS (recorded timing)");
-    plan.axis = command.count("--rate")    ? sweep::Axis::rate
-                : command.count("--speed") ? sweep::Axis::speed
-                                           : sweep::Axis::concurrency;
-    if ((args.schedule.arrival || args.schedule.burstiness) && plan.axis != sweep::Axis::rate)
-      throw std::invalid_argument("--arrival and --burstiness shape the open loop of a --rate sweep; give --rate LEVELS");
-    plan.arrival = args.schedule.arrival.value_or(args.schedule.burstiness ? "gamma" : "poisson");
-    plan.burstiness = args.schedule.burstiness;
-    plan.levels = sweep::parse_levels(plan.axis == sweep::Axis::rate    ? args.rates
-                                      : plan.axis == sweep::Axis::speed ? args.speeds
-                                                                        : args.levels,
-                                      plan.axis);
-    plan.repeats = args.repeats;
-    plan.order = *order;
-    plan.replay = args.replay;
-    if (!args.answers_from.empty()) plan.answers_from = fs::absolute(args.answers_from).string();
-    plan.match = args.match;
-    plan.near_tie = args.near_tie;
-    plan.runs = sweep::plan_runs(plan.levels, plan.repeats, plan.order, plan.axis);
-    std::vector<fs::path> inputs{args.trace};
-    if (!args.answers_from.empty()) inputs.emplace_back(args.answers_from);
-    for (const auto& run : plan.runs) check_output_file(dir / run.file, inputs, true, "--out");
-    // Validate every setting before creating anything.
-    for (double level : plan.levels)
-      sweep::to_replay_options(plan.replay, plan.target, sweep::schedule_at(plan, level), {});
-    sweep::diff_options(plan, false);
-    create_private_directories(dir);
-    sweep::save_plan(plan, dir);
-  }
+  plan.trace = fs::absolute(args.trace).string();
+  plan.target = args.target;
+  plan_axis(command, args, plan);
+  plan.repeats = args.repeats;
+  plan.order = *order;
+  plan.replay = args.replay;
+  if (!args.answers_from.empty()) plan.answers_from = fs::absolute(args.answers_from).string();
+  plan.match = args.match;
+  plan.near_tie = args.near_tie;
+  plan.runs = sweep::plan_runs(plan.levels, plan.repeats, plan.order, plan.axis);
+  std::vector<fs::path> inputs{args.trace};
+  if (!args.answers_from.empty()) inputs.emplace_back(args.answers_from);
+  for (const auto& run : plan.runs) check_output_file(dir / run.file, inputs, true, "--out");
+  // Validate every setting before creating anything.
+  for (double level : plan.levels)
+    sweep::to_replay_options(plan.replay, plan.target, sweep::schedule_at(plan, level), {});
+  sweep::diff_options(plan, false);
+  create_private_directories(dir);
+  sweep::save_plan(plan, dir);
+  return plan;
+}
+
+int run_sweep_command(CLI::App& command, SweepArgs& args) {
+  const fs::path dir = args.resume.empty() ? fs::path(args.out) : fs::path(args.resume);
+  sweep::Plan plan = args.resume.empty() ? new_plan(command, args, dir) : resumed_plan(command, args, dir);
 
   std::atomic<bool> stop{false};
   std::optional<sweep::Summary> summary;

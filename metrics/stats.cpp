@@ -13,11 +13,12 @@
 //   the latency a user arriving on schedule would have seen (wrk2's coordinated-omission fix).
 // - duration: first send to last end; requests/s and tokens/s count completed exchanges only.
 #include <algorithm>
-#include <boost/json.hpp>
 #include <limits>
 #include <map>
 
 #include "metrics/stats.hpp"
+
+#include "metrics/run_settings.hpp"
 
 #include "llm/llm.hpp"
 
@@ -93,14 +94,7 @@ std::optional<double> tpot_of(const ExchangeMetrics& m) {
 }
 
 bool is_open_loop(const TraceHeader& header) {
-  if (header.source != Source::replayed) return false;
-  boost::json::error_code ec;
-  auto settings = boost::json::parse(header.settings, ec);
-  if (ec || !settings.is_object()) return false;
-  auto* schedule = settings.as_object().if_contains("schedule");
-  if (!schedule || !schedule->is_object()) return false;
-  auto* kind = schedule->as_object().if_contains("kind");
-  return kind && kind->is_string() && (kind->as_string() == "rate" || kind->as_string() == "recorded");
+  return header.source == Source::replayed && run_settings_of(header.settings).open_loop();
 }
 
 constexpr double kMs = 1e6;
@@ -145,7 +139,7 @@ Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exch
   StatsBuilder builder(is_open_loop(header), slo);
   for (const auto& exchange : exchanges) builder.add(exchange);
   auto stats = std::move(builder).finish();
-  stats.client = replay::client_usage_of(header.settings);
+  stats.client = run_settings_of(header.settings).client;
   return stats;
 }
 
@@ -163,9 +157,36 @@ Stats stats_of_trace(const std::filesystem::path& path, const Slo& slo, Recovery
   while (reader.next(exchange)) builder.add(exchange);
   if (recovery) *recovery = reader.recovery();
   auto stats = std::move(builder).finish();
-  stats.client = replay::client_usage_of(reader.header().settings);
+  stats.client = run_settings_of(reader.header().settings).client;
   return stats;
 }
+
+namespace {
+
+// Whether a completed exchange met every limit of `slo`; `counted_slip` is added to its TTFT and
+// end (an open loop's schedule slip, else 0). An exchange without a first token counts its end.
+bool within_slo(const Slo& slo, std::int64_t ttft_ns, double tpot_ns, std::int64_t end_ns, std::int64_t counted_slip) {
+  if (end_ns < 0) return false;
+  if (slo.ttft && (ttft_ns >= 0 ? ttft_ns : end_ns) + counted_slip > slo.ttft->count()) return false;
+  if (slo.tpot && tpot_ns >= 0 && tpot_ns > static_cast<double>(slo.tpot->count())) return false;
+  if (slo.e2e && end_ns + counted_slip > slo.e2e->count()) return false;
+  return true;
+}
+
+// The most requests in flight at one instant, from (time, +1 send / -1 end) edges; at one time,
+// ends sort first.
+std::size_t peak_in_flight(std::vector<std::pair<std::int64_t, int>>& edges) {
+  std::sort(edges.begin(), edges.end());
+  long current = 0;
+  std::size_t peak = 0;
+  for (const auto& [time, step] : edges) {
+    current += step;
+    peak = std::max(peak, static_cast<std::size_t>(std::max(current, 0L)));
+  }
+  return peak;
+}
+
+}  // namespace
 
 Stats StatsBuilder::finish() && {
   auto& stats = stats_;
@@ -195,16 +216,8 @@ Stats StatsBuilder::finish() && {
     slip.add(static_cast<double>(slip_ns) / kMs);
     if (k.ttft_ns >= 0) ttft_intended.add(static_cast<double>(k.ttft_ns + slip_ns) / kMs);
     if (k.end_ns >= 0) e2e_intended.add(static_cast<double>(k.end_ns + slip_ns) / kMs);
-    if (slo_.any()) {
-      // Open loop: judged from the intended send, as the user on schedule experienced it.
-      std::int64_t counted_slip = open_loop_ ? slip_ns : 0;
-      std::int64_t ttft_ns = (k.ttft_ns >= 0 ? k.ttft_ns : k.end_ns) + counted_slip;
-      bool met = k.end_ns >= 0;
-      if (slo_.ttft && ttft_ns > slo_.ttft->count()) met = false;
-      if (slo_.tpot && k.tpot_ns >= 0 && k.tpot_ns > static_cast<double>(slo_.tpot->count())) met = false;
-      if (slo_.e2e && k.end_ns + counted_slip > slo_.e2e->count()) met = false;
-      if (met) ++slo_met;
-    }
+    // Open loop: judged from the intended send, as the user on schedule experienced it.
+    if (slo_.any() && within_slo(slo_, k.ttft_ns, k.tpot_ns, k.end_ns, open_loop_ ? slip_ns : 0)) ++slo_met;
   }
   std::vector<Kept>().swap(kept_);
 
@@ -229,12 +242,7 @@ Stats StatsBuilder::finish() && {
     stats.total_tokens_per_s = stats.input_tokens_per_s + stats.output_tokens_per_s;
   }
   // Requests in flight: the most at one instant, and the time-weighted mean (Little's law).
-  std::sort(edges.begin(), edges.end());
-  long current = 0;
-  for (const auto& [time, step] : edges) {
-    current += step;
-    stats.peak_in_flight = std::max(stats.peak_in_flight, static_cast<std::size_t>(std::max(current, 0L)));
-  }
+  stats.peak_in_flight = peak_in_flight(edges);
   if (stats.duration_s > 0) stats.mean_in_flight = busy_ns / 1e9 / stats.duration_s;
   stats.ttft = std::move(ttft_).percentiles();
   stats.ttfot = std::move(ttfot_).percentiles();

@@ -18,12 +18,10 @@
 
 #include "format/output_tokens.hpp"
 #include "format/trace.hpp"
+#include "metrics/client_usage.hpp"
 #include "metrics/distribution.hpp"
-#include "replay/client_usage.hpp"  // ClientUsage: the replayed run's own CPU (to move down here)
 
 namespace retrace::metrics {
-
-using replay::ClientUsage;
 
 struct Slo {
   std::optional<std::chrono::nanoseconds> ttft;
@@ -136,7 +134,7 @@ class StatsBuilder {
   std::int64_t first_start_ = std::numeric_limits<std::int64_t>::max();
 };
 
-// Open loop (rate or recorded timing) is read from the header's settings JSON.
+// Open loop (rate or recorded timing) is read from the header's settings (metrics/run_settings.hpp).
 Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exchanges,
                     const Slo& slo = {});
 Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,

@@ -213,7 +213,7 @@ std::vector<Label> run_labels(const Options& options, const std::filesystem::pat
 
 // What the header says about the run, kept to write the final header at the end.
 struct RunHeader {
-  Options settled;  // what the preflight chose stands in the settings
+  RunSettings settings;  // with what the preflight chose; the shard facts when sharded
   TraceHeader header;
   ShardFacts facts;  // what `retrace merge` checks (replay/shard.hpp); the clock offset once known
   bool sharded = false;
@@ -221,20 +221,22 @@ struct RunHeader {
 
 RunHeader start_header(RunInput& input, const Preflight& checked, const Options& options,
                        const std::vector<Label>& labels, const Fetched& metrics_before) {
-  RunHeader run{options, {}, {}, options.shard_count > 1 || options.start_at_unix_ns.has_value()};
-  run.settled.token_ids = checked.token_ids;
-  run.settled.model = checked.model;
-  run.settled.skipped_rejected = input.rejected();
-  run.header = new_trace_header(Source::replayed, kToolVersion, checked.url.str(),
-                                settings_json(run.settled, run.settled.input), *options.clock);
+  Options settled = options;  // what the preflight chose stands in the settings
+  settled.token_ids = checked.token_ids;
+  settled.model = checked.model;
+  settled.skipped_rejected = input.rejected();
+  RunHeader run{run_settings(settled, settled.input), {}, {},
+                options.shard_count > 1 || options.start_at_unix_ns.has_value()};
+  run.header = new_trace_header(Source::replayed, kToolVersion, checked.url.str(), "", *options.clock);
   if (run.sharded) {
     if (options.start_at_unix_ns) check_start_at(*options.start_at_unix_ns, unix_now_ns(*options.clock));
-    run.facts.input_identity = input.identity_json();
+    run.facts.input_identity = input.identity();
     run.facts.selected = input.count();
     run.facts.host = run.header.host;
     run.facts.start_at_ns = options.start_at_unix_ns;
-    run.header.settings = with_shard_facts(run.header.settings, run.facts);
+    add_shard_facts(run.settings, run.facts);
   }
+  run.header.settings = to_json(run.settings);
   run.header.labels = labels;
   run.header.server_info = server_info_json(checked, metrics_before, std::nullopt);
   return run;
@@ -341,9 +343,9 @@ void finish_trace(const std::filesystem::path& partial_path, const std::filesyst
                   const std::optional<Fetched>& metrics_after, const std::optional<ClientUsage>& client,
                   const WriterOptions& writer_options) {
   auto& header = run.header;
-  if (run.facts.clock_offset_ns)
-    header.settings = with_shard_facts(settings_json(run.settled, run.settled.input), run.facts);
-  if (client) header.settings = with_client_usage(header.settings, *client);
+  if (run.facts.clock_offset_ns) run.settings.clock_offset_ns = run.facts.clock_offset_ns;
+  if (client) run.settings.client = metrics::rounded(*client);
+  if (run.facts.clock_offset_ns || client) header.settings = to_json(run.settings);
   if (!metrics_after && !run.facts.clock_offset_ns && !client) {
     std::filesystem::rename(partial_path, out);
     return;

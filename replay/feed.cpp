@@ -62,7 +62,7 @@ StreamedInput scan_input(const std::string& path, const Options& options, std::o
     method_of(exchange);  // what preparing it during the run could refuse, refused now
     if (auto model = model_of(exchange)) input.facts.models.insert(*model);
   }
-  input.identity_json = identity.json(input.header.created_unix_ns);
+  input.identity = identity.identity(input.header.created_unix_ns);
   check_readable(path, reader.recovery(), input.exchanges, warnings, prefix);
   if (planner) {
     input.plan = std::move(*planner).finish(input.facts.models);

@@ -55,7 +55,7 @@ struct StreamedInput {
   std::size_t exchanges = 0;  // readable exchanges read (all of them unless --limit let it stop)
   std::size_t selected = 0;   // chosen by the order of selection, before --requests cycles them
   InputFacts facts;           // for the preflight
-  std::string identity_json;  // input_identity_json's (read whole for a sharded run)
+  metrics::TraceIdentity identity;  // input_identity's (read whole for a sharded run)
   std::shared_ptr<const Plan> plan;  // set when !can_stream(options)
   // Requests the run sends: --requests (when anything was chosen), else the selection.
   std::size_t count(const Options& options) const;

@@ -7,6 +7,7 @@
 #include <queue>
 #include <set>
 
+#include "base/described_json.hpp"
 #include "replay/client_usage.hpp"
 #include "replay/replay.hpp"
 #include "replay/shard.hpp"
@@ -17,13 +18,26 @@ namespace json = boost::json;
 namespace {
 
 // What may differ between the shards of one replay; everything else in the settings must agree.
-constexpr const char* kPerShardKeys[] = {"shard", "start_at", "start_at_unix_ns", "host",
-                                         "clock_offset_ns", "selected", "run", "client"};
+RunSettings without_per_shard(RunSettings settings) {
+  settings.shard.reset();
+  settings.start_at.reset();
+  settings.start_at_unix_ns.reset();
+  settings.host.reset();
+  settings.clock_offset_ns.reset();
+  settings.selected.reset();
+  settings.run.reset();
+  settings.client.reset();
+  return settings;
+}
+
+std::string identity_text(const metrics::TraceIdentity& identity) {
+  return json::serialize(described_json::to_json(identity));
+}
 
 struct Shard {
   std::filesystem::path path;
   std::unique_ptr<TraceReader> reader;
-  json::object settings;
+  RunSettings settings;
   std::size_t index = 0, count = 0;
   std::optional<std::int64_t> start_at_ns;
   std::int64_t shift_ns = 0;  // its clock's start minus the earliest shard's
@@ -32,24 +46,6 @@ struct Shard {
 };
 
 std::string name(const std::filesystem::path& path) { return path.string(); }
-
-json::object comparable(json::object settings) {
-  for (const char* key : kPerShardKeys) settings.erase(key);
-  return settings;
-}
-
-std::optional<std::int64_t> int_field(const json::object& object, std::string_view key) {
-  auto* value = object.if_contains(key);
-  if (!value) return std::nullopt;
-  if (value->is_int64()) return value->as_int64();
-  if (value->is_uint64()) return static_cast<std::int64_t>(value->as_uint64());
-  return std::nullopt;
-}
-
-std::string string_field(const json::object& object, std::string_view key) {
-  auto* value = object.if_contains(key);
-  return value && value->is_string() ? std::string(value->as_string()) : std::string();
-}
 
 Shard open_shard(const std::filesystem::path& path) {
   Shard shard;
@@ -60,26 +56,23 @@ Shard open_shard(const std::filesystem::path& path) {
     throw MergeRefused(name(path) + " is not a replay's output (its source is " +
                        std::string(to_string(header.source)) +
                        "); merge takes the outputs of one `retrace replay --shard I/N` run");
-  json::error_code ec;
-  auto settings = json::parse(header.settings, ec);
-  if (ec || !settings.is_object())
+  auto settings = metrics::parse_run_settings(header.settings);
+  if (!settings)
     throw MergeRefused(name(path) + " is a replay whose header settings are not a JSON object; "
                        "merge takes the outputs of one `retrace replay --shard I/N` run");
-  const auto& object = settings.as_object();
-  if (!object.contains("input_identity")) {
+  if (!settings->input_identity) {
     // A run of one shard (--shard 0/1, or no --shard) is the whole replay: there is nothing to join.
-    std::string shard_text = string_field(object, "shard");
     throw MergeRefused(name(path) + " is a whole replay" +
-                       (shard_text.empty() ? "" : " (--shard " + shard_text + ")") +
+                       (settings->shard ? " (--shard " + *settings->shard + ")" : "") +
                        ", not one shard of several: it needs no merge; use it as it is, or merge "
                        "the outputs of a run with --shard I/N and N above 1");
   }
-  if (!object.contains("shard"))
+  if (!settings->shard)
     throw MergeRefused(name(path) + " names its input trace but no \"shard\" in its settings; "
                        "merge takes the outputs of one `retrace replay --shard I/N` run");
-  shard.settings = std::move(settings.as_object());
-  std::tie(shard.index, shard.count) = parse_shard(string_field(shard.settings, "shard"));
-  shard.start_at_ns = int_field(shard.settings, "start_at_unix_ns");
+  shard.settings = std::move(*settings);
+  std::tie(shard.index, shard.count) = parse_shard(*shard.settings.shard);
+  shard.start_at_ns = shard.settings.start_at_unix_ns;
   // Unix time in int64 nanoseconds runs from 1970 to 2262; the gaps between two such starts, and
   // every time shifted by one, stay in range only when the start is a time of that span.
   if (shard.start_at_ns && *shard.start_at_ns < 0)
@@ -103,11 +96,10 @@ std::int64_t shifted(std::int64_t a, std::int64_t b, const Shard& shard, const E
 void check_shards(const std::vector<Shard>& shards) {
   const auto& first = shards.front();
   for (const auto& shard : shards) {
-    if (shard.settings.at("input_identity") != first.settings.at("input_identity"))
+    if (shard.settings.input_identity != first.settings.input_identity)
       throw MergeRefused(name(shard.path) + " replays a different trace than " + name(first.path) +
-                         " (input " + json::serialize(shard.settings.at("input_identity")) + " vs " +
-                         json::serialize(first.settings.at("input_identity")) +
-                         "); merge only the shards of one replay");
+                         " (input " + identity_text(*shard.settings.input_identity) + " vs " +
+                         identity_text(*first.settings.input_identity) + "); merge only the shards of one replay");
     if (shard.count != first.count)
       throw MergeRefused(name(shard.path) + " is shard " + std::to_string(shard.index) + "/" +
                          std::to_string(shard.count) + " but " + name(first.path) + " is one of " +
@@ -132,9 +124,9 @@ void check_shards(const std::vector<Shard>& shards) {
     throw MergeRefused("missing " + std::string(missing_count == 1 ? "shard " : "shards ") + missing +
                        " of " + std::to_string(first.count) +
                        "; give every shard's output (a killed shard leaves OUT.partial)");
-  auto reference = comparable(first.settings);
+  auto reference = described_json::to_object(without_per_shard(first.settings));
   for (const auto& shard : shards) {
-    auto settings = comparable(shard.settings);
+    auto settings = described_json::to_object(without_per_shard(shard.settings));
     if (settings == reference) continue;
     std::set<std::string> keys;
     for (const auto& [key, value] : settings) keys.insert(std::string(key));
@@ -159,29 +151,23 @@ void set_label(std::vector<Label>& labels, const std::string& key, const std::st
     }
 }
 
-bool sessions_of(const json::object& settings) {
-  auto* sessions = settings.if_contains("sessions");
-  return sessions && sessions->is_bool() && sessions->as_bool();
-}
-
-// The Options that select a shard's exchanges, from the settings replay wrote (settings_json).
-Options selection_of(const json::object& settings) {
+// The Options that select a shard's exchanges, from the settings replay wrote (run_settings).
+Options selection_of(const Shard& shard) {
   Options options;
-  std::tie(options.shard_index, options.shard_count) = parse_shard(string_field(settings, "shard"));
-  if (auto* filters = settings.if_contains("filters"); filters && filters->is_array())
-    for (const auto& filter : filters->as_array())
-      if (filter.is_string()) options.filters.emplace_back(filter.as_string());
-  if (auto limit = int_field(settings, "limit")) options.limit = static_cast<std::size_t>(*limit);
+  options.shard_index = shard.index;
+  options.shard_count = shard.count;
+  options.filters = shard.settings.filters;
+  if (shard.settings.limit) options.limit = static_cast<std::size_t>(*shard.settings.limit);
   return options;
 }
 
 // A figure each shard had for itself (a closed loop's -c, --requests, --limit): the merged run's
-// is the sum, and KEY_per_shard keeps the shard's.
-void total_per_shard(json::object& object, const std::string& key, std::int64_t shards) {
-  auto per_shard = int_field(object, key);
-  if (!per_shard) return;
-  object[key] = *per_shard * shards;
-  object[key + "_per_shard"] = *per_shard;
+// is the sum, and its _per_shard twin keeps the shard's.
+template <class Figure>
+void total_per_shard(std::optional<Figure>& figure, std::optional<Figure>& per_shard, std::size_t shards) {
+  if (!figure) return;
+  per_shard = *figure;
+  *figure = static_cast<Figure>(*figure * shards);
 }
 
 std::optional<std::int64_t> clock_offset_spread(const std::vector<MergedShard>& shards) {
@@ -212,10 +198,11 @@ std::vector<Shard> open_shards(const std::vector<std::filesystem::path>& paths) 
 std::optional<LoadedTrace> load_source(const MergeOptions& options, const Shard& first) {
   if (!options.source_trace) return std::nullopt;
   LoadedTrace source = load_trace(*options.source_trace);
-  if (json::parse(input_identity_json(source)) != first.settings.at("input_identity"))
+  auto identity = input_identity(source);
+  if (identity != first.settings.input_identity)
     throw MergeRefused("--trace " + name(*options.source_trace) + " is not the trace the shards "
-                       "replayed (its identity " + input_identity_json(source) + " is not " +
-                       json::serialize(first.settings.at("input_identity")) + ")");
+                       "replayed (its identity " + identity_text(identity) + " is not " +
+                       identity_text(*first.settings.input_identity) + ")");
   return source;
 }
 
@@ -234,23 +221,18 @@ MergedShard merged_facts(const Shard& shard) {
   MergedShard merged;
   merged.path = shard.path;
   merged.index = shard.index;
-  merged.host = string_field(shard.settings, "host");
-  merged.start_at = string_field(shard.settings, "start_at");
-  merged.clock_offset_ns = int_field(shard.settings, "clock_offset_ns");
-  merged.selected = static_cast<std::uint64_t>(int_field(shard.settings, "selected").value_or(0));
+  merged.host = shard.settings.host.value_or("");
+  merged.start_at = shard.settings.start_at.value_or("");
+  merged.clock_offset_ns = shard.settings.clock_offset_ns;
+  merged.selected = shard.settings.selected.value_or(0);
   return merged;
 }
 
-json::object fact_json(const Shard& shard, const MergedShard& merged) {
-  json::object fact;
-  fact["index"] = shard.index;
-  fact["file"] = shard.path.filename().string();
-  fact["host"] = merged.host;
-  fact["start_at"] = merged.start_at.empty() ? json::value(nullptr) : json::value(merged.start_at);
-  fact["clock_offset_ns"] = merged.clock_offset_ns ? json::value(*merged.clock_offset_ns) : json::value(nullptr);
-  fact["selected"] = merged.selected;
-  if (const json::value* client = shard.settings.if_contains("client")) fact["client"] = *client;
-  return fact;
+metrics::ShardFact fact_of(const Shard& shard, const MergedShard& merged) {
+  return {shard.index,     shard.path.filename().string(),
+          merged.host,     shard.settings.start_at,
+          merged.clock_offset_ns, merged.selected,
+          shard.settings.client};
 }
 
 // What every merged exchange and the merged header carry.
@@ -261,15 +243,15 @@ struct MergedRun {
 };
 
 // The schedule's per-shard figures summed; whether the run was a closed loop.
-bool total_schedule(json::object& settings, std::int64_t shard_count, MergeResult& result) {
-  total_per_shard(settings, "requests", shard_count);
-  total_per_shard(settings, "limit", shard_count);
-  auto& schedule = settings["schedule"];
-  if (!schedule.is_object()) return false;
-  total_per_shard(schedule.as_object(), "max_in_flight", shard_count);
-  if (string_field(schedule.as_object(), "kind") != "concurrency") return false;
-  total_per_shard(schedule.as_object(), "concurrency", shard_count);
-  result.total_concurrency = static_cast<int>(int_field(schedule.as_object(), "concurrency").value_or(0));
+bool total_schedule(RunSettings& settings, std::size_t shard_count, MergeResult& result) {
+  total_per_shard(settings.requests, settings.requests_per_shard, shard_count);
+  total_per_shard(settings.limit, settings.limit_per_shard, shard_count);
+  if (!settings.schedule) return false;
+  auto& schedule = *settings.schedule;
+  total_per_shard(schedule.max_in_flight, schedule.max_in_flight_per_shard, shard_count);
+  if (schedule.kind != "concurrency") return false;
+  total_per_shard(schedule.concurrency, schedule.concurrency_per_shard, shard_count);
+  result.total_concurrency = schedule.concurrency.value_or(0);
   return true;
 }
 
@@ -279,39 +261,31 @@ MergedRun merged_header(const std::vector<Shard>& shards, std::optional<std::int
                         const std::filesystem::path& out, MergeResult& result) {
   MergedRun merged_run;
   merged_run.header = shards.front().reader->header();
-  json::object settings = shards.front().settings;
-  json::array facts;
+  RunSettings settings = without_per_shard(shards.front().settings);
+  std::vector<metrics::ShardFact> facts;
   std::uint64_t selected_total = 0;
-  std::string run = string_field(settings, "run");
+  std::string run = shards.front().settings.run.value_or("");
   // The merged run's client headroom is its most loaded shard's: one saturated client is enough to
-  // have set the pace (replay/client_usage.hpp); each shard's own stays in its facts.
-  std::optional<ClientUsage> busiest_client;
-  json::value busiest_client_json;
+  // have set the pace (metrics/client_usage.hpp); each shard's own stays in its facts.
   for (const auto& shard : shards) {
     MergedShard merged = merged_facts(shard);
     selected_total += merged.selected;
-    if (string_field(shard.settings, "run") != run) run.clear();
-    if (const json::value* client = shard.settings.if_contains("client")) {
-      auto usage = client_usage_of(json::serialize(shard.settings));
-      if (usage && (!busiest_client || usage->busiest_thread_share() > busiest_client->busiest_thread_share())) {
-        busiest_client = usage;
-        busiest_client_json = *client;
-      }
-    }
-    facts.push_back(fact_json(shard, merged));
+    if (shard.settings.run.value_or("") != run) run.clear();
+    const auto& usage = shard.settings.client;
+    if (usage && (!settings.client || usage->busiest_thread_share() > settings.client->busiest_thread_share()))
+      settings.client = usage;
+    facts.push_back(fact_of(shard, merged));
     result.shards.push_back(std::move(merged));
   }
   if (run.empty()) run = out.stem().string();
-  for (const char* key : kPerShardKeys) settings.erase(key);
-  settings["run"] = run;
-  settings["selected"] = selected_total;
-  if (common_start) settings["start_at_unix_ns"] = *common_start;
-  settings["shards"] = std::move(facts);
-  if (busiest_client) settings["client"] = busiest_client_json;
+  settings.run = run;
+  settings.selected = selected_total;
+  settings.start_at_unix_ns = common_start;
+  settings.shards = std::move(facts);
   result.clock_offset_spread_ns = clock_offset_spread(result.shards);
-  if (result.clock_offset_spread_ns) settings["clock_offset_spread_ns"] = *result.clock_offset_spread_ns;
-  merged_run.closed_loop = total_schedule(settings, static_cast<std::int64_t>(shards.size()), result);
-  merged_run.header.settings = json::serialize(settings);
+  settings.clock_offset_spread_ns = result.clock_offset_spread_ns;
+  merged_run.closed_loop = total_schedule(settings, shards.size(), result);
+  merged_run.header.settings = metrics::to_json(settings);
   set_label(merged_run.header.labels, "run", run);
   if (merged_run.closed_loop)
     set_label(merged_run.header.labels, "concurrency", std::to_string(result.total_concurrency));
@@ -387,8 +361,7 @@ void count_missing(const std::vector<Shard>& shards, const std::optional<LoadedT
     if (!source) continue;
     auto& present = present_ids[s];
     std::sort(present.begin(), present.end());
-    for (auto index : select_exchanges(source->exchanges, selection_of(shards[s].settings),
-                                       sessions_of(shards[s].settings))) {
+    for (auto index : select_exchanges(source->exchanges, selection_of(shards[s]), shards[s].settings.sessions)) {
       auto id = source->exchanges[index].id;
       if (!std::binary_search(present.begin(), present.end(), id)) result.shards[s].missing_ids.push_back(id);
     }

@@ -70,6 +70,7 @@
 #include "format/redaction.hpp"  // secrets: what the trace and settings never hold
 #include "format/trace.hpp"
 #include "llm/llm.hpp"
+#include "metrics/run_settings.hpp"
 #include "metrics/stats.hpp"  // Stats, StatsBuilder, Slo: kept here for the callers that include replay.hpp
 
 namespace retrace::replay {
@@ -328,7 +329,9 @@ class Arrivals {
   std::size_t drawn_ = 0;
 };
 
-// The settings JSON written to the header: schedule and every option, secrets left out.
-std::string settings_json(const Options& options, std::string_view input_path = {});
+using metrics::RunSettings;
+// The settings a run's header records (metrics/run_settings.hpp): the schedule and every option,
+// secrets left out. The shard facts and the client's CPU are added as they become known.
+RunSettings run_settings(const Options& options, std::string_view input_path = {});
 
 }  // namespace retrace::replay

@@ -23,7 +23,7 @@ class RunInput {
   virtual ~RunInput() = default;
   virtual std::size_t count() const = 0;  // requests the measured run sends
   virtual std::size_t rejected() const = 0;
-  virtual std::string identity_json() const = 0;
+  virtual metrics::TraceIdentity identity() const = 0;
   // Sets `shared` up for a phase: `warmup` requests (closed loop), or the measured run.
   virtual void begin(Shared& shared, std::optional<std::size_t> warmup) = 0;
   // After the phase: what went wrong with the input during it (a streamed input that changed).
@@ -40,7 +40,7 @@ class LoadedRun final : public RunInput {
   }
   std::size_t count() const override { return prepared_.size(); }
   std::size_t rejected() const override { return rejected_by_record(input_.exchanges); }
-  std::string identity_json() const override { return input_identity_json(input_); }
+  metrics::TraceIdentity identity() const override { return input_identity(input_); }
   void begin(Shared& shared, std::optional<std::size_t> warmup) override {
     shared.prepared = &prepared_;
     shared.chains = &chains_;
@@ -86,7 +86,7 @@ class StreamedRun final : public RunInput {
   }
   std::size_t count() const override { return input_.count(options_); }
   std::size_t rejected() const override { return input_.facts.rejected; }
-  std::string identity_json() const override { return input_.identity_json; }
+  metrics::TraceIdentity identity() const override { return input_.identity; }
   void begin(Shared& shared, std::optional<std::size_t> warmup) override {
     if (input_.plan) {
       warm_ = warmup ? input_.plan->warmup(*warmup) : std::vector<Chain>{};

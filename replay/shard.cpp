@@ -1,7 +1,6 @@
 // --start-at and what a sharded run records: see replay/shard.hpp.
 #include "replay/shard.hpp"
 
-#include <boost/json.hpp>
 #include <chrono>
 #include <cctype>
 #include <charconv>
@@ -12,7 +11,6 @@
 #include "base/time.hpp"
 
 namespace retrace::replay {
-namespace json = boost::json;
 
 namespace {
 
@@ -74,35 +72,28 @@ void InputIdentity::add(const Exchange& exchange) {
   keys_ = mix(mix(keys_, exchange.key.hi), exchange.key.lo);
 }
 
-std::string InputIdentity::json(std::int64_t created_unix_ns) const {
+metrics::TraceIdentity InputIdentity::identity(std::int64_t created_unix_ns) const {
   // Every key in order, then the count: a fold that a streamed input computes as it reads.
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(mix(keys_, exchanges_)));
-  json::object identity;
-  identity["exchanges"] = exchanges_;
-  identity["created_unix_ns"] = created_unix_ns;
-  identity["digest"] = hex;
-  return json::serialize(identity);
+  return {exchanges_, created_unix_ns, hex};
 }
 
-std::string input_identity_json(const LoadedTrace& input) {
+metrics::TraceIdentity input_identity(const LoadedTrace& input) {
   InputIdentity identity;
   for (const auto& exchange : input.exchanges) identity.add(exchange);
-  return identity.json(input.header.created_unix_ns);
+  return identity.identity(input.header.created_unix_ns);
 }
 
-std::string with_shard_facts(std::string_view settings, const ShardFacts& facts) {
-  auto value = json::parse(settings);
-  auto& object = value.as_object();
-  object["input_identity"] = json::parse(facts.input_identity);
-  object["selected"] = facts.selected;
-  object["host"] = facts.host;
+void add_shard_facts(metrics::RunSettings& settings, const ShardFacts& facts) {
+  settings.input_identity = facts.input_identity;
+  settings.selected = facts.selected;
+  settings.host = facts.host;
   if (facts.start_at_ns) {
-    object["start_at"] = format_rfc3339(*facts.start_at_ns);
-    object["start_at_unix_ns"] = *facts.start_at_ns;
+    settings.start_at = format_rfc3339(*facts.start_at_ns);
+    settings.start_at_unix_ns = *facts.start_at_ns;
   }
-  if (facts.clock_offset_ns) object["clock_offset_ns"] = *facts.clock_offset_ns;
-  return json::serialize(value);
+  settings.clock_offset_ns = facts.clock_offset_ns;
 }
 
 }  // namespace retrace::replay

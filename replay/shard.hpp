@@ -28,6 +28,7 @@
 
 #include "base/time.hpp"
 #include "format/trace.hpp"
+#include "metrics/run_settings.hpp"
 
 namespace retrace::replay {
 
@@ -42,28 +43,28 @@ using retrace::format_rfc3339;
 // Throws std::invalid_argument when `start_at_ns` is more than kStartAtToleranceNs before `now_ns`.
 void check_start_at(std::int64_t start_at_ns, std::int64_t now_ns);
 
-// The identity of a trace as a sharded run records it: {"exchanges", "created_unix_ns",
-// "digest"} as JSON. Shards of one trace agree on it; a different trace (or another filter of the
-// same file, which is in the settings anyway) does not.
-std::string input_identity_json(const LoadedTrace& input);
+// The identity of a trace as a sharded run records it: its exchange count, creation time and a
+// digest of every request key in order. Shards of one trace agree on it; a different trace (or
+// another filter of the same file, which is in the settings anyway) does not.
+metrics::TraceIdentity input_identity(const LoadedTrace& input);
 // The same, a trace's exchanges added one at a time in order (a streamed input: replay/feed.hpp).
 class InputIdentity {
  public:
   void add(const Exchange& exchange);
-  std::string json(std::int64_t created_unix_ns) const;
+  metrics::TraceIdentity identity(std::int64_t created_unix_ns) const;
 
  private:
   std::uint64_t exchanges_ = 0, keys_ = 0;
 };
 
 struct ShardFacts {
-  std::string input_identity;  // input_identity_json()
+  metrics::TraceIdentity input_identity;
   std::size_t selected = 0;
   std::string host;
   std::optional<std::int64_t> start_at_ns;
   std::optional<std::int64_t> clock_offset_ns;
 };
-// `settings` (a JSON object) with the facts above added.
-std::string with_shard_facts(std::string_view settings, const ShardFacts& facts);
+// The facts above put into a run's settings.
+void add_shard_facts(metrics::RunSettings& settings, const ShardFacts& facts);
 
 }  // namespace retrace::replay

@@ -94,78 +94,61 @@ boost::json::object divergence_json(const Divergence& divergence) {
   return object;
 }
 
-}  // namespace
+boost::json::object pair_json(const diff::PairResult& pair) {
+  boost::json::object entry;
+  entry["verdict"] = diff::to_string(pair.verdict);
+  entry["baseline_id"] = optional_json(pair.baseline_id);
+  entry["candidate_id"] = optional_json(pair.candidate_id);
+  entry["baseline_position"] = optional_json(pair.baseline_position);
+  entry["candidate_position"] = optional_json(pair.candidate_position);
+  entry["key"] = pair.key.hex();
+  if (!pair.error.empty()) entry["error"] = pair.error;
+  if (pair.baseline_matches_expected) entry["baseline_matches_expected"] = *pair.baseline_matches_expected;
+  if (pair.candidate_matches_expected) entry["candidate_matches_expected"] = *pair.candidate_matches_expected;
+  boost::json::array divergences;
+  for (const auto& divergence : pair.divergences) divergences.push_back(divergence_json(divergence));
+  entry["divergences"] = std::move(divergences);
+  if (!pair.divergences.empty()) entry["parts_changed"] = diff::parts_changed(pair.divergences);
+  return entry;
+}
 
-void render_diff_json(const Result& result, const DiffRenderOptions& options, std::ostream& out) {
-  boost::json::object root;
-  root["schema_version"] = kJsonSchemaVersion;
-  root["baseline"] = result.baseline_name;
-  root["baseline_exchanges"] = result.baseline_exchanges;
-  root["baseline_matches_expected"] = optional_json(result.baseline_matches_expected);
-  root["baseline_with_expected"] = optional_json(result.baseline_with_expected);
-  boost::json::array baseline_failing;
-  for (auto id : result.baseline_failing_expected) baseline_failing.push_back(id);
-  root["baseline_failing_expected"] = std::move(baseline_failing);
-  boost::json::object settings;
-  settings["fail_on"] = fail_on_name(options.fail_on);
-  settings["max_divergent"] = options.max_divergent;
-  settings["near_tie"] = options.near_tie;
-  settings["expect"] = options.expect;
-  root["settings"] = std::move(settings);
-  boost::json::array runs;
-  for (const auto& run : result.runs) {
-    boost::json::object object;
-    object["name"] = run.name;
-    object["alignment"] = diff::to_string(run.alignment);
-    object["pairs_with_same_key"] = run.pairs_with_same_key;
-    object["alignment_note"] = run.alignment_note.empty() ? boost::json::value(nullptr)
-                                                          : boost::json::value(run.alignment_note);
-    object["exchanges"] = run.exchanges;
-    object["aligned"] = run.aligned;
-    object["identical"] = run.identical;
-    object["divergent"] = run.divergent;
-    object["near_ties"] = run.near_ties;
-    object["real_changes"] = run.real_changes;
-    object["unknown_changes"] = run.unknown_changes;
-    object["errors"] = run.errors;
-    object["missing_in_candidate"] = run.missing_in_candidate;
-    object["missing_in_baseline"] = run.missing_in_baseline;
-    object["not_compared"] = run.not_compared;
-    boost::json::object why;
-    for (const auto& [reason, count] : run.not_compared_why) why[reason] = count;
-    object["not_compared_why"] = std::move(why);
-    object["matches_expected"] = optional_json(run.matches_expected);
-    object["with_expected"] = optional_json(run.with_expected);
-    boost::json::array failing;
-    for (auto id : run.failing_expected) failing.push_back(id);
-    object["failing_expected"] = std::move(failing);
-    auto [differ, total] = differ_count(run);
-    object["differ"] = differ;
-    object["differ_rate_upper95"] = json_number(clopper_pearson_upper(differ, total));
-    object["matrix"] = run.matrix;
-    boost::json::array pairs;
-    for (const auto& pair : run.pairs) {
-      boost::json::object entry;
-      entry["verdict"] = diff::to_string(pair.verdict);
-      entry["baseline_id"] = optional_json(pair.baseline_id);
-      entry["candidate_id"] = optional_json(pair.candidate_id);
-      entry["baseline_position"] = optional_json(pair.baseline_position);
-      entry["candidate_position"] = optional_json(pair.candidate_position);
-      entry["key"] = pair.key.hex();
-      if (!pair.error.empty()) entry["error"] = pair.error;
-      if (pair.baseline_matches_expected) entry["baseline_matches_expected"] = *pair.baseline_matches_expected;
-      if (pair.candidate_matches_expected) entry["candidate_matches_expected"] = *pair.candidate_matches_expected;
-      boost::json::array divergences;
-      for (const auto& divergence : pair.divergences) divergences.push_back(divergence_json(divergence));
-      entry["divergences"] = std::move(divergences);
-      if (!pair.divergences.empty()) entry["parts_changed"] = diff::parts_changed(pair.divergences);
-      pairs.push_back(std::move(entry));
-    }
-    object["pairs"] = std::move(pairs);
-    runs.push_back(std::move(object));
-  }
-  root["runs"] = std::move(runs);
+boost::json::object run_json(const diff::RunComparison& run) {
+  boost::json::object object;
+  object["name"] = run.name;
+  object["alignment"] = diff::to_string(run.alignment);
+  object["pairs_with_same_key"] = run.pairs_with_same_key;
+  object["alignment_note"] = run.alignment_note.empty() ? boost::json::value(nullptr)
+                                                        : boost::json::value(run.alignment_note);
+  object["exchanges"] = run.exchanges;
+  object["aligned"] = run.aligned;
+  object["identical"] = run.identical;
+  object["divergent"] = run.divergent;
+  object["near_ties"] = run.near_ties;
+  object["real_changes"] = run.real_changes;
+  object["unknown_changes"] = run.unknown_changes;
+  object["errors"] = run.errors;
+  object["missing_in_candidate"] = run.missing_in_candidate;
+  object["missing_in_baseline"] = run.missing_in_baseline;
+  object["not_compared"] = run.not_compared;
+  boost::json::object why;
+  for (const auto& [reason, count] : run.not_compared_why) why[reason] = count;
+  object["not_compared_why"] = std::move(why);
+  object["matches_expected"] = optional_json(run.matches_expected);
+  object["with_expected"] = optional_json(run.with_expected);
+  boost::json::array failing;
+  for (auto id : run.failing_expected) failing.push_back(id);
+  object["failing_expected"] = std::move(failing);
+  auto [differ, total] = differ_count(run);
+  object["differ"] = differ;
+  object["differ_rate_upper95"] = json_number(clopper_pearson_upper(differ, total));
+  object["matrix"] = run.matrix;
+  boost::json::array pairs;
+  for (const auto& pair : run.pairs) pairs.push_back(pair_json(pair));
+  object["pairs"] = std::move(pairs);
+  return object;
+}
 
+boost::json::object across_runs_json(const Result& result) {
   boost::json::object across;
   boost::json::object histogram;
   for (const auto& [unique, count] : result.unique_completions_histogram) histogram[std::to_string(unique)] = count;
@@ -191,7 +174,31 @@ void render_diff_json(const Result& result, const DiffRenderOptions& options, st
   boost::json::array positions;
   for (std::size_t position : result.first_divergence_positions) positions.push_back(position);
   across["first_divergence_positions"] = std::move(positions);
-  root["across_runs"] = std::move(across);
+  return across;
+}
+
+}  // namespace
+
+void render_diff_json(const Result& result, const DiffRenderOptions& options, std::ostream& out) {
+  boost::json::object root;
+  root["schema_version"] = kJsonSchemaVersion;
+  root["baseline"] = result.baseline_name;
+  root["baseline_exchanges"] = result.baseline_exchanges;
+  root["baseline_matches_expected"] = optional_json(result.baseline_matches_expected);
+  root["baseline_with_expected"] = optional_json(result.baseline_with_expected);
+  boost::json::array baseline_failing;
+  for (auto id : result.baseline_failing_expected) baseline_failing.push_back(id);
+  root["baseline_failing_expected"] = std::move(baseline_failing);
+  boost::json::object settings;
+  settings["fail_on"] = fail_on_name(options.fail_on);
+  settings["max_divergent"] = options.max_divergent;
+  settings["near_tie"] = options.near_tie;
+  settings["expect"] = options.expect;
+  root["settings"] = std::move(settings);
+  boost::json::array runs;
+  for (const auto& run : result.runs) runs.push_back(run_json(run));
+  root["runs"] = std::move(runs);
+  root["across_runs"] = across_runs_json(result);
   boost::json::array warnings;
   for (const auto& warning : result.warnings) warnings.push_back(boost::json::value(warning));
   root["warnings"] = std::move(warnings);
@@ -199,6 +206,5 @@ void render_diff_json(const Result& result, const DiffRenderOptions& options, st
   root["exit_code"] = diff_exit_code(result, options);
   out << json_text(root) << "\n";
 }
-
 
 }  // namespace retrace::report

@@ -167,8 +167,10 @@ int diff_exit_code(const Result& result, const DiffRenderOptions& options) {
   return diff::failing_outputs(result, options.fail_on) > options.max_divergent ? 1 : 0;
 }
 
-void render_diff_terminal(const Result& result, const DiffRenderOptions& options, std::ostream& out) {
-  Styles styles{options.color};
+namespace {
+
+// The baseline's line, its expected answers, and the diff's warnings.
+void terminal_baseline(const Result& result, const Styles& styles, std::ostream& out) {
   out << styles.bold() << "baseline " << result.baseline_name << styles.reset() << "  ("
       << result.baseline_exchanges << " exchanges";
   if (result.baseline_matches_expected)
@@ -177,80 +179,88 @@ void render_diff_terminal(const Result& result, const DiffRenderOptions& options
   if (!result.baseline_failing_expected.empty())
     out << "  not matching expected: exchange " << id_list(result.baseline_failing_expected) << "\n";
   for (const auto& warning : result.warnings) out << styles.yellow() << "warning: " << warning << styles.reset() << "\n";
+}
 
-  for (const auto& run : result.runs) {
-    auto [differ, total] = differ_count(run);
-    out << "\n" << styles.bold() << run.name << styles.reset() << "\n";
-    out << "  " << (differ ? styles.red() : styles.green()) << differ << " of " << total
-        << " differ from baseline" << styles.reset() << " (95% upper bound on the rate "
-        << rate_bound_text(differ, total) << ")";
-    if (run.matches_expected) out << "; " << *run.matches_expected << " of " << *run.with_expected << " match expected";
-    out << "\n";
-    if (!run.failing_expected.empty())
-      out << "  not matching expected: exchange " << id_list(run.failing_expected) << "\n";
-    out << "  identical " << run.identical << ", divergent " << run.divergent << " (near-tie " << run.near_ties
-        << ", real change " << run.real_changes << ", unknown " << run.unknown_changes << "), errors " << run.errors
-        << ", missing " << run.missing_in_candidate << " in candidate / " << run.missing_in_baseline
-        << " in baseline\n";
-    if (run.not_compared > 0) {
-      out << "  " << styles.yellow() << run.not_compared << " exchanges not compared" << styles.reset() << ":\n";
-      for (const auto& [reason, count] : run.not_compared_why) out << "    " << count << "  " << reason << "\n";
-    }
-    out << styles.dim() << "  aligned by " << diff::to_string(run.alignment) << " (" << run.aligned << " pairs)"
-        << styles.reset() << "\n";
-    if (!run.alignment_note.empty()) out << styles.dim() << "  " << run.alignment_note << styles.reset() << "\n";
+// One candidate run's counts against the baseline.
+void terminal_run(const RunComparison& run, const Styles& styles, std::ostream& out) {
+  auto [differ, total] = differ_count(run);
+  out << "\n" << styles.bold() << run.name << styles.reset() << "\n";
+  out << "  " << (differ ? styles.red() : styles.green()) << differ << " of " << total
+      << " differ from baseline" << styles.reset() << " (95% upper bound on the rate "
+      << rate_bound_text(differ, total) << ")";
+  if (run.matches_expected) out << "; " << *run.matches_expected << " of " << *run.with_expected << " match expected";
+  out << "\n";
+  if (!run.failing_expected.empty())
+    out << "  not matching expected: exchange " << id_list(run.failing_expected) << "\n";
+  out << "  identical " << run.identical << ", divergent " << run.divergent << " (near-tie " << run.near_ties
+      << ", real change " << run.real_changes << ", unknown " << run.unknown_changes << "), errors " << run.errors
+      << ", missing " << run.missing_in_candidate << " in candidate / " << run.missing_in_baseline
+      << " in baseline\n";
+  if (run.not_compared > 0) {
+    out << "  " << styles.yellow() << run.not_compared << " exchanges not compared" << styles.reset() << ":\n";
+    for (const auto& [reason, count] : run.not_compared_why) out << "    " << count << "  " << reason << "\n";
   }
+  out << styles.dim() << "  aligned by " << diff::to_string(run.alignment) << " (" << run.aligned << " pairs)"
+      << styles.reset() << "\n";
+  if (!run.alignment_note.empty()) out << styles.dim() << "  " << run.alignment_note << styles.reset() << "\n";
+}
 
-  // The divergences themselves, then errors and missing exchanges, up to --show.
-  std::size_t shown = 0, total_divergent = 0, total_other = 0;
+// Where one divergence is, the tokens on either side, and what follows it.
+void terminal_divergence(const diff::Divergence& divergence, const Styles& styles, std::ostream& out) {
+  if (divergence.part == Part::embedding) {
+    out << "   " << divergence.values_differing << " of " << divergence.baseline_tokens << " values differ";
+    if (divergence.largest_difference) out << ", largest difference " << *divergence.largest_difference;
+    if (!divergence.basis_note.empty()) out << " (" << divergence.basis_note << ")";
+    out << " -> " << classification_name(divergence.classification) << "\n";
+    return;
+  }
+  out << "   token " << divergence.baseline_index << " / " << divergence.candidate_index << ", byte "
+      << divergence.byte_offset << ", compared " << diff::to_string(divergence.basis);
+  if (!divergence.basis_note.empty()) out << " (" << divergence.basis_note << ")";
+  out << "\n";
+  context_lines(divergence, styles, "   ", out);
+  out << "   " << token_label(divergence.baseline_token) << " vs " << token_label(divergence.candidate_token)
+      << "; margin " << margin_text(divergence) << " -> "
+      << (divergence.classification == Classification::real_change ? styles.red() : styles.yellow())
+      << classification_name(divergence.classification) << styles.reset() << "\n";
+  if (divergence.baseline_token && !divergence.baseline_token->top.empty())
+    out << "   baseline top: " << alternatives(*divergence.baseline_token, 5) << "\n";
+  if (divergence.candidate_token && !divergence.candidate_token->top.empty())
+    out << "   candidate top: " << alternatives(*divergence.candidate_token, 5) << "\n";
+  std::string unit = divergence.basis == diff::Basis::token_ids ? " tokens" : " bytes";
+  out << "   rest: common suffix " << divergence.common_suffix << unit << ", edit distance "
+      << (divergence.edit_distance_capped ? ">" : "") << divergence.edit_distance << unit << "; lengths "
+      << divergence.baseline_tokens << " / " << divergence.candidate_tokens << " tokens; finish "
+      << (divergence.baseline_finish.empty() ? "-" : divergence.baseline_finish) << " / "
+      << (divergence.candidate_finish.empty() ? "-" : divergence.candidate_finish) << "\n";
+}
+
+// The divergent pairs, most severe first, up to --show.
+void terminal_divergences(const Result& result, const DiffRenderOptions& options, const Styles& styles,
+                          std::ostream& out) {
+  std::size_t shown = 0, total_divergent = 0;
   for (const auto& run : result.runs)
-    for (const auto& pair : run.pairs) (pair.verdict == Verdict::divergent ? total_divergent : total_other) += 1;
+    for (const auto& pair : run.pairs) total_divergent += pair.verdict == Verdict::divergent;
   if (total_divergent) out << "\n" << styles.bold() << "divergences" << styles.reset() << "\n";
-  for (const auto& [run_pointer, pair_pointer] : divergent_by_severity(result)) {
-    const auto& run = *run_pointer;
-    const auto& pair = *pair_pointer;
-    {
-      if (shown >= options.show) break;
-      ++shown;
-      const std::string changed = diff::parts_changed(pair.divergences);
-      for (const auto& divergence : pair.divergences) {
-        out << "\n" << shown << ". " << run.name << "  exchange " << exchange_ids(pair) << "  key "
-            << pair.key.hex().substr(0, 12) << "  choice " << divergence.choice;
-        if (divergence.part != Part::content) out << " " << diff::part_name(divergence, false);
-        out << "\n";
-        if (&divergence == &pair.divergences.front() && (pair.divergences.size() > 1 || divergence.part != Part::content))
-          out << "   " << changed << "\n";
-        if (divergence.part == Part::embedding) {
-          out << "   " << divergence.values_differing << " of " << divergence.baseline_tokens << " values differ";
-          if (divergence.largest_difference) out << ", largest difference " << *divergence.largest_difference;
-          if (!divergence.basis_note.empty()) out << " (" << divergence.basis_note << ")";
-          out << " -> " << classification_name(divergence.classification) << "\n";
-          continue;
-        }
-        out << "   token " << divergence.baseline_index << " / " << divergence.candidate_index << ", byte "
-            << divergence.byte_offset << ", compared " << diff::to_string(divergence.basis);
-        if (!divergence.basis_note.empty()) out << " (" << divergence.basis_note << ")";
-        out << "\n";
-        context_lines(divergence, styles, "   ", out);
-        out << "   " << token_label(divergence.baseline_token) << " vs " << token_label(divergence.candidate_token)
-            << "; margin " << margin_text(divergence) << " -> "
-            << (divergence.classification == Classification::real_change ? styles.red() : styles.yellow())
-            << classification_name(divergence.classification) << styles.reset() << "\n";
-        if (divergence.baseline_token && !divergence.baseline_token->top.empty())
-          out << "   baseline top: " << alternatives(*divergence.baseline_token, 5) << "\n";
-        if (divergence.candidate_token && !divergence.candidate_token->top.empty())
-          out << "   candidate top: " << alternatives(*divergence.candidate_token, 5) << "\n";
-        std::string unit = divergence.basis == diff::Basis::token_ids ? " tokens" : " bytes";
-        out << "   rest: common suffix " << divergence.common_suffix << unit << ", edit distance "
-            << (divergence.edit_distance_capped ? ">" : "") << divergence.edit_distance << unit << "; lengths "
-            << divergence.baseline_tokens << " / " << divergence.candidate_tokens << " tokens; finish "
-            << (divergence.baseline_finish.empty() ? "-" : divergence.baseline_finish) << " / "
-            << (divergence.candidate_finish.empty() ? "-" : divergence.candidate_finish) << "\n";
-      }
+  for (const auto& [run, pair] : divergent_by_severity(result)) {
+    if (shown >= options.show) break;
+    ++shown;
+    const std::string changed = diff::parts_changed(pair->divergences);
+    for (const auto& divergence : pair->divergences) {
+      out << "\n" << shown << ". " << run->name << "  exchange " << exchange_ids(*pair) << "  key "
+          << pair->key.hex().substr(0, 12) << "  choice " << divergence.choice;
+      if (divergence.part != Part::content) out << " " << diff::part_name(divergence, false);
+      out << "\n";
+      if (&divergence == &pair->divergences.front() && (pair->divergences.size() > 1 || divergence.part != Part::content))
+        out << "   " << changed << "\n";
+      terminal_divergence(divergence, styles, out);
     }
   }
   if (total_divergent > shown) out << "\n... " << total_divergent - shown << " more (--show N, or --json)\n";
+}
 
+// Errors, pairs not compared and exchanges missing on one side, up to --show.
+void terminal_errors(const Result& result, const DiffRenderOptions& options, const Styles& styles, std::ostream& out) {
   std::size_t other_shown = 0;
   for (const auto& run : result.runs)
     for (const auto& pair : run.pairs) {
@@ -263,36 +273,48 @@ void render_diff_terminal(const Result& result, const DiffRenderOptions& options
       else out << (pair.baseline_id ? "missing in the candidate\n" : "missing in the baseline\n");
     }
   if (other_shown > options.show) out << "  ... " << other_shown - options.show << " more (--show N, or --json)\n";
+}
 
-  if (result.runs.size() > 1 || !result.first_divergence_positions.empty()) {
-    out << "\n" << styles.bold() << "across runs" << styles.reset() << "\n  requests by distinct completions:";
-    for (const auto& [unique, count] : result.unique_completions_histogram) out << "  " << unique << ": " << count;
+// Several runs: distinct completions per request, where the first divergence falls, the matrix.
+void terminal_across_runs(const Result& result, const DiffRenderOptions& options, const Styles& styles,
+                          std::ostream& out) {
+  if (result.runs.size() <= 1 && result.first_divergence_positions.empty()) return;
+  out << "\n" << styles.bold() << "across runs" << styles.reset() << "\n  requests by distinct completions:";
+  for (const auto& [unique, count] : result.unique_completions_histogram) out << "  " << unique << ": " << count;
+  out << "\n";
+  if (!result.first_divergence_positions.empty()) {
+    out << "  first divergence at token:";
+    for (const auto& [label, count] : position_buckets(result.first_divergence_positions))
+      out << "  " << label << ": " << count;
     out << "\n";
-    if (!result.first_divergence_positions.empty()) {
-      out << "  first divergence at token:";
-      for (const auto& [label, count] : position_buckets(result.first_divergence_positions))
-        out << "  " << label << ": " << count;
-      out << "\n";
-    }
-    for (std::size_t i = 0; i < result.requests.size() && i < options.show; ++i) {
-      const auto& request = result.requests[i];
-      out << "  baseline exchange " << request.baseline_id << ": " << request.groups.size() << " completions:";
-      for (const auto& group : request.groups) {
-        out << " {";
-        for (std::size_t m = 0; m < group.size(); ++m) out << (m ? ", " : "") << run_label(group[m], result);
-        out << "}";
-      }
-      out << "\n";
-    }
-    if (result.baseline_exchanges <= 120) {
-      const bool any_not_compared =
-          std::any_of(result.runs.begin(), result.runs.end(), [](const auto& run) { return run.not_compared > 0; });
-      out << "  runs x requests ('.' identical, D divergent, E error, M missing"
-          << (any_not_compared ? ", N not compared" : "") << "):\n";
-      for (const auto& run : result.runs) out << "    " << run.matrix << "  " << run.name << "\n";
-    }
   }
+  for (std::size_t i = 0; i < result.requests.size() && i < options.show; ++i) {
+    const auto& request = result.requests[i];
+    out << "  baseline exchange " << request.baseline_id << ": " << request.groups.size() << " completions:";
+    for (const auto& group : request.groups) {
+      out << " {";
+      for (std::size_t m = 0; m < group.size(); ++m) out << (m ? ", " : "") << run_label(group[m], result);
+      out << "}";
+    }
+    out << "\n";
+  }
+  if (result.baseline_exchanges > 120) return;
+  const bool any_not_compared =
+      std::any_of(result.runs.begin(), result.runs.end(), [](const auto& run) { return run.not_compared > 0; });
+  out << "  runs x requests ('.' identical, D divergent, E error, M missing"
+      << (any_not_compared ? ", N not compared" : "") << "):\n";
+  for (const auto& run : result.runs) out << "    " << run.matrix << "  " << run.name << "\n";
+}
 
+}  // namespace
+
+void render_diff_terminal(const Result& result, const DiffRenderOptions& options, std::ostream& out) {
+  Styles styles{options.color};
+  terminal_baseline(result, styles, out);
+  for (const auto& run : result.runs) terminal_run(run, styles, out);
+  terminal_divergences(result, options, styles, out);
+  terminal_errors(result, options, styles, out);
+  terminal_across_runs(result, options, styles, out);
   std::size_t failing = diff::failing_outputs(result, options.fail_on);
   int code = diff_exit_code(result, options);
   out << "\n" << (code ? styles.red() : styles.green()) << (code ? "DIFFER" : "OK") << styles.reset() << ": "

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "metrics/run_settings.hpp"
 #include "report/text.hpp"
 
 namespace retrace::report {
@@ -29,37 +30,36 @@ std::string string_at(const json::value& value, std::string_view key) {
   return {};
 }
 
+// A number as JSON writes it (report/text.hpp's rule: 2, not 2E0); "" when absent.
+template <class Number>
+std::string text_of(const std::optional<Number>& number) {
+  return number ? json_text(json::value(*number)) : std::string();
+}
+
 // The trace controls (replay/select.cpp) change what was measured, so the schedule says them:
 // ", window 1000 ms to 60000 ms, idle gaps ≤ 500 ms, ..."; empty when none was used.
-std::string trace_controls_of(const json::value& settings) {
+std::string trace_controls_of(const metrics::RunSettings& settings) {
   std::string text;
-  auto from = string_at(settings, "window_from_ms"), to = string_at(settings, "window_to_ms");
+  auto from = text_of(settings.window_from_ms), to = text_of(settings.window_to_ms);
   if (!from.empty() || !to.empty())
     text += ", window " + (from.empty() ? "0" : from) + " ms to " + (to.empty() ? "end" : to + " ms");
-  if (auto gap = string_at(settings, "max_idle_gap_ms"); !gap.empty())
-    text += ", idle gaps ≤ " + gap + " ms";
-  if (auto sample = string_at(settings, "sample_sessions"); !sample.empty())
-    text += ", sessions sampled " + sample + " (seed " + string_at(settings, "sample_seed") + ")";
-  if (auto requests = string_at(settings, "requests"); !requests.empty())
-    text += ", " + requests + " requests";
-  if (auto duration = string_at(settings, "duration_ms"); !duration.empty())
-    text += ", no new request after " + duration + " ms";
+  if (settings.max_idle_gap_ms) text += ", idle gaps ≤ " + text_of(settings.max_idle_gap_ms) + " ms";
+  if (settings.sample_sessions)
+    text += ", sessions sampled " + text_of(settings.sample_sessions) + " (seed " + text_of(settings.sample_seed) + ")";
+  if (settings.requests) text += ", " + text_of(settings.requests) + " requests";
+  if (settings.duration_ms) text += ", no new request after " + text_of(settings.duration_ms) + " ms";
   return text;
 }
 
-std::string schedule_of(const json::value& settings) {
-  const auto* object = settings.if_object();
-  const json::value* schedule = object ? object->if_contains("schedule") : nullptr;
-  if (!schedule) return {};
-  std::string kind = string_at(*schedule, "kind");
-  std::string text = kind;
-  if (kind == "concurrency") text = "concurrency " + string_at(*schedule, "concurrency");
-  if (kind == "rate")
-    text = "rate " + string_at(*schedule, "rate") + "/s " + string_at(*schedule, "arrival");
-  if (kind == "recorded") text = "recorded timing ×" + string_at(*schedule, "speed");
+std::string schedule_of(const metrics::RunSettings& settings) {
+  if (!settings.schedule) return {};
+  const auto& schedule = *settings.schedule;
+  std::string text = schedule.kind;
+  if (schedule.kind == "concurrency") text = "concurrency " + text_of(schedule.concurrency);
+  if (schedule.kind == "rate") text = "rate " + text_of(schedule.rate) + "/s " + schedule.arrival.value_or("");
+  if (schedule.kind == "recorded") text = "recorded timing ×" + text_of(schedule.speed);
   // A merged run (replay/merge.hpp) says it was sent from N shards; its totals are the sums.
-  if (const auto* shards = object->if_contains("shards"); shards && shards->is_array())
-    text += ", " + std::to_string(shards->as_array().size()) + " shards";
+  if (settings.shards) text += ", " + std::to_string(settings.shards->size()) + " shards";
   return text + trace_controls_of(settings);
 }
 
@@ -90,15 +90,15 @@ std::string utc_time(std::int64_t unix_ns) {
 }
 
 std::string trace_controls(const TraceHeader& header) {
-  return trace_controls_of(parse_or_null(header.settings));
+  return trace_controls_of(metrics::run_settings_of(header.settings));
 }
 
 ReportHeader header_from_trace(const TraceHeader& header) {
   ReportHeader out;
   out.server = header.target;
-  auto settings = parse_or_null(header.settings);
+  auto settings = metrics::run_settings_of(header.settings);
   out.schedule = schedule_of(settings);
-  out.trace = string_at(settings, "input");
+  out.trace = settings.input.value_or("");
   out.model = model_of(parse_or_null(header.server_info));
   out.when = header.created_unix_ns > 0 ? utc_time(header.created_unix_ns) : "";
   out.tool_version = header.tool_version;

@@ -27,7 +27,7 @@ struct HtmlSeries {
   Spread requests_per_s, output_tokens_per_s;  // one sample per repeat
   LatencySamples latency;
   std::optional<std::size_t> requests, differing, near_ties;  // against the baseline, where compared
-  std::optional<std::string> client;  // the client's headroom (replay/client_usage.hpp), where measured
+  std::optional<std::string> client;  // the client's headroom (metrics/client_usage.hpp), where measured
 };
 
 struct HtmlGold {

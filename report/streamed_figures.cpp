@@ -3,6 +3,7 @@
 // kept), the most severe divergences (the first few kept).
 #include <algorithm>
 
+#include "metrics/run_settings.hpp"
 #include "report/sweep_summary.hpp"
 
 namespace retrace::report {
@@ -50,7 +51,7 @@ StreamedRun stream_run(const std::filesystem::path& path, const diff::Options& o
   }
   run.recovery = reader.recovery();
   run.stats = std::move(builder).finish();
-  run.stats.client = replay::client_usage_of(run.header.settings);
+  run.stats.client = metrics::run_settings_of(run.header.settings).client;
   return run;
 }
 

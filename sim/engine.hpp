@@ -168,6 +168,13 @@ class Generation {
   std::string_view take_releasable_text();
 
  private:
+  // The steps of step(): the model's token (its logprob and alternatives), the sampled choice
+  // among candidates_, the stop strings looked for in the text so far.
+  void model_token(int split_count, bool reversed_reduction);
+  std::size_t sampled(float max_logit);
+  void keep_top_logprobs(float log_normaliser);
+  void check_stops(std::size_t old_size);
+
   const Model& model_;
   SamplingParams params_;
   std::optional<std::vector<TokenId>> forced_;

@@ -164,90 +164,79 @@ Generation::Generation(const Model& model, std::span<const TokenId> prompt, Samp
   if (params_.max_tokens < 1) finish_ = FinishReason::length;
 }
 
-const GeneratedToken& Generation::step(int split_count, bool reversed_reduction) {
-  last_.top.clear();
-  if (forced_) {
-    last_.token = (*forced_)[tokens_.size()];
-    last_.logprob = 0;
-    if (params_.top_logprobs > 0) last_.top.push_back({last_.token, 0});
+// Nucleus sampling over the tempered distribution; ties in order broken by token id.
+std::size_t Generation::sampled(float max_logit) {
+  std::vector<std::size_t> order(candidates_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (candidates_[a].logit != candidates_[b].logit) return candidates_[a].logit > candidates_[b].logit;
+    return candidates_[a].token < candidates_[b].token;
+  });
+  scratch_.resize(order.size());
+  float total = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    scratch_[i] = std::exp((candidates_[order[i]].logit - max_logit) / params_.temperature);
+    total += scratch_[i];
+  }
+  std::size_t keep = order.size();
+  if (params_.top_p < 1.0f) {
+    float cumulative = 0;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      cumulative += scratch_[i];
+      if (cumulative >= params_.top_p * total) {
+        keep = i + 1;
+        break;
+      }
+    }
+    total = 0;
+    for (std::size_t i = 0; i < keep; ++i) total += scratch_[i];
+  }
+  rng_ = mix(rng_);
+  float target = float(rng_ >> 40) * (1.0f / 16777216.0f) * total;
+  for (std::size_t i = 0; i < keep; ++i) {
+    target -= scratch_[i];
+    if (target < 0) return order[i];
+  }
+  return order[keep - 1];
+}
+
+void Generation::keep_top_logprobs(float log_normaliser) {
+  std::size_t count = std::min<std::size_t>(std::size_t(params_.top_logprobs), candidates_.size());
+  std::partial_sort(candidates_.begin(), candidates_.begin() + std::ptrdiff_t(count), candidates_.end(),
+                    [](const Candidate& a, const Candidate& b) {
+                      if (a.logit != b.logit) return a.logit > b.logit;
+                      return a.token < b.token;
+                    });
+  for (std::size_t i = 0; i < count; ++i)
+    last_.top.push_back({candidates_[i].token, candidates_[i].logit - log_normaliser});
+}
+
+void Generation::model_token(int split_count, bool reversed_reduction) {
+  model_.candidates(context_, split_count, candidates_, reversed_reduction);
+  if (params_.ignore_eos)
+    std::erase_if(candidates_, [](const Candidate& c) { return c.token == Tokenizer::kEndOfSequence; });
+  float max_logit = -INFINITY;
+  for (const Candidate& c : candidates_) max_logit = std::max(max_logit, c.logit);
+  float sum = 0;
+  for (const Candidate& c : candidates_) sum += std::exp(c.logit - max_logit);
+  const float log_normaliser = max_logit + std::log(sum);
+
+  std::size_t chosen = 0;
+  if (params_.temperature <= 0) {
+    for (std::size_t i = 1; i < candidates_.size(); ++i)
+      if (candidates_[i].logit > candidates_[chosen].logit ||
+          (candidates_[i].logit == candidates_[chosen].logit && candidates_[i].token < candidates_[chosen].token))
+        chosen = i;
   } else {
-    model_.candidates(context_, split_count, candidates_, reversed_reduction);
-    if (params_.ignore_eos)
-      std::erase_if(candidates_, [](const Candidate& c) { return c.token == Tokenizer::kEndOfSequence; });
-    float max_logit = -INFINITY;
-    for (const Candidate& c : candidates_) max_logit = std::max(max_logit, c.logit);
-    float sum = 0;
-    for (const Candidate& c : candidates_) sum += std::exp(c.logit - max_logit);
-    const float log_normaliser = max_logit + std::log(sum);
-
-    std::size_t chosen = 0;
-    if (params_.temperature <= 0) {
-      for (std::size_t i = 1; i < candidates_.size(); ++i)
-        if (candidates_[i].logit > candidates_[chosen].logit ||
-            (candidates_[i].logit == candidates_[chosen].logit &&
-             candidates_[i].token < candidates_[chosen].token))
-          chosen = i;
-    } else {
-      // Nucleus sampling over the tempered distribution; ties in order broken by token id.
-      std::vector<std::size_t> order(candidates_.size());
-      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        if (candidates_[a].logit != candidates_[b].logit) return candidates_[a].logit > candidates_[b].logit;
-        return candidates_[a].token < candidates_[b].token;
-      });
-      scratch_.resize(order.size());
-      float total = 0;
-      for (std::size_t i = 0; i < order.size(); ++i) {
-        scratch_[i] = std::exp((candidates_[order[i]].logit - max_logit) / params_.temperature);
-        total += scratch_[i];
-      }
-      std::size_t keep = order.size();
-      if (params_.top_p < 1.0f) {
-        float cumulative = 0;
-        for (std::size_t i = 0; i < order.size(); ++i) {
-          cumulative += scratch_[i];
-          if (cumulative >= params_.top_p * total) {
-            keep = i + 1;
-            break;
-          }
-        }
-        total = 0;
-        for (std::size_t i = 0; i < keep; ++i) total += scratch_[i];
-      }
-      rng_ = mix(rng_);
-      float target = float(rng_ >> 40) * (1.0f / 16777216.0f) * total;
-      chosen = order[keep - 1];
-      for (std::size_t i = 0; i < keep; ++i) {
-        target -= scratch_[i];
-        if (target < 0) {
-          chosen = order[i];
-          break;
-        }
-      }
-    }
-    last_.token = candidates_[chosen].token;
-    last_.logprob = candidates_[chosen].logit - log_normaliser;
-    if (params_.top_logprobs > 0) {
-      std::size_t count = std::min<std::size_t>(std::size_t(params_.top_logprobs), candidates_.size());
-      std::partial_sort(candidates_.begin(), candidates_.begin() + std::ptrdiff_t(count), candidates_.end(),
-                        [](const Candidate& a, const Candidate& b) {
-                          if (a.logit != b.logit) return a.logit > b.logit;
-                          return a.token < b.token;
-                        });
-      for (std::size_t i = 0; i < count; ++i)
-        last_.top.push_back({candidates_[i].token, candidates_[i].logit - log_normaliser});
-    }
+    chosen = sampled(max_logit);
   }
+  last_.token = candidates_[chosen].token;
+  last_.logprob = candidates_[chosen].logit - log_normaliser;
+  if (params_.top_logprobs > 0) keep_top_logprobs(log_normaliser);
+}
 
-  tokens_.push_back(last_.token);
-  context_.push(last_.token);
-  if (last_.token == Tokenizer::kEndOfSequence) {
-    finish_ = FinishReason::stop;
-    return last_;
-  }
-  const std::size_t old_size = text_.size();
-  text_ += model_.tokenizer().token_bytes(last_.token);
-  visible_ = text_.size();
+// The earliest stop string in the text, looked for from where the newest token could complete one.
+void Generation::check_stops(std::size_t old_size) {
   std::size_t earliest = std::string::npos;
   for (const std::string& stop : params_.stop) {
     if (stop.empty()) continue;
@@ -264,6 +253,27 @@ const GeneratedToken& Generation::step(int split_count, bool reversed_reduction)
   } else if (int(tokens_.size()) >= params_.max_tokens) {
     finish_ = FinishReason::length;
   }
+}
+
+const GeneratedToken& Generation::step(int split_count, bool reversed_reduction) {
+  last_.top.clear();
+  if (forced_) {
+    last_.token = (*forced_)[tokens_.size()];
+    last_.logprob = 0;
+    if (params_.top_logprobs > 0) last_.top.push_back({last_.token, 0});
+  } else {
+    model_token(split_count, reversed_reduction);
+  }
+  tokens_.push_back(last_.token);
+  context_.push(last_.token);
+  if (last_.token == Tokenizer::kEndOfSequence) {
+    finish_ = FinishReason::stop;
+    return last_;
+  }
+  const std::size_t old_size = text_.size();
+  text_ += model_.tokenizer().token_bytes(last_.token);
+  visible_ = text_.size();
+  check_stops(old_size);
   return last_;
 }
 

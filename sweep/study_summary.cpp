@@ -167,22 +167,13 @@ struct CellTotals {
   }
 };
 
-}  // namespace
-
-report::StudySummary summarize_study(const Plan& plan, const StudySettings& settings,
-                                     const std::filesystem::path& dir) {
-  const PlannedRun& baseline_run = plan.runs.front();
-  if (!baseline_run.done)
-    throw std::runtime_error("the baseline run has not finished; continue with --resume " + dir.string());
-  LoadedTrace baseline = load_trace(dir / baseline_run.file);
-  auto options = diff_options(plan, false);
-  Identity identity = identity_of(baseline.header);
-  CacheControl control = cache_control(identity.kind);
-
+// What was studied (the grid, the server, the requests), before any figure.
+report::StudySummary study_scope(const Plan& plan, const StudySettings& settings, const LoadedTrace& baseline,
+                                 const Identity& identity) {
   report::StudySummary summary;
   summary.trace = plan.trace;
   summary.target = plan.target;
-  summary.baseline_run = baseline_run.name;
+  summary.baseline_run = plan.runs.front().name;
   summary.header = report::header_from_trace(baseline.header);
   if (summary.header.trace.empty()) summary.header.trace = plan.trace;
   summary.server_kind = identity.kind;
@@ -203,6 +194,44 @@ report::StudySummary summarize_study(const Plan& plan, const StudySettings& sett
   std::set<std::string> prompts;
   for (const auto& exchange : baseline.exchanges) prompts.insert(prompt_of(exchange));
   summary.prompts = prompts.size();
+  return summary;
+}
+
+// The runs of one cell (a level and a cache state), loaded in plan order; refused when one has
+// not finished.
+struct CellRuns {
+  std::vector<LoadedTrace> runs;
+  std::vector<const PlannedRun*> planned;
+  std::vector<std::string> names;
+};
+
+CellRuns cell_runs(const Plan& plan, const StudySettings& settings, const std::filesystem::path& dir, double level,
+                   const std::string& cache) {
+  CellRuns cell;
+  for (std::size_t i = 1; i < plan.runs.size(); ++i) {
+    const auto& run = plan.runs[i];
+    if (run.level != level || settings.run_cache.at(i) != cache) continue;
+    if (!run.done)
+      throw std::runtime_error("run " + run.name + " has not finished; continue with --resume " + dir.string());
+    cell.runs.push_back(load_trace(dir / run.file));
+    cell.planned.push_back(&run);
+    cell.names.push_back(run.name);
+  }
+  return cell;
+}
+
+}  // namespace
+
+report::StudySummary summarize_study(const Plan& plan, const StudySettings& settings,
+                                     const std::filesystem::path& dir) {
+  const PlannedRun& baseline_run = plan.runs.front();
+  if (!baseline_run.done)
+    throw std::runtime_error("the baseline run has not finished; continue with --resume " + dir.string());
+  LoadedTrace baseline = load_trace(dir / baseline_run.file);
+  auto options = diff_options(plan, false);
+  Identity identity = identity_of(baseline.header);
+  CacheControl control = cache_control(identity.kind);
+  report::StudySummary summary = study_scope(plan, settings, baseline, identity);
 
   std::string csv = report::csv_row({"run", "cell", "request", "prompt", "temperature", "temperature_left_to_server",
                           "top_p", "top_k", "seed", "n", "cached_tokens", "error"});
@@ -227,18 +256,7 @@ report::StudySummary summarize_study(const Plan& plan, const StudySettings& sett
       cell.control = level == plan.levels.front() && cache == settings.cache.front();
       cell.cache_method = cache_method(control, cache);
       cell.requests = summary.requests;
-      std::vector<LoadedTrace> runs;
-      std::vector<const PlannedRun*> planned;
-      std::vector<std::string> names;
-      for (std::size_t i = 1; i < plan.runs.size(); ++i) {
-        const auto& run = plan.runs[i];
-        if (run.level != level || settings.run_cache.at(i) != cache) continue;
-        if (!run.done)
-          throw std::runtime_error("run " + run.name + " has not finished; continue with --resume " + dir.string());
-        runs.push_back(load_trace(dir / run.file));
-        planned.push_back(&run);
-        names.push_back(run.name);
-      }
+      auto [runs, planned, names] = cell_runs(plan, settings, dir, level, cache);
       std::vector<const LoadedTrace*> candidates;
       for (const auto& run : runs) candidates.push_back(&run);
       diff::Result result = diff::compare(baseline, candidates, names, options);

@@ -1,10 +1,9 @@
-// replay/client_usage: the client's headroom, its verdict, and its way through a run's header.
+// metrics/client_usage and replay/client_usage: the client's headroom, its verdict, and the meter
+// (its way through a run's header is tests/run_settings_test.cpp's).
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <thread>
-
-#include <boost/json.hpp>
 
 #include "replay/client_usage.hpp"
 
@@ -42,26 +41,6 @@ TEST_CASE("a client with room on its threads and the machine is not the bottlene
   CHECK(usage.cores_used() == Approx(0.38));
   CHECK_FALSE(usage.may_be_bottleneck());
   CHECK(usage.summary() == "used 38 % of one core (busiest of 2 worker threads 30 %): not the bottleneck");
-}
-
-TEST_CASE("client usage goes into a header's settings and comes back out with the other settings kept") {
-  auto usage = usage_of(0.123456, 1.5, 0.1, 3, 2);
-  auto settings = with_client_usage(R"({"schedule":{"kind":"concurrency","concurrency":4}})", usage);
-  auto parsed = boost::json::parse(settings).as_object();
-  CHECK(parsed.at("schedule").at("concurrency").as_int64() == 4);
-  auto back = client_usage_of(settings);
-  REQUIRE(back);
-  CHECK(back->cpu_s == Approx(0.123456));
-  CHECK(back->wall_s == Approx(1.5));
-  CHECK(back->busiest_thread_cpu_s == Approx(0.1));
-  CHECK(back->worker_threads == 3);
-  CHECK(back->cores == 2);
-}
-
-TEST_CASE("a header without client usage has none") {
-  CHECK_FALSE(client_usage_of(R"({"schedule":{"kind":"rate"}})"));
-  CHECK_FALSE(client_usage_of(""));
-  CHECK_FALSE(client_usage_of("not json"));
 }
 
 TEST_CASE("the meter's process CPU includes what a busy thread of its own used") {

@@ -254,7 +254,7 @@ TEST_CASE("a streamed input's scan learns what a loaded one's preflight and head
   CHECK(input.facts.rejected == rejected_by_record(loaded.exchanges));
   CHECK(input.selected == 3);  // ids 0, 2 and 5: every other unrejected one
   CHECK(input.facts.models == std::set<std::string>{"m0", "m2"});
-  CHECK(input.identity_json == input_identity_json(loaded));
+  CHECK(input.identity == input_identity(loaded));
   CHECK(input.header == loaded.header);
 
   // Without a shard, --limit 3 reads only as far as its third chosen request.

@@ -231,7 +231,7 @@ TEST_CASE("settings record every trace control") {
   options.max_idle_gap = 2s;
   options.sample_sessions = 0.5;
   options.duration = 30s;
-  auto settings = boost::json::parse(settings_json(options)).as_object();
+  auto settings = boost::json::parse(to_json(run_settings(options))).as_object();
   CHECK(settings.at("window_from_ms").to_number<double>() == 10000);
   CHECK(settings.at("window_to_ms").to_number<double>() == 20000);
   CHECK(settings.at("max_idle_gap_ms").to_number<double>() == 2000);
@@ -239,7 +239,7 @@ TEST_CASE("settings record every trace control") {
   CHECK(settings.at("duration_ms").to_number<double>() == 30000);
   Options closed;
   closed.requests = 150;
-  settings = boost::json::parse(settings_json(closed)).as_object();
+  settings = boost::json::parse(to_json(run_settings(closed))).as_object();
   CHECK(settings.at("requests").to_number<double>() == 150);
   CHECK_FALSE(settings.contains("window_from_ms"));
 }
@@ -258,8 +258,8 @@ TEST_CASE("requests record rejected are never selected and do not take a shard p
   CHECK(select_exchanges(trace.exchanges, options, false) == std::vector<std::size_t>{2, 4});
   Options counted;
   counted.skipped_rejected = 1;
-  CHECK(boost::json::parse(settings_json(counted)).as_object().at("skipped_rejected").to_number<double>() == 1);
-  CHECK_FALSE(boost::json::parse(settings_json(Options{})).as_object().contains("skipped_rejected"));
+  CHECK(boost::json::parse(to_json(run_settings(counted))).as_object().at("skipped_rejected").to_number<double>() == 1);
+  CHECK_FALSE(boost::json::parse(to_json(run_settings(Options{}))).as_object().contains("skipped_rejected"));
 }
 
 TEST_CASE("with --limit alone replay reads only the trace's first sendable exchanges, and selects from them what it selects from all") {

@@ -115,10 +115,10 @@ TEST_CASE("stats of a trace header know open-loop runs from the settings") {
   Options options;
   options.schedule.kind = ScheduleKind::rate;
   options.schedule.rate = 3;
-  header.settings = settings_json(options);
+  header.settings = to_json(run_settings(options));
   CHECK(is_open_loop(header));
   options.schedule.kind = ScheduleKind::concurrency;
-  header.settings = settings_json(options);
+  header.settings = to_json(run_settings(options));
   CHECK_FALSE(is_open_loop(header));
   header.source = Source::recorded;
   CHECK_FALSE(is_open_loop(header));

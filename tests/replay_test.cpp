@@ -145,7 +145,7 @@ TEST_CASE("Open-loop and recorded-timing settings name no cap on requests in fli
   for (auto kind : {ScheduleKind::recorded, ScheduleKind::rate}) {
     options.schedule.kind = kind;
     options.schedule.rate = 2;
-    auto schedule = boost::json::parse(settings_json(options)).at("schedule").as_object();
+    auto schedule = boost::json::parse(to_json(run_settings(options))).at("schedule").as_object();
     CHECK(schedule.at("kind").as_string() == to_string(kind));
     CHECK_FALSE(schedule.contains("max_in_flight"));
   }
@@ -156,7 +156,7 @@ TEST_CASE("settings never contain the API key or secret header values") {
   options.api_key = "sk-SECRET";
   options.api_key_env = "MY_KEY";
   options.headers = {{"Authorization", "Bearer SECRET2"}, {"X-Team", "blue"}};
-  auto settings = settings_json(options);
+  auto settings = to_json(run_settings(options));
   CHECK(settings.find("SECRET") == std::string::npos);
   CHECK(settings.find("MY_KEY") != std::string::npos);
   CHECK(settings.find("X-Team: blue") != std::string::npos);

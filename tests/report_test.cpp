@@ -313,8 +313,8 @@ StatsContext fixed_context() {
 
 TEST_CASE("The stats report renders to its golden text Markdown and JSON") {
   auto stats = fixed_stats(true);
-  // The client's headroom, as a replay measures it (replay/client_usage.hpp).
-  stats.client = replay::ClientUsage{0.076, 0.2, 0.05, 2, 2};
+  // The client's headroom, as a replay measures it (metrics/client_usage.hpp).
+  stats.client = metrics::ClientUsage{0.076, 0.2, 0.05, 2, 2};
   auto context = fixed_context();
   check_golden("stats.txt", render_stats_text(stats, context));
   check_golden("stats.md", render_stats_markdown(stats, context));
@@ -432,10 +432,12 @@ diff::Result fixed_diff() {
 
 }  // namespace
 
-TEST_CASE("The diff renders to its golden Markdown JSON and CSV") {
+TEST_CASE("The diff renders to its golden terminal text Markdown JSON and CSV") {
   DiffRenderOptions options;
   options.expect = true;
-  std::ostringstream markdown, json, csv;
+  std::ostringstream terminal, markdown, json, csv;
+  render_diff_terminal(fixed_diff(), options, terminal);
+  check_golden("diff.txt", terminal.str());
   render_diff_markdown(fixed_diff(), options, markdown);
   render_diff_json(fixed_diff(), options, json);
   render_diff_csv(fixed_diff(), csv);

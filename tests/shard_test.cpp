@@ -25,7 +25,7 @@ constexpr std::int64_t kSecond = 1'000'000'000;
 // A shard's output as replay writes it: settings with the shard facts, `count` exchanges whose
 // source ids are index, index + shards, ...
 void write_shard(const std::filesystem::path& path, std::size_t index, std::size_t shards,
-                 std::size_t count, std::size_t selected, const std::string& input = "A",
+                 std::size_t count, std::size_t selected, const std::string& digest = "A",
                  int concurrency = 1,
                  const std::function<void(Options&, ShardFacts&)>& adjust = {}) {
   Options options;
@@ -34,7 +34,7 @@ void write_shard(const std::filesystem::path& path, std::size_t index, std::size
   options.shard_index = index;
   options.shard_count = shards;
   ShardFacts facts;
-  facts.input_identity = input.front() == '{' ? input : json::serialize(json::object{{"digest", input}});
+  facts.input_identity.digest = digest;
   facts.selected = selected;
   facts.host = "host" + std::to_string(index);
   facts.start_at_ns = 1764583200 * kSecond;
@@ -42,7 +42,9 @@ void write_shard(const std::filesystem::path& path, std::size_t index, std::size
   if (adjust) adjust(options, facts);
   TraceHeader header;
   header.source = Source::replayed;
-  header.settings = with_shard_facts(settings_json(options), facts);
+  auto settings = run_settings(options);
+  add_shard_facts(settings, facts);
+  header.settings = to_json(settings);
   header.labels = {{"run", "shard" + std::to_string(index)}, {"concurrency", std::to_string(concurrency)}};
   TraceWriter writer(path, header);
   for (std::size_t k = 0; k < count; ++k) {
@@ -275,7 +277,7 @@ TEST_CASE("merge of a run of one shard says it is a whole replay that needs no m
   options.target = "http://127.0.0.1:1";
   TraceHeader header;
   header.source = Source::replayed;
-  header.settings = settings_json(options);  // --shard 0/1: replay records no shard facts
+  header.settings = to_json(run_settings(options));  // --shard 0/1: replay records no shard facts
   TraceWriter(dir / "whole", header).close();
   CHECK_THAT(refusal({dir / "whole"}, dir / "out"),
              Catch::Contains("is a whole replay (--shard 0/1), not one shard of several: it needs no merge"));
@@ -325,9 +327,10 @@ TEST_CASE("merge names the missing exchanges by source id from the source trace,
       writer.write(e);
     }
   }
-  auto identity = input_identity_json(load_trace(dir / "src"));
-  write_shard(dir / "s0", 0, 2, 3, 3, identity);
-  write_shard(dir / "s1", 1, 2, 1, 3, identity);  // holds source id 1 of 1, 3, 5
+  auto identity = input_identity(load_trace(dir / "src"));
+  auto same_trace = [&](Options&, ShardFacts& facts) { facts.input_identity = identity; };
+  write_shard(dir / "s0", 0, 2, 3, 3, "", 1, same_trace);
+  write_shard(dir / "s1", 1, 2, 1, 3, "", 1, same_trace);  // holds source id 1 of 1, 3, 5
   MergeOptions options;
   options.source_trace = dir / "src";
   auto result = merge_shards({dir / "s0", dir / "s1"}, dir / "out", options);

@@ -8,6 +8,8 @@ set -euo pipefail
 ROOT=${RETRACE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 # The Python test upstreams share tests/e2e/loopback_http.py, also from scripts written into $WORK.
 export PYTHONPATH="$ROOT/tests/e2e${PYTHONPATH:+:$PYTHONPATH}"
+# Importing it must not write tests/e2e/__pycache__ into the source tree.
+export PYTHONDONTWRITEBYTECODE=1
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/retrace-e2e.XXXXXX")
 _PIDS=()
 _cleanup() {

@@ -3,7 +3,8 @@
 serve(Handler): binds 127.0.0.1 on the port given as the first argument (0 or none: any free
 one), prints "listening on http://127.0.0.1:PORT" (what lib.sh's start_listening waits for) and
 serves until killed, a thread a connection. reply(handler, ...): one whole HTTP/1.1 answer with its
-Content-Length. lib.sh puts this folder on PYTHONPATH, so a script written into $WORK imports it too.
+Content-Length. read_head(sock) and read_body(sock, lines, rest): one request read off a raw socket
+by the upstreams that answer byte by byte (socketserver handlers). lib.sh puts this folder on PYTHONPATH, so a script written into $WORK imports it too.
 """
 import http.server
 import socketserver
@@ -38,3 +39,30 @@ def reply(handler, status, content_type, data, headers=()):
     handler.end_headers()
     handler.wfile.write(data)
     handler.wfile.flush()
+
+
+def read_head(sock):
+    """A request's head off `sock`: (its lines, the bytes read past it), or None when the peer closed."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        more = sock.recv(65536)
+        if not more:
+            return None
+        data += more
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head.decode("latin-1").split("\r\n"), rest
+
+
+def read_body(sock, lines, rest):
+    """The body its Content-Length announces (none: empty), or None when the peer closed first."""
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value.strip())
+    while len(rest) < length:
+        more = sock.recv(65536)
+        if not more:
+            return None
+        rest += more
+    return rest[:length]

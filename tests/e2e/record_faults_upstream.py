@@ -49,7 +49,7 @@ import socketserver
 import struct
 import sys
 
-from loopback_http import ThreadingServer, serve
+from loopback_http import ThreadingServer, read_body, read_head, serve
 import time
 
 
@@ -69,14 +69,10 @@ SSE_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
 
 class Handler(socketserver.BaseRequestHandler):
     def read_request(self):
-        data = b""
-        while b"\r\n\r\n" not in data:
-            more = self.request.recv(65536)
-            if not more:
-                return None
-            data += more
-        head, _, rest = data.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
+        read = read_head(self.request)
+        if read is None:
+            return None
+        lines, rest = read
         if "/early-413" in lines[0]:
             body = b'{"error":{"message":"upstream says the body is too large","type":"test"}}'
             self.request.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
@@ -84,19 +80,12 @@ class Handler(socketserver.BaseRequestHandler):
             log("answered 413 before reading the body; closing")
             self.request.close()
             return None
-        length = 0
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            if name.strip().lower() == "content-length":
-                length = int(value.strip())
-        while len(rest) < length:
-            more = self.request.recv(65536)
-            if not more:
-                return None
-            rest += more
+        body = read_body(self.request, lines, rest)
+        if body is None:
+            return None
         method, target = lines[0].split(" ")[:2]
         self.header_names = [line.partition(":")[0].strip().lower() for line in lines[1:]]
-        self.body = rest[:length]
+        self.body = body
         return method, target
 
     def handle(self):

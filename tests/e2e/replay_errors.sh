@@ -11,39 +11,25 @@ kinds() { ex "$1" | jq -r '.error.kind' | sort | uniq -c | awk '{print $2 "=" $1
 # A misbehaving server (test-only): MODE reset | stall | cut.
 cat >"$WORK/bad_server.py" <<'EOF'
 import os, socket, struct, sys, threading, time
+from loopback_http import read_body, read_head
 mode = sys.argv[1]
 server = socket.socket()
 server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 server.bind(("127.0.0.1", 0))
 server.listen(128)
 print("listening on http://127.0.0.1:%d" % server.getsockname()[1], flush=True)
-def read_request(conn):
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return None
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    while len(body) < length:
-        body += conn.recv(65536)
-    return head
 def reset(conn):
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     conn.close()
 def serve(conn):
     try:
-        head = read_request(conn)
-        if head is None:
+        read = read_head(conn)
+        if read is None or read_body(conn, *read) is None:
             return conn.close()
+        request_line = read[0][0]
         if mode == "reset":
             return reset(conn)
-        if mode == "stall" and head.startswith(b"GET "):
+        if mode == "stall" and request_line.startswith("GET "):
             # The replayer's probes (/v1/models, /metrics) get a quick 404: only requests stall.
             conn.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
             return conn.close()
@@ -51,7 +37,7 @@ def serve(conn):
             # Says which request it holds, so a test can wait for that instead of sleeping.
             # One write per line: print() from several threads writes each text and its newline
             # separately, and two lines could interleave into one ("stalling ...stalling ...").
-            os.write(2, b"stalling " + head.split(b"\r\n")[0] + b"\n")
+            os.write(2, b"stalling " + request_line.encode("latin-1") + b"\n")
             time.sleep(30)
             return conn.close()
         if mode == "cut":

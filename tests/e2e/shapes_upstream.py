@@ -23,7 +23,7 @@ import os
 import socketserver
 import sys
 
-from loopback_http import ThreadingServer, serve
+from loopback_http import ThreadingServer, read_body, read_head, serve
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 VARIANT = "--variant" in sys.argv[2:]
@@ -47,26 +47,15 @@ def data(name):
 
 class Handler(socketserver.BaseRequestHandler):
     def read_request(self):
-        data_in = b""
-        while b"\r\n\r\n" not in data_in:
-            more = self.request.recv(65536)
-            if not more:
-                return None
-            data_in += more
-        head, _, rest = data_in.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        length = 0
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            if name.strip().lower() == "content-length":
-                length = int(value.strip())
-        while len(rest) < length:
-            more = self.request.recv(65536)
-            if not more:
-                return None
-            rest += more
+        read = read_head(self.request)
+        if read is None:
+            return None
+        lines, rest = read
+        body = read_body(self.request, lines, rest)
+        if body is None:
+            return None
         method, target = lines[0].split(" ")[:2]
-        return method, target, rest[:length]
+        return method, target, body
 
     def send_json(self, body, status=200):
         self.request.sendall(b"HTTP/1.1 %d OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
