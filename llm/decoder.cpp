@@ -234,6 +234,8 @@ void classify_failure(const DecodeState& impl, Exchange& out) {
 }  // namespace
 std::size_t ResponseDecoder::fast_path_events() const { return impl_->fast_events; }
 
+const std::vector<ToolCallId>& ResponseDecoder::tool_call_ids() const { return impl_->tool_call_ids; }
+
 void ResponseDecoder::finish(Exchange& out) {
   Impl& impl = *impl_;
   std::sort(impl.choices.begin(), impl.choices.end(), choice_order);

@@ -224,6 +224,7 @@ struct RunHeader {
   TraceHeader header;
   ShardFacts facts;  // what `retrace merge` checks (replay/shard.hpp); the clock offset once known
   bool sharded = false;
+  std::size_t tool_turns_substituted = 0, tool_turns_kept = 0;  // live sessions, known at the end
 };
 
 RunHeader start_header(RunInput& input, const Preflight& checked, const Options& options,
@@ -351,7 +352,10 @@ void finish_trace(const std::filesystem::path& partial_path, const std::filesyst
   if (run.facts.clock_offset_ns)
     header.settings = with_shard_facts(settings_json(run.settled, run.settled.input), run.facts);
   if (client) header.settings = with_client_usage(header.settings, *client);
-  if (!metrics_after && !run.facts.clock_offset_ns && !client) {
+  const bool live = run.settled.live_sessions;
+  if (live)
+    header.settings = with_live_tool_turns(header.settings, run.tool_turns_substituted, run.tool_turns_kept);
+  if (!metrics_after && !run.facts.clock_offset_ns && !client && !live) {
     std::filesystem::rename(partial_path, out);
     return;
   }
@@ -411,6 +415,8 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
   if (!interrupted) input_failure = measure(input, shared, workers, stop, tick, interrupted, run_header, client);
   run_writer.join();
   workers.clear();
+  run_header.tool_turns_substituted = shared.tool_turns_substituted.load();
+  run_header.tool_turns_kept = shared.tool_turns_kept.load();
   tick();
   writer->close();
   writer.reset();

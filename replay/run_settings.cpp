@@ -83,6 +83,15 @@ std::string settings_json(const Options& options, std::string_view input_path) {
   return json::serialize(settings);
 }
 
+std::string with_live_tool_turns(std::string_view settings, std::size_t substituted, std::size_t kept) {
+  json::error_code ec;
+  auto value = json::parse(settings, ec);
+  if (ec || !value.is_object()) value = json::object();
+  value.as_object()["live_tool_turns"] = json::object{
+      {"rule", kLiveToolTurnRule}, {"substituted", substituted}, {"kept_as_recorded", kept}};
+  return json::serialize(value);
+}
+
 std::filesystem::path repeat_path(const std::filesystem::path& out, int k, int repeats) {
   if (repeats <= 1) return out;
   auto stem = out.stem().string();

@@ -19,6 +19,8 @@ json::value parse_or_null(const std::string& text) {
   return ec ? json::value(nullptr) : value;
 }
 
+std::string or_zero(const std::string& count) { return count.empty() ? "0" : count; }
+
 std::string string_at(const json::value& value, std::string_view key) {
   const auto* object = value.if_object();
   if (!object) return {};
@@ -47,6 +49,18 @@ std::string trace_controls_of(const json::value& settings) {
   return text;
 }
 
+// A live run's tool turns (replay/replay.hpp, substitute_session_answers), when it had any:
+// ", live tool turns: 2 with this run's calls, 1 kept as recorded".
+std::string live_tool_turns_of(const json::value& settings) {
+  const auto* object = settings.if_object();
+  const json::value* turns = object ? object->if_contains("live_tool_turns") : nullptr;
+  if (!turns) return {};
+  auto substituted = string_at(*turns, "substituted"), kept = string_at(*turns, "kept_as_recorded");
+  if ((substituted.empty() || substituted == "0") && (kept.empty() || kept == "0")) return {};
+  return ", live tool turns: " + or_zero(substituted) + " with this run's calls, " + or_zero(kept) +
+         " kept as recorded";
+}
+
 std::string schedule_of(const json::value& settings) {
   const auto* object = settings.if_object();
   const json::value* schedule = object ? object->if_contains("schedule") : nullptr;
@@ -60,7 +74,7 @@ std::string schedule_of(const json::value& settings) {
   // A merged run (replay/merge.hpp) says it was sent from N shards; its totals are the sums.
   if (const auto* shards = object->if_contains("shards"); shards && shards->is_array())
     text += ", " + std::to_string(shards->as_array().size()) + " shards";
-  return text + trace_controls_of(settings);
+  return text + trace_controls_of(settings) + live_tool_turns_of(settings);
 }
 
 std::string model_of(const json::value& server_info) {
