@@ -7,7 +7,7 @@
 //     logprobs, chat:     {"content":[{"token","logprob","bytes":[..],"id"?,"top_logprobs":[..]}]}
 //     vLLM: "token_id:N" token strings (return_tokens_as_token_ids); "token_ids":[..] per choice
 //   usage        {"prompt_tokens","completion_tokens","total_tokens",
-//                 "completion_tokens_details":{"reasoning_tokens"}}
+//                 "completion_tokens_details":{"reasoning_tokens"}} (SGLang: "reasoning_tokens" at the top)
 // Each part of a chat message is its own token stream (trace.hpp): reasoning, content, refusal,
 // and each tool call, named by its streamed "index" (its position in a whole message).
 // The common streamed event also has a fast path (fast_event.cpp) that must decode as this does;
@@ -143,6 +143,8 @@ void ResponseDecoder::Impl::read_usage(const json::object& object) {
   if (const auto n = integer_field(*usage_object, "total_tokens")) usage.total_tokens = *n;
   if (const json::object* details = object_field(*usage_object, "completion_tokens_details")) {
     if (const auto n = integer_field(*details, "reasoning_tokens")) usage.reasoning_tokens = *n;
+  } else if (const auto n = integer_field(*usage_object, "reasoning_tokens")) {
+    usage.reasoning_tokens = *n;  // SGLang's UsageInfo has it at the top
   }
 }
 
