@@ -257,11 +257,14 @@ void ResponseDecoder::finish(Exchange& out) {
       with_logprob += token.has_logprob;
     }
     const std::size_t count = choice.tokens.size();
+    // Completions with "echo" and "logprobs" (lm-eval's loglikelihood requests): the prompt's first
+    // token has no logprob (null), nothing coming before it; the tokens are still the server's.
+    const bool echoed = count > 1 && with_logprob == count - 1 && !choice.tokens.front().has_logprob;
     if (count == 0) {
       choice.kind = TokenKind::none;
     } else if (with_id == count) {
       choice.kind = TokenKind::token_ids;
-    } else if (with_logprob == count) {
+    } else if (with_logprob == count || echoed) {
       choice.kind = TokenKind::logprob_tokens;
     } else {
       choice.kind = TokenKind::text_deltas;

@@ -96,3 +96,24 @@ TEST_CASE("The decoder keeps each call's id, streamed once or whole, for live se
   whole.reset(Dialect::openai_chat);
   CHECK(whole.tool_call_ids().empty());
 }
+
+TEST_CASE("Completions with echo and logprobs keep every token's logprob but the first prompt token's") {
+  // lm-eval's loglikelihood request: the prompt echoed with its logprobs, the first one null.
+  const Exchange exchange =
+      decode_body(read_data("vllm/completions-nonstream-echo-logprobs.json"), Dialect::openai_completions);
+  CHECK(exchange.decode_note == "");
+  REQUIRE(exchange.choices.size() == 1);
+  const Choice& echoed = exchange.choices[0];
+  CHECK(echoed.kind == TokenKind::logprob_tokens);
+  CHECK(choice_text(echoed) == "The capital of France is Paris");
+  REQUIRE(echoed.tokens.size() == 6);
+  CHECK_FALSE(echoed.tokens[0].has_logprob);
+  CHECK(echoed.tokens[0].top.empty());
+  for (std::size_t i = 1; i < echoed.tokens.size(); ++i) {
+    INFO("token " << i);
+    CHECK(echoed.tokens[i].has_logprob);
+    CHECK(echoed.tokens[i].top.size() == 1);
+  }
+  CHECK(echoed.tokens[1].logprob == Approx(-7.3125));
+  CHECK(echoed.tokens[5].bytes == " Paris");
+}
