@@ -40,6 +40,20 @@ TEST_CASE("SGLang streamed tool calls name the function once and carry the argum
   require_same_at_every_split(body, Dialect::openai_chat);
 }
 
+TEST_CASE("TGI's chat stream is text deltas then a usage chunk with no choices") {
+  const std::string body = read_data("tgi/chat-stream.sse");
+  const Exchange exchange = decode_split(body, Dialect::openai_chat);
+  CHECK(exchange.decode_note == "");
+  CHECK(exchange.error.kind == ErrorKind::none);
+  REQUIRE(parts_of(exchange) == std::vector<Part>{Part::content});
+  CHECK(choice_text(exchange.choices[0]) == "OK!");
+  CHECK(exchange.choices[0].tokens.size() == 2);  // the last, empty delta carries only the finish reason
+  CHECK(exchange.choices[0].finish_reason == "stop");
+  CHECK(exchange.usage.prompt_tokens == 39);
+  CHECK(exchange.usage.completion_tokens == 3);
+  require_same_at_every_split(body, Dialect::openai_chat);
+}
+
 TEST_CASE("TGI's chat stream of a tool call repeats the id and index and names the function once") {
   const std::string body = read_data("tgi/chat-stream-tool-calls.sse");
   const Exchange exchange = decode_split(body, Dialect::openai_chat);

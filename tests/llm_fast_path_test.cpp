@@ -51,7 +51,8 @@ TEST_CASE("Fast and general decoding agree on every sample stream in every diale
                            "llamacpp/v1-completions-stream-logprobs.sse", "llamacpp/v1-completions-stream.sse",
                            "openai/chat-stream-logprobs.sse", "sglang/chat-stream-reasoning.sse",
                            "sglang/chat-stream-tool-calls.sse", "sim/completions-stream-logprobs.sse",
-                           "sim/chat-stream-logprobs.sse", "tgi/chat-stream-tool-calls.sse", "tgi/generate-stream.sse",
+                           "sim/chat-stream-logprobs.sse", "tgi/chat-stream.sse",
+                           "tgi/chat-stream-tool-calls.sse", "tgi/generate-stream.sse",
                            "vllm/chat-stream-reasoning.sse", "vllm/chat-stream-tool-calls.sse",
                            "vllm/chat-stream-token-ids.sse", "vllm/completions-stream-n2.sse",
                            "vllm/completions-stream-token-ids.sse"};

@@ -32,8 +32,9 @@ post /v1/chat/completions "{\"model\":\"m\",\"user\":\"tgi\",$user,\"stream\":tr
 post /v1/chat/completions "{\"model\":\"m\",\"user\":\"tgi-whole\",$user,$tools}"
 post /v1/chat/completions "{\"model\":\"m\",\"user\":\"openai-whole\",$user,$tools}"
 post /v1/chat/completions "{\"model\":\"m\",\"user\":\"vllm-whole\",$user,$tools}"
+post /v1/chat/completions "{\"model\":\"m\",\"user\":\"tgi\",$user,\"stream\":true}"
 stop "$proxy_PID" || fail "record did not exit 0 on SIGTERM"
-check_contains "$WORK/proxy.err" "recorded 13 exchange(s)" "every exchange recorded"
+check_contains "$WORK/proxy.err" "recorded 14 exchange(s)" "every exchange recorded"
 
 # The recording holds each part apart, decoded cleanly.
 "$RETRACE" cat "$WORK/rec.rtrace" >"$WORK/rec.cat" || fail "cat of the recording"
@@ -48,7 +49,7 @@ def parts(e):
     return [(c.get("part", "content"), c.get("tool_name", "")) for c in e["choices"]]
 by_target = [(e["request"]["target"], e) for e in exchanges]
 assert [t for t, _ in by_target] == ["/v1/chat/completions"] * 2 + ["/v1/responses"] * 2 + \
-    ["/v1/messages", "/v1/embeddings", "/v1/rerank"] + ["/v1/chat/completions"] * 6, [t for t, _ in by_target]
+    ["/v1/messages", "/v1/embeddings", "/v1/rerank"] + ["/v1/chat/completions"] * 7, [t for t, _ in by_target]
 for e in exchanges[:6] + exchanges[7:]:
     assert e["decode_note"] in ("", None), (e["request"]["target"], e["decode_note"])
     assert e["error"]["kind"] == "none", (e["request"]["body"], e["error"])
@@ -66,6 +67,7 @@ assert parts(exchanges[8]) == parts(exchanges[9]) == parts(exchanges[10]) == par
     [("content", ""), weather], [parts(e) for e in exchanges[8:12]]  # SGLang, TGI x2, OpenAI
 assert parts(exchanges[12]) == [("reasoning", ""), ("content", ""), ("tool_call", "get_weather"),
                                 ("tool_call", "get_time")], parts(exchanges[12])  # vLLM, whole
+assert parts(exchanges[13]) == [("content", "")] and exchanges[13]["usage"]["completion_tokens"] == 3  # TGI text
 PY
 
 "$RETRACE" stats "$WORK/rec.rtrace" >"$WORK/rec.stats" || fail "stats of the recording"
@@ -81,7 +83,7 @@ check_eq "$status" 1 "diff exits 1: answers differ and one exchange was not comp
 python3 - "$WORK/diff.json" <<'PY' || fail "what diff found"
 import json, sys
 run = json.load(open(sys.argv[1]))["runs"][0]
-assert run["matrix"] == "DD..DDND.D.D.", run["matrix"]
+assert run["matrix"] == "DD..DDND.D.D..", run["matrix"]
 assert run["not_compared"] == 1, run
 why = list(run["not_compared_why"])
 assert len(why) == 1 and "no output decoded from POST /v1/rerank" in why[0], why
@@ -110,11 +112,11 @@ PY
 check_contains "$WORK/diff.txt" "reasoning changed, answer the same" "the terminal report names the part"
 check_contains "$WORK/diff.txt" "1 exchanges not compared" "the terminal report counts what it did not compare"
 "$RETRACE" diff "$WORK/rec.rtrace" "$WORK/run.rtrace" --embedding-tolerance 1e-6 --json >"$WORK/tolerant.json" || true
-python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['runs'][0]['matrix']; assert m == 'DD..D.ND.D.D.', m" \
+python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['runs'][0]['matrix']; assert m == 'DD..D.ND.D.D..', m" \
   "$WORK/tolerant.json" || fail "--embedding-tolerance makes the embedding identical"
 # A run against itself: identical but for what cannot be compared, which still fails the exit.
 status=0
 "$RETRACE" diff "$WORK/rec.rtrace" "$WORK/rec.rtrace" >"$WORK/self.txt" || status=$?
 check_eq "$status" 1 "not compared is never counted identical"
-check_contains "$WORK/self.txt" "identical 12" "a trace against itself"
+check_contains "$WORK/self.txt" "identical 13" "a trace against itself"
 echo "ok"

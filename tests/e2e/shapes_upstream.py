@@ -9,7 +9,7 @@
                               replay streams every chat request by default),
                               "stream" and "tools", the file CHAT names: vLLM's streamed reasoning
                               and tool calls and whole tool calls, SGLang's streamed reasoning and
-                              tool calls, TGI's tool calls streamed and whole, OpenAI's whole call
+                              tool calls, TGI's text stream and tool calls streamed and whole, OpenAI's whole call
   POST /v1/responses          openai/responses-stream.sse when the body says "stream": true,
                               else openai/responses-nonstream.json
   POST /v1/messages           anthropic/messages-stream-thinking.sse (stream) or
@@ -50,6 +50,7 @@ CHAT = {
     ("vllm-whole", False, True): "vllm/chat-nonstream-tool-calls.json",
     ("sglang", True, False): "sglang/chat-stream-reasoning.sse",
     ("sglang", True, True): "sglang/chat-stream-tool-calls.sse",
+    ("tgi", True, False): "tgi/chat-stream.sse",
     ("tgi", True, True): "tgi/chat-stream-tool-calls.sse",
     ("tgi-whole", False, True): "tgi/chat-nonstream-tool-calls.json",
     ("openai-whole", False, True): "openai/chat-nonstream-tool-calls.json",
