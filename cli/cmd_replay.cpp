@@ -222,7 +222,8 @@ void add_replay(CLI::App& root, Registry& registry) {
   command->add_flag("--sessions", args->sessions,
                     "A session's exchanges run in recorded order, one after another");
   command->add_option("--session-mode", args->session_mode,
-                      "recorded, or live: chat turns carry this run's earlier answers")
+                      "recorded, or live: chat turns carry this run's earlier answers, and its tool calls "
+                      "where they are the recorded calls")
       ->capture_default_str();
   command->add_option("--repeat", args->repeat, "Run K times into K traces")->capture_default_str();
   add_request_flags(*command, args->request);

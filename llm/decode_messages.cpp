@@ -54,7 +54,7 @@ void ResponseDecoder::Impl::read_messages(const json::object& root, std::int64_t
     if (!part) return;  // a server tool's block: nothing generated to compare
     const Item* made = item_at(integer_field(root, "index"), part);
     if (made && *part == Part::tool_call) {
-      read_tool_call(0, made->call, string_field(*block, "name"), std::nullopt, offset_ns);
+      read_tool_call(0, made->call, string_field(*block, "id"), string_field(*block, "name"), std::nullopt, offset_ns);
     } else if (made && *part == Part::content) {
       add_text(Part::content, 0, string_field(*block, "text").value_or(""), offset_ns);
     }
@@ -90,7 +90,7 @@ void ResponseDecoder::Impl::read_message_content(const json::array& content, std
     if (*part == Part::tool_call) {
       const json::value* input = field(*block, "input");
       const std::string arguments = input ? json::serialize(*input) : std::string();
-      read_tool_call(0, tool_calls++, string_field(*block, "name"), arguments, offset_ns);
+      read_tool_call(0, tool_calls++, string_field(*block, "id"), string_field(*block, "name"), arguments, offset_ns);
     } else {
       add_text(*part, 0, string_field(*block, *part == Part::content ? "text" : "thinking").value_or(""), offset_ns);
     }

@@ -7,7 +7,7 @@
 //     logprobs, chat:     {"content":[{"token","logprob","bytes":[..],"id"?,"top_logprobs":[..]}]}
 //     vLLM: "token_id:N" token strings (return_tokens_as_token_ids); "token_ids":[..] per choice
 //   usage        {"prompt_tokens","completion_tokens","total_tokens",
-//                 "completion_tokens_details":{"reasoning_tokens"}}
+//                 "completion_tokens_details":{"reasoning_tokens"}} (SGLang: "reasoning_tokens" at the top)
 // Each part of a chat message is its own token stream (trace.hpp): reasoning, content, refusal,
 // and each tool call, named by its streamed "index" (its position in a whole message).
 // The common streamed event also has a fast path (fast_event.cpp) that must decode as this does;
@@ -84,8 +84,8 @@ void ResponseDecoder::Impl::read_chat_parts(std::uint32_t index, const json::obj
         streamed_index && *streamed_index >= 0 && *streamed_index < std::int64_t(kMaxChoices)) {
       call_index = static_cast<std::uint32_t>(*streamed_index);
     }
-    read_tool_call(index, call_index, string_field(*function, "name"), string_field(*function, "arguments"),
-                   offset_ns);
+    read_tool_call(index, call_index, string_field(*call_object, "id"), string_field(*function, "name"),
+                   string_field(*function, "arguments"), offset_ns);
   }
 }
 
@@ -122,10 +122,15 @@ void ResponseDecoder::Impl::read_tokens_across_parts(std::uint32_t index,
   }
 }
 
-void ResponseDecoder::Impl::read_tool_call(std::uint32_t index, std::uint32_t call,
+void ResponseDecoder::Impl::read_tool_call(std::uint32_t index, std::uint32_t call, std::optional<std::string_view> id,
                                            std::optional<std::string_view> name,
                                            std::optional<std::string_view> arguments, std::int64_t offset_ns) {
   Choice& part = part_of(index, Part::tool_call, call);
+  if (id && !id->empty() && tool_call_ids.size() < kMaxChoices) {  // sent once, in the call's first delta
+    auto same = std::find_if(tool_call_ids.begin(), tool_call_ids.end(),
+                             [&](const ToolCallId& known) { return known.index == index && known.call == call; });
+    if (same == tool_call_ids.end()) tool_call_ids.push_back({index, call, std::string(*id)});
+  }
   if (name) part.tool_name.append(*name);  // sent once, in the call's first delta
   if (arguments && !arguments->empty()) add_token(part, offset_ns, BytesFrom::token_text).bytes.assign(*arguments);
 }
@@ -138,6 +143,8 @@ void ResponseDecoder::Impl::read_usage(const json::object& object) {
   if (const auto n = integer_field(*usage_object, "total_tokens")) usage.total_tokens = *n;
   if (const json::object* details = object_field(*usage_object, "completion_tokens_details")) {
     if (const auto n = integer_field(*details, "reasoning_tokens")) usage.reasoning_tokens = *n;
+  } else if (const auto n = integer_field(*usage_object, "reasoning_tokens")) {
+    usage.reasoning_tokens = *n;  // SGLang's UsageInfo has it at the top
   }
 }
 

@@ -62,7 +62,7 @@ void ResponseDecoder::Impl::read_responses(const json::object& root, std::int64_
     if (!part) return;  // a built-in tool's item (web search, ...): nothing generated to compare
     const Item* made = item_at(integer_field(root, "output_index"), part);
     if (made && *part == Part::tool_call) {
-      read_tool_call(0, made->call, string_field(*item, "name"), std::nullopt, offset_ns);
+      read_tool_call(0, made->call, string_field(*item, "call_id"), string_field(*item, "name"), std::nullopt, offset_ns);
     }
   } else if (*type == "response.output_text.delta") {
     add_text(Part::content, 0, delta, offset_ns);
@@ -111,7 +111,8 @@ void ResponseDecoder::Impl::read_response_object(const json::object& response, s
     if (!item) continue;
     const auto type = string_field(*item, "type").value_or("");
     if (type == "function_call") {
-      read_tool_call(0, tool_calls++, string_field(*item, "name"), string_field(*item, "arguments"), offset_ns);
+      read_tool_call(0, tool_calls++, string_field(*item, "call_id"), string_field(*item, "name"),
+                     string_field(*item, "arguments"), offset_ns);
       continue;
     }
     const auto part = item_part(type);

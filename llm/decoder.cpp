@@ -234,6 +234,8 @@ void classify_failure(const DecodeState& impl, Exchange& out) {
 }  // namespace
 std::size_t ResponseDecoder::fast_path_events() const { return impl_->fast_events; }
 
+const std::vector<ToolCallId>& ResponseDecoder::tool_call_ids() const { return impl_->tool_call_ids; }
+
 void ResponseDecoder::finish(Exchange& out) {
   Impl& impl = *impl_;
   std::sort(impl.choices.begin(), impl.choices.end(), choice_order);
@@ -255,11 +257,14 @@ void ResponseDecoder::finish(Exchange& out) {
       with_logprob += token.has_logprob;
     }
     const std::size_t count = choice.tokens.size();
+    // Completions with "echo" and "logprobs" (lm-eval's loglikelihood requests): the prompt's first
+    // token has no logprob (null), nothing coming before it; the tokens are still the server's.
+    const bool echoed = count > 1 && with_logprob == count - 1 && !choice.tokens.front().has_logprob;
     if (count == 0) {
       choice.kind = TokenKind::none;
     } else if (with_id == count) {
       choice.kind = TokenKind::token_ids;
-    } else if (with_logprob == count) {
+    } else if (with_logprob == count || echoed) {
       choice.kind = TokenKind::logprob_tokens;
     } else {
       choice.kind = TokenKind::text_deltas;

@@ -77,6 +77,7 @@ struct DecodeState {
   };
   std::vector<std::optional<Item>> items;
   std::uint32_t tool_calls = 0;  // calls seen so far (the next call's position)
+  std::vector<ToolCallId> tool_call_ids;  // ResponseDecoder::tool_call_ids()
   std::vector<std::string> notes;
   std::size_t notes_dropped = 0;
   // The first server error the response carried ("event 3: CUDA out of memory"): finish() makes
@@ -188,7 +189,8 @@ struct ResponseDecoder::Impl : DecodeState {
                        const json::array* ids, std::int64_t offset_ns);
   void read_tokens_across_parts(std::uint32_t index, const std::vector<std::pair<Part, std::string_view>>& texts,
                                 const json::value* logprobs, const json::array* ids, std::int64_t offset_ns);
-  void read_tool_call(std::uint32_t index, std::uint32_t call, std::optional<std::string_view> name,
+  void read_tool_call(std::uint32_t index, std::uint32_t call, std::optional<std::string_view> id,
+                      std::optional<std::string_view> name,
                       std::optional<std::string_view> arguments, std::int64_t offset_ns);
   // A text delta into a part of choice 0 (the one-output APIs below).
   void add_text(Part part, std::uint32_t call, std::string_view text, std::int64_t offset_ns);

@@ -93,6 +93,13 @@ bool is_inference_request(std::string_view target, std::string_view request_body
 // Decodes one response. Feed it either SSE events (stream) or the whole body (non-stream), then
 // call finish() to write choices, usage, token kinds, dialect and decode_note into an Exchange.
 // Tolerant: a malformed event is noted in decode_note and skipped; what decoded is kept.
+// A tool call's id: choice `index`, its position `call` among the choice's calls (Choice::tool_call).
+struct ToolCallId {
+  std::uint32_t index = 0;
+  std::uint32_t call = 0;
+  std::string id;
+};
+
 class ResponseDecoder {
  public:
   explicit ResponseDecoder(Dialect dialect);
@@ -122,6 +129,10 @@ class ResponseDecoder {
   // How many events the SAX fast path decoded (the rest went through the general parse): for
   // tests that must know the fast path was taken, and for benchmarks.
   std::size_t fast_path_events() const;
+  // The id the server gave each tool call of the response so far (chat "tool_calls[].id",
+  // Responses "call_id", Messages tool_use "id"), in the order first seen. Not part of the
+  // Exchange (ids are not compared): live sessions map the recorded ids to these.
+  const std::vector<ToolCallId>& tool_call_ids() const;
 
  private:
   struct Impl;

@@ -72,6 +72,16 @@ struct ShardFact {
 };
 BOOST_DESCRIBE_STRUCT(ShardFact, (), (index, file, host, start_at, clock_offset_ns, selected, client))
 
+// A live-session run's tool turns (replay/replay.hpp, substitute_session_answers), counted at its
+// end: how many carried this run's calls and how many were kept as recorded, under `rule`.
+struct LiveToolTurns {
+  std::string rule;
+  std::uint64_t substituted = 0;
+  std::uint64_t kept_as_recorded = 0;
+  friend bool operator==(const LiveToolTurns&, const LiveToolTurns&) = default;
+};
+BOOST_DESCRIBE_STRUCT(LiveToolTurns, (), (rule, substituted, kept_as_recorded))
+
 struct RunSettings {
   std::string command;  // "replay"
   std::optional<std::string> input;  // the input trace as named ("trace" in reports)
@@ -120,6 +130,7 @@ struct RunSettings {
   std::optional<std::uint64_t> requests_per_shard, limit_per_shard;
   std::optional<std::vector<ShardFact>> shards;
   std::optional<std::int64_t> clock_offset_spread_ns;
+  std::optional<LiveToolTurns> live_tool_turns;  // a --session-mode live run
 
   bool open_loop() const { return schedule && schedule->open_loop(); }
   friend bool operator==(const RunSettings&, const RunSettings&) = default;
@@ -131,7 +142,7 @@ BOOST_DESCRIBE_STRUCT(RunSettings, (),
                        token_ids, model, timeout_ms, request_deadline_ms, stream, labels, run, repeat, slo,
                        shard, threads, ca_file, insecure, input_identity, selected, host, start_at,
                        start_at_unix_ns, clock_offset_ns, client, requests_per_shard, limit_per_shard,
-                       shards, clock_offset_spread_ns))
+                       shards, clock_offset_spread_ns, live_tool_turns))
 
 // Boost.JSON's customisation points, so that value_from(settings) and value_to<RunSettings>(json)
 // follow the rules above (value_to throws boost::system::system_error when `json` is not an object).

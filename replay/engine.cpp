@@ -217,6 +217,7 @@ struct RunHeader {
   TraceHeader header;
   ShardFacts facts;  // what `retrace merge` checks (replay/shard.hpp); the clock offset once known
   bool sharded = false;
+  std::size_t tool_turns_substituted = 0, tool_turns_kept = 0;  // live sessions, known at the end
 };
 
 RunHeader start_header(RunInput& input, const Preflight& checked, const Options& options,
@@ -345,8 +346,11 @@ void finish_trace(const std::filesystem::path& partial_path, const std::filesyst
   auto& header = run.header;
   if (run.facts.clock_offset_ns) run.settings.clock_offset_ns = run.facts.clock_offset_ns;
   if (client) run.settings.client = metrics::rounded(*client);
-  if (run.facts.clock_offset_ns || client) header.settings = to_json(run.settings);
-  if (!metrics_after && !run.facts.clock_offset_ns && !client) {
+  const bool live = run.settings.session_mode == "live";
+  if (live)
+    run.settings.live_tool_turns = {std::string(kLiveToolTurnRule), run.tool_turns_substituted, run.tool_turns_kept};
+  if (run.facts.clock_offset_ns || client || live) header.settings = to_json(run.settings);
+  if (!metrics_after && !run.facts.clock_offset_ns && !client && !live) {
     std::filesystem::rename(partial_path, out);
     return;
   }
@@ -406,6 +410,8 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
   if (!interrupted) input_failure = measure(input, shared, workers, stop, tick, interrupted, run_header, client);
   run_writer.join();
   workers.clear();
+  run_header.tool_turns_substituted = shared.tool_turns_substituted.load();
+  run_header.tool_turns_kept = shared.tool_turns_kept.load();
   tick();
   writer->close();
   writer.reset();

@@ -301,13 +301,53 @@ std::string apply_body_overrides(std::string_view body,
                                  const std::vector<std::pair<std::string, std::string>>& set,
                                  const std::vector<std::string>& unset);
 
-// Live sessions: replaces the contents of the last answers.size() assistant messages of a chat
-// body's "messages" (oldest first) with this run's answers to the previous turns. An answer that
-// is nullopt (that turn failed) leaves the recorded message. Bodies without messages pass through.
-// Each answer goes in as text a server would have sent: a character cut short at its end held
-// back, other bytes that are not UTF-8 as U+FFFD.
-std::string substitute_session_answers(std::string_view body,
-                                       const std::vector<std::optional<std::string>>& answers);
+// Live sessions: this run's answer to one turn, as the turns after it send it back: the first
+// choice's content (its reasoning dropped, as clients drop it) and its tool calls in order, each
+// with the id the server gave it ("" when it gave none).
+struct SessionCall {
+  std::string id, name, arguments;
+  bool operator==(const SessionCall&) const = default;
+};
+struct SessionAnswer {
+  std::string content;
+  std::vector<SessionCall> calls;
+  bool operator==(const SessionAnswer&) const = default;
+};
+// The answer in `choices` (an exchange's, sorted) with the ids `ids` (llm::ResponseDecoder's), or
+// nullopt when there is no content part to take it from.
+std::optional<SessionAnswer> session_answer(const std::vector<Choice>& choices,
+                                            const std::vector<llm::ToolCallId>& ids);
+
+// What became of the newest answer a body carries back (the turn just before; older answers were
+// counted when the turn after each was sent): no tool turn, a tool turn with this run's calls,
+// or a tool turn kept as recorded.
+enum class ToolTurn : std::uint8_t { none, substituted, kept };
+struct SessionBody {
+  std::string body;
+  ToolTurn newest = ToolTurn::none;
+};
+// The rule below in one line, as the run's header states it (settings "live_tool_turns").
+inline constexpr std::string_view kLiveToolTurnRule =
+    "a tool turn carries this run's calls (ids mapped in the tool messages after it) when they are "
+    "the recorded calls (same names, arguments equal as JSON); otherwise it is kept as recorded, "
+    "since the trace holds tool results only for the recorded calls";
+
+// Live sessions: replaces the last answers.size() assistant messages of a body's "messages"
+// (oldest first) with this run's answers to the previous turns:
+//   - a turn without tool calls, recorded and now: its "content" becomes this run's content;
+//   - a tool turn (recorded "tool_calls") that this run called again (as many calls, the same
+//     names, arguments equal as JSON): "content" becomes this run's (null when empty) and
+//     "tool_calls" this run's calls with their ids, and each "tool" message after it (up to the
+//     next assistant message) has its "tool_call_id" mapped from the recorded id to this run's,
+//     so the pairs hold; the recorded results answer these calls, being the same calls;
+//   - a tool turn this run answered otherwise, a text turn this run answered with calls, and an
+//     Anthropic tool_use turn (content blocks): kept as recorded, whole. retrace cannot run the
+//     tools, and the trace holds results only for the recorded calls.
+// An answer that is nullopt (that turn failed) leaves the recorded message. Bodies without
+// messages pass through. Text goes in as a server would have sent it: a character cut short at
+// its end held back, other bytes that are not UTF-8 as U+FFFD.
+SessionBody substitute_session_answers(std::string_view body,
+                                       const std::vector<std::optional<SessionAnswer>>& answers);
 
 // Offsets (ns from the run's start) of `count` open-loop arrivals; the first is at 0. The same
 // seed gives the same times on every machine (own samplers, not std:: distributions).

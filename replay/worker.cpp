@@ -59,7 +59,7 @@ class WatchEnd {
 };
 
 // Live-session answers rewrite the prepared body (and so its head and key) once there are any.
-bool changes_body(const std::vector<std::optional<std::string>>* answers) {
+bool changes_body(const std::vector<std::optional<SessionAnswer>>* answers) {
   return answers && !answers->empty();
 }
 
@@ -244,7 +244,7 @@ asio::awaitable<void> Worker::run_launcher() {
 }
 
 asio::awaitable<void> Worker::run_chain(Work work, bool closed_loop) {
-  std::vector<std::optional<std::string>> answers;
+  std::vector<std::optional<SessionAnswer>> answers;
   bool live = shared_.options.live_sessions && shared_.record;
   for (std::size_t k = 0; k < work.size() && !stopping_; ++k) {
     std::int64_t intended;
@@ -268,9 +268,9 @@ asio::awaitable<void> Worker::run_chain(Work work, bool closed_loop) {
 // Asio's awaitable_frame_base operators.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-asio::awaitable<std::optional<std::string>> Worker::run_exchange(
+asio::awaitable<std::optional<SessionAnswer>> Worker::run_exchange(
     const Prepared& send, std::int64_t intended_ns,
-    const std::vector<std::optional<std::string>>* answers) {
+    const std::vector<std::optional<SessionAnswer>>* answers) {
   const PreparedRequest& prepared = *send.request;
   Flight flight = start_flight(send, intended_ns, answers);
   // An exception here would otherwise end the chain (and, closed-loop, its slot) and lose the
@@ -291,7 +291,7 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
   } catch (const std::exception& e) {
     if (flight.failure.empty()) flight.failure = e.what();
   }
-  std::optional<std::string> answer;
+  std::optional<SessionAnswer> answer;
   try {
     answer = finish(flight, answers != nullptr);
   } catch (const std::exception& e) {
@@ -305,7 +305,7 @@ asio::awaitable<std::optional<std::string>> Worker::run_exchange(
 
 // The head worked out once at preparation, unless live-session answers changed the body.
 const std::string& Worker::request_head(Flight& flight, const PreparedRequest& prepared,
-                                        const std::vector<std::optional<std::string>>* answers) {
+                                        const std::vector<std::optional<SessionAnswer>>* answers) {
   if (!prepared.head.empty() && !changes_body(answers)) return prepared.head;
   flight.head = wire_head(prepared, flight.exchange.request.body);
   return flight.head;
@@ -315,7 +315,7 @@ const std::string& Worker::request_head(Flight& flight, const PreparedRequest& p
 // substituted, out of memory), the flight carries the failure with what is known of the request,
 // and nothing is sent.
 Flight Worker::start_flight(const Prepared& send, std::int64_t intended_ns,
-                            const std::vector<std::optional<std::string>>* answers) {
+                            const std::vector<std::optional<SessionAnswer>>* answers) {
   std::string failure;
   try {
     auto record = describe_request(send, intended_ns, answers);
@@ -339,7 +339,7 @@ Flight Worker::start_flight(const Prepared& send, std::int64_t intended_ns,
 // The record of the request as sent: the input's identity and labels, this run's body (with
 // live-session answers), secret header values redacted, and the key of what was sent.
 Exchange Worker::describe_request(const Prepared& send, std::int64_t intended_ns,
-                                  const std::vector<std::optional<std::string>>* answers) const {
+                                  const std::vector<std::optional<SessionAnswer>>* answers) const {
   const PreparedRequest& prepared = *send.request;
   Exchange exchange;
   exchange.source_id = prepared.source_id;
@@ -357,9 +357,14 @@ Exchange Worker::describe_request(const Prepared& send, std::int64_t intended_ns
   exchange.intended_send_ns = intended_ns;
   exchange.request.method = prepared.method;
   exchange.request.target = prepared.target;
-  exchange.request.body = changes_body(answers)
-                              ? substitute_session_answers(prepared.body, *answers)
-                              : prepared.body;
+  if (changes_body(answers)) {
+    auto sent = substitute_session_answers(prepared.body, *answers);
+    exchange.request.body = std::move(sent.body);
+    if (sent.newest == ToolTurn::substituted) shared_.tool_turns_substituted.fetch_add(1);
+    if (sent.newest == ToolTurn::kept) shared_.tool_turns_kept.fetch_add(1);
+  } else {
+    exchange.request.body = prepared.body;
+  }
   exchange.request.headers = prepared.recorded_headers;
   exchange.key = changes_body(answers)
                      ? request_key(exchange.request.method, exchange.request.target, exchange.request.body)
@@ -531,12 +536,13 @@ void Worker::decode_response(Flight& flight) {
         exchange.decode_note.empty() ? decoded.note : decoded.note + "; " + exchange.decode_note;
 }
 
-// Classifies the outcome, counts it and hands the exchange to the writer. Returns choice 0's text
-// when the exchange completed and `want_answer` (live sessions substitute it in later turns).
-std::optional<std::string> Worker::finish(Flight& flight, bool want_answer) {
+// Classifies the outcome, counts it and hands the exchange to the writer. Returns choice 0's
+// answer and tool calls when the exchange completed and `want_answer` (live sessions substitute
+// them in later turns).
+std::optional<SessionAnswer> Worker::finish(Flight& flight, bool want_answer) {
   auto& exchange = flight.exchange;
   auto& ec = flight.ec;
-  std::optional<std::string> answer;
+  std::optional<SessionAnswer> answer;
   if (!flight.failure.empty()) {
     if (flight.send_time == Clock::time_point{}) stamp_send(flight);
     if (exchange.first_byte_ns >= 0 && exchange.end_ns < 0) exchange.end_ns = flight.offset();
@@ -558,12 +564,10 @@ std::optional<std::string> Worker::finish(Flight& flight, bool want_answer) {
     auto excerpt = exchange.response.streamed ? std::string() : exchange.response.body.substr(0, 200);
     exchange.error.message = "HTTP " + std::to_string(exchange.response.status) +
                              (excerpt.empty() ? "" : ": " + excerpt);
-  } else if (const Choice* content = want_answer && exchange.error.kind == ErrorKind::none
-                                         ? first_answer(exchange.choices)
-                                         : nullptr) {
-    // The answer only: clients drop the reasoning. (A server_error or truncated answer, set by the
-    // decoder's finish(), is not substituted.)
-    answer = llm::choice_text(*content);
+  } else if (want_answer && exchange.error.kind == ErrorKind::none) {
+    // The answer and calls only: clients drop the reasoning. (A server_error or truncated answer,
+    // set by the decoder's finish(), is not substituted.)
+    answer = session_answer(exchange.choices, flight.decoder.tool_call_ids());
   }
 
   if (exchange.error.kind != ErrorKind::none) shared_.errors.fetch_add(1);

@@ -153,6 +153,9 @@ struct Shared {
   std::int64_t run_start_unix_ns = 0;
   std::atomic<std::size_t> next_chain{0};
   std::atomic<std::size_t> done{0}, errors{0};
+  // Live sessions: tool turns sent back with this run's calls, and kept as recorded
+  // (substitute_session_answers), each counted once, when the turn after it is sent.
+  std::atomic<std::size_t> tool_turns_substituted{0}, tool_turns_kept{0};
   WriteQueue* queue = nullptr;
 };
 
@@ -194,25 +197,25 @@ class Worker {
   // One request and its response, counted and handed to the writer. Does not throw: a failure
   // inside retrace becomes the exchange's error. Returns choice 0's text when it completed (for
   // live sessions).
-  boost::asio::awaitable<std::optional<std::string>> run_exchange(
+  boost::asio::awaitable<std::optional<SessionAnswer>> run_exchange(
       const Prepared& send, std::int64_t intended_ns,
-      const std::vector<std::optional<std::string>>* answers);
+      const std::vector<std::optional<SessionAnswer>>* answers);
   // run_exchange's steps, in order.
   Flight start_flight(const Prepared& send, std::int64_t intended_ns,
-                      const std::vector<std::optional<std::string>>* answers);
+                      const std::vector<std::optional<SessionAnswer>>* answers);
   Exchange describe_request(const Prepared& send, std::int64_t intended_ns,
-                            const std::vector<std::optional<std::string>>* answers) const;
+                            const std::vector<std::optional<SessionAnswer>>* answers) const;
   // `head` and `body` are the request's bytes as sent (PreparedRequest::head, or wire_head of a body
   // with live-session answers).
   static const std::string& request_head(Flight& flight, const PreparedRequest& prepared,
-                                         const std::vector<std::optional<std::string>>* answers);
+                                         const std::vector<std::optional<SessionAnswer>>* answers);
   boost::asio::awaitable<void> stream(Flight& flight, const std::string& head, const std::string& body);
   boost::asio::awaitable<bool> connect(Flight& flight, net::UpstreamConnection& connection,
                                        const Watchdog& watchdog);
   boost::asio::awaitable<void> read_body(Flight& flight, net::UpstreamConnection& connection,
                                          ResponsePartParser& parser, char* buffer, Watchdog& watchdog);
   void decode_response(Flight& flight);
-  std::optional<std::string> finish(Flight& flight, bool want_answer);
+  std::optional<SessionAnswer> finish(Flight& flight, bool want_answer);
 
   void stamp_send(Flight& flight) const;
   boost::asio::awaitable<bool> wait_until(std::int64_t offset_ns);

@@ -51,6 +51,15 @@ std::string trace_controls_of(const metrics::RunSettings& settings) {
   return text;
 }
 
+// A live run's tool turns (replay/replay.hpp, substitute_session_answers), when it had any:
+// ", live tool turns: 2 with this run's calls, 1 kept as recorded".
+std::string live_tool_turns_of(const metrics::RunSettings& settings) {
+  const auto& turns = settings.live_tool_turns;
+  if (!turns || (turns->substituted == 0 && turns->kept_as_recorded == 0)) return {};
+  return ", live tool turns: " + std::to_string(turns->substituted) + " with this run's calls, " +
+         std::to_string(turns->kept_as_recorded) + " kept as recorded";
+}
+
 std::string schedule_of(const metrics::RunSettings& settings) {
   if (!settings.schedule) return {};
   const auto& schedule = *settings.schedule;
@@ -60,7 +69,7 @@ std::string schedule_of(const metrics::RunSettings& settings) {
   if (schedule.kind == "recorded") text = "recorded timing ×" + text_of(schedule.speed);
   // A merged run (replay/merge.hpp) says it was sent from N shards; its totals are the sums.
   if (settings.shards) text += ", " + std::to_string(settings.shards->size()) + " shards";
-  return text + trace_controls_of(settings);
+  return text + trace_controls_of(settings) + live_tool_turns_of(settings);
 }
 
 std::string model_of(const json::value& server_info) {

@@ -206,12 +206,23 @@ void read_stop(const json::object& body, ApiRequest& request) {
     add_stop(*stop);
 }
 
-// Chat "tools": the first function's name, unless "tool_choice" is "none".
+// Whether the conversation's last message is a tool's result: a model given it answers in text.
+bool ends_with_tool_result(const json::object& body) {
+  const json::value* messages = field(body, "messages");
+  if (!messages || !messages->is_array() || messages->get_array().empty()) return false;
+  const json::object* last = messages->get_array().back().if_object();
+  const json::value* role = last ? last->if_contains("role") : nullptr;
+  return role && role->is_string() && role->get_string() == "tool";
+}
+
+// Chat "tools": the first function's name, unless "tool_choice" is "none" or the last message is
+// a tool's result (the call was made; the model answers with what it returned, as an agent's
+// model does).
 void read_tools(const json::object& body, ApiRequest& request) {
   const json::value* tools = field(body, "tools");
   if (!tools || request.endpoint != Endpoint::chat) return;
   if (!tools->is_array()) reject("tools", "'tools' must be a list of {\"type\": \"function\", \"function\": {...}}");
-  if (tools->get_array().empty()) return;
+  if (tools->get_array().empty() || ends_with_tool_result(body)) return;
   const json::value* choice = field(body, "tool_choice");
   if (choice && choice->is_string() && choice->get_string() == "none") return;
   const json::object* tool = tools->get_array().front().if_object();

@@ -1,6 +1,7 @@
 // Chat messages as the simulator reads and renders them, and the known-answer book (see engine.hpp).
 #include "sim/engine.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -22,6 +23,54 @@ std::string render_chat(const std::vector<ChatMessage>& messages) {
   prompt += "<|assistant|>\n";
   return prompt;
 }
+
+namespace {
+namespace json = boost::json;
+
+std::string_view string_in(const json::object& object, std::string_view key) {
+  const json::value* value = object.if_contains(key);
+  return value && value->is_string() ? std::string_view(value->get_string()) : std::string_view();
+}
+
+// Tool turns pair as OpenAI's API requires: each "tool" message answers, by its "tool_call_id", a
+// call of the assistant message before it, and every call is answered before the conversation
+// goes on. (A client that re-sends a conversation with its ids out of step is refused, as there.)
+// Returns false with `error_param` and `error_message` set on the first pair that does not hold.
+bool tool_turns_pair(const json::array& list, std::string& error_param, std::string& error_message) {
+  std::vector<std::string_view> open;  // ids of the last tool turn's calls not yet answered
+  std::size_t turn = 0;                // where that tool turn is
+  for (std::size_t i = 0; i <= list.size(); ++i) {  // list.size(): the end, where every call is answered
+    const json::object* message = i < list.size() ? list[i].if_object() : nullptr;
+    const std::string_view role = message ? string_in(*message, "role") : std::string_view();
+    if (role == "tool") {
+      const std::string where = "messages[" + std::to_string(i) + "]";
+      const std::string_view id = string_in(*message, "tool_call_id");
+      auto answered = std::find(open.begin(), open.end(), id);
+      if (id.empty() || answered == open.end()) {
+        error_param = where + ".tool_call_id";
+        error_message = "'" + where + ".tool_call_id' ('" + std::string(id) +
+                        "') answers no call of the assistant message before it: messages with role 'tool' "
+                        "must be a response to a preceding message's 'tool_calls'";
+        return false;
+      }
+      open.erase(answered);
+      continue;
+    }
+    if (!open.empty()) {
+      error_param = "messages[" + std::to_string(turn) + "].tool_calls";
+      error_message = "an assistant message with 'tool_calls' must be followed by tool messages answering each "
+                      "'tool_call_id'; not answered: '" + std::string(open.front()) + "'";
+      return false;
+    }
+    const json::value* calls = message && role == "assistant" ? message->if_contains("tool_calls") : nullptr;
+    if (!calls || !calls->is_array()) continue;
+    turn = i;
+    for (const json::value& call : calls->get_array())
+      if (const json::object* object = call.if_object()) open.push_back(string_in(*object, "id"));
+  }
+  return true;
+}
+}  // namespace
 
 std::optional<std::vector<ChatMessage>> parse_chat_messages(const boost::json::value& messages,
                                                             std::string& error_param,
@@ -86,6 +135,7 @@ std::optional<std::vector<ChatMessage>> parse_chat_messages(const boost::json::v
     }
     parsed.push_back(std::move(out));
   }
+  if (!tool_turns_pair(list, error_param, error_message)) return std::nullopt;
   return parsed;
 }
 

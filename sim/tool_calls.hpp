@@ -1,5 +1,6 @@
-// Tool calls of `retrace serve`: a chat request with "tools" (and no "tool_choice": "none") is
-// answered with a call of its first function, as vLLM's tool parsers return one: the generated
+// Tool calls of `retrace serve`: a chat request with "tools" (and no "tool_choice": "none", and
+// not ending with a "tool" message, a call's result, which is answered in text) is answered with
+// a call of its first function, as vLLM's tool parsers return one: the generated
 // text becomes the call's arguments, {"text": "<generated text>"}, streamed as
 // delta.tool_calls[{"index":0, ...}] — the first event names the function with its id, every
 // event carries the next piece of the arguments — and finish_reason "tool_calls"; a whole message

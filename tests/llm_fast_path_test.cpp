@@ -49,8 +49,11 @@ std::vector<std::string> event_data_of(std::string_view stream) {
 TEST_CASE("Fast and general decoding agree on every sample stream in every dialect") {
   const char* streams[] = {"llamacpp/completion-native-stream.sse", "llamacpp/v1-chat-completions-stream.sse",
                            "llamacpp/v1-completions-stream-logprobs.sse", "llamacpp/v1-completions-stream.sse",
-                           "openai/chat-stream-logprobs.sse", "sim/completions-stream-logprobs.sse",
-                           "sim/chat-stream-logprobs.sse", "tgi/generate-stream.sse",
+                           "openai/chat-stream-logprobs.sse", "sglang/chat-stream-reasoning.sse",
+                           "sglang/chat-stream-tool-calls.sse", "sim/completions-stream-logprobs.sse",
+                           "sim/chat-stream-logprobs.sse", "tgi/chat-stream.sse",
+                           "tgi/chat-stream-tool-calls.sse", "tgi/generate-stream.sse",
+                           "vllm/chat-stream-reasoning.sse", "vllm/chat-stream-tool-calls.sse",
                            "vllm/chat-stream-token-ids.sse", "vllm/completions-stream-n2.sse",
                            "vllm/completions-stream-token-ids.sse"};
   const Dialect dialects[] = {Dialect::unknown, Dialect::openai_completions, Dialect::openai_chat,

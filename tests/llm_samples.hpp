@@ -67,6 +67,49 @@ inline Exchange decode_body(std::string_view body, llm::Dialect dialect) {
   return exchange;
 }
 
+// A stream decoded as the recorder decodes it, fed in two pieces cut at `cut` (npos: whole).
+inline Exchange decode_split(std::string_view body, llm::Dialect dialect, std::size_t cut = std::string_view::npos) {
+  llm::ResponseDecoder decoder(dialect);
+  llm::SseParser parser;
+  std::int64_t offset = 0;
+  const auto on_event = [&](const llm::SseEvent& event) { decoder.on_event(event.data, offset += 1000); };
+  if (cut == std::string_view::npos) {
+    parser.feed(body, on_event);
+  } else {
+    parser.feed(body.substr(0, cut), on_event);
+    parser.feed(body.substr(cut), on_event);
+  }
+  Exchange exchange;
+  decoder.finish(exchange);
+  return exchange;
+}
+
+// The same parts, texts and finish reasons whatever the split (offsets count events, so they agree
+// too: every split completes the same events in the same order).
+inline void require_same_at_every_split(const std::string& body, llm::Dialect dialect) {
+  const Exchange whole = decode_split(body, dialect);
+  for (std::size_t cut = 0; cut <= body.size(); ++cut) {
+    const Exchange split = decode_split(body, dialect, cut);
+    INFO("cut at byte " << cut);
+    REQUIRE(split.choices == whole.choices);
+    REQUIRE(split.usage == whole.usage);
+    REQUIRE(split.decode_note == whole.decode_note);
+  }
+}
+
+inline const Choice& part(const Exchange& exchange, Part which, std::uint32_t call = 0) {
+  for (const Choice& choice : exchange.choices)
+    if (choice.part == which && choice.tool_call == call) return choice;
+  FAIL("no part " << to_string(which) << " " << call);
+  throw;
+}
+
+inline std::vector<Part> parts_of(const Exchange& exchange) {
+  std::vector<Part> parts;
+  for (const Choice& choice : exchange.choices) parts.push_back(choice.part);
+  return parts;
+}
+
 inline std::vector<std::int32_t> ids_of(const Choice& choice) {
   std::vector<std::int32_t> ids;
   for (const Token& token : choice.tokens) ids.push_back(token.id);

@@ -64,9 +64,11 @@ TEST_CASE("run settings come back from their JSON as they went in") {
   usage.worker_threads = 2;
   usage.cores = 8;
   settings.client = metrics::rounded(usage);
+  settings.live_tool_turns = metrics::LiveToolTurns{std::string(replay::kLiveToolTurnRule), 2, 1};
   auto back = metrics::parse_run_settings(to_json(settings));
   REQUIRE(back);
   CHECK(*back == settings);
+  CHECK(back->live_tool_turns->kept_as_recorded == 1);
   CHECK(back->client->cpu_s == 0.123457);  // microseconds, as getrusage resolves them
   CHECK(back->input_identity->exchanges == 12);
   CHECK(back->start_at == "2025-12-01T10:00:00.000000000Z");

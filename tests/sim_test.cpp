@@ -211,6 +211,32 @@ TEST_CASE("malformed chat messages name the offending field") {
   CHECK(param == "messages");
 }
 
+TEST_CASE("tool messages must answer the calls of the assistant message before them") {
+  std::string param, message;
+  const std::string turn =
+      R"([{"role":"user","content":"weather?"},{"role":"assistant","content":null,"tool_calls":[)"
+      R"({"id":"a","type":"function","function":{"name":"w","arguments":"{}"}},)"
+      R"({"id":"b","type":"function","function":{"name":"w","arguments":"{}"}}]})";
+  auto paired = parse_chat_messages(boost::json::parse(
+      turn + R"(,{"role":"tool","tool_call_id":"b","content":"1"},{"role":"tool","tool_call_id":"a","content":"2"},)"
+             R"({"role":"user","content":"thanks"}])"), param, message);
+  CHECK(paired);
+  // An id no call has (a conversation re-sent with its ids out of step).
+  auto stray = parse_chat_messages(boost::json::parse(
+      turn + R"(,{"role":"tool","tool_call_id":"a","content":"1"},{"role":"tool","tool_call_id":"z","content":"2"}])"),
+      param, message);
+  CHECK(!stray);
+  CHECK(param == "messages[3].tool_call_id");
+  CHECK(message.find("('z')") != std::string::npos);
+  // A call left unanswered before the conversation goes on, or at its end.
+  auto unanswered = parse_chat_messages(boost::json::parse(
+      turn + R"(,{"role":"tool","tool_call_id":"a","content":"1"},{"role":"user","content":"and?"}])"), param, message);
+  CHECK(!unanswered);
+  CHECK(param == "messages[1].tool_calls");
+  CHECK(message.find("not answered: 'b'") != std::string::npos);
+  CHECK(!parse_chat_messages(boost::json::parse(turn + "]"), param, message));
+}
+
 TEST_CASE("image_url content parts are accepted and their bytes count as prompt") {
   std::string param, message;
   const std::string image = R"({"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}})";

@@ -1,6 +1,7 @@
 # The production shapes end to end: an upstream answers with the documented bytes of vLLM's chat
-# reasoning and tool calls, the Responses API, the Messages API and embeddings (tests/data/, sent
-# split into 7-byte pieces); record records them, replay sends them again to an upstream whose
+# reasoning and tool calls, the Responses API, the Messages API and embeddings, and the chat tool
+# calls and reasoning of SGLang, TGI and OpenAI, streamed and whole (tests/data/, sent split into
+# 7-byte pieces); record records them, replay sends them again to an upstream whose
 # answers differ by one token in one part, and diff finds that token and names its part; what it
 # cannot compare it says it did not compare, and exits 1. stats counts the reasoning apart.
 . "$(dirname "$0")/lib.sh"
@@ -24,8 +25,16 @@ post /v1/responses '{"model":"m","input":"Weather in Paris?"}'
 post /v1/messages "{\"model\":\"m\",\"max_tokens\":64,$user,\"stream\":true}"
 post /v1/embeddings '{"model":"m","input":"hello"}'
 post /v1/rerank '{"model":"m","query":"q","documents":["a"]}'
+tools='"tools":[{"type":"function","function":{"name":"get_current_weather","parameters":{}}}]'
+post /v1/chat/completions "{\"model\":\"m\",\"user\":\"sglang\",$user,\"stream\":true}"
+post /v1/chat/completions "{\"model\":\"m\",\"user\":\"sglang\",$user,\"stream\":true,$tools}"
+post /v1/chat/completions "{\"model\":\"m\",\"user\":\"tgi\",$user,\"stream\":true,$tools}"
+post /v1/chat/completions "{\"model\":\"m\",\"user\":\"tgi-whole\",$user,$tools}"
+post /v1/chat/completions "{\"model\":\"m\",\"user\":\"openai-whole\",$user,$tools}"
+post /v1/chat/completions "{\"model\":\"m\",\"user\":\"vllm-whole\",$user,$tools}"
+post /v1/chat/completions "{\"model\":\"m\",\"user\":\"tgi\",$user,\"stream\":true}"
 stop "$proxy_PID" || fail "record did not exit 0 on SIGTERM"
-check_contains "$WORK/proxy.err" "recorded 7 exchange(s)" "every exchange recorded"
+check_contains "$WORK/proxy.err" "recorded 14 exchange(s)" "every exchange recorded"
 
 # The recording holds each part apart, decoded cleanly.
 "$RETRACE" cat "$WORK/rec.rtrace" >"$WORK/rec.cat" || fail "cat of the recording"
@@ -40,9 +49,10 @@ def parts(e):
     return [(c.get("part", "content"), c.get("tool_name", "")) for c in e["choices"]]
 by_target = [(e["request"]["target"], e) for e in exchanges]
 assert [t for t, _ in by_target] == ["/v1/chat/completions"] * 2 + ["/v1/responses"] * 2 + \
-    ["/v1/messages", "/v1/embeddings", "/v1/rerank"], [t for t, _ in by_target]
-for e in exchanges[:6]:
+    ["/v1/messages", "/v1/embeddings", "/v1/rerank"] + ["/v1/chat/completions"] * 7, [t for t, _ in by_target]
+for e in exchanges[:6] + exchanges[7:]:
     assert e["decode_note"] in ("", None), (e["request"]["target"], e["decode_note"])
+    assert e["error"]["kind"] == "none", (e["request"]["body"], e["error"])
 assert parts(exchanges[0]) == [("reasoning", ""), ("content", "")], parts(exchanges[0])
 assert parts(exchanges[1]) == [("content", ""), ("tool_call", "get_weather"), ("tool_call", "get_time")]
 assert parts(exchanges[2]) == parts(exchanges[3]) == [("reasoning", ""), ("content", ""), ("tool_call", "get_weather")]
@@ -50,6 +60,14 @@ assert parts(exchanges[4]) == [("reasoning", ""), ("content", "")]
 assert parts(exchanges[5]) == [("embedding", "")]
 assert exchanges[0]["usage"]["reasoning_tokens"] == 9
 assert exchanges[6]["choices"] == []
+weather = ("tool_call", "get_current_weather")
+assert parts(exchanges[7]) == [("reasoning", ""), ("content", "")], parts(exchanges[7])  # SGLang
+assert exchanges[7]["usage"]["reasoning_tokens"] == 11  # at the top of SGLang's usage
+assert parts(exchanges[8]) == parts(exchanges[9]) == parts(exchanges[10]) == parts(exchanges[11]) == \
+    [("content", ""), weather], [parts(e) for e in exchanges[8:12]]  # SGLang, TGI x2, OpenAI
+assert parts(exchanges[12]) == [("reasoning", ""), ("content", ""), ("tool_call", "get_weather"),
+                                ("tool_call", "get_time")], parts(exchanges[12])  # vLLM, whole
+assert parts(exchanges[13]) == [("content", "")] and exchanges[13]["usage"]["completion_tokens"] == 3  # TGI text
 PY
 
 "$RETRACE" stats "$WORK/rec.rtrace" >"$WORK/rec.stats" || fail "stats of the recording"
@@ -65,7 +83,7 @@ check_eq "$status" 1 "diff exits 1: answers differ and one exchange was not comp
 python3 - "$WORK/diff.json" <<'PY' || fail "what diff found"
 import json, sys
 run = json.load(open(sys.argv[1]))["runs"][0]
-assert run["matrix"] == "DD..DDN", run["matrix"]
+assert run["matrix"] == "DD..DDND.D.D..", run["matrix"]
 assert run["not_compared"] == 1, run
 why = list(run["not_compared_why"])
 assert len(why) == 1 and "no output decoded from POST /v1/rerank" in why[0], why
@@ -82,17 +100,23 @@ assert pairs[4]["parts_changed"] == "reasoning changed, answer the same", pairs[
 embedding = pairs[5]["divergences"][0]
 assert embedding["part"] == "embedding" and abs(embedding["largest_difference"] - 1e-10) < 1e-12, embedding
 assert pairs[6]["verdict"] == "not_compared", pairs[6]
+assert pairs[7]["parts_changed"] == "reasoning changed, answer the same", pairs[7]["parts_changed"]
+assert pairs[7]["divergences"][0]["baseline_token"]["text"] == " asks", pairs[7]["divergences"][0]
+for k, old, new in ((9, "oklyn", "onx"), (11, "{\n\"location\": \"Boston, MA\"\n}", "{\n\"location\": \"Austin, TX\"\n}")):
+    assert pairs[k]["parts_changed"] == "tool call 0 (get_current_weather) changed", (k, pairs[k]["parts_changed"])
+    first = pairs[k]["divergences"][0]
+    assert first["baseline_token"]["text"] == old and first["candidate_token"]["text"] == new, (k, first)
 PY
 
 "$RETRACE" diff "$WORK/rec.rtrace" "$WORK/run.rtrace" >"$WORK/diff.txt" || true
 check_contains "$WORK/diff.txt" "reasoning changed, answer the same" "the terminal report names the part"
 check_contains "$WORK/diff.txt" "1 exchanges not compared" "the terminal report counts what it did not compare"
 "$RETRACE" diff "$WORK/rec.rtrace" "$WORK/run.rtrace" --embedding-tolerance 1e-6 --json >"$WORK/tolerant.json" || true
-python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['runs'][0]['matrix']; assert m == 'DD..D.N', m" \
+python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['runs'][0]['matrix']; assert m == 'DD..D.ND.D.D..', m" \
   "$WORK/tolerant.json" || fail "--embedding-tolerance makes the embedding identical"
 # A run against itself: identical but for what cannot be compared, which still fails the exit.
 status=0
 "$RETRACE" diff "$WORK/rec.rtrace" "$WORK/rec.rtrace" >"$WORK/self.txt" || status=$?
 check_eq "$status" 1 "not compared is never counted identical"
-check_contains "$WORK/self.txt" "identical 6" "a trace against itself"
+check_contains "$WORK/self.txt" "identical 13" "a trace against itself"
 echo "ok"

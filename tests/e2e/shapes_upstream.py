@@ -2,8 +2,14 @@
 """An upstream that answers with the documented response shapes in tests/data/ byte for byte
 (test-only tool, loopback only), so record, replay and diff meet them over real HTTP.
 
-  POST /v1/chat/completions   tests/data/vllm/chat-stream-reasoning.sse, or, when the body has
-                              "tools", vllm/chat-stream-tool-calls.sse
+  POST /v1/chat/completions   by the body's "user" (sglang, tgi, openai; anything else: vllm; not
+                              "model", which replay sets to the one /v1/models lists; with
+                              "-whole", e.g. "tgi-whole", the whole answer even to a request that
+                              asks to stream, as a server that ignores "stream" answers, since
+                              replay streams every chat request by default),
+                              "stream" and "tools", the file CHAT names: vLLM's streamed reasoning
+                              and tool calls and whole tool calls, SGLang's streamed reasoning and
+                              tool calls, TGI's text stream and tool calls streamed and whole, OpenAI's whole call
   POST /v1/responses          openai/responses-stream.sse when the body says "stream": true,
                               else openai/responses-nonstream.json
   POST /v1/messages           anthropic/messages-stream-thinking.sse (stream) or
@@ -12,9 +18,10 @@
   POST /v1/rerank             a small JSON body retrace does not decode
   GET  /v1/models             one model
 Streams go out in chunked pieces of 7 bytes, each sent on its own, so that events arrive split.
-With --variant, each answer differs from the file by one token in one part: the chat reasoning
-("asks" -> "wants"), the tool call's arguments ("Paris" -> "Lyon"), the Messages thinking
-("50 + 3" -> "53"), the embedding's first value; the Responses answer is left as it is.
+With --variant, some answers differ from the file by one token in one part: vLLM's and SGLang's
+chat reasoning ("asks" -> "wants"), the tool call arguments of vLLM's stream ("Paris" -> "Lyon"),
+TGI's stream ("oklyn" -> "onx") and OpenAI's whole answer ("Boston, MA" -> "Austin, TX"), the
+Messages thinking ("50 + 3" -> "53"), the embedding's first value; the others are left as they are.
 Listens on the port given as the first argument (0: any free one), prints
 "listening on http://127.0.0.1:PORT".
 """
@@ -32,6 +39,21 @@ CHANGES = {
     "vllm/chat-stream-tool-calls.sse": (b'"Paris"', b'"Lyon"'),
     "anthropic/messages-stream-thinking.sse": (b"400 + 50 + 3", b"400 + 53"),
     "openai/embeddings.json": (b"0.0023064255", b"0.0023064256"),
+    "sglang/chat-stream-reasoning.sse": (b'" asks"', b'" wants"'),
+    "tgi/chat-stream-tool-calls.sse": (b'"oklyn"', b'"onx"'),
+    "openai/chat-nonstream-tool-calls.json": (b"Boston, MA", b"Austin, TX"),
+}
+# (server, streamed, with tools) -> the chat answer.
+CHAT = {
+    ("vllm", True, False): "vllm/chat-stream-reasoning.sse",
+    ("vllm", True, True): "vllm/chat-stream-tool-calls.sse",
+    ("vllm-whole", False, True): "vllm/chat-nonstream-tool-calls.json",
+    ("sglang", True, False): "sglang/chat-stream-reasoning.sse",
+    ("sglang", True, True): "sglang/chat-stream-tool-calls.sse",
+    ("tgi", True, False): "tgi/chat-stream.sse",
+    ("tgi", True, True): "tgi/chat-stream-tool-calls.sse",
+    ("tgi-whole", False, True): "tgi/chat-nonstream-tool-calls.json",
+    ("openai-whole", False, True): "openai/chat-nonstream-tool-calls.json",
 }
 
 
@@ -84,8 +106,15 @@ class Handler(socketserver.BaseRequestHandler):
             if method == "GET" and path == "/v1/models":
                 self.send_json(b'{"object":"list","data":[{"id":"m","object":"model","owned_by":"shapes"}]}')
             elif path == "/v1/chat/completions":
-                self.send_stream(data("vllm/chat-stream-tool-calls.sse" if "tools" in fields
-                                      else "vllm/chat-stream-reasoning.sse"))
+                server = fields.get("user") if any(k[0] == fields.get("user") for k in CHAT) else "vllm"
+                stream = stream and not server.endswith("-whole")
+                name = CHAT.get((server, stream, "tools" in fields))
+                if name is None:
+                    self.send_json(b'{"error":{"message":"no such shape","type":"test"}}', 404)
+                elif stream:
+                    self.send_stream(data(name))
+                else:
+                    self.send_json(data(name))
             elif path == "/v1/responses":
                 if stream:
                     self.send_stream(data("openai/responses-stream.sse"))
