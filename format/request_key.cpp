@@ -67,7 +67,11 @@ void write_canonical(const boost::json::value& value, boost::json::serializer& s
 
 }  // namespace
 
-RequestKey request_key(std::string_view method, std::string_view target, std::string_view body) {
+namespace {
+
+// method 0x00 target 0x00, then the body's bytes as `hash_body` gives them.
+template <class HashBody>
+RequestKey hash_request(std::string_view method, std::string_view target, HashBody hash_body) {
   XXH3_state_t state;
   XXH3_128bits_reset(&state);
   static constexpr char kSeparator = '\0';
@@ -75,23 +79,37 @@ RequestKey request_key(std::string_view method, std::string_view target, std::st
   XXH3_128bits_update(&state, &kSeparator, 1);
   XXH3_128bits_update(&state, target.data(), target.size());
   XXH3_128bits_update(&state, &kSeparator, 1);
-  // The parsed body lives in a stack buffer (and spills to the heap past it): a request's many
-  // small nodes are not each allocated and freed.
-  unsigned char nodes[4096];
-  boost::json::monotonic_resource resource(nodes, sizeof nodes);
-  boost::json::error_code error;
-  boost::json::value parsed = boost::json::parse(body, error, &resource);
-  if (!error && !body.empty()) {
-    std::string canonical;
-    canonical.reserve(body.size());
-    boost::json::serializer serializer;
-    write_canonical(parsed, serializer, canonical);
-    XXH3_128bits_update(&state, canonical.data(), canonical.size());
-  } else {
-    XXH3_128bits_update(&state, body.data(), body.size());
-  }
+  hash_body(state);
   XXH128_hash_t hash = XXH3_128bits_digest(&state);
   return RequestKey{hash.high64, hash.low64};
+}
+
+void hash_canonical(XXH3_state_t& state, const boost::json::value& body, std::size_t size_hint) {
+  std::string canonical;
+  canonical.reserve(size_hint);
+  boost::json::serializer serializer;
+  write_canonical(body, serializer, canonical);
+  XXH3_128bits_update(&state, canonical.data(), canonical.size());
+}
+
+}  // namespace
+
+RequestKey request_key(std::string_view method, std::string_view target, std::string_view body) {
+  return hash_request(method, target, [&](XXH3_state_t& state) {
+    // The parsed body lives in a stack buffer (and spills to the heap past it): a request's many
+    // small nodes are not each allocated and freed.
+    unsigned char nodes[4096];
+    boost::json::monotonic_resource resource(nodes, sizeof nodes);
+    boost::json::error_code error;
+    boost::json::value parsed = boost::json::parse(body, error, &resource);
+    if (!error && !body.empty()) hash_canonical(state, parsed, body.size());
+    else XXH3_128bits_update(&state, body.data(), body.size());
+  });
+}
+
+RequestKey request_key_of_parsed(std::string_view method, std::string_view target,
+                                 const boost::json::value& body) {
+  return hash_request(method, target, [&](XXH3_state_t& state) { hash_canonical(state, body, 256); });
 }
 
 std::string RequestKey::hex() const {

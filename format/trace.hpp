@@ -38,6 +38,8 @@
 #include <utility>
 #include <vector>
 
+#include <boost/json/fwd.hpp>
+
 #include "base/clock.hpp"
 #include "base/enum_names.hpp"
 
@@ -268,6 +270,10 @@ void outputs_of(const Exchange& exchange, ExchangeOutputs& out);
 // Request key: xxh3-128 over the canonical request — method, path, and the body with JSON object
 // keys sorted recursively (a body that is not JSON is hashed as its bytes).
 RequestKey request_key(std::string_view method, std::string_view target, std::string_view body);
+// The key of a body already parsed into `body` (bytes that parsed as JSON): the same as the key
+// of those bytes, or of any bytes that parse to an equal value, without parsing them again.
+RequestKey request_key_of_parsed(std::string_view method, std::string_view target,
+                                 const boost::json::value& body);
 
 // ---------------------------------------------------------------------------------------------
 // Writing

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "base/json_edit.hpp"
 #include "llm/llm.hpp"
 
 namespace retrace::llm {
@@ -30,26 +31,41 @@ bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-// Whether `body` is a JSON object with any of `keys` at its top level.
-bool has_any_key(std::string_view body, std::initializer_list<const char*> keys) {
-  json::error_code ec;
-  const json::value value = json::parse(body, ec);
-  if (ec || !value.is_object()) return false;
-  const json::object& object = value.get_object();
-  for (const char* key : keys) {
-    if (object.contains(key)) return true;
+// A request body's top-level keys as detection asks for them: from a body already parsed, or
+// parsed here (once) the first time a path leaves the dialect open; most paths never do.
+class BodyKeys {
+ public:
+  explicit BodyKeys(std::string_view text) : text_(text) {}
+  explicit BodyKeys(const json::value& parsed) : object_(parsed.if_object()), parsed_(true) {}
+
+  // Whether the body is a JSON object with any of `keys` at its top level.
+  bool has_any(std::initializer_list<const char*> keys) {
+    if (!parsed_) {
+      json::error_code ec;
+      own_ = json::parse(text_, ec);
+      object_ = ec ? nullptr : own_.if_object();
+      parsed_ = true;
+    }
+    if (!object_) return false;
+    for (const char* key : keys) {
+      if (object_->contains(key)) return true;
+    }
+    return false;
   }
-  return false;
-}
+
+ private:
+  std::string_view text_;
+  json::value own_;
+  const json::object* object_ = nullptr;
+  bool parsed_ = false;
+};
 
 // Keys only llama.cpp's native API takes; its /completions alias (no /v1) shares the OpenAI path.
-bool has_llamacpp_native_keys(std::string_view body) {
-  return has_any_key(body, {"n_predict", "n_probs", "return_tokens", "cache_prompt", "id_slot", "n_keep"});
+bool has_llamacpp_native_keys(BodyKeys& body) {
+  return body.has_any({"n_predict", "n_probs", "return_tokens", "cache_prompt", "id_slot", "n_keep"});
 }
 
-}  // namespace
-
-Dialect detect_dialect(std::string_view target, std::string_view request_body) {
+Dialect detect(std::string_view target, BodyKeys& request_body) {
   std::string_view path = target;
   if (const auto cut = path.find_first_of("?#"); cut != std::string_view::npos) path = path.substr(0, cut);
   // An absolute-form target ("http://host/v1/...") still ends with the path we look for.
@@ -72,14 +88,26 @@ Dialect detect_dialect(std::string_view target, std::string_view request_body) {
   if (ends_with(path, "/generate")) {
     // SGLang's native /generate ({"text"|"input_ids", "sampling_params"}) streams cumulative
     // text in another shape; it is not TGI's.
-    return has_any_key(request_body, {"sampling_params", "input_ids", "text"}) &&
-                   !has_any_key(request_body, {"inputs"})
+    return request_body.has_any({"sampling_params", "input_ids", "text"}) &&
+                   !request_body.has_any({"inputs"})
                ? Dialect::unknown
                : Dialect::tgi_generate;
   }
   // TGI also serves generation on "/" (stream chosen by the body).
-  if ((path == "/" || path.empty()) && has_any_key(request_body, {"inputs"})) return Dialect::tgi_generate;
+  if ((path == "/" || path.empty()) && request_body.has_any({"inputs"})) return Dialect::tgi_generate;
   return Dialect::unknown;
+}
+
+}  // namespace
+
+Dialect detect_dialect(std::string_view target, std::string_view request_body) {
+  BodyKeys keys(request_body);
+  return detect(target, keys);
+}
+
+Dialect detect_dialect_of_parsed(std::string_view target, const json::value& request_body) {
+  BodyKeys keys(request_body);
+  return detect(target, keys);
 }
 
 bool names_model(Dialect dialect) {
@@ -183,17 +211,23 @@ std::vector<FieldChange> changes_for(Dialect dialect, TokenIdMode mode) {
   return changes;
 }
 
-// Where the request body's top-level object closes, or npos.
-std::size_t closing_brace(std::string_view body) {
-  std::size_t end = body.size();
-  while (end > 0 && (body[end - 1] == ' ' || body[end - 1] == '\t' || body[end - 1] == '\n' ||
-                     body[end - 1] == '\r')) {
-    --end;
-  }
-  return end > 0 && body[end - 1] == '}' ? end - 1 : std::string_view::npos;
-}
-
 }  // namespace
+
+JsonEdit add_token_id_fields(json::object& body, Dialect dialect, TokenIdMode mode) {
+  if (mode == TokenIdMode::off || dialect == Dialect::unknown) return JsonEdit::none;
+  JsonEdit edit = JsonEdit::none;
+  for (const FieldChange& change : changes_for(dialect, mode)) {
+    const json::value* existing = body.if_contains(change.key);
+    if (!existing) {
+      body[change.key] = change.value;
+      edit |= JsonEdit::added;
+    } else if (!(change.keep_existing ? change.keep_existing(*existing) : *existing == change.value)) {
+      body[change.key] = change.value;
+      edit |= JsonEdit::changed;
+    }
+  }
+  return edit;
+}
 
 std::string add_token_id_fields(std::string_view body, Dialect dialect, TokenIdMode mode) {
   if (mode == TokenIdMode::off || dialect == Dialect::unknown) return std::string(body);
@@ -201,43 +235,9 @@ std::string add_token_id_fields(std::string_view body, Dialect dialect, TokenIdM
   json::value parsed = json::parse(body, ec);
   if (ec || !parsed.is_object()) return std::string(body);
   json::object& object = parsed.get_object();
-
-  std::vector<FieldChange> changes = changes_for(dialect, mode);
-  bool must_rewrite = false;  // an existing value has to change
-  std::vector<const FieldChange*> to_append;
-  for (const FieldChange& change : changes) {
-    const json::value* existing = object.if_contains(change.key);
-    if (!existing) {
-      to_append.push_back(&change);
-    } else if (!(change.keep_existing ? change.keep_existing(*existing) : *existing == change.value)) {
-      must_rewrite = true;
-    }
-  }
-  if (to_append.empty() && !must_rewrite) return std::string(body);
-
-  const std::size_t brace = closing_brace(body);
-  if (!must_rewrite && brace != std::string_view::npos) {
-    // Append before the closing brace so the client's bytes (number spellings, key order,
-    // spacing) reach the server unchanged.
-    std::string out(body.substr(0, brace));
-    std::size_t last = out.find_last_not_of(" \t\r\n");
-    const bool empty_object = last != std::string::npos && out[last] == '{';
-    for (const FieldChange* change : to_append) {
-      if (!empty_object || change != to_append.front()) out += ',';
-      out += json::serialize(json::string(change->key));
-      out += ':';
-      out += json::serialize(change->value);
-    }
-    out.append(body.substr(brace));
-    return out;
-  }
-  for (const FieldChange& change : changes) {
-    const json::value* existing = object.if_contains(change.key);
-    if (!existing || !(change.keep_existing ? change.keep_existing(*existing) : *existing == change.value)) {
-      object[change.key] = change.value;
-    }
-  }
-  return json::serialize(parsed);
+  const std::size_t members = object.size();
+  const JsonEdit edit = add_token_id_fields(object, dialect, mode);
+  return write_edited(body, object, members, edit);
 }
 
 }  // namespace retrace::llm

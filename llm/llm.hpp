@@ -18,7 +18,13 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/json/fwd.hpp>
+
 #include "format/trace.hpp"
+
+namespace retrace {
+enum class JsonEdit : std::uint8_t;  // base/json_edit.hpp: what an edit did to a parsed body
+}
 
 namespace retrace::llm {
 
@@ -80,8 +86,10 @@ enum class Dialect : std::uint8_t {
 };
 
 std::string_view to_string(Dialect);
-// From the request's path (query ignored) and, where the path is ambiguous, its body.
+// From the request's path (query ignored) and, where the path is ambiguous, its body: as bytes
+// (parsed only then), or as already parsed.
 Dialect detect_dialect(std::string_view target, std::string_view request_body);
+Dialect detect_dialect_of_parsed(std::string_view target, const boost::json::value& request_body);
 // Whether a request body of `dialect` names its model in a top-level "model" field (the OpenAI
 // and Anthropic shapes: completions, chat, responses, messages, embeddings): what replay's model
 // substitution and the preflight's model check read and write.
@@ -177,14 +185,19 @@ std::string_view to_string(TokenIdMode);
 // Rewrites a JSON request body for `dialect`; returns it unchanged when not a JSON object, the
 // dialect is unknown or mode is off. New fields are appended before the closing brace, leaving
 // the client's bytes as they were; only when an existing value must change is the body
-// re-serialized.
+// re-serialized (base/json_edit.hpp's rule). The object overload makes the same edit on a body
+// already parsed and says what it did; the bytes overload is it with one parse and one write.
 std::string add_token_id_fields(std::string_view body, Dialect dialect, TokenIdMode mode);
+JsonEdit add_token_id_fields(boost::json::object& body, Dialect dialect, TokenIdMode mode);
 
 // Replay streams OpenAI completions and chat by default, so TTFT and inter-token latency exist,
 // and asks for the server's usage in the stream (`stream_options: {include_usage: true}`) so the
 // output token count is the server's. stream = false (--no-stream) sets `stream: false` and drops
 // stream_options. Other dialects and bodies that are not JSON objects are returned unchanged, as
-// is a body that already says what is wanted; otherwise it is re-serialised (key order kept).
+// is a body that already says what is wanted; otherwise the fields are appended when they are
+// new and the body re-serialised (key order kept) when one was there (base/json_edit.hpp's rule).
+// The object overload as add_token_id_fields's.
 std::string set_streaming(std::string_view body, Dialect dialect, bool stream);
+JsonEdit set_streaming(boost::json::object& body, Dialect dialect, bool stream);
 
 }  // namespace retrace::llm

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "base/json_edit.hpp"
 #include "replay/body_path.hpp"
+#include "replay/request_body.hpp"
 #include "replay/replay.hpp"
 
 namespace retrace::replay {
@@ -77,34 +79,42 @@ json::value* walk_to_parent(json::value& root, const std::vector<std::string_vie
 
 }  // namespace
 
-std::string apply_body_overrides(std::string_view body,
-                                 const std::vector<std::pair<std::string, std::string>>& set,
-                                 const std::vector<std::string>& unset) {
-  if (set.empty() && unset.empty()) return std::string(body);
-  json::error_code ec;
-  json::value root = json::parse(body, ec);
-  if (ec || !root.is_object())
+JsonEdit apply_body_overrides(json::value& body, const std::vector<std::pair<std::string, std::string>>& set,
+                              const std::vector<std::string>& unset) {
+  if (set.empty() && unset.empty()) return JsonEdit::none;
+  if (!body.is_object())
     throw std::invalid_argument("the request body is not a JSON object, so --set/--unset cannot "
                                 "apply; use --filter to leave such requests out");
+  JsonEdit edit = JsonEdit::none;
   for (const auto& path : unset) {
     auto segments = split_path(path);
-    auto* parent = walk_to_parent(root, segments, path, false);
+    auto* parent = walk_to_parent(body, segments, path, false);
     if (!parent) continue;
     if (auto* object = parent->if_object()) {
-      object->erase(segments.back());
+      if (object->erase(segments.back())) edit |= JsonEdit::changed;
     } else if (auto* array = parent->if_array()) {
       auto index = parse_index(segments.back());
-      if (index && *index < array->size()) array->erase(array->begin() + *index);
+      if (index && *index < array->size()) {
+        array->erase(array->begin() + *index);
+        edit |= JsonEdit::changed;
+      }
     }
   }
   for (const auto& [path, text] : set) {
     auto segments = split_path(path);
-    auto* parent = walk_to_parent(root, segments, path, true);
+    // A path under a top-level member the body did not have adds that member; any other changes it.
+    const JsonEdit kind = body.as_object().contains(segments.front()) ? JsonEdit::changed : JsonEdit::added;
+    auto* parent = walk_to_parent(body, segments, path, true);
     json::error_code value_ec;
     json::value value = json::parse(text, value_ec);
     if (value_ec) value = json::string(text);
     if (auto* object = parent->if_object()) {
-      (*object)[segments.back()] = std::move(value);
+      if (segments.size() == 1) {
+        edit |= set_member(*object, segments.back(), std::move(value));
+      } else {
+        (*object)[segments.back()] = std::move(value);
+        edit |= kind;
+      }
     } else if (auto* array = parent->if_array()) {
       auto index = parse_index(segments.back());
       if (!index || *index > array->size())
@@ -112,11 +122,24 @@ std::string apply_body_overrides(std::string_view body,
                                     std::string(segments.back()) + "' is not an index of the array");
       if (*index == array->size()) array->push_back(std::move(value));
       else (*array)[*index] = std::move(value);
+      edit |= JsonEdit::changed;
     } else {
       throw std::invalid_argument("body path '" + path + "': its parent is not an object");
     }
   }
-  return json::serialize(root);
+  return edit;
+}
+
+std::string apply_body_overrides(std::string_view body,
+                                 const std::vector<std::pair<std::string, std::string>>& set,
+                                 const std::vector<std::string>& unset) {
+  if (set.empty() && unset.empty()) return std::string(body);
+  json::error_code ec;
+  json::value root = json::parse(body, ec);
+  if (ec) root = nullptr;  // refused below, as any body that is not an object
+  const std::size_t members = root.is_object() ? root.get_object().size() : 0;
+  const JsonEdit edit = apply_body_overrides(root, set, unset);
+  return write_edited(body, root.get_object(), members, edit);
 }
 
 }  // namespace retrace::replay

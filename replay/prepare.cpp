@@ -13,7 +13,6 @@
 #include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/http/span_body.hpp>
 #include <boost/beast/http/fields.hpp>
-#include <boost/json.hpp>
 
 #include "base/ascii.hpp"
 #include "format/wire_syntax.hpp"
@@ -24,20 +23,6 @@
 namespace retrace::replay {
 
 namespace http = boost::beast::http;
-
-namespace {
-
-// The body with "model" set to `model`; unchanged (byte for byte) when it already names it.
-std::string with_model(const std::string& body, llm::Dialect dialect, const std::string& model) {
-  if (!llm::names_model(dialect)) return body;
-  boost::json::error_code ec;
-  auto parsed = boost::json::parse(body, ec);
-  if (ec || !parsed.is_object()) return body;
-  if (llm::string_field(parsed.get_object(), "model") == std::optional<std::string_view>(model)) return body;
-  return apply_body_overrides(body, {{"model", boost::json::serialize(boost::json::string(model))}}, {});
-}
-
-}  // namespace
 
 std::string wire_head(const PreparedRequest& prepared, std::string_view body) {
   // The body is only measured (a span of it, not a copy), and the head is Beast's own fields
@@ -61,6 +46,11 @@ Preparer::Preparer(const Options& options, const Preflight& checked)
     : options_(options), checked_(checked) {
   for (const auto& header : options.headers) overridden_.insert(ascii_lower(header.name));
   if (options.api_key) overridden_.insert("authorization");
+  edits_.model = checked.model;
+  edits_.token_ids = checked.token_ids;
+  edits_.stream = options.stream;
+  edits_.set = options.set;
+  edits_.unset = options.unset;
 }
 
 http::verb method_of(const Exchange& source) {
@@ -108,14 +98,9 @@ std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& sour
   if (!has_type && !source.request.body.empty())
     p.headers.push_back({"Content-Type", "application/json"});
 
-  std::string body = source.request.body;
-  auto dialect = llm::detect_dialect(target, body);
-  if (checked.model) body = with_model(body, dialect, *checked.model);
-  if (checked.token_ids != llm::TokenIdMode::off)
-    body = llm::add_token_id_fields(body, dialect, checked.token_ids);
-  body = llm::set_streaming(body, dialect, options.stream);
+  SentBody body;
   try {
-    body = apply_body_overrides(body, options.set, options.unset);
+    body = prepare_body(p.method, target, p.target, source.request.body, edits_);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("exchange " + std::to_string(source.id) + " (" +
                                 source.request.target + "): " + e.what());
@@ -126,10 +111,10 @@ std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& sour
     throw std::invalid_argument("exchange " + std::to_string(source.id) +
                                 ": its request cannot go on the wire: " + unsendable +
                                 "; use --filter to leave it out");
-  p.body = std::move(body);
+  p.body = std::move(body.bytes);
+  p.key = body.key;
   p.recorded_headers = p.headers;
   Redactor().apply(p.recorded_headers);
-  p.key = request_key(p.method, p.target, p.body);
   try {
     p.head = wire_head(p, p.body);
   } catch (const std::exception&) {

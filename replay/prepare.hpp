@@ -16,6 +16,7 @@
 
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
+#include "replay/request_body.hpp"
 
 namespace retrace::replay {
 
@@ -74,12 +75,14 @@ class Preparer {
   const Options& options_;
   const Preflight& checked_;
   std::unordered_set<std::string> overridden_;  // header names --header and --api-key set
+  BodyEdits edits_;                              // what every body gets (request_body.hpp)
 };
 
 // The chosen input exchanges as they will be sent to `checked.url`: hop-by-hop and recorded
 // secret headers dropped, Accept-Encoding limited to the codings replay decodes, --header and
-// --api-key added; on the body the preflight's model (on OpenAI-style inference bodies) and
-// token-id fields, then --unset and --set. Throws
+// --api-key added; on the body the preflight's model (on OpenAI-style inference bodies),
+// token-id fields and streaming, then --unset and --set, from one parse (replay/request_body.hpp
+// says the order and what bytes are kept). Throws
 // std::invalid_argument naming the exchange for an unknown method or a --set that cannot apply.
 std::vector<Prepared> prepare_requests(const LoadedTrace& input,
                                        const std::vector<std::size_t>& chosen,

@@ -38,8 +38,10 @@
 //   in for one it does not serve; OpenAI-style bodies only), --token-ids fields, streaming (on by
 //   default for completions and chat, with stream_options.include_usage; --no-stream), then
 //   --unset, then --set, then live
-//   session substitution. A body that is rewritten is re-serialised (key order kept); a body that
-//   is not rewritten is sent byte for byte. The request key is that of the request as sent.
+//   session substitution; all but the last on one parse of the body (replay/request_body.hpp). A
+//   body that is not rewritten is sent byte for byte; one that only gains top-level fields is
+//   sent as recorded with them appended; any other is re-serialised once (key order kept). The
+//   request key is that of the request as sent.
 // - The output header's server_info is JSON: {"models": <GET /v1/models answer or null>,
 //   "models_status": N, "server": {"kind", "version", "evidence"}, "preflight": {...} (see
 //   replay/preflight.hpp), "metrics_before": "<Prometheus text>"|null, "metrics_after": ...}. The
@@ -296,7 +298,8 @@ void validate_trace_controls(const Options& options);
 // indexes an array ("messages.0.content"). --set creates missing objects on the way; --unset of a
 // missing path does nothing. A VALUE that parses as JSON is used as JSON (0, true, {"a":1},
 // "quoted"), anything else as a string. Throws invalid_argument when the body is not a JSON object
-// or a path runs through a non-object.
+// or a path runs through a non-object. Written back by base/json_edit.hpp's rule; the overload on
+// a parsed body is in replay/request_body.hpp.
 std::string apply_body_overrides(std::string_view body,
                                  const std::vector<std::pair<std::string, std::string>>& set,
                                  const std::vector<std::string>& unset);
