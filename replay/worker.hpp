@@ -39,6 +39,11 @@
 
 namespace retrace::replay {
 
+// A steady-clock duration in nanoseconds, the unit of every offset from `run_start`.
+inline std::int64_t nanoseconds(std::chrono::steady_clock::duration duration) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count();
+}
+
 using Clock = retrace::Clock;
 
 // Finished exchanges go to the writer thread through this queue. The writer is woken once a batch
