@@ -31,7 +31,6 @@ using net::error_code;
 
 namespace {
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kReadBufferBytes = 64 * 1024;
 
 std::string header_value(const http::fields& fields, http::field field) {

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -38,6 +40,9 @@
 #include "replay/prepare.hpp"
 
 namespace retrace::replay {
+
+// Awaited as a tuple (error, results...) instead of throwing: how the worker's coroutines wait.
+inline constexpr auto kTuple = boost::asio::as_tuple(boost::asio::use_awaitable);
 
 // A steady-clock duration in nanoseconds, the unit of every offset from `run_start`.
 inline std::int64_t nanoseconds(std::chrono::steady_clock::duration duration) {

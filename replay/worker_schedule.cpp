@@ -16,10 +16,6 @@ namespace retrace::replay {
 
 namespace asio = boost::asio;
 
-namespace {
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-}  // namespace
-
 // Waits, in short slices, while the writer holds more decoded exchanges than kHeldBytes (or
 // until the run stops). During warmup nothing is written, and nothing waits.
 asio::awaitable<void> Worker::wait_for_writer() {
