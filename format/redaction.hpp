@@ -30,6 +30,7 @@
 // A redacted value becomes kRedacted, whatever it was.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -62,6 +63,8 @@ std::string redact_form(std::string_view pairs);
 // The body with every secret field's value replaced by kRedacted; unchanged (byte for byte) when
 // it holds none or is not a JSON object.
 std::string redact_json_body(std::string_view body);
+// The same, nullopt when the body is unchanged (so a caller keeps it without a copy).
+std::optional<std::string> redacted_json_body(std::string_view body);
 
 // The policy above plus the user's own header names (record --redact-header), or nothing at all
 // (record --keep-secrets).

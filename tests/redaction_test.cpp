@@ -151,3 +151,41 @@ TEST_CASE("URL-valued headers and form-encoded bodies lose their secret paramete
   CHECK(request.headers[3].value == kRedacted);
   CHECK(request.body == "grant_type=refresh&refresh_token=[redacted]&client_secret=[redacted]&scope=all");
 }
+
+// The look at the text that lets most bodies skip parsing (redaction.cpp, may_hold_secret) reads
+// each string as a name or a value by what follows it. Every way a secret can stand, with
+// whitespace anywhere JSON allows it, at growing depth and after prompts of growing size (up to a
+// production prompt of 200 KB), must still be found; and a prompt that only talks about
+// passwords and tokens is not a secret.
+TEST_CASE("secrets are found wherever JSON lets them stand, after prompts of any size") {
+  const std::string jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln";
+  const std::vector<std::pair<std::string, std::string>> planted = {
+      {R"("api_key":"v1")", "v1"},
+      {"\"client_secret\" \t\r\n:\n \"v2\"", "v2"},
+      {R"("Password" : 12345)", "12345"},
+      {R"("x":[1,"sk-abcdefghijklmnopqrstuvwxyz"])", "sk-abcdefghijklmnopqrstuvwxyz"},
+      {R"("header":"Bearer )" + jwt + "\"", jwt},
+      {R"("auth":true)", "true"},
+      {R"("deep":{"deeper":[{"access-token":"v3"}]})", "v3"},
+  };
+  std::string prompt;
+  for (std::size_t size = 1; size <= 200'000; size = size * 3 + 1) {
+    while (prompt.size() < size) prompt += "the password and the token: a 'quoted' word, max_tokens. ";
+    const std::string messages = R"("messages":[{"role":"user","content":")" + prompt.substr(0, size) + "\"}]";
+    // Named in the prompt only: unchanged, byte for byte.
+    const std::string plain = "{" + messages + R"(,"max_tokens":16})";
+    INFO("prompt of " << size << " bytes");
+    CHECK(redact_json_body(plain) == plain);
+    for (const auto& [member, secret] : planted) {
+      INFO(member);
+      for (const std::string& body : {"{" + messages + "," + member + "}", "{ " + member + " ,\n" + messages + "}"}) {
+        const auto redacted = redact_json_body(body);
+        CHECK(redacted.find(secret) == std::string::npos);
+        CHECK(redacted.find(kRedacted) != std::string::npos);
+      }
+    }
+  }
+  // With an escape anywhere the body is parsed: an escaped name is still a name.
+  const std::string escaped = R"({"messages":[{"role":"user","content":"a \"quoted\" word"}],"api\u005fkey":"v4"})";
+  CHECK(redact_json_body(escaped).find("v4") == std::string::npos);
+}
