@@ -25,8 +25,10 @@ namespace retrace::llm {
 
 class JsonArena {
  public:
-  explicit JsonArena(std::size_t scratch_bytes)
-      : scratch_(new unsigned char[scratch_bytes]), scratch_bytes_(scratch_bytes) {}
+  // The scratch is allocated by the first fresh(): a decoder made per exchange whose events all
+  // take the SAX fast path never parses into it (16 KiB allocated per exchange for nothing was
+  // 2.7 % of record's trace thread, bench/RESULTS.md "the floor").
+  explicit JsonArena(std::size_t scratch_bytes) : scratch_bytes_(scratch_bytes) {}
   JsonArena(const JsonArena&) = delete;
   JsonArena& operator=(const JsonArena&) = delete;
 
@@ -34,6 +36,7 @@ class JsonArena {
   // allocated beyond the scratch, freed first).
   boost::json::storage_ptr fresh() {
     resource_.reset();
+    if (!scratch_) scratch_.reset(new unsigned char[scratch_bytes_]);
     resource_.emplace(scratch_.get(), scratch_bytes_);
     return boost::json::storage_ptr(&*resource_);
   }
