@@ -207,7 +207,9 @@ void add_study(CLI::App& root, Registry& registry) {
       "the second pass is measured; a warm cell whose responses report no cached tokens says so. "
       "--out holds plan.json and study.json (progress, for --resume), one trace per run "
       "(baseline.rtrace, c16-warm-r2.rtrace ...), exchanges.csv (each exchange's sampling as sent "
-      "and cached tokens) and summary.json, summary.md, summary.csv, report.html. With several --target, "
+      "and cached tokens) and summary.json, summary.md, summary.csv, report.html; each states the "
+      "client's own headroom per cell and in one line, naming every cell where it may have been the "
+      "bottleneck. With several --target, "
       "target-1/, target-2/ ... each hold one target's plan, runs and summaries (as one target's --out "
       "would), and the study's own summaries beside them compare the targets; --resume continues every target.");
   command->add_option("TRACE", args->trace, "The trace whose requests to study");

@@ -187,7 +187,9 @@ void add_sweep(CLI::App& root, Registry& registry) {
       "One axis per sweep: --concurrency (closed loop; runs c16-r1.rtrace ...), --rate (open loop, "
       "poisson unless --arrival; rate2-r1.rtrace ...) or --speed (the recorded timing; "
       "speed0.5-r1.rtrace ...). The summary's first column, summary.json's \"axis\" and "
-      "summary.csv's first header name it.\n"
+      "summary.csv's first header name it. The summary states the client's own headroom per run and "
+      "in one line (\"client: busiest run (c=16, repeat 2) used 40 % of one core ...\"), naming "
+      "every level where the client may have been the bottleneck.\n"
       "With --requests N every run sends N requests cycling through the trace; each copy of a "
       "request is compared with the baseline's copy of the same request (k-th with k-th).");
   command->add_option("TRACE", args->trace, "The trace to replay");

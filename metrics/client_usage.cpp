@@ -1,7 +1,9 @@
 #include "metrics/client_usage.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 namespace retrace::metrics {
 
@@ -26,6 +28,52 @@ std::string ClientUsage::summary() const {
   text += may_be_bottleneck() ? ": it may have been the bottleneck (busy past " + percent(kSaturated) +
                                     "): use more --threads, or a second client"
                               : ": not the bottleneck";
+  return text;
+}
+
+std::string RunClient::line() const {
+  if (!usage) return kNotRecorded;
+  std::string text = usage->summary();
+  if (slip_p99_ms) {
+    char slip[48];
+    std::snprintf(slip, sizeof slip, "%.2f", *slip_p99_ms);
+    text += std::string("; schedule slip p99 ") + slip + " ms";
+  }
+  return text;
+}
+
+std::optional<std::size_t> most_loaded(std::span<const RunClient> runs) {
+  std::optional<std::size_t> most;
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (runs[i].usage && (!most || runs[i].usage->load() > runs[*most].usage->load())) most = i;
+  return most;
+}
+
+std::string overall_line(std::span<const PlacedClient> runs) {
+  std::vector<RunClient> clients;
+  for (const auto& run : runs) clients.push_back(run.client);
+  auto most = most_loaded(clients);
+  if (!most) return RunClient::kNotRecorded;
+  const auto& busiest = runs[*most];
+  std::string text = "client: busiest run (" + busiest.group + ", " + busiest.run + ") " + busiest.client.line();
+  std::vector<std::string> bottlenecked;
+  std::size_t unrecorded = 0;
+  for (const auto& run : runs) {
+    if (!run.client.usage) ++unrecorded;
+    if (run.client.may_be_bottleneck() &&
+        std::find(bottlenecked.begin(), bottlenecked.end(), run.group) == bottlenecked.end())
+      bottlenecked.push_back(run.group);
+  }
+  if (!bottlenecked.empty()) {
+    std::string where;
+    for (std::size_t i = 0; i < bottlenecked.size(); ++i)
+      where += (i == 0 ? "" : i + 1 == bottlenecked.size() ? " and " : ", ") + bottlenecked[i];
+    text += "; may have been the bottleneck at " + where +
+            ": its figures there are the client's limit as much as the server's";
+  }
+  if (unrecorded > 0)
+    text += "; client use not recorded in " + std::to_string(unrecorded) + " of " + std::to_string(runs.size()) +
+            " runs";
   return text;
 }
 

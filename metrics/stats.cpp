@@ -260,4 +260,10 @@ Stats StatsBuilder::finish() && {
   return std::move(stats);
 }
 
+RunClient client_of(const Stats& stats) {
+  RunClient client{stats.client, std::nullopt};
+  if (stats.open_loop && stats.schedule_slip.count > 0) client.slip_p99_ms = stats.schedule_slip.p99;
+  return client;
+}
+
 }  // namespace retrace::metrics

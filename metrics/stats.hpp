@@ -140,6 +140,9 @@ Stats compute_stats(const TraceHeader& header, const std::vector<Exchange>& exch
 Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
                     const Slo& slo = {});
 bool is_open_loop(const TraceHeader& header);
+// A run's client as reports show it: its figures, and the schedule slip's p99 where the slip is
+// known (an open-loop run with sent requests).
+RunClient client_of(const Stats& stats);
 // Streams a trace file (one ExchangeMetrics per exchange, without its token gaps) into its figures.
 // Throws TraceError when it is not a readable trace; a torn tail is reported through `recovery`.
 Stats stats_of_trace(const std::filesystem::path& path, const Slo& slo = {},

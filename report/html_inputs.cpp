@@ -62,9 +62,11 @@ HtmlReport sweep_report(const Summary& summary) {
     series.requests = level.requests;
     series.differing = level.differing_requests;
     series.near_ties = level.near_tie_requests;
+    if (level.client.usage) series.client = level.client.line() + " (the most loaded of its runs)";
     report.series.push_back(std::move(series));
     add_errors(report.errors_by_kind, level.errors_by_kind);
   }
+  report.paragraphs.push_back(sweep_client_line(summary));
   report.divergences = most_severe(summary.divergences, kShownDivergences);
   report.divergences_left_out = summary.divergences.size() - report.divergences.size();
   for (const auto& entry : summary.divergences)

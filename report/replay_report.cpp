@@ -127,12 +127,7 @@ std::vector<std::pair<std::string, std::string>> figures(const replay::Stats& st
                  " met the SLO)";
     out.emplace_back("goodput", goodput);
   }
-  if (stats.client) {
-    std::string client = stats.client->summary();
-    if (stats.open_loop && stats.schedule_slip.count > 0)
-      client += "; schedule slip p99 " + fixed(stats.schedule_slip.p99, 2) + " ms";
-    out.emplace_back("client", client);
-  }
+  if (stats.client) out.emplace_back("client", metrics::client_of(stats).line());
   if (!stats.other_requests.empty()) {
     std::string others;
     for (const auto& [endpoint, count] : stats.other_requests)
@@ -285,19 +280,26 @@ std::string render_stats_json(const replay::Stats& stats, const StatsContext& co
   out["goodput_per_s"] =
       stats.goodput_per_s ? json::value(rounded(*stats.goodput_per_s, 3)) : json::value(nullptr);
   out["slo_met"] = stats.slo_met ? json::value(*stats.slo_met) : json::value(nullptr);
-  if (stats.client) {
-    const auto& client = *stats.client;
-    out["client"] = json::object{{"cpu_s", rounded(client.cpu_s, 6)},
-                                 {"wall_s", rounded(client.wall_s, 6)},
-                                 {"cores_used", rounded(client.cores_used(), 3)},
-                                 {"busiest_thread_share", rounded(client.busiest_thread_share(), 3)},
-                                 {"worker_threads", client.worker_threads},
-                                 {"cores", client.cores},
-                                 {"may_be_bottleneck", client.may_be_bottleneck()}};
-  } else {
-    out["client"] = nullptr;
-  }
+  out["client"] = stats.client ? json::value(client_json(*stats.client)) : json::value(nullptr);
   return json_text(out);
+}
+
+json::object client_json(const metrics::ClientUsage& client) {
+  return {{"cpu_s", rounded(client.cpu_s, 6)},
+          {"wall_s", rounded(client.wall_s, 6)},
+          {"cores_used", rounded(client.cores_used(), 3)},
+          {"busiest_thread_share", rounded(client.busiest_thread_share(), 3)},
+          {"worker_threads", client.worker_threads},
+          {"cores", client.cores},
+          {"may_be_bottleneck", client.may_be_bottleneck()}};
+}
+
+json::value run_client_json(const metrics::RunClient& client) {
+  if (!client.usage) return nullptr;
+  json::object out = client_json(*client.usage);
+  out["schedule_slip_p99_ms"] = client.slip_p99_ms ? json::value(rounded(*client.slip_p99_ms, 3)) : json::value(nullptr);
+  out["summary"] = client.line();
+  return out;
 }
 
 std::string join_json_reports(const std::vector<std::string>& reports) {

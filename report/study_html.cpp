@@ -43,6 +43,7 @@ void add_cells(HtmlReport& report, const StudySummary& summary, const std::strin
     series.requests = cell.compared;
     series.differing = cell.differing;
     series.near_ties = cell.near_ties;
+    if (cell.client.usage) series.client = cell.client.line() + " (the most loaded of its runs)";
     report.series.push_back(std::move(series));
     report.first_divergence_positions.insert(report.first_divergence_positions.end(),
                                              cell.first_divergence.begin(), cell.first_divergence.end());
@@ -55,6 +56,7 @@ HtmlReport study_report(const StudySummary& summary) {
   HtmlReport report = study_page("retrace study report", summary.header);
   if (auto banner = sampling_banner(summary); !banner.empty()) report.notes.push_back(plain(banner));
   report.paragraphs.push_back(plain(study_scope(summary)));
+  report.paragraphs.push_back(study_client_line(summary));
   report.tables.push_back(study_parts_table(summary));
   add_cells(report, summary, "");
   report.divergences = summary.divergences;
@@ -76,6 +78,8 @@ HtmlReport study_targets_report(const StudyTargets& study) {
                                  study.targets.front().header);
   if (auto text = study_detail::banners(study); !text.empty()) report.notes.push_back(plain(text));
   report.paragraphs.push_back(plain(study_targets_scope(study)));
+  for (std::size_t i = 0; i < study.targets.size(); ++i)
+    report.paragraphs.push_back(target_label(study, i) + ": " + study_client_line(study.targets[i]));
   report.tables.push_back({"price", "Price of repeatability",
                            "Throughput beside the difference rate against the target's own baseline, per target and cell.",
                            study_detail::kPriceColumns, study_detail::price_rows(study)});

@@ -10,6 +10,7 @@
 
 #include <boost/json.hpp>
 
+#include "report/replay_report.hpp"
 #include "report/study_internal.hpp"
 #include "report/text.hpp"
 
@@ -251,7 +252,21 @@ json::object cell_json(const StudyCell& cell) {
       {"ttft_ms", json::object{{"p50", cell.ttft.p50}, {"p99", cell.ttft.p99}}},
       {"e2e_ms", json::object{{"p50", cell.e2e.p50}, {"p99", cell.e2e.p99}}},
       {"errors", cell.errors},
-      {"cached", cache_json(cell.cache_figures)}};
+      {"cached", cache_json(cell.cache_figures)},
+      {"client", run_client_json(cell.client)}};
+}
+
+// The study's client as a whole: its line, whether it may have set the pace anywhere, and in which cells.
+json::object study_client_json(const StudySummary& summary) {
+  json::array where;
+  bool recorded = false;
+  for (const auto& run : summary.runs) recorded = recorded || run.client.usage;
+  for (const auto& cell : summary.cells)
+    if (cell.client.may_be_bottleneck()) where.emplace_back(cell.name);
+  return {{"summary", study_client_line(summary)},
+          {"recorded", recorded},
+          {"may_be_bottleneck", !where.empty()},
+          {"bottleneck_cells", std::move(where)}};
 }
 
 json::object study_json(const StudySummary& summary) {
@@ -270,7 +285,8 @@ json::object study_json(const StudySummary& summary) {
                                 {"differing", run.differing},
                                 {"requests_per_s", run.requests_per_s},
                                 {"output_tokens_per_s", run.output_tokens_per_s},
-                                {"cached", cache_json(run.cache_figures)}});
+                                {"cached", cache_json(run.cache_figures)},
+                                {"client", run_client_json(run.client)}});
   json::array divergences;
   for (const auto& entry : summary.divergences)
     divergences.push_back(json::object{
@@ -323,6 +339,7 @@ json::object study_json(const StudySummary& summary) {
       {"differing_rate_upper95", json_number(clopper_pearson_upper(summary.differing(), summary.compared()))},
       {"differs", summary.any_differs()},
       {"errors", summary.errors},
+      {"client", study_client_json(summary)},
       {"cells", std::move(cells)},
       {"runs", std::move(runs)},
       {"divergences", std::move(divergences)}};
@@ -337,12 +354,14 @@ std::string study_to_markdown(const StudySummary& summary) {
   std::ostringstream out;
   out << "# retrace study\n\n";
   if (auto banner = sampling_banner(summary); !banner.empty()) out << banner << "\n\n";
-  out << study_scope(summary) << "\n\n" << header_line(summary.header) << "\n\n";
+  out << study_scope(summary) << "\n\n" << header_line(summary.header) << "\n\n"
+      << study_client_line(summary) << "\n\n";
   out << "## Cells\n\n";
   if (summary.sampling.all_greedy())
     out << "At temperature 0 an output that differs from the baseline's is nondeterminism of the "
            "serving stack under that cell's conditions; read each cell against the control's rate.\n\n";
   out << study_cells_table(summary);
+  out << "\n## Client headroom\n\n" << study_client_section(summary);
   out << "\n## Cache states\n\n";
   for (const auto& cell : summary.cells)
     out << "- " << cell.name << ": " << cell.cache_method << "; " << cell.cache_figures.hits
@@ -371,14 +390,14 @@ std::string study_to_markdown(const StudySummary& summary) {
       out << "| " << bucket << " | " << count << " |\n";
   }
 
-  out << "\n## Runs\n\n| run | cell | requests | errors | differ | cache hits | req/s | output tok/s |\n"
-         "|---|---|---:|---:|---|---:|---:|---:|\n";
+  out << "\n## Runs\n\n| run | cell | requests | errors | differ | cache hits | req/s | output tok/s | client |\n"
+         "|---|---|---:|---:|---|---:|---:|---:|---|\n";
   for (const auto& run : summary.runs)
     out << "| " << run.name << (run.baseline ? " (baseline)" : "") << " | " << run.cell << " | "
         << run.exchanges << " | " << run.errors << " | "
         << (run.baseline ? std::string("—") : std::to_string(run.differing) + " of " + std::to_string(run.compared))
         << " | " << run.cache_figures.hits << " | " << fixed(run.requests_per_s, 2) << " | "
-        << fixed(run.output_tokens_per_s, 1) << " |\n";
+        << fixed(run.output_tokens_per_s, 1) << " | " << run.client.line() << " |\n";
 
   out << "\n## Differences from the baseline (first divergent token, real changes first)\n\n";
   out << study_divergence_list(summary, summary.divergences.size());

@@ -63,6 +63,7 @@ struct StudyCell {
   LatencySamples latency;  // pooled over the cell's runs, for the HTML report's distributions
   std::size_t errors = 0;
   CacheFigures cache_figures;
+  metrics::RunClient client;  // the most loaded client among the cell's runs
 };
 
 struct StudyRunFigures {
@@ -72,6 +73,7 @@ struct StudyRunFigures {
   std::size_t exchanges = 0, errors = 0, compared = 0, differing = 0;
   double requests_per_s = 0, output_tokens_per_s = 0;
   CacheFigures cache_figures;
+  metrics::RunClient client;  // from the run's header; no figures in older traces
 };
 
 struct StudySummary {
@@ -119,6 +121,12 @@ std::string first_parts_text(const std::map<std::string, std::size_t>& parts);
 // most `at_most` of them, real changes first.
 std::string study_cells_table(const StudySummary& summary);
 std::string study_divergence_list(const StudySummary& summary, std::size_t at_most);
+
+// The study's client in one line (metrics::overall_line over every run, the baseline's included):
+// the busiest run's headroom and every cell where the client may have been the bottleneck. And each
+// cell's most loaded run's line, as Markdown list items.
+std::string study_client_line(const StudySummary& summary);
+std::string study_client_section(const StudySummary& summary);
 
 std::string study_to_json(const StudySummary& summary);
 std::string study_to_markdown(const StudySummary& summary);

@@ -93,6 +93,20 @@ std::string study_cells_table(const StudySummary& summary) {
   return out.str();
 }
 
+std::string study_client_line(const StudySummary& summary) {
+  std::vector<metrics::PlacedClient> placed;
+  for (const auto& run : summary.runs)
+    placed.push_back({run.cell, run.baseline ? "baseline" : "repeat " + std::to_string(run.repeat), run.client});
+  return metrics::overall_line(placed);
+}
+
+std::string study_client_section(const StudySummary& summary) {
+  std::ostringstream out;
+  out << "Each cell's most loaded run:\n\n";
+  for (const auto& cell : summary.cells) out << "- " << cell_label(cell) << ": " << cell.client.line() << "\n";
+  return out.str();
+}
+
 std::string study_divergence_list(const StudySummary& summary, std::size_t at_most) {
   std::ostringstream out;
   auto entries = summary.divergences;
@@ -111,14 +125,16 @@ std::string study_divergence_list(const StudySummary& summary, std::size_t at_mo
 }
 
 std::string study_to_csv(const StudySummary& summary) {
-  std::string out = csv_row({"cell", "concurrency", "cache", "control", "greedy", "runs", "requests",
+  std::vector<std::string> columns{"cell", "concurrency", "cache", "control", "greedy", "runs", "requests",
                              "compared", "differing", "differing_rate_upper95_pct", "near_ties",
                              "real_changes", "unclassified", "differing_requests", "unique_mean",
                              "unique_max", "prompts_varying", "first_divergence_median",
                              "requests_per_s_mean", "requests_per_s_ci95_low", "requests_per_s_ci95_high",
                              "output_tokens_per_s_mean", "output_tokens_per_s_ci95_low",
                              "output_tokens_per_s_ci95_high", "cache_reported", "cache_hits",
-                             "cached_tokens", "errors", "first_part_reasoning", "first_part_content", "first_part_refusal", "first_part_tool_call", "first_part_embedding", "first_part_unknown"});
+                             "cached_tokens", "errors", "first_part_reasoning", "first_part_content", "first_part_refusal", "first_part_tool_call", "first_part_embedding", "first_part_unknown"};
+  columns.insert(columns.end(), kClientCsvColumns.begin(), kClientCsvColumns.end());
+  std::string out = csv_row(columns);
   auto optional_number = [](const std::optional<double>& value) { return value ? fixed(*value, 3) : ""; };
   for (const auto& cell : summary.cells) {
     auto bound = clopper_pearson_upper(cell.differing, cell.compared);
@@ -128,7 +144,7 @@ std::string study_to_csv(const StudySummary& summary) {
       std::sort(positions.begin(), positions.end());
       median = std::to_string(positions[positions.size() / 2]);
     }
-    out += csv_row({cell.name, std::to_string(cell.concurrency), cell.cache, cell.control ? "1" : "0",
+    std::vector<std::string> fields{cell.name, std::to_string(cell.concurrency), cell.cache, cell.control ? "1" : "0",
                     summary.sampling.all_greedy() ? "1" : "0", std::to_string(cell.runs),
                     std::to_string(cell.requests), std::to_string(cell.compared),
                     std::to_string(cell.differing), bound ? fixed(*bound * 100, 2) : "",
@@ -142,7 +158,10 @@ std::string study_to_csv(const StudySummary& summary) {
                     std::to_string(cell.cache_figures.reported), std::to_string(cell.cache_figures.hits),
                     std::to_string(cell.cache_figures.cached_tokens), std::to_string(cell.errors),
                     part_count(cell, "reasoning"), part_count(cell, "content"), part_count(cell, "refusal"),
-                    part_count(cell, "tool_call"), part_count(cell, "embedding"), part_count(cell, "unknown")});
+                    part_count(cell, "tool_call"), part_count(cell, "embedding"), part_count(cell, "unknown")};
+    auto client = client_csv_fields(cell.client);
+    fields.insert(fields.end(), client.begin(), client.end());
+    out += csv_row(fields);
   }
   return out;
 }

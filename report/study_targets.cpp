@@ -166,6 +166,7 @@ std::string study_targets_to_markdown(const StudyTargets& study) {
     const auto& target = study.targets[i];
     out << "\n## " << target_label(study, i) << "\n\n"
         << header_line(target.header) << "\n\n"
+        << study_client_line(target) << "\n\n"
         << study_cells_table(target) << "\nEvery section of this target's summary: `" << study.dirs.at(i)
         << "/summary.md`.\n";
   }

@@ -11,6 +11,7 @@
 #include <boost/json.hpp>
 
 #include "base/text.hpp"
+#include "report/replay_report.hpp"
 #include "report/text.hpp"
 
 namespace retrace::report {
@@ -26,6 +27,17 @@ std::string level_text(double level) {
 json::value level_json(double level) {
   if (level == std::floor(level) && std::abs(level) < 1e15) return static_cast<std::int64_t>(level);
   return level;
+}
+
+std::string level_place(const Summary& summary, double level) {
+  return (summary.axis == "concurrency" ? std::string("c") : summary.axis) + "=" + level_text(level);
+}
+
+std::string sweep_client_line(const Summary& summary) {
+  std::vector<metrics::PlacedClient> placed;
+  for (const auto& run : summary.runs)
+    placed.push_back({level_place(summary, run.level), "repeat " + std::to_string(run.repeat), run.client});
+  return metrics::overall_line(placed);
 }
 
 bool Summary::any_differs() const {
@@ -108,6 +120,20 @@ json::value token_json(const std::optional<diff::TokenView>& view) {
   return out;
 }
 
+// The sweep's client as a whole: its line, whether it may have set the pace anywhere, and where.
+json::object sweep_client_json(const Summary& summary) {
+  json::array where;
+  bool recorded = false;
+  for (const auto& level : summary.levels) {
+    recorded = recorded || level.client.usage;
+    if (level.client.may_be_bottleneck()) where.push_back(level_json(level.level));
+  }
+  return {{"summary", sweep_client_line(summary)},
+          {"recorded", recorded},
+          {"may_be_bottleneck", !where.empty()},
+          {"bottleneck_" + summary.axis, std::move(where)}};
+}
+
 }  // namespace
 
 std::string describe_divergence(const diff::Divergence& divergence) {
@@ -145,7 +171,8 @@ std::string summary_to_json(const Summary& summary) {
         {"output_tokens_per_s", spread_json(level.output_tokens_per_s)},
         {"ttft_ms", json::object{{"p50", level.ttft.p50}, {"p99", level.ttft.p99}}},
         {"e2e_ms", json::object{{"p50", level.e2e.p50}, {"p99", level.e2e.p99}}},
-        {"errors", level.errors}});
+        {"errors", level.errors},
+        {"client", run_client_json(level.client)}});
   }
   json::array runs;
   for (const auto& run : summary.runs) {
@@ -167,7 +194,8 @@ std::string summary_to_json(const Summary& summary) {
                                 {"diff_errors", run.diff_errors},
                                 {"not_compared", run.not_compared},
                                 {"not_compared_why", run.not_compared_why},
-                                {"matches_expected", optional_count(run.matches_expected)}});
+                                {"matches_expected", optional_count(run.matches_expected)},
+                                {"client", run_client_json(run.client)}});
   }
   json::array divergences;
   for (const auto& entry : summary.divergences) {
@@ -195,6 +223,7 @@ std::string summary_to_json(const Summary& summary) {
                     {"axis", summary.axis},
                     {"differs", summary.any_differs()},
                     {"errors", summary.errors},
+                    {"client", sweep_client_json(summary)},
                     {"levels", std::move(levels)},
                     {"runs", std::move(runs)},
                     {"divergences", std::move(divergences)}};
@@ -247,17 +276,19 @@ std::string summary_to_markdown(const Summary& summary) {
       << "N = requests per run. \"differ\" counts requests whose output differs from the baseline in "
          "any repeat, with the 95% upper confidence bound on the per-request rate (Clopper–Pearson); "
          "throughput is mean (min–max, spread = (max−min)/mean; 95% CI of the mean, Student t) "
-         "across repeats; latency percentiles pool every repeat.\n\n";
+         "across repeats; latency percentiles pool every repeat.\n\n"
+      << sweep_client_line(summary) << "\n\n";
   out << levels_table(summary);
 
   out << "\n## Runs\n\n| run | requests | errors | req/s | output tok/s | identical | divergent | "
-         "near-ties | match expected |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+         "near-ties | match expected | client |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
   for (const auto& run : summary.runs) {
     out << "| " << run.name << (run.baseline ? " (baseline)" : "") << " | " << run.exchanges
         << " | " << run.errors << " | " << fixed(run.requests_per_s, 2) << " | "
         << fixed(run.output_tokens_per_s, 1) << " | " << run.identical << " | " << run.divergent
         << " (" << rate_bound_text(run.divergent, run.exchanges) << ") | " << run.near_ties << " | "
-        << (run.matches_expected ? std::to_string(*run.matches_expected) : "—") << " |\n";
+        << (run.matches_expected ? std::to_string(*run.matches_expected) : "—") << " | "
+        << run.client.line() << " |\n";
   }
   for (const auto& run : summary.runs)  // never counted identical or divergent above
     if (run.not_compared > 0) out << "\n" << run.name << ": " << run.not_compared_why << "\n";

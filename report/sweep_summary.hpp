@@ -108,6 +108,7 @@ struct RunFigures {
   std::optional<std::size_t> matches_expected;
   std::vector<FailedQuestion> failed;  // with expected answers: the first questions not matched
   std::size_t failed_left_out = 0;     // not matched beyond those in `failed`
+  metrics::RunClient client;           // from the run's header; no figures in older traces
 };
 
 struct LevelSummary {
@@ -129,6 +130,7 @@ struct LevelSummary {
   std::size_t errors = 0;
   std::vector<std::pair<std::string, std::size_t>> errors_by_kind;  // pooled
   LatencySamples latency;  // pooled; for the HTML report's distributions
+  metrics::RunClient client;  // the most loaded client among this level's repeats
 };
 
 struct DivergenceEntry {
@@ -176,12 +178,23 @@ class MostSevere {
 // The same over a list held whole.
 std::vector<DivergenceEntry> most_severe(const std::vector<DivergenceEntry>& entries, std::size_t at_most);
 
+// Where a sweep's level is, as the client lines name it: "c=32", "rate=2.5", "speed=2".
+std::string level_place(const Summary& summary, double level);
+// The sweep's client in one line (metrics::overall_line over every run): the busiest run's
+// headroom and every level where the client may have been the bottleneck.
+std::string sweep_client_line(const Summary& summary);
+
 std::string summary_to_json(const Summary& summary);
 std::string summary_to_markdown(const Summary& summary);
 // One CSV row per level (throughput mean, stddev and 95 % CI; latency; errors; differing requests
 // with their bound; gold matching), under a header row.
 std::string summary_to_csv(const Summary& summary);
-std::string levels_table(const Summary& summary);  // the per-level Markdown table alone
+std::string levels_table(const Summary& summary);
+// A run's client as CSV columns (sweep's per level, study's per cell): cores used, the busiest
+// worker thread's share, may be the bottleneck (1 or 0), schedule slip p99 ms; empty fields where
+// not recorded.
+extern const std::vector<std::string> kClientCsvColumns;
+std::vector<std::string> client_csv_fields(const metrics::RunClient& client);  // the per-level Markdown table alone
 // Divergences as Markdown list items, at most `at_most` of them (real changes first).
 std::string divergence_list(const Summary& summary, std::size_t at_most);
 // One divergence as a line: where, token index on each side, the two tokens, margin, class.

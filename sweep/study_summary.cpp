@@ -109,6 +109,7 @@ report::StudyRunFigures run_figures(const PlannedRun& planned, const LoadedTrace
   figures.errors = stats.exchanges - stats.completed;
   figures.requests_per_s = stats.requests_per_s;
   figures.output_tokens_per_s = stats.output_tokens_per_s;
+  figures.client = metrics::client_of(stats);
   return figures;
 }
 
@@ -119,6 +120,7 @@ struct CellTotals {
   std::map<std::string, std::set<std::string>> completions;
   std::set<std::uint64_t> differing_requests;
   std::vector<double> request_rates, token_rates;
+  std::vector<metrics::RunClient> clients;
   std::vector<Exchange> pooled;
 
   void add_run(const diff::RunComparison& comparison, const report::StudyRunFigures& figures, const LoadedTrace& run) {
@@ -132,6 +134,7 @@ struct CellTotals {
     add(cell.cache_figures, figures.cache_figures);
     request_rates.push_back(figures.requests_per_s);
     token_rates.push_back(figures.output_tokens_per_s);
+    clients.push_back(figures.client);
     for (const auto& pair : comparison.pairs) {
       if (pair.verdict != diff::Verdict::divergent) continue;
       ++cell.first_parts[report::first_part_key(pair.divergences)];
@@ -156,6 +159,7 @@ struct CellTotals {
     if (cell.prompts > 0) cell.unique_mean = double(total) / double(cell.prompts);
     cell.requests_per_s = report::spread_of(request_rates);
     cell.output_tokens_per_s = report::spread_of(token_rates);
+    if (auto most = metrics::most_loaded(clients)) cell.client = clients[*most];
     auto stats = replay::compute_stats(header, pooled);
     cell.ttft = stats.ttft;
     cell.e2e = stats.e2e;

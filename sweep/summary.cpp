@@ -20,7 +20,9 @@ LevelSummary summarize_level(double level_value, const diff::Result& level_diff,
   level.requests = level_diff.baseline_exchanges;
 
   std::vector<double> request_rates, token_rates;
+  std::vector<metrics::RunClient> clients;
   for (const auto& run : level_runs) {
+    clients.push_back(run.client);
     request_rates.push_back(run.requests_per_s);
     token_rates.push_back(run.output_tokens_per_s);
     level.errors += run.errors;
@@ -30,6 +32,7 @@ LevelSummary summarize_level(double level_value, const diff::Result& level_diff,
       level.matches_max = std::max(level.matches_max.value_or(0), *run.matches_expected);
     }
   }
+  if (auto most = metrics::most_loaded(clients)) level.client = clients[*most];
   level.requests_per_s = spread_of(request_rates);
   level.output_tokens_per_s = spread_of(token_rates);
 

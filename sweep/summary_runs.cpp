@@ -66,6 +66,7 @@ RunFigures figures_of(const PlannedRun& planned, const report::StreamedRun& run,
   figures.errors = run.stats.exchanges - run.stats.completed;
   figures.requests_per_s = run.stats.requests_per_s;
   figures.output_tokens_per_s = run.stats.output_tokens_per_s;
+  figures.client = metrics::client_of(run.stats);
   if (expect) {
     figures.failed = run.questions.kept();
     figures.failed_left_out = run.questions.left_out();

@@ -2,8 +2,10 @@
 // (its way through a run's header is tests/run_settings_test.cpp's).
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "replay/client_usage.hpp"
 
@@ -57,4 +59,20 @@ TEST_CASE("the meter's process CPU includes what a busy thread of its own used")
   CHECK(usage.cpu_s >= busy_thread_s);
   CHECK(usage.worker_threads == 1);
   CHECK(usage.cores >= 1);
+}
+
+TEST_CASE("the most loaded of several runs is the one nearest saturation by either measure") {
+  using retrace::metrics::RunClient;
+  auto idle = usage_of(0.76, 2.0, 0.6, 2, 2);        // thread 30 %, machine 19 %
+  auto busy_thread = usage_of(1.0, 2.0, 1.8, 2, 8);  // thread 90 %: the bottleneck
+  auto busy_machine = usage_of(3.4, 2.0, 0.9, 4, 2);  // thread 45 %, machine 85 %: the bottleneck too
+  CHECK(busy_thread.load() == Approx(0.9));
+  CHECK(busy_machine.load() == Approx(0.85));
+  std::vector<RunClient> runs{{idle, {}}, {std::nullopt, {}}, {busy_machine, {}}, {busy_thread, {}}};
+  CHECK(retrace::metrics::most_loaded(runs) == std::optional<std::size_t>(3));
+  runs.pop_back();
+  CHECK(retrace::metrics::most_loaded(runs) == std::optional<std::size_t>(2));
+  CHECK(runs[2].may_be_bottleneck());
+  CHECK_FALSE(retrace::metrics::most_loaded(std::vector<RunClient>{{std::nullopt, {}}}).has_value());
+  CHECK(RunClient{}.line() == "client use not recorded");
 }

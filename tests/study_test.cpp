@@ -10,6 +10,9 @@
 
 #include <boost/json.hpp>
 
+#include "report/html.hpp"
+#include "report/study_targets.hpp"
+#include "run_headers.hpp"
 #include "sim/prefix_cache.hpp"
 #include "sweep/study.hpp"
 
@@ -292,4 +295,90 @@ TEST_CASE("A several target scope names every target and bounds each and the bas
   CHECK(table.find("| target 2 (vllm 0.9.1 at http://b:8000) | c1 cold (control) |") != std::string::npos);
   CHECK(table.find("| 3 of 40 (") != std::string::npos);
   CHECK(table.find("| content 3 |") != std::string::npos);
+}
+
+namespace {
+
+report::StudyRunFigures study_run(const std::string& cell, int repeat, bool baseline, const TraceHeader& header) {
+  report::StudyRunFigures run;
+  run.name = baseline ? "baseline" : cell + " r" + std::to_string(repeat);
+  run.cell = cell;
+  run.repeat = repeat;
+  run.baseline = baseline;
+  run.client = test::client_from(header);
+  return run;
+}
+
+// A baseline and a control run (c1 cold: one measured client, one not), and a saturated c8 warm run.
+report::StudySummary study_with_clients() {
+  report::StudySummary summary;
+  summary.concurrency = {1, 8};
+  summary.cache = {"cold", "warm"};
+  summary.baseline_run = "baseline";
+  summary.runs = {study_run("c1 cold", 1, true, test::run_header(test::kIdleClient)),
+                  study_run("c1 cold", 1, false, test::run_header(std::nullopt)),
+                  study_run("c8 warm", 1, false, test::run_header(test::kSaturatedClient))};
+  report::StudyCell control, warm;
+  control.name = "c1 cold";
+  control.control = true;
+  control.client = summary.runs[1].client;  // the cell's only run recorded nothing
+  warm.name = "c8 warm";
+  warm.concurrency = 8;
+  warm.client = summary.runs[2].client;
+  summary.cells = {control, warm};
+  return summary;
+}
+
+}  // namespace
+
+TEST_CASE("A study states its busiest run's client and each cell's in every output") {
+  using test::contains;
+  auto summary = study_with_clients();
+  const std::string overall = "client: busiest run (c8 warm, repeat 1) " + test::kSaturatedLine +
+                              "; may have been the bottleneck at c8 warm: its figures there are the client's limit "
+                              "as much as the server's; client use not recorded in 1 of 3 runs";
+  CHECK(report::study_client_line(summary) == overall);
+
+  auto markdown = report::study_to_markdown(summary);
+  CHECK(contains(markdown, "\n" + overall + "\n"));
+  CHECK(contains(markdown, "- c1 cold (control): client use not recorded\n"));
+  CHECK(contains(markdown, "- c8 warm: " + test::kSaturatedLine + "\n"));
+  CHECK(test::row_of(markdown, "| baseline (baseline) |").ends_with(" | " + test::kIdleLine + " |"));
+
+  auto json = boost::json::parse(report::study_to_json(summary));
+  CHECK(json.at("client").at("summary").as_string() == overall);
+  CHECK(json.at("client").at("may_be_bottleneck").as_bool());
+  CHECK(json.at("client").at("bottleneck_cells") == boost::json::array{"c8 warm"});
+  CHECK(json.at("cells").at(0).at("client").is_null());
+  CHECK(json.at("cells").at(1).at("client").at("may_be_bottleneck").as_bool());
+  CHECK(json.at("runs").at(0).at("client").at("summary").as_string() == test::kIdleLine);
+  CHECK(json.at("runs").at(0).at("client").at("cores_used").to_number<double>() == Approx(0.38));
+
+  auto csv = report::study_to_csv(summary);
+  CHECK(contains(csv, ",client_cores_used,client_busiest_thread_share,client_may_be_bottleneck,schedule_slip_p99_ms\r\n"));
+  CHECK(test::row_of(csv, "c1 cold,").ends_with(",,,,\r"));
+  CHECK(test::row_of(csv, "c8 warm,").ends_with(",0.950,0.900,1,\r"));
+
+  auto html = report::study_report(summary);
+  CHECK(std::find(html.paragraphs.begin(), html.paragraphs.end(), overall) != html.paragraphs.end());
+  CHECK_FALSE(html.series.at(0).client.has_value());
+  CHECK(html.series.at(1).client.value_or("").rfind(test::kSaturatedLine, 0) == 0);
+
+  report::StudyTargets targets;
+  targets.targets = {summary, summary};
+  targets.dirs = {"target-1", "target-2"};
+  targets.across.resize(2);
+  CHECK(contains(report::study_targets_to_markdown(targets), "\n\n" + overall + "\n\n"));
+  CHECK(contains(report::study_targets_to_json(targets), "\"bottleneck_cells\":[\"c8 warm\"]"));
+}
+
+TEST_CASE("A study whose runs did not record their client says so in one line") {
+  auto summary = study_with_clients();
+  for (auto& run : summary.runs) run.client = test::client_from(test::run_header(std::nullopt));
+  for (auto& cell : summary.cells) cell.client = {};
+  CHECK(report::study_client_line(summary) == "client use not recorded");
+  auto json = boost::json::parse(report::study_to_json(summary));
+  CHECK_FALSE(json.at("client").at("recorded").as_bool());
+  CHECK_FALSE(json.at("client").at("may_be_bottleneck").as_bool());
+  CHECK_FALSE(test::contains(report::study_to_markdown(summary), "of one core"));
 }

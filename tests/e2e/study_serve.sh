@@ -41,6 +41,14 @@ check_contains "$WORK/plain/summary.md" "at temperature 0 (as sent on every requ
 check_contains "$WORK/plain/summary.md" "It is not evidence about determinism in general" "the scope says what it is not"
 check_eq "$(head -3 "$WORK/plain/summary.md" | tail -1 | cut -c1-10)" "**Scope.**" "the scope comes first"
 check_contains "$WORK/plain.out" "**Scope.**" "the scope is printed"
+# The client's headroom, read from each run's header: one line for the study, one per cell.
+grep -qE '^client: busiest run \((baseline|c[14] (cold|warm)), (baseline|repeat [12])\) used [0-9]+ % of one core .*: (not the bottleneck|it may have been the bottleneck)' \
+  "$WORK/plain.out" || fail "the study's summary states the client's headroom: $(grep -m1 '^client' "$WORK/plain.out")"
+check_eq "$(json "$S" 's.cells.every(c=>c.client && /^used \d+ % of one core/.test(c.client.summary)) && s.runs.every(r=>r.client)')" \
+  "true" "every cell's and run's client figures are in summary.json"
+check_contains "$WORK/plain/summary.md" "- c4 warm: used " "summary.md: each cell's client"
+check_contains "$WORK/plain/report.html" "client: busiest run (" "report.html states the client's headroom"
+check_eq "$(head -1 "$WORK/plain/summary.csv" | tr -d '\r' | awk -F, '{print $(NF-3)}')" "client_cores_used" "summary.csv's client columns"
 # Cached tokens: cold cells (a fresh cache_salt per request) never hit; warm cells always do.
 check_eq "$(json "$S" 's.cells.map(c=>c.cache+":"+c.cached.hits+"/"+c.cached.reported).join()')" \
   "cold:0/12,warm:12/12,cold:0/12,warm:12/12" "cache hits per cell as the server reported them"

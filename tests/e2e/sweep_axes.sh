@@ -35,6 +35,11 @@ check_eq "$(jq -s 'map({(.id | tostring): .expected}) | add' "$WORK/gold-expecte
 # The diff paired all 30: copy k of a question with the baseline's copy k (the simulator answers
 # the same question the same way), nothing missing.
 check_eq "$(jq -r .axis "$WORK/summary.json")" rate "summary.json axis"
+# Open loop: each run's client line carries its schedule slip, as replay's does.
+check_eq "$(jq -r '[.runs[].client.summary | test("^used [0-9]+ % of one core .*; schedule slip p99 [0-9.]+ ms$")] | all' "$WORK/summary.json")" \
+  true "each rate run's client line has its schedule slip p99"
+check_eq "$(jq -r '.client.summary | test("^client: busiest run \\(rate=[24]0, repeat 1\\) used [0-9]+ % of one core")' "$WORK/summary.json")" \
+  true "the sweep's client line names its busiest rate"
 check_eq "$(jq -c '[.levels[].rate]' "$WORK/summary.json")" "[20,40]" "summary.json levels"
 check_eq "$(jq -c '[.runs[] | select(.baseline | not) | .identical, .missing, .divergent]' "$WORK/summary.json")" "[30,0,0]" \
   "the candidate run against the baseline"

@@ -17,6 +17,16 @@ for f in plan.json summary.json summary.md c1-r1.rtrace c1-r2.rtrace c4-r1.rtrac
   [[ -f "$WORK/plain/$f" ]] || fail "sweep did not write $f"
 done
 check_contains "$WORK/plain.out" "| concurrency |" "the table is printed on stdout"
+# The client's headroom, read from each run's header: one line for the sweep, one figure per run.
+grep -qE '^client: busiest run \(c=[14], repeat [12]\) used [0-9]+ % of one core .*: (not the bottleneck|it may have been the bottleneck)' \
+  "$WORK/plain.out" || fail "the sweep's summary states the client's headroom: $(grep -m1 '^client' "$WORK/plain.out")"
+check_eq "$(json "$WORK/plain/summary.json" 's.runs.every(r=>r.client && /^used \d+ % of one core/.test(r.client.summary) && typeof r.client.cores_used=="number")')" \
+  "true" "every run's client figures are in summary.json"
+check_eq "$(json "$WORK/plain/summary.json" 's.client.recorded && s.client.summary.startsWith("client: busiest run")')" \
+  "true" "summary.json's overall client line"
+check_contains "$WORK/plain/report.html" "client: busiest run (c=" "report.html states the client's headroom"
+check_eq "$(head -1 "$WORK/plain/summary.csv" | tr -d '\r' | awk -F, '{print $(NF-3)}')" "client_cores_used" "summary.csv's client columns"
+[[ -n "$(sed -n 2p "$WORK/plain/summary.csv" | awk -F, '{print $(NF-3)}')" ]] || fail "summary.csv: a level without its client's figure"
 # Plans, summaries and traces hold prompts and outputs: none is readable by others.
 for f in plan.json summary.json summary.md c1-r1.rtrace; do
   check_eq "$(stat -c %a "$WORK/plain/$f")" 600 "mode of $f"
