@@ -182,7 +182,7 @@ void ResponseDecoder::on_event(std::string_view data, std::int64_t offset_ns) {
     // llama.cpp's "stop": true and TGI's last event end the stream; anything after is extra.
     if (impl.events_after_end++ == 0) impl.note(impl.where() + ": data after the end of the stream");
   }
-  if (impl.read_simple_event(data, offset_ns)) return;
+  if (impl.read_simple_event(data, offset_ns, true)) return;
   const auto value = impl.parse(data, impl.where());
   if (!value) return;
   impl.read(*value, offset_ns, true);
@@ -191,12 +191,14 @@ void ResponseDecoder::on_event(std::string_view data, std::int64_t offset_ns) {
 void ResponseDecoder::on_body(std::string_view body, std::int64_t offset_ns) {
   Impl& impl = *impl_;
   impl.events_seen = 1;
-  const auto value = impl.parse(body, "body");
   impl.finished = true;
-  if (!value) return;
   // Messages about "event 0" read better as "body" here.
   const std::size_t notes_before = impl.notes.size();
-  impl.read(*value, offset_ns, false);
+  if (!impl.read_simple_event(body, offset_ns, false)) {  // the SAX path, as for a stream's events
+    const auto value = impl.parse(body, "body");
+    if (!value) return;
+    impl.read(*value, offset_ns, false);
+  }
   for (std::size_t i = notes_before; i < impl.notes.size(); ++i) {
     if (impl.notes[i].rfind("event 0", 0) == 0) impl.notes[i].replace(0, 7, "body");
   }

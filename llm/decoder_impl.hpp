@@ -151,7 +151,8 @@ struct ResponseDecoder::Impl : DecodeState {
 
   // fast_event.cpp: a streamed event of the simple shape, decoded without a DOM; false when it
   // is not one, having changed nothing.
-  bool read_simple_event(std::string_view data, std::int64_t offset_ns);
+  bool read_simple_event(std::string_view data, std::int64_t offset_ns, bool streamed);
+  void read_simple_usage(const SimpleUsage& read);
   // fast_logprobs.cpp: the tokens of one choice's logprobs as the fast path read them (as
   // read_tokens() makes them from the DOM); the text offsets to split the delta by, or nullptr.
   const std::vector<std::int64_t>* read_simple_logprobs(Choice& choice, const SimpleLogprobs& logprobs,

@@ -20,6 +20,7 @@ class SimpleEventHandler {
   std::span<const SimpleChoice> choices() const { return {choices_.data(), used_}; }
   // The root was an object with a "choices" array (else read_openai() has a note to make).
   bool saw_choices_array() const { return saw_choices_array_; }
+  const SimpleUsage& usage() const { return usage_; }
 
   void reset() {
     depth_ = 0;
@@ -31,6 +32,7 @@ class SimpleEventHandler {
     key_buffer_.clear();
     string_buffer_.clear();
     in_logprobs_ = false;
+    usage_ = {};
   }
 
   bool on_document_begin(json::error_code&) { return true; }
@@ -67,10 +69,22 @@ class SimpleEventHandler {
         if (key_ == Key::other) return ++skip_, true;
         return give_up(ec);
       case Level::root:
+        if (key_ == Key::usage) {
+          usage_.present = true;
+          return push(Level::usage, ec);
+        }
+        [[fallthrough]];
       case Level::message:
         if (key_ == Key::other) return ++skip_, true;
         return give_up(ec);
       case Level::token_ids: return token_id(std::nullopt), ++skip_, true;  // not an id
+      case Level::usage:
+        if (key_ == Key::completion_tokens_details) {
+          usage_.details_present = true;
+          return push(Level::usage_details, ec);
+        }
+        return ++skip_, true;  // an object where a count goes: read_usage() takes it as absent
+      case Level::usage_details: return ++skip_, true;
     }
     return give_up(ec);
   }
@@ -98,6 +112,8 @@ class SimpleEventHandler {
         if (key_ == Key::other) return ++skip_, true;
         return give_up(ec);
       case Level::token_ids: return token_id(std::nullopt), ++skip_, true;
+      case Level::usage:
+      case Level::usage_details: return ++skip_, true;  // not a count: absent
       case Level::document: return give_up(ec);
     }
     return give_up(ec);
@@ -126,9 +142,11 @@ class SimpleEventHandler {
     key_ = classify(top(), name);
     key_buffer_.clear();
     if (key_ == Key::other) return true;
-    std::uint32_t& seen = top() == Level::root ? root_seen_
-                          : top() == Level::choice ? current().seen
-                                                   : message_seen_;
+    std::uint32_t& seen = top() == Level::root            ? root_seen_
+                          : top() == Level::choice        ? current().seen
+                          : top() == Level::usage         ? usage_seen_
+                          : top() == Level::usage_details ? details_seen_
+                                                          : message_seen_;
     if (seen & bit(key_)) return give_up(ec);  // which duplicate wins is the DOM's business
     seen |= bit(key_);
     return true;
@@ -154,6 +172,10 @@ class SimpleEventHandler {
     if (top() == Level::token_ids) {
       string_buffer_.clear();
       return token_id(std::nullopt), true;
+    }
+    if (in_usage()) {  // a string where a count goes: absent
+      string_buffer_.clear();
+      return true;
     }
     bool ok = true;
     switch (key_) {
@@ -187,6 +209,7 @@ class SimpleEventHandler {
   bool on_int64(std::int64_t value, json::string_view, json::error_code& ec) {
     if (skip_ == 0 && in_logprobs_) return logprobs_.int64(value) || give_up(ec);
     if (skip_ == 0 && top() == Level::token_ids) return token_id(value), true;
+    if (skip_ == 0 && in_usage()) return count(value), true;
     if (skip_ > 0 || key_ != Key::index) return scalar(ec);
     if (value < 0 || static_cast<std::uint64_t>(value) >= kMaxChoices) return give_up(ec);
     current().index = value;
@@ -195,11 +218,13 @@ class SimpleEventHandler {
   bool on_uint64(std::uint64_t value, json::string_view, json::error_code& ec) {
     if (skip_ == 0 && in_logprobs_) return logprobs_.uint64(value) || give_up(ec);
     if (skip_ == 0 && top() == Level::token_ids) return token_id(std::nullopt), true;  // above INT64_MAX
+    if (skip_ == 0 && in_usage()) return count(std::nullopt), true;                  // the same
     return scalar(ec);
   }
   bool on_double(double value, json::string_view, json::error_code& ec) {
     if (skip_ == 0 && in_logprobs_) return logprobs_.real(value) || give_up(ec);
     if (skip_ == 0 && top() == Level::token_ids) return token_id(integral_double(value)), true;
+    if (skip_ == 0 && in_usage()) return count(integral_double(value)), true;
     return scalar(ec);
   }
   bool on_bool(bool, json::error_code& ec) {
@@ -218,11 +243,13 @@ class SimpleEventHandler {
   bool on_comment(json::string_view, json::error_code&) { return true; }
 
  private:
-  enum class Level : std::uint8_t { document, root, choices, choice, message, token_ids };
+  enum class Level : std::uint8_t { document, root, choices, choice, message, token_ids, usage, usage_details };
   enum class Key : std::uint8_t {
     other, choices, usage, error, object,                                     // root
     index, text, delta, message, logprobs, token_ids, finish_reason,          // choice
     content, reasoning, reasoning_content, refusal, tool_calls,               // message
+    prompt_tokens, completion_tokens, total_tokens, reasoning_tokens,         // usage
+    completion_tokens_details,
   };
   static constexpr std::uint32_t bit(Key key) { return 1u << static_cast<unsigned>(key); }
 
@@ -250,6 +277,16 @@ class SimpleEventHandler {
         if (name == "refusal") return Key::refusal;
         if (name == "tool_calls") return Key::tool_calls;
         return Key::other;
+      case Level::usage:
+        if (name == "prompt_tokens") return Key::prompt_tokens;
+        if (name == "completion_tokens") return Key::completion_tokens;
+        if (name == "total_tokens") return Key::total_tokens;
+        if (name == "reasoning_tokens") return Key::reasoning_tokens;
+        if (name == "completion_tokens_details") return Key::completion_tokens_details;
+        return Key::other;
+      case Level::usage_details:
+        if (name == "reasoning_tokens") return Key::reasoning_tokens;
+        return Key::other;
       case Level::document:
       case Level::choices:
       case Level::token_ids: break;
@@ -268,16 +305,35 @@ class SimpleEventHandler {
       case Level::choice: return (key_ != Key::index) || give_up(ec);
       case Level::message: return true;
       case Level::token_ids: return true;  // handled before
+      case Level::usage:
+      case Level::usage_details: return true;  // a bool or null where a count goes: absent
     }
     return true;
   }
   // One "token_ids" element: token_id_of() its integer value, or of nullopt when it is not one.
   void token_id(std::optional<std::int64_t> integer) { current().token_ids.push_back(token_id_of(integer)); }
+  bool in_usage() const { return top() == Level::usage || top() == Level::usage_details; }
+  // One number under "usage": integer_of()'s rule has already made it an integer or nullopt.
+  void count(std::optional<std::int64_t> integer) {
+    if (top() == Level::usage_details) {
+      if (key_ == Key::reasoning_tokens) usage_.reasoning_tokens_details = integer;
+      return;
+    }
+    switch (key_) {
+      case Key::prompt_tokens: usage_.prompt_tokens = integer; break;
+      case Key::completion_tokens: usage_.completion_tokens = integer; break;
+      case Key::total_tokens: usage_.total_tokens = integer; break;
+      case Key::reasoning_tokens: usage_.reasoning_tokens_top = integer; break;
+      default: break;  // another key, or a number where the details object goes: absent
+    }
+  }
 
   bool push(Level level, json::error_code& ec) {
     if (depth_ + 1 >= kMaxLevels) return give_up(ec);
     levels_[++depth_] = level;
     if (level == Level::message) message_seen_ = 0;
+    if (level == Level::usage) usage_seen_ = 0;
+    if (level == Level::usage_details) details_seen_ = 0;
     if (level == Level::choices) saw_choices_array_ = true;
     key_ = Key::other;
     return true;
@@ -317,6 +373,9 @@ class SimpleEventHandler {
   bool saw_choices_array_ = false;
   std::uint32_t root_seen_ = 0;
   std::uint32_t message_seen_ = 0;
+  std::uint32_t usage_seen_ = 0;
+  std::uint32_t details_seen_ = 0;
+  SimpleUsage usage_;
   std::vector<SimpleChoice> choices_;
   std::size_t used_ = 0;
   std::string key_buffer_;
@@ -347,7 +406,9 @@ std::optional<std::span<const SimpleChoice>> FastEventParser::parse(std::string_
   return simple.choices();
 }
 
-bool ResponseDecoder::Impl::read_simple_event(std::string_view data, std::int64_t offset_ns) {
+const SimpleUsage& FastEventParser::usage() const { return parser_->sax.handler().usage(); }
+
+bool ResponseDecoder::Impl::read_simple_event(std::string_view data, std::int64_t offset_ns, bool streamed) {
   if (!fast_path || (dialect != Dialect::openai_completions && dialect != Dialect::openai_chat)) return false;
   const auto parsed_choices = fast_parser.parse(data);
   if (!parsed_choices) {
@@ -360,10 +421,12 @@ bool ResponseDecoder::Impl::read_simple_event(std::string_view data, std::int64_
     Choice& choice = choice_with_index(static_cast<std::uint32_t>(parsed.index));
     std::optional<std::string_view> text;
     if (parsed.has_text) text = parsed.text;
-    // As read_openai() for a stream: "delta" first, else "message".
-    const SimpleMessage* message = parsed.delta.is_object     ? &parsed.delta
-                                           : parsed.message.is_object ? &parsed.message
-                                                                      : nullptr;
+    // As read_openai(): a stream's "delta" first, else "message"; a whole answer's the other way.
+    const SimpleMessage& first_choice = streamed ? parsed.delta : parsed.message;
+    const SimpleMessage& second_choice = streamed ? parsed.message : parsed.delta;
+    const SimpleMessage* message = first_choice.is_object    ? &first_choice
+                                   : second_choice.is_object ? &second_choice
+                                                             : nullptr;
     if (message) text = message->has_content ? std::optional<std::string_view>(message->content) : std::nullopt;
     // As read_tokens(): logprobs first, else the text as one delta token.
     bytes_from.clear();
@@ -377,7 +440,18 @@ bool ResponseDecoder::Impl::read_simple_event(std::string_view data, std::int64_
     }
     if (parsed.has_finish_reason) choice.finish_reason.assign(parsed.finish_reason);
   }
+  read_simple_usage(fast_parser.usage());
   return true;
+}
+
+// As read_usage().
+void ResponseDecoder::Impl::read_simple_usage(const SimpleUsage& read) {
+  if (!read.present) return;
+  if (read.prompt_tokens) usage.prompt_tokens = *read.prompt_tokens;
+  if (read.completion_tokens) usage.completion_tokens = *read.completion_tokens;
+  if (read.total_tokens) usage.total_tokens = *read.total_tokens;
+  const auto& reasoning = read.details_present ? read.reasoning_tokens_details : read.reasoning_tokens_top;
+  if (reasoning) usage.reasoning_tokens = *reasoning;
 }
 
 }  // namespace retrace::llm

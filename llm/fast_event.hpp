@@ -4,10 +4,11 @@
 //    "finish_reason":null}]}
 // A SAX pass (no DOM, no allocation once warm) picks out exactly what read_openai() would use.
 // Its "logprobs" (both OpenAI shapes) are read by fast_logprobs.hpp's reader, and vLLM's per-choice
-// "token_ids" here. Anything it does not model with certainty (usage, errors, tool calls,
-// reasoning, duplicate keys, odd index values, llama.cpp's logprobs spellings, ...) makes it give up, and the event goes through the
-// general DOM path instead, so the decoded result is the same either way (a test compares the
-// two paths event by event).
+// "token_ids" and the "usage" counts here. A whole (non-streamed) answer takes the same path.
+// Anything it does not model with certainty (errors, tool calls, reasoning, duplicate keys, odd
+// index values, llama.cpp's logprobs spellings, ...) makes it give up, and the event goes through
+// the general DOM path instead, so the decoded result is the same either way (a test compares the
+// two paths event by event and body by body).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,16 @@ struct SimpleChoice {
   std::uint32_t seen = 0;  // bit per key already seen, to give up on duplicates
 };
 
+// The event's "usage" object, as read_usage() reads it: each count an integer (integer_of's rule)
+// or absent; "reasoning_tokens" from "completion_tokens_details" when that is an object, else
+// from the top (SGLang).
+struct SimpleUsage {
+  bool present = false;          // "usage" is an object
+  bool details_present = false;  // "completion_tokens_details" is an object
+  std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, reasoning_tokens_top,
+      reasoning_tokens_details;
+};
+
 // One per decoder, reused for every event (Boost.JSON's basic_parser is instantiated only in
 // fast_event.cpp).
 class FastEventParser {
@@ -56,6 +67,8 @@ class FastEventParser {
   // "choices" array. nullopt when it is not, and the general path must read it. The span lives
   // until the next parse().
   std::optional<std::span<const SimpleChoice>> parse(std::string_view data);
+  // The last successful parse's "usage".
+  const SimpleUsage& usage() const;
 
  private:
   struct Parser;

@@ -37,6 +37,22 @@ std::size_t check_paths_agree(const std::vector<std::string>& events, Dialect di
   return fast.fast_path_events();
 }
 
+// One to four random edits of `text`: a byte replaced by one JSON cares about, a run erased, or a
+// run of itself inserted elsewhere. Never leaves it empty.
+void mutate(std::string& text, std::mt19937_64& random) {
+  static const std::string interesting = "{}[]\":,0-1e.\\u \xff" "nulltruefalse";
+  const int mutations = 1 + static_cast<int>(random() % 4);
+  for (int m = 0; m < mutations; ++m) {
+    const std::size_t at = random() % text.size();
+    switch (random() % 3) {
+      case 0: text[at] = interesting[random() % interesting.size()]; break;
+      case 1: text.erase(at, 1 + random() % 8); break;
+      case 2: text.insert(at, text.substr(random() % text.size(), random() % 32)); break;
+    }
+    if (text.empty()) text = "{";
+  }
+}
+
 std::vector<std::string> event_data_of(std::string_view stream) {
   std::vector<std::string> data;
   SseParser parser;
@@ -151,20 +167,10 @@ TEST_CASE("Fast and general decoding agree on mutated simple events") {
       R"({"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" word","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null})";
   const std::string chat =
       R"({"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":" hi"},"logprobs":null,"finish_reason":"stop"}]})";
-  const std::string interesting = "{}[]\":,0-1e.\\u \xff" "nulltruefalse";
   std::mt19937_64 random(1129);  // fixed seed: a failure reproduces
   for (int round = 0; round < 2000; ++round) {
     std::string event = round % 2 ? simple : chat;
-    const int mutations = 1 + static_cast<int>(random() % 4);
-    for (int m = 0; m < mutations; ++m) {
-      const std::size_t at = random() % event.size();
-      switch (random() % 3) {
-        case 0: event[at] = interesting[random() % interesting.size()]; break;
-        case 1: event.erase(at, 1 + random() % 8); break;
-        case 2: event.insert(at, event.substr(random() % event.size(), random() % 32)); break;
-      }
-      if (event.empty()) event = "{";
-    }
+    mutate(event, random);
     INFO(event);
     check_paths_agree({simple, event, chat}, round % 3 ? Dialect::openai_completions : Dialect::openai_chat);
   }
@@ -333,23 +339,112 @@ TEST_CASE("Fast and general decoding agree on mutated events with logprobs") {
       R"("text":" the\u00e9","logprobs":{"tokens":[" the","bytes:\\xc3\\xa9"],"token_logprobs":[-0.5,-1],"top_logprobs":[{" the":-0.5," a":-1.25},{"bytes:\\xc3\\xa9":-1,"token_id:4":-3}],"text_offset":[10,14]})");
   const std::string chat_event = chat(
       R"("delta":{"content":"Hi!"},"logprobs":{"content":[{"token":"Hi","logprob":-0.25,"bytes":[72,105],"id":5,"top_logprobs":[{"token":"Hello","logprob":-9.25,"bytes":[72,101]},{"token":"token_id:5","logprob":-0.25}]},{"token":"!","logprob":-1,"bytes":[33],"top_logprobs":[]}],"refusal":null},"token_ids":[5,9])");
-  const std::string interesting = "{}[]\":,0-1e.\\u \xff" "nulltruefalse";
   std::mt19937_64 random(1811);  // fixed seed: a failure reproduces
   std::size_t read_fast = 0;
   for (int round = 0; round < 3000; ++round) {
     std::string event = round % 2 ? legacy : chat_event;
-    const int mutations = 1 + static_cast<int>(random() % 4);
-    for (int m = 0; m < mutations; ++m) {
-      const std::size_t at = random() % event.size();
-      switch (random() % 3) {
-        case 0: event[at] = interesting[random() % interesting.size()]; break;
-        case 1: event.erase(at, 1 + random() % 8); break;
-        case 2: event.insert(at, event.substr(random() % event.size(), random() % 32)); break;
-      }
-      if (event.empty()) event = "{";
-    }
+    mutate(event, random);
     INFO(event);
     read_fast += check_paths_agree({legacy, event, chat_event}, round % 3 ? Dialect::openai_completions : Dialect::openai_chat);
   }
   CHECK(read_fast > 6000);  // the unmutated events at least, and some mutants
+}
+
+// ---------------------------------------------------------------------------------------------
+// Whole (non-streamed) answers take the same SAX path, "usage" included.
+
+namespace {
+
+// Decodes `body` as a whole answer with the fast path on and off; both results must be equal.
+// Returns whether the fast path read it.
+bool check_bodies_agree(const std::string& body, Dialect dialect) {
+  ResponseDecoder fast(dialect);
+  ResponseDecoder general(dialect, false);
+  fast.on_body(body, 1000);
+  general.on_body(body, 1000);
+  Exchange from_fast;
+  Exchange from_general;
+  fast.finish(from_fast);
+  general.finish(from_general);
+  CHECK(fast.finished() == general.finished());
+  CHECK(from_fast == from_general);
+  CHECK(general.fast_path_events() == 0);
+  return fast.fast_path_events() == 1;
+}
+
+const char* const kWholeAnswers[] = {
+    "llamacpp/completion-native-nonstream.json", "llamacpp/v1-chat-completions-nonstream.json",
+    "llamacpp/v1-completions-nonstream-logprobs.json", "llamacpp/v1-completions-nonstream.json",
+    "openai/chat-nonstream-logprobs.json", "openai/chat-nonstream-tool-calls.json",
+    "openai/embeddings.json", "openai/responses-nonstream.json", "anthropic/messages-nonstream.json",
+    "tgi/chat-nonstream-tool-calls.json", "tgi/generate.json", "vllm/chat-nonstream-error-v0.json",
+    "vllm/chat-nonstream-tool-calls.json", "vllm/completions-nonstream-echo-logprobs.json",
+    "vllm/completions-nonstream-logprobs.json", "vllm/completions-nonstream-token-id-strings.json",
+    "vllm/completions-nonstream-token-ids.json"};
+
+}  // namespace
+
+TEST_CASE("Fast and general decoding agree on every sample whole answer in every dialect") {
+  const Dialect dialects[] = {Dialect::unknown, Dialect::openai_completions, Dialect::openai_chat,
+                              Dialect::llamacpp_completion, Dialect::tgi_generate};
+  std::size_t read_fast = 0;
+  for (const char* name : kWholeAnswers) {
+    const std::string body = read_data(name);
+    for (Dialect dialect : dialects) {
+      INFO(name << " as " << to_string(dialect));
+      read_fast += check_bodies_agree(body, dialect);
+    }
+  }
+  CHECK(read_fast >= 6);  // the plain completions and chat answers, with and without logprobs
+}
+
+TEST_CASE("Fast and general decoding agree on every spelling of usage") {
+  const std::string counts[] = {"7", "7.0", "1e2", "-3", "0", "12.5", "9223372036854775807", "9223372036854775808",
+                                "18446744073709551616", "9e15", "8e15", "null", "true", "\"7\"", "[7]", "{\"n\":7}"};
+  const std::string completion_head =
+      R"({"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" a b","logprobs":null,"finish_reason":"length"}],)";
+  const std::string chat_head =
+      R"({"id":"c-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"a b","refusal":null},"finish_reason":"stop"}],)";
+  std::size_t read_fast = 0;
+  std::size_t checked = 0;
+  for (const std::string& count : counts) {
+    const std::string usages[] = {
+        R"("usage":{"prompt_tokens":)" + count + R"(,"completion_tokens":2,"total_tokens":)" + count + "}",
+        R"("usage":{"prompt_tokens":3,"completion_tokens":)" + count + R"(,"completion_tokens_details":{"reasoning_tokens":)" + count + "}}",
+        R"("usage":{"completion_tokens_details":)" + count + R"(,"reasoning_tokens":5,"total_tokens":9})",
+        R"("usage":{"reasoning_tokens":)" + count + R"(,"completion_tokens_details":{"audio_tokens":1}})",
+        R"("usage":)" + count,
+        R"("usage":{"prompt_tokens":1,"prompt_tokens":)" + count + "}",  // duplicate: the DOM decides
+        R"("usage":{"completion_tokens_details":{"reasoning_tokens":1,"reasoning_tokens":)" + count + "}}",
+    };
+    for (const std::string& usage : usages) {
+      for (const std::string& head : {completion_head, chat_head}) {
+        const std::string body = head + usage + "}";
+        INFO(body);
+        for (Dialect dialect : {Dialect::openai_completions, Dialect::openai_chat}) {
+          read_fast += check_bodies_agree(body, dialect);
+          // The same object as a stream's last event (vLLM's include_usage) agrees too.
+          read_fast += check_paths_agree({body}, dialect) == 1;
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(read_fast > checked);  // most of them went the fast way, both as bodies and as events
+}
+
+TEST_CASE("Fast and general decoding agree on mutated whole answers") {
+  const std::string completion =
+      R"({"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" word","logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":4,"completion_tokens":1,"total_tokens":5,"completion_tokens_details":{"reasoning_tokens":0}}})";
+  const std::string chat =
+      R"({"id":"c-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":" hi"},"delta":{"content":"x"},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":4,"completion_tokens":1,"total_tokens":5,"reasoning_tokens":0}})";
+  std::mt19937_64 random(2003);  // fixed seed: a failure reproduces
+  std::size_t read_fast = 0;
+  for (int round = 0; round < 2000; ++round) {
+    std::string body = round % 2 ? completion : chat;
+    mutate(body, random);
+    INFO(body);
+    read_fast += check_bodies_agree(body, round % 3 ? Dialect::openai_completions : Dialect::openai_chat);
+  }
+  CHECK(read_fast > 0);
 }
