@@ -16,17 +16,14 @@ using retrace::testing::read_data;
 
 namespace {
 
-// Decodes `events` (SSE data strings) with the fast path on and off; both results must be equal.
-// Returns how many events the fast path decoded.
-std::size_t check_paths_agree(const std::vector<std::string>& events, Dialect dialect) {
+// Decodes what `feed` gives a decoder with the fast path on and off; both results must be equal.
+// Returns how many events (or bodies) the fast path decoded.
+template <class Feed>
+std::size_t check_decoders_agree(Dialect dialect, Feed feed) {
   ResponseDecoder fast(dialect);
   ResponseDecoder general(dialect, false);
-  std::int64_t offset = 0;
-  for (const std::string& data : events) {
-    offset += 1000;
-    fast.on_event(data, offset);
-    general.on_event(data, offset);
-  }
+  feed(fast);
+  feed(general);
   Exchange from_fast;
   Exchange from_general;
   fast.finish(from_fast);
@@ -35,6 +32,14 @@ std::size_t check_paths_agree(const std::vector<std::string>& events, Dialect di
   CHECK(from_fast == from_general);
   CHECK(general.fast_path_events() == 0);
   return fast.fast_path_events();
+}
+
+// `events` (SSE data strings) as one stream.
+std::size_t check_paths_agree(const std::vector<std::string>& events, Dialect dialect) {
+  return check_decoders_agree(dialect, [&](ResponseDecoder& decoder) {
+    std::int64_t offset = 0;
+    for (const std::string& data : events) decoder.on_event(data, offset += 1000);
+  });
 }
 
 // One to four random edits of `text`: a byte replaced by one JSON cares about, a run erased, or a
@@ -355,21 +360,9 @@ TEST_CASE("Fast and general decoding agree on mutated events with logprobs") {
 
 namespace {
 
-// Decodes `body` as a whole answer with the fast path on and off; both results must be equal.
-// Returns whether the fast path read it.
+// `body` as a whole answer; whether the fast path read it.
 bool check_bodies_agree(const std::string& body, Dialect dialect) {
-  ResponseDecoder fast(dialect);
-  ResponseDecoder general(dialect, false);
-  fast.on_body(body, 1000);
-  general.on_body(body, 1000);
-  Exchange from_fast;
-  Exchange from_general;
-  fast.finish(from_fast);
-  general.finish(from_general);
-  CHECK(fast.finished() == general.finished());
-  CHECK(from_fast == from_general);
-  CHECK(general.fast_path_events() == 0);
-  return fast.fast_path_events() == 1;
+  return check_decoders_agree(dialect, [&](ResponseDecoder& decoder) { decoder.on_body(body, 1000); }) == 1;
 }
 
 const char* const kWholeAnswers[] = {
