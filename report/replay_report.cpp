@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 
+#include "report/client.hpp"
 #include "report/text.hpp"
 
 namespace retrace::report {
@@ -135,13 +136,6 @@ std::vector<std::pair<std::string, std::string>> figures(const replay::Stats& st
     out.emplace_back("not inference", others + "  (not counted above)");
   }
   return out;
-}
-
-// Milliseconds to the microsecond, seconds to the nanosecond: what the clocks resolve, and JSON a
-// person can read (12.345, not 12.345000000000001).
-double rounded(double value, int digits) {
-  double scale = std::pow(10.0, digits);
-  return std::round(value * scale) / scale;
 }
 
 json::value latency_json(const replay::Percentiles& p, const StatsContext& context) {
@@ -282,24 +276,6 @@ std::string render_stats_json(const replay::Stats& stats, const StatsContext& co
   out["slo_met"] = stats.slo_met ? json::value(*stats.slo_met) : json::value(nullptr);
   out["client"] = stats.client ? json::value(client_json(*stats.client)) : json::value(nullptr);
   return json_text(out);
-}
-
-json::object client_json(const metrics::ClientUsage& client) {
-  return {{"cpu_s", rounded(client.cpu_s, 6)},
-          {"wall_s", rounded(client.wall_s, 6)},
-          {"cores_used", rounded(client.cores_used(), 3)},
-          {"busiest_thread_share", rounded(client.busiest_thread_share(), 3)},
-          {"worker_threads", client.worker_threads},
-          {"cores", client.cores},
-          {"may_be_bottleneck", client.may_be_bottleneck()}};
-}
-
-json::value run_client_json(const metrics::RunClient& client) {
-  if (!client.usage) return nullptr;
-  json::object out = client_json(*client.usage);
-  out["schedule_slip_p99_ms"] = client.slip_p99_ms ? json::value(rounded(*client.slip_p99_ms, 3)) : json::value(nullptr);
-  out["summary"] = client.line();
-  return out;
 }
 
 std::string join_json_reports(const std::vector<std::string>& reports) {

@@ -8,8 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/json/fwd.hpp>
-
 #include "replay/replay.hpp"
 #include "report/header.hpp"
 
@@ -45,12 +43,6 @@ std::string render_stats_markdown(const replay::Stats& stats, const StatsContext
 // latencies in milliseconds under "ttft_ms", "itl_ms", ... with count, the percentiles, max, mean
 // and stddev.
 std::string render_stats_json(const replay::Stats& stats, const StatsContext& context = {});
-
-// The client's figures as every JSON output writes them (replay's and stats' "client"), and one
-// run's client in a summary of several runs (a sweep's, a study's): those figures with its line
-// (metrics::RunClient::line) and schedule slip p99; null when the run did not record its client.
-boost::json::object client_json(const metrics::ClientUsage& client);
-boost::json::value run_client_json(const metrics::RunClient& client);
 
 // One JSON report as an object, several as an array (one per trace or repeat), newline-ended.
 std::string join_json_reports(const std::vector<std::string>& reports);

@@ -10,7 +10,7 @@
 
 #include <boost/json.hpp>
 
-#include "report/replay_report.hpp"
+#include "report/client.hpp"
 #include "report/study_internal.hpp"
 #include "report/text.hpp"
 
@@ -263,10 +263,7 @@ json::object study_client_json(const StudySummary& summary) {
   for (const auto& run : summary.runs) recorded = recorded || run.client.usage;
   for (const auto& cell : summary.cells)
     if (cell.client.may_be_bottleneck()) where.emplace_back(cell.name);
-  return {{"summary", study_client_line(summary)},
-          {"recorded", recorded},
-          {"may_be_bottleneck", !where.empty()},
-          {"bottleneck_cells", std::move(where)}};
+  return overall_client_json(study_client_line(summary), recorded, std::move(where), "bottleneck_cells");
 }
 
 json::object study_json(const StudySummary& summary) {

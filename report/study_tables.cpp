@@ -4,6 +4,7 @@
 #include <array>
 #include <sstream>
 
+#include "report/client.hpp"
 #include "report/study_internal.hpp"
 #include "report/text.hpp"
 

@@ -2,6 +2,7 @@
 // sweep's axis (concurrency, rate or speed). The client columns are the level's most loaded run's,
 // empty where no run recorded its client.
 #include "metrics/statistics.hpp"
+#include "report/client.hpp"
 #include "report/sweep_summary.hpp"
 #include "report/text.hpp"
 
@@ -18,15 +19,6 @@ std::string optional_number(const std::optional<double>& value, int digits) {
 }
 
 }  // namespace
-
-const std::vector<std::string> kClientCsvColumns{"client_cores_used", "client_busiest_thread_share",
-                                                 "client_may_be_bottleneck", "schedule_slip_p99_ms"};
-
-std::vector<std::string> client_csv_fields(const metrics::RunClient& client) {
-  const auto& usage = client.usage;
-  return {usage ? fixed(usage->cores_used(), 3) : "", usage ? fixed(usage->busiest_thread_share(), 3) : "",
-          usage ? (usage->may_be_bottleneck() ? "1" : "0") : "", optional_number(client.slip_p99_ms, 3)};
-}
 
 std::string summary_to_csv(const Summary& summary) {
   std::vector<std::string> columns{summary.axis, "runs", "requests", "requests_per_s_mean", "requests_per_s_stddev",

@@ -11,7 +11,7 @@
 #include <boost/json.hpp>
 
 #include "base/text.hpp"
-#include "report/replay_report.hpp"
+#include "report/client.hpp"
 #include "report/text.hpp"
 
 namespace retrace::report {
@@ -128,10 +128,7 @@ json::object sweep_client_json(const Summary& summary) {
     recorded = recorded || level.client.usage;
     if (level.client.may_be_bottleneck()) where.push_back(level_json(level.level));
   }
-  return {{"summary", sweep_client_line(summary)},
-          {"recorded", recorded},
-          {"may_be_bottleneck", !where.empty()},
-          {"bottleneck_" + summary.axis, std::move(where)}};
+  return overall_client_json(sweep_client_line(summary), recorded, std::move(where), "bottleneck_" + summary.axis);
 }
 
 }  // namespace

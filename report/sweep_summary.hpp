@@ -189,12 +189,7 @@ std::string summary_to_markdown(const Summary& summary);
 // One CSV row per level (throughput mean, stddev and 95 % CI; latency; errors; differing requests
 // with their bound; gold matching), under a header row.
 std::string summary_to_csv(const Summary& summary);
-std::string levels_table(const Summary& summary);
-// A run's client as CSV columns (sweep's per level, study's per cell): cores used, the busiest
-// worker thread's share, may be the bottleneck (1 or 0), schedule slip p99 ms; empty fields where
-// not recorded.
-extern const std::vector<std::string> kClientCsvColumns;
-std::vector<std::string> client_csv_fields(const metrics::RunClient& client);  // the per-level Markdown table alone
+std::string levels_table(const Summary& summary);  // the per-level Markdown table alone
 // Divergences as Markdown list items, at most `at_most` of them (real changes first).
 std::string divergence_list(const Summary& summary, std::size_t at_most);
 // One divergence as a line: where, token index on each side, the two tokens, margin, class.

@@ -21,6 +21,11 @@ std::string fixed(double value, int digits) {
   return text;
 }
 
+double rounded(double value, int digits) {
+  const double scale = std::pow(10.0, digits);
+  return std::round(value * scale) / scale;
+}
+
 std::string thousands(std::size_t count) {
   std::string digits = std::to_string(count), out;
   for (std::size_t i = 0; i < digits.size(); ++i) {

@@ -18,6 +18,9 @@ inline constexpr int kJsonSchemaVersion = 2;
 
 // `value` with `digits` digits after the point ("-0.0" printed as "0.0").
 std::string fixed(double value, int digits);
+// `value` rounded to `digits` digits after the point, for JSON a person can read (12.345, not
+// 12.345000000000001): milliseconds to the microsecond, seconds to the nanosecond.
+double rounded(double value, int digits);
 
 // The one JSON number rule (plain decimals, null for absent) is base/json_text.hpp's.
 using retrace::json_count;
