@@ -51,16 +51,24 @@ std::string joined_bytes(const Choice& choice) {
 }  // namespace
 
 TEST_CASE("one reused decoder decodes thousands of non-streamed answers of growing size") {
-  llm::ResponseDecoder decoder(llm::Dialect::openai_chat);
-  for (int i = 0; i < kBodies; ++i) {
-    const std::string content = content_of(i, content_bytes(i) / 2);
-    decoder.reset(llm::Dialect::openai_chat);
-    decoder.on_body(chat_answer(content, content_bytes(i) / 12), 1000);
-    Exchange exchange;
-    decoder.finish(exchange);
-    REQUIRE(exchange.choices.size() == 1);
-    REQUIRE(joined_bytes(exchange.choices[0]) == content);
-    REQUIRE(exchange.choices[0].finish_reason == "stop");
+  // Both paths: the SAX fast path (its one reused parser; whole answers take it) and the general
+  // (DOM) path, the one that parses into the arena.
+  for (const bool fast : {true, false}) {
+    INFO((fast ? "fast path" : "general path"));
+    llm::ResponseDecoder decoder(llm::Dialect::openai_chat, fast);
+    for (int i = 0; i < kBodies; ++i) {
+      const std::string content = content_of(i, content_bytes(i) / 2);
+      const std::size_t prompt_ids = content_bytes(i) / 12;
+      decoder.reset(llm::Dialect::openai_chat);
+      decoder.on_body(chat_answer(content, prompt_ids), 1000);
+      REQUIRE(decoder.fast_path_events() == (fast ? 1u : 0u));
+      Exchange exchange;
+      decoder.finish(exchange);
+      REQUIRE(exchange.choices.size() == 1);
+      REQUIRE(joined_bytes(exchange.choices[0]) == content);
+      REQUIRE(exchange.choices[0].finish_reason == "stop");
+      REQUIRE(exchange.usage.prompt_tokens == static_cast<std::int64_t>(prompt_ids));
+    }
   }
 }
 
