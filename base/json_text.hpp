@@ -1,6 +1,6 @@
 // The one rule for JSON text retrace prints (reports, `export`, `inspect`, `cat`, `bisect`):
 // every number a plain decimal, never Boost.JSON's exponent form (0.05, not 5E-2), and an absent
-// value is null (never -1, 0 or "-"). Lives in format/, the lowest module, so that every module
+// value is null (never -1, 0 or "-"). Lives in base/, the ground floor, so that every room
 // that prints JSON can use it.
 #pragma once
 

@@ -10,7 +10,7 @@ namespace retrace::report {
 
 namespace {
 
-HtmlSeries series_of(const std::string& label, const replay::Stats& stats, LatencySamples latency) {
+HtmlSeries series_of(const std::string& label, const metrics::Stats& stats, LatencySamples latency) {
   HtmlSeries series;
   series.label = label;
   series.requests_per_s = spread_of({stats.requests_per_s});

@@ -20,10 +20,10 @@ namespace {
 struct LatencyRow {
   std::string_view label;     // terminal and Markdown
   std::string_view json_key;  // JSON
-  const replay::Percentiles* values;
+  const metrics::Percentiles* values;
 };
 
-std::vector<LatencyRow> latency_rows(const replay::Stats& stats) {
+std::vector<LatencyRow> latency_rows(const metrics::Stats& stats) {
   std::vector<LatencyRow> rows{{"TTFT", "ttft_ms", &stats.ttft},
                                {"inter-token", "itl_ms", &stats.itl},
                                {"TPOT", "tpot_ms", &stats.tpot},
@@ -46,7 +46,7 @@ std::vector<std::string> column_names(const StatsContext& context) {
   return names;
 }
 
-std::vector<double> column_values(const replay::Percentiles& p, const StatsContext& context) {
+std::vector<double> column_values(const metrics::Percentiles& p, const StatsContext& context) {
   std::vector<double> values;
   for (double percent : context.percentiles) values.push_back(p.at(percent));
   values.insert(values.end(), {p.max, p.mean, p.stddev});
@@ -55,7 +55,7 @@ std::vector<double> column_values(const replay::Percentiles& p, const StatsConte
 
 // The sample count, and for percentiles read from a histogram (past a million samples:
 // metrics/distribution.hpp) how close they are.
-std::string sample_count(const replay::Percentiles& p) {
+std::string sample_count(const metrics::Percentiles& p) {
   auto count = std::to_string(p.count);
   if (p.relative_error == 0) return count;
   char bound[32];
@@ -73,25 +73,25 @@ std::string right(std::string text, std::size_t width) {
   return text;
 }
 
-std::size_t error_count(const replay::Stats& stats) {
+std::size_t error_count(const metrics::Stats& stats) {
   std::size_t count = 0;
   for (const auto& [kind, n] : stats.errors_by_kind) count += n;
   return count;
 }
 
-std::string errors_detail(const replay::Stats& stats) {
+std::string errors_detail(const metrics::Stats& stats) {
   std::string out;
   for (const auto& [kind, count] : stats.errors_by_kind)
     out += (out.empty() ? "" : ", ") + kind + " " + std::to_string(count);
   return out;
 }
 
-std::string input_tokens_text(const replay::Stats& stats) {
+std::string input_tokens_text(const metrics::Stats& stats) {
   return stats.input_tokens ? std::to_string(*stats.input_tokens) : "unknown (no usage.prompt_tokens)";
 }
 
 // The figures every text format shows, as (name, value) pairs.
-std::vector<std::pair<std::string, std::string>> figures(const replay::Stats& stats) {
+std::vector<std::pair<std::string, std::string>> figures(const metrics::Stats& stats) {
   std::vector<std::pair<std::string, std::string>> out;
   out.emplace_back("requests", std::to_string(stats.exchanges));
   if (stats.not_sent > 0)
@@ -138,7 +138,7 @@ std::vector<std::pair<std::string, std::string>> figures(const replay::Stats& st
   return out;
 }
 
-json::value latency_json(const replay::Percentiles& p, const StatsContext& context) {
+json::value latency_json(const metrics::Percentiles& p, const StatsContext& context) {
   json::object out;
   out["count"] = p.count;
   auto value = [&](double v) { return p.count ? json::value(rounded(v, 3)) : json::value(nullptr); };
@@ -179,7 +179,7 @@ std::string percentile_name(double percent) {
   return "p" + std::string(buffer, result.ptr);
 }
 
-std::string render_stats_text(const replay::Stats& stats, const StatsContext& context) {
+std::string render_stats_text(const metrics::Stats& stats, const StatsContext& context) {
   constexpr std::size_t kName = 18, kColumn = 10;
   std::string out;
   if (!context.title.empty()) out += context.title + "\n";
@@ -216,7 +216,7 @@ std::string render_stats_text(const replay::Stats& stats, const StatsContext& co
   return out;
 }
 
-std::string render_stats_markdown(const replay::Stats& stats, const StatsContext& context) {
+std::string render_stats_markdown(const metrics::Stats& stats, const StatsContext& context) {
   std::string out = "## " + (context.title.empty() ? std::string("retrace stats") : context.title) + "\n\n";
   if (context.header) out += header_line(*context.header) + "\n\n";
   if (context.interrupted) out += "**Interrupted: a partial run.**\n\n";
@@ -237,7 +237,7 @@ std::string render_stats_markdown(const replay::Stats& stats, const StatsContext
   return out;
 }
 
-std::string render_stats_json(const replay::Stats& stats, const StatsContext& context) {
+std::string render_stats_json(const metrics::Stats& stats, const StatsContext& context) {
   json::object out;
   out["schema_version"] = kJsonSchemaVersion;
   out["title"] = context.title.empty() ? json::value(nullptr) : json::value(context.title);

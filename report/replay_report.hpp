@@ -1,4 +1,4 @@
-// Rendering of metrics/stats figures (replay::Stats): terminal text, Markdown and JSON, each with
+// Rendering of metrics/stats figures (metrics::Stats): terminal text, Markdown and JSON, each with
 // the header that says what was measured (server, model, schedule, trace) and the percentiles
 // asked for.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "replay/replay.hpp"
+#include "metrics/stats.hpp"
 #include "report/header.hpp"
 
 namespace retrace::report {
@@ -34,15 +34,15 @@ struct StatsContext {
 
 // Human-readable report, one figure per line; latencies in ms as a table of the percentiles,
 // max, mean and standard deviation.
-std::string render_stats_text(const replay::Stats& stats, const StatsContext& context = {});
+std::string render_stats_text(const metrics::Stats& stats, const StatsContext& context = {});
 
 // The same figures as Markdown: a heading, the header line, a figures table and a latency table.
-std::string render_stats_markdown(const replay::Stats& stats, const StatsContext& context = {});
+std::string render_stats_markdown(const metrics::Stats& stats, const StatsContext& context = {});
 
 // One JSON object (plain decimals, null for what is absent or does not apply, schema_version);
 // latencies in milliseconds under "ttft_ms", "itl_ms", ... with count, the percentiles, max, mean
 // and stddev.
-std::string render_stats_json(const replay::Stats& stats, const StatsContext& context = {});
+std::string render_stats_json(const metrics::Stats& stats, const StatsContext& context = {});
 
 // One JSON report as an object, several as an array (one per trace or repeat), newline-ended.
 std::string join_json_reports(const std::vector<std::string>& reports);

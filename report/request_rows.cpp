@@ -1,7 +1,7 @@
 #include "report/request_rows.hpp"
 
 #include "format/json.hpp"
-#include "replay/replay.hpp"
+#include "metrics/stats.hpp"
 #include "report/text.hpp"
 
 namespace retrace::report {
@@ -27,9 +27,9 @@ std::string request_rows_header(const RequestRowOptions& options) {
 
 std::string request_row(std::string_view trace, const Exchange& exchange,
                         const RequestRowOptions& options) {
-  auto metrics = replay::summarize(exchange);
-  auto ttft = replay::ttft_of(metrics);
-  auto tpot = replay::tpot_of(metrics);
+  auto metrics = metrics::summarize(exchange);
+  auto ttft = metrics::ttft_of(metrics);
+  auto tpot = metrics::tpot_of(metrics);
   std::string itl_mean;
   if (!metrics.token_gaps_ns.empty()) {
     double sum = 0;

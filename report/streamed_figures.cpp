@@ -8,7 +8,7 @@
 
 namespace retrace::report {
 
-void LatencySampler::add(const replay::ExchangeMetrics& exchange) {
+void LatencySampler::add(const metrics::ExchangeMetrics& exchange) {
   if (exchange.error != ErrorKind::none) return;
   if (exchange.first_token_ns >= 0) ttft_.add(double(exchange.first_token_ns) / 1e6);
   if (exchange.end_ns >= 0) e2e_.add(double(exchange.end_ns) / 1e6);
@@ -19,7 +19,7 @@ LatencySamples LatencySampler::finish() && {
   return {std::move(ttft_).percentiles(), std::move(itl_).percentiles(), std::move(e2e_).percentiles()};
 }
 
-LatencySamples latency_samples(const std::vector<replay::ExchangeMetrics>& metrics) {
+LatencySamples latency_samples(const std::vector<metrics::ExchangeMetrics>& metrics) {
   LatencySampler sampler;
   for (const auto& exchange : metrics) sampler.add(exchange);
   return std::move(sampler).finish();
@@ -38,13 +38,13 @@ void FailedQuestions::add(const Exchange& exchange) {
 StreamedRun stream_run(const std::filesystem::path& path, const diff::Options& options,
                        std::size_t keep_failed, const StreamSinks& sinks) {
   TraceReader reader(path);
-  replay::StatsBuilder builder(replay::is_open_loop(reader.header()));
+  metrics::StatsBuilder builder(metrics::is_open_loop(reader.header()));
   StreamedRun run{reader.header(), {}, FailedQuestions(options, keep_failed), {}};
   Exchange exchange;
   while (reader.next(exchange)) {
     if (sinks.prepare) sinks.prepare(exchange);
     run.questions.add(exchange);
-    auto metrics = replay::summarize(exchange);
+    auto metrics = metrics::summarize(exchange);
     if (sinks.latency) sinks.latency->add(metrics);
     if (sinks.pooled) sinks.pooled->add(metrics, exchange.start_unix_ns);
     builder.add(std::move(metrics), exchange.start_unix_ns);

@@ -59,7 +59,7 @@ struct StudyCell {
   // Its counts sum to `differing`.
   std::map<std::string, std::size_t> first_parts;
   Spread requests_per_s, output_tokens_per_s;
-  replay::Percentiles ttft, e2e;
+  metrics::Percentiles ttft, e2e;
   LatencySamples latency;  // pooled over the cell's runs, for the HTML report's distributions
   std::size_t errors = 0;
   CacheFigures cache_figures;

@@ -31,7 +31,7 @@ std::string summary_to_csv(const Summary& summary) {
   std::string out = csv_row(columns);
   for (const auto& level : summary.levels) {
     auto bound = clopper_pearson_upper(level.differing_requests, level.requests);
-    auto latency = [](const replay::Percentiles& p, double value) {
+    auto latency = [](const metrics::Percentiles& p, double value) {
       return p.count ? fixed(value, 3) : std::string();
     };
     std::vector<std::string> fields{level_text(level.level), std::to_string(level.runs),

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "diff/diff.hpp"
-#include "replay/replay.hpp"
+#include "metrics/stats.hpp"
 #include "report/header.hpp"
 #include "metrics/distribution.hpp"
 #include "metrics/statistics.hpp"
@@ -29,13 +29,13 @@ struct LatencySamples {
 // Gathers them one exchange at a time.
 class LatencySampler {
  public:
-  void add(const replay::ExchangeMetrics& exchange);
+  void add(const metrics::ExchangeMetrics& exchange);
   LatencySamples finish() &&;
 
  private:
   metrics::Distribution ttft_, itl_, e2e_;
 };
-LatencySamples latency_samples(const std::vector<replay::ExchangeMetrics>& metrics);
+LatencySamples latency_samples(const std::vector<metrics::ExchangeMetrics>& metrics);
 
 // How much of a long list a page shows in full; the rest is counted ("… and 49,980 more").
 // Failed questions: 20, the size of the shipped gold set (every one of its misses still shows) and
@@ -78,14 +78,14 @@ class FailedQuestions {
 // file is not a readable trace; a torn tail ends the run (`recovery` says what was dropped).
 struct StreamedRun {
   TraceHeader header;
-  replay::Stats stats;
+  metrics::Stats stats;
   FailedQuestions questions;
   Recovery recovery;
 };
 struct StreamSinks {
   std::function<void(Exchange&)> prepare;
   LatencySampler* latency = nullptr;
-  replay::StatsBuilder* pooled = nullptr;
+  metrics::StatsBuilder* pooled = nullptr;
 };
 StreamedRun stream_run(const std::filesystem::path& path, const diff::Options& options,
                        std::size_t keep_failed, const StreamSinks& sinks = {});
@@ -126,7 +126,7 @@ struct LevelSummary {
   std::size_t unique_completions_max = 0;
   std::size_t requests_varying = 0;  // more than one completion across the repeats
   Spread requests_per_s, output_tokens_per_s;
-  replay::Percentiles ttft, e2e;  // pooled over the repeats' exchanges
+  metrics::Percentiles ttft, e2e;  // pooled over the repeats' exchanges
   std::size_t errors = 0;
   std::vector<std::pair<std::string, std::size_t>> errors_by_kind;  // pooled
   LatencySamples latency;  // pooled; for the HTML report's distributions
