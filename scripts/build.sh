@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 flavour=${1:-release}
 case "$flavour" in
   release) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
-  asan)    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRETRACE_SANITIZE=ON) ;;
+  asan)    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRETRACE_SANITIZE=ON -DRETRACE_BENCH=OFF) ;;
   fuzz)    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRETRACE_FUZZ=ON
                   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14) ;;
   *) echo "usage: scripts/build.sh [release|asan|fuzz]" >&2; exit 2 ;;
