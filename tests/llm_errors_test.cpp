@@ -198,7 +198,7 @@ TEST_CASE("A Responses stream ending in response.failed is a server_error whatev
     INFO("split at byte " << cut);
     const Exchange exchange = decode_streamed(sse, Dialect::openai_responses, cut);
     REQUIRE(exchange.error.kind == ErrorKind::server_error);
-    CHECK(contains(exchange.error.message, "event 3: The model crashed"));
+    CHECK(contains(exchange.error.message, "event 2: The model crashed"));
     CHECK(choice_text(exchange.choices.at(0)) == "Hel");
   }
   // Without a message the event's type says what failed.
@@ -214,7 +214,7 @@ TEST_CASE("A Responses error event is a server_error and not truncated") {
       "data: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"Slow down\"}\n\n",
       Dialect::openai_responses);
   CHECK(exchange.error.kind == ErrorKind::server_error);
-  CHECK(contains(exchange.error.message, "event 2: Slow down"));
+  CHECK(contains(exchange.error.message, "event 1: Slow down"));
 }
 
 TEST_CASE("A whole Responses body with status failed is a server_error and a completed one is not") {

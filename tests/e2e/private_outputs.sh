@@ -49,11 +49,11 @@ planted_check() {  # planted_check DIR RUN WHAT
 }
 plant "$WORK/shared-study" baseline
 "$RETRACE" study "$WORK/gold.rtrace" --target "$serve_URL" "${LIMIT[@]}" --concurrency 1 --repeat 1 \
-  --cache cold --greedy --out "$WORK/shared-study" >/dev/null 2>"$WORK/shared-study.err" \
+  --cache cold --greedy --force --out "$WORK/shared-study" >/dev/null 2>"$WORK/shared-study.err" \
   || { cat "$WORK/shared-study.err" >&2; fail "study into a directory with planted symlinks"; }
 planted_check "$WORK/shared-study" baseline study
 plant "$WORK/shared-sweep" c1-r1
-"$RETRACE" sweep "$WORK/gold.rtrace" --target "$serve_URL" --concurrency 1 --limit 4 --out "$WORK/shared-sweep" \
+"$RETRACE" sweep "$WORK/gold.rtrace" --target "$serve_URL" --concurrency 1 --limit 4 --force --out "$WORK/shared-sweep" \
   >/dev/null 2>"$WORK/shared-sweep.err" || { cat "$WORK/shared-sweep.err" >&2; fail "sweep into a directory with planted symlinks"; }
 planted_check "$WORK/shared-sweep" c1-r1 sweep
 echo "PASS private_outputs"

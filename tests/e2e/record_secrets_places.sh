@@ -20,14 +20,16 @@ kinds = []
 names = ["api_key", "apiKey", "access_token", "refresh_token", "client_secret", "password", "token", "auth",
          "sig", "private_key", "aws_secret_access_key", "id_token", "session_token", "user_jwt", "signature",
          "X-Api-Key"]
-for n, name in enumerate(names):
-    kinds.append(lambda s, name=name: {name: s})
+# Each kind makes (member, the text that must not reach the trace) from a unique number.
+for name in names:
+    kinds.append(lambda n, name=name: ({name: f"plant{n:03d}zz"}, f"plant{n:03d}zz"))
 shapes = ["sk-proj-abcdefghijklmnopqrstu", "AKIAABCDEFGHIJKLMNOP", "ghp_abcdefghijklmnopqrstuvwxyz0123",
           "hf_abcdefghijklmnopqrstuvwxyz0123", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln"]
-for shape in shapes:
-    kinds.append(lambda s, shape=shape: {"value": shape + s})
+for shape in shapes:  # digits only after the shape: every alphabet above takes them
+    kinds.append(lambda n, shape=shape: ({"value": f"{shape}{n:03d}"}, f"{shape}{n:03d}"))
 for parameter in ["X-Amz-Signature", "sig", "token", "key"]:
-    kinds.append(lambda s, p=parameter: {"url": f"see https://bucket.example/o.png?X-Amz-Date=1&{p}={s} now"})
+    kinds.append(lambda n, p=parameter: ({"url": f"see https://bucket.example/o.png?X-Amz-Date=1&{p}=plant{n:03d}zz now"},
+                                         f"plant{n:03d}zz"))
 def places(member):
     inner = json.dumps(member)
     return [
@@ -47,21 +49,20 @@ def places(member):
     ]
 planted = []
 sent = 0
-for k, kind in enumerate(kinds):
-    for p in range(len(places({}))):
-        if len(planted) == 72: break
-        secret = f"plant{len(planted):03d}zz"
-        member = kind(secret)
-        path, body = places(member)[p]
-        planted.append(secret)
-        for content_type in ("application/json", "application/x-www-form-urlencoded"):
-            request = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
-                                             headers={"Content-Type": content_type})
-            try:
-                urllib.request.urlopen(request, timeout=30).read()
-            except urllib.error.HTTPError as e:
-                e.read()
-            sent += 1
+# 72 secrets: the i-th of kind i mod 25 in place i mod 4 (every kind, every place, 72 pairs).
+for i in range(72):
+    member, secret = kinds[i % len(kinds)](i)
+    path, body = places(member)[i % 4]
+    planted.append(secret)
+    for content_type in ("application/json", "application/x-www-form-urlencoded"):
+        request = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": content_type})
+        try:
+            urllib.request.urlopen(request, timeout=30).read()
+        except urllib.error.HTTPError as e:
+            e.read()
+        sent += 1
+assert len(kinds) == 25, len(kinds)
 assert len(planted) == 72 and sent == 144, (len(planted), sent)
 open(planted_file, "w").write("\n".join(planted) + "\n")
 PY
