@@ -1,6 +1,8 @@
 // What redacting a recorded request's body costs (record's trace thread does it for every
 // exchange): redact_json_body() on chat bodies of 200 B to a 175 KB prompt that names no secret
-// (the common case: the body is kept byte for byte), CPU per body and per byte.
+// (the common case: the body is kept byte for byte), CPU per body and per byte; then an agent's
+// body, a chat whose tool calls' arguments and tool results are JSON inside strings (escaped
+// quotes: always parsed), of 2 KB to 175 KB, also without a secret.
 //
 // Usage: redaction_bench   (e.g. taskset -c 1 build/release/bench/redaction_bench)
 #include <time.h>
@@ -42,6 +44,29 @@ int main() {
     const double seconds = thread_cpu_seconds() - start;
     std::printf("%7zu bytes: %9.2f us per body, %6.2f ns per byte (%d of %d kept byte for byte)\n", body.size(),
                 seconds * 1e6 / rounds, seconds * 1e9 / rounds / static_cast<double>(body.size()),
+                static_cast<int>(kept), rounds);
+  }
+  // An agent's turn: turns of a tool call (its arguments a string of JSON) and the tool's result (a
+  // string of JSON holding the prompt's words), until the body reaches the size.
+  for (std::size_t size : {2'000ul, 20'000ul, 175'000ul}) {
+    std::string messages = R"([{"role":"user","content":"Find the sea stories."})";
+    std::size_t turn = 0;
+    while (messages.size() < size) {
+      const auto id = std::to_string(turn++);
+      const auto words = text.substr((turn * 997) % 100'000, 600);
+      messages += R"(,{"role":"assistant","tool_calls":[{"id":"c)" + id +
+                  R"(","type":"function","function":{"name":"search","arguments":"{\"query\":\"sea\",\"page\":)" + id +
+                  R"(}"}}]},{"role":"tool","tool_call_id":"c)" + id + R"(","content":"{\"results\":[{\"title\":\")" +
+                  words + R"(\",\"score\":0.5}]}"})";
+    }
+    const std::string body = R"({"model":"m","messages":)" + messages + R"(],"max_tokens":16})";
+    const int rounds = size < 10'000 ? 5'000 : 100;
+    std::size_t kept = 0;
+    const double start = thread_cpu_seconds();
+    for (int i = 0; i < rounds; ++i) kept += retrace::redact_json_body(body) == body;
+    const double seconds = thread_cpu_seconds() - start;
+    std::printf("%7zu bytes of tool turns: %9.2f us per body, %6.2f ns per byte (%d of %d kept byte for byte)\n",
+                body.size(), seconds * 1e6 / rounds, seconds * 1e9 / rounds / static_cast<double>(body.size()),
                 static_cast<int>(kept), rounds);
   }
   return 0;

@@ -93,7 +93,7 @@ int run(const MergeArgs& args) {
   inputs.resize(shard_count);
   auto result = replay::merge_shards(inputs, args.out, options);
   for (const auto& shard : result.shards) {
-    std::cout << "shard " << shard.index << "/" << result.shards.size() << "  " << shard.path.string()
+    std::cout << "shard " << shard.index << "/" << result.shard_count << "  " << shard.path.string()
               << "  host " << (shard.host.empty() ? "?" : shard.host) << "  start "
               << (shard.start_at.empty() ? "(own clock)" : shard.start_at) << "  clock offset "
               << offset_text(shard.clock_offset_ns) << "  " << shard.present << " of "
@@ -118,11 +118,19 @@ int run(const MergeArgs& args) {
   }
   if (args.stats) print_stats(args.out);
   std::cout.flush();
-  if (result.missing == 0) return kExitOk;
+  if (result.missing == 0 && result.absent_shards.empty()) return kExitOk;
+  for (std::size_t a = 0; a < result.absent_shards.size(); ++a) {
+    std::cerr << "retrace: shard " << result.absent_shards[a] << "/" << result.shard_count
+              << " left no output (it never started, or its file is not among those given): ";
+    if (a < result.absent_selected.size())
+      std::cerr << "its " << result.absent_selected[a] << " exchanges are missing\n";
+    else
+      std::cerr << "all its exchanges are missing (--trace counts them)\n";
+  }
   constexpr std::size_t kListed = 20;
   for (const auto& shard : result.shards) {
     if (!shard.missing()) continue;
-    std::cerr << "retrace: shard " << shard.index << "/" << result.shards.size() << " ("
+    std::cerr << "retrace: shard " << shard.index << "/" << result.shard_count << " ("
               << shard.path.string() << ") is missing " << shard.missing() << " of its "
               << shard.selected << " exchanges";
     for (std::size_t i = 0; i < shard.missing_ids.size() && i < kListed; ++i)
@@ -131,7 +139,9 @@ int run(const MergeArgs& args) {
       std::cerr << " and " << shard.missing_ids.size() - kListed << " more";
     std::cerr << "\n";
   }
-  std::cerr << "retrace: " << result.missing << " exchanges missing from " << args.out
+  std::cerr << "retrace: " << result.missing << " exchanges"
+            << (result.absent_shards.size() > result.absent_selected.size() ? " (and those of the absent shards)" : "")
+            << " missing from " << args.out
             << (args.allow_missing ? " (allowed by --allow-missing)\n"
                                    : "; the merged run holds the rest. Re-run the incomplete "
                                      "shards, or pass --allow-missing to accept it\n");
@@ -154,9 +164,11 @@ void add_merge(CLI::App& root, Registry& registry) {
       "  retrace merge shard*.rtrace -o run.rtrace\n"
       "  retrace merge shards/ --trace prod.rtrace -o run.rtrace --stats\n"
       "Refused (exit 2, nothing written): shards of different traces, different shard counts, a "
-      "shard given twice, missing shards, other settings (anything but --shard and --start-at).\n"
+      "shard given twice, other settings (anything but --shard and --start-at).\n"
       "A shard killed mid-run leaves OUT.partial: give it instead; its exchanges are merged and "
-      "the missing ones counted, or named with --trace SRC (exit 1 unless --allow-missing).\n"
+      "the missing ones counted, or named with --trace SRC (exit 1 unless --allow-missing). A "
+      "shard that left no file (never started) is named and the others merged, also exit 1 "
+      "unless --allow-missing.\n"
       "Exit status: 0 merged, every exchange present; 1 merged with exchanges missing; 2 refused.");
   command->add_option("shards", args->shards,
                       "Every shard's output (.rtrace, or .rtrace.partial), or a directory of them "

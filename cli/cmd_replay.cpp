@@ -135,7 +135,7 @@ int run(const ReplayArgs& args) {
                               "(Ctrl-C again to quit at once)\n");
   std::vector<std::string> json_reports;
   bool interrupted = false;
-  std::size_t failed = 0, total = 0;
+  std::size_t failed = 0, total = 0, sent_redacted = 0;
   for (int k = 1; k <= args.repeat && !interrupted; ++k) {
     auto run_options = options;
     if (args.repeat > 1) run_options.repeat_index = k;
@@ -154,6 +154,7 @@ int run(const ReplayArgs& args) {
     auto result = replay::run_replay(input, run_options, out, &stop, progress);
     if (tty) std::fprintf(stderr, "\n");
     interrupted = result.interrupted;
+    sent_redacted += result.sent_redacted;
     total += result.stats.exchanges;
     failed += result.stats.exchanges - result.stats.completed;
     auto context = stats_context(args.output);
@@ -175,10 +176,12 @@ int run(const ReplayArgs& args) {
   }
   if (args.output.json) std::cout << report::join_json_reports(json_reports);
   std::cout.flush();
+  if (sent_redacted) std::cerr << "retrace: " << replay::sent_redacted_note(sent_redacted) << "\n";
   if (interrupted) return 130;
   if (auto verdict = replay::failure_verdict(failed, total, args.request.max_error_rate)) {
-    std::cerr << "retrace: " << *verdict << "; see the errors above, or `retrace cat "
-              << args.out << "`\n";
+    // Replay prints no error per request: each is in the run's trace.
+    std::cerr << "retrace: " << *verdict << "; `retrace cat " << args.out
+              << "` shows each failed request and its error\n";
     return kExitRequestsFailed;
   }
   return kExitOk;
@@ -222,8 +225,8 @@ void add_replay(CLI::App& root, Registry& registry) {
   command->add_flag("--sessions", args->sessions,
                     "A session's exchanges run in recorded order, one after another");
   command->add_option("--session-mode", args->session_mode,
-                      "recorded, or live: chat turns carry this run's earlier answers, and its tool calls "
-                      "where they are the recorded calls")
+                      "recorded, or live: chat turns carry this run's earlier answers (choice 0 of an "
+                      "answer with n > 1), and its tool calls where they are the recorded calls")
       ->capture_default_str();
   command->add_option("--repeat", args->repeat, "Run K times into K traces")->capture_default_str();
   add_request_flags(*command, args->request);

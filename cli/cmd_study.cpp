@@ -7,6 +7,7 @@
 #include "cli/outputs.hpp"
 #include "cli/output_flags.hpp"
 #include "cli/replay_flags.hpp"
+#include "base/private_file.hpp"
 #include "base/stop_signals.hpp"
 #include "report/terminal_table.hpp"
 #include "sweep/study.hpp"
@@ -142,7 +143,7 @@ void new_study(CLI::App& command, const StudyArgs& args, const fs::path& dir, sw
   for (double level : plan.levels)
     sweep::to_replay_options(plan.replay, plan.target, static_cast<int>(level), {});
   sweep::diff_options(plan, false);
-  fs::create_directories(dir);
+  create_private_directories(dir);  // 0700 whatever the umask, as sweep's
   sweep::save_plan(plan, dir);
   sweep::save_study(settings, dir);
   if (settings.targets.size() > 1) sweep::prepare_targets(plan, settings, dir, true);

@@ -27,6 +27,11 @@ inline void add_request_flags(CLI::App& command, replay::RequestFlags& flags) {
                      "--api-key-env");
   command.add_option("--api-key-env", flags.api_key_env,
                      "Send 'Authorization: Bearer $VAR'; never written to the trace");
+  command.add_option("--set-secret", flags.set_secrets,
+                     "Send the value of $ENV where a body member named FIELD holds a secret the "
+                     "recording redacted (\"[redacted]\"); the run's trace keeps it redacted "
+                     "(repeatable)")
+      ->type_name("FIELD=ENV");
   command.add_option("--token-ids", flags.token_ids,
                      "Ask for token ids: auto (chosen from the identified server), vllm, llamacpp, "
                      "logprobs or off")

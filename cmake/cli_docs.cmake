@@ -35,3 +35,9 @@ execute_process(
 if(failed)
   message(FATAL_ERROR "help2man failed: ${failed}")
 endif()
+# Installed gzipped, as Debian's policy (and man-db) want it; -n: no name or time in the header,
+# so the same page gives the same bytes.
+execute_process(COMMAND gzip -9 -n -c ${MAN_PAGE} OUTPUT_FILE ${MAN_PAGE}.gz RESULT_VARIABLE failed)
+if(failed)
+  message(FATAL_ERROR "gzip of the man page failed: ${failed}")
+endif()

@@ -138,7 +138,10 @@ class LineImporter {
     };
     take("model", options_.model.empty() ? json::value(nullptr) : json::value(json::string(options_.model)));
     if (endpoint == ImportEndpoint::embeddings) return check_body_fields(body);  // nothing is sampled
-    take("temperature", 0);
+    const auto* model = body.if_contains("model");
+    // An o-series model refuses any temperature but its default: none is added for it.
+    const bool fixed_temperature = model && model->is_string() && rejects_temperature(model->get_string());
+    take("temperature", fixed_temperature ? json::value(nullptr) : json::value(0));
     if (options_.greedy) body["temperature"] = 0;
     if (endpoint == ImportEndpoint::responses) {
       // The Responses API's limit is max_output_tokens; a line's "max_tokens" sets it.

@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 
+#include "base/ascii.hpp"
 #include "format/trace.hpp"
 
 namespace retrace {
@@ -54,6 +55,15 @@ std::optional<ImportEndpoint> endpoint_of_path(std::string_view path) {
   for (const EndpointName& entry : kEndpoints)
     if (entry.path == path) return entry.endpoint;
   return std::nullopt;
+}
+
+bool rejects_temperature(std::string_view model) {
+  if (auto slash = model.rfind('/'); slash != std::string_view::npos) model.remove_prefix(slash + 1);
+  auto lower = ascii_lower(model);
+  std::string_view name = lower;
+  const bool o_series = name.size() >= 2 && name[0] == 'o' && name[1] >= '1' && name[1] <= '9';
+  const bool gpt5_reasoning = name.starts_with("gpt-5") && name.find("chat") == std::string_view::npos;
+  return o_series || gpt5_reasoning;
 }
 
 void put_prompt(json::object& body, ImportEndpoint endpoint, const json::value& prompt) {

@@ -93,6 +93,12 @@ std::string percent_decode(std::string_view text) {
   return out;
 }
 
+// "http://" or "https://" ends at `at` (where "://" starts) in `text`.
+bool url_scheme_at(std::string_view text, std::size_t at) {
+  return text.substr(at).starts_with("://") && at >= 4 &&
+         (text.substr(at - 4, 4) == "http" || (at >= 5 && text.substr(at - 5, 5) == "https"));
+}
+
 bool all_of_set(std::string_view text, std::string_view set) {
   return !text.empty() && text.find_first_not_of(set) == std::string_view::npos;
 }
@@ -216,7 +222,52 @@ std::string redact_query(std::string_view target) {
   return out;
 }
 
+bool is_integrity_token(std::string_view object_type, std::string_view field) {
+  return object_type == "thinking" && field == "signature";
+}
+
+std::string redact_urls(std::string_view text) {
+  std::string out;
+  std::size_t copied = 0, at = 0;
+  while ((at = text.find("://", at)) != std::string_view::npos) {
+    if (!url_scheme_at(text, at)) {
+      at += 3;
+      continue;
+    }
+    const auto start = at - (text[at - 1] == 's' ? 5 : 4);
+    const auto end = std::min(text.size(), text.find_first_of(" \t\r\n\"'<>`", at));
+    const auto url = text.substr(start, end - start);
+    if (url.find('?') != std::string_view::npos) {
+      auto redacted = redact_query(url);
+      if (redacted != url) {
+        out.append(text.substr(copied, start - copied)).append(redacted);
+        copied = end;
+      }
+    }
+    at = end;
+  }
+  if (copied == 0) return std::string(text);
+  out.append(text.substr(copied));
+  return out;
+}
+
+bool is_json_object(std::string_view body) {
+  const auto first = body.find_first_not_of(" \t\n\r");
+  if (first == std::string_view::npos || body[first] != '{') return false;
+  boost::json::error_code error;
+  boost::json::stream_parser parser;
+  parser.write(body, error);
+  if (!error) parser.finish(error);
+  return !error;
+}
+
 namespace {
+
+// JSON inside a string (a tool call's arguments, a tool's result) is parsed and redacted when it
+// is at most this large and this many strings deep (a string of JSON holding a string of JSON...):
+// the work is at most kMaxEmbeddedDepth passes over the body.
+constexpr std::size_t kMaxEmbeddedBytes = 8u << 20;
+constexpr int kMaxEmbeddedDepth = 4;
 
 // Could `body` name a secret field or hold a secret-shaped value? A look at the text that decides
 // without parsing, so that most bodies are not parsed (this runs on every recorded request, whose
@@ -224,8 +275,9 @@ namespace {
 // change. Without a backslash there are no escapes, so the quotes of a JSON text alternate: each
 // string runs from one '"' to the next, and is a member's name when a ':' follows it (after
 // whitespace), else a value. Those are exactly what redact_value() looks at, with the same
-// predicates; anything with a backslash (an escape may spell any name) is parsed. Two memchr-speed
-// passes instead of ~35 over the text and a lower-cased copy (bench/RESULTS.md, "redaction").
+// predicates; anything with a backslash (an escape may spell any name, and JSON inside a string
+// has its quotes escaped) is parsed. Two memchr-speed passes instead of ~35 over the text and a
+// lower-cased copy (bench/RESULTS.md, "redaction").
 bool may_hold_secret(std::string_view body) {
   if (body.find('\\') != std::string_view::npos) return true;
   std::size_t at = 0;
@@ -237,34 +289,64 @@ bool may_hold_secret(std::string_view body) {
     const auto text = body.substr(open + 1, close - open - 1);
     const auto next = body.find_first_not_of(" \t\n\r", close + 1);
     const bool name = next != std::string_view::npos && body[next] == ':';
-    if (name ? is_secret_body_field(text) : is_secret_value(text)) return true;
+    if (name ? is_secret_body_field(text)
+             : is_secret_value(text) || (text.find("://") != std::string_view::npos &&
+                                         text.find('?') != std::string_view::npos))
+      return true;
     at = close + 1;
   }
 }
 
+bool redact_value(boost::json::value& value, int depth);
+
+// A string value's new text, nullopt when it keeps its own: kRedacted for a secret shape; a JSON
+// object or array inside it redacted as a body is (within the bounds above); the secret query
+// parameters of the URLs in it.
+std::optional<std::string> redacted_string(std::string_view text, int depth) {
+  if (is_secret_value(text)) return std::string(kRedacted);
+  const auto first = text.find_first_not_of(" \t\n\r");
+  if (first != std::string_view::npos && (text[first] == '{' || text[first] == '[') &&
+      depth < kMaxEmbeddedDepth && text.size() <= kMaxEmbeddedBytes && may_hold_secret(text)) {
+    boost::json::error_code error;
+    auto inner = boost::json::parse(text, error);
+    if (!error) {
+      if (!redact_value(inner, depth + 1)) return std::nullopt;
+      return boost::json::serialize(inner);
+    }
+  }
+  auto urls = redact_urls(text);
+  if (urls != text) return urls;
+  return std::nullopt;
+}
+
 // Every scalar under a secret name, and every secret-shaped string, at any depth. A container
 // under a secret name is walked, not replaced: a tool's JSON schema may well describe a "token"
-// property ({"token": {"type": "string"}}), which must replay unchanged.
-bool redact_value(boost::json::value& value) {
+// property ({"token": {"type": "string"}}), which must replay unchanged. An integrity token the
+// server itself issued (is_integrity_token) stays, unless its value has a credential's shape.
+bool redact_value(boost::json::value& value, int depth) {
   bool changed = false;
   if (auto* object = value.if_object()) {
+    // A copy: the loop below may rewrite the "type" member itself.
+    const auto* type = object->if_contains("type");
+    const std::string type_name = type && type->is_string() ? std::string(type->get_string()) : std::string();
     for (auto& member : *object) {
       auto& inner = member.value();
       bool scalar = !inner.is_object() && !inner.is_array() && !inner.is_null();
-      if (scalar && is_secret_body_field(member.key())) {
+      if (scalar && is_secret_body_field(member.key()) &&
+          !(inner.is_string() && is_integrity_token(type_name, member.key()))) {
         if (!(inner.is_string() && inner.get_string() == kRedacted)) {
           inner = boost::json::string(kRedacted);
           changed = true;
         }
         continue;
       }
-      changed |= redact_value(inner);
+      changed |= redact_value(inner, depth);
     }
   } else if (auto* array = value.if_array()) {
-    for (auto& element : *array) changed |= redact_value(element);
+    for (auto& element : *array) changed |= redact_value(element, depth);
   } else if (auto* text = value.if_string()) {
-    if (is_secret_value(*text)) {
-      *text = kRedacted;
+    if (auto redacted = redacted_string(*text, depth)) {
+      *text = *redacted;
       changed = true;
     }
   }
@@ -277,7 +359,7 @@ std::optional<std::string> redacted_json_body(std::string_view body) {
   if (!may_hold_secret(body)) return std::nullopt;
   boost::json::error_code error;
   auto parsed = boost::json::parse(body, error);
-  if (error || !parsed.is_object() || !redact_value(parsed)) return std::nullopt;
+  if (error || !parsed.is_object() || !redact_value(parsed, 0)) return std::nullopt;
   return boost::json::serialize(parsed);
 }
 
@@ -319,7 +401,9 @@ void Redactor::apply(Request& request) const {
       form = true;
   apply(request.headers);
   request.target = redact_query(request.target);
-  if (form) {
+  // A JSON body sent as a form (curl -d's default type) is parsed as JSON by the servers that
+  // matter, so it is redacted as JSON; only a body that is not a JSON object is a form.
+  if (form && !is_json_object(request.body)) {
     request.body = redact_form(request.body);
   } else if (auto redacted = redacted_json_body(request.body)) {  // no copy of an unchanged body
     request.body = std::move(*redacted);

@@ -23,6 +23,15 @@
 //                    under such a name is walked, since a tool's JSON schema describing a
 //                    "token" property must replay unchanged. Responses are never rewritten
 //                    (logprobs carry "token" fields);
+//                    A string that holds a JSON object or array (a tool call's "arguments", a
+//                    tool's result) is parsed and redacted the same way inside, up to 4 strings
+//                    deep and 8 MiB, and written back serialised. The "signature" of an Anthropic
+//                    "thinking" block is the server's integrity token, not a credential: it stays
+//                    (is_integrity_token), unless its value has a credential's shape. A form-encoded
+//                    request whose body is a JSON object is redacted as JSON (servers parse it so);
+//   URLs             the secret query parameters of every http(s) URL in a header value or a
+//                    body string, whole or inside text (a presigned X-Amz-Signature, sig, token,
+//                    key), as a request target's;
 //   values           wherever they stand (a header, a query parameter, a JSON string at any
 //                    depth), a whole value that is a JWT or a key whose format names it
 //                    (is_secret_value(): sk-..., AKIA..., AIza..., ghp_..., hf_..., xox...,
@@ -59,6 +68,17 @@ bool is_secret_value(std::string_view value);      // a JWT or a self-describing
 std::string redact_query(std::string_view target);
 // The same for a form-encoded body ("a=1&api_key=2").
 std::string redact_form(std::string_view pairs);
+
+// `text` with the secret query parameters of each http(s) URL in it redacted (redact_query); a
+// URL runs to whitespace, a quote or '<', '>'. Unchanged when there are none.
+std::string redact_urls(std::string_view text);
+
+// True when the body is a JSON object (what a form-typed body is redacted as when it is one).
+bool is_json_object(std::string_view body);
+
+// A member under a secret name that is kept: the server's own integrity token in an object of
+// this "type" (an Anthropic thinking block's "signature"), which a replay must send back intact.
+bool is_integrity_token(std::string_view object_type, std::string_view field);
 
 // The body with every secret field's value replaced by kRedacted; unchanged (byte for byte) when
 // it holds none or is not a JSON object.

@@ -199,7 +199,9 @@ TraceWriter::TraceWriter(const std::filesystem::path& path, const TraceHeader& h
   impl_->path = path;
   impl_->options = options;
   if (impl_->options.flush_every == 0) impl_->options.flush_every = 1;
-  impl_->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // Never through a symlink (ELOOP): a trace is written where it is named, not where a link
+  // someone planted under its name points (base/private_file.hpp).
+  impl_->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (impl_->fd < 0) {
     int error = errno;
     throw TraceError("cannot create trace " + path.string() + ": " + errno_text(error));

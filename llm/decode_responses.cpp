@@ -39,6 +39,16 @@ std::optional<Part> item_part(std::string_view type) {
   return std::nullopt;
 }
 
+// A failed response: the exchange's ErrorKind::server_error (decoder.cpp, classify_failure), as a
+// chat stream's error event is, with the server's message, else what said it failed. (A template:
+// ResponseDecoder::Impl is private, and its members call this with *this.)
+template <class Decoder>
+void fail_response(Decoder& impl, std::string_view message, std::string_view what) {
+  const std::string text = message.empty() ? std::string(what) : std::string(message);
+  impl.note(impl.where() + ": server error: " + text.substr(0, 200));
+  if (!impl.server_error) impl.server_error = impl.where() + ": " + text.substr(0, 500);
+}
+
 }  // namespace
 
 void ResponseDecoder::Impl::read_responses(const json::object& root, std::int64_t offset_ns, bool streamed) {
@@ -82,18 +92,22 @@ void ResponseDecoder::Impl::read_responses(const json::object& root, std::int64_
     finished = true;
     if (const json::object* response = object_field(root, "response")) {
       if (const json::object* usage_object = object_field(*response, "usage")) read_response_usage(*usage_object);
-      if (const json::object* error = object_field(*response, "error")) {
-        note(where() + ": server error: " + std::string(string_field(*error, "message").value_or("")).substr(0, 200));
-      }
+      const json::object* error = object_field(*response, "error");
       const auto status = string_field(*response, "status").value_or("");
+      // A failed response is the server's error, as a chat stream's error event is.
+      if (error || *type == "response.failed" || status == "failed")
+        fail_response(*this, error ? string_field(*error, "message").value_or("") : "", *type);
       const json::object* incomplete = object_field(*response, "incomplete_details");
       const auto reason = incomplete ? string_field(*incomplete, "reason") : std::nullopt;
       part_of(0, Part::content).finish_reason.assign(reason.value_or(status));
     }
   } else if (*type == "error") {
-    note(where() + ": server error: " + std::string(string_field(root, "message").value_or("")).substr(0, 200));
+    fail_response(*this, string_field(root, "message").value_or(""), "error");
   }
 }
+
+// The exchange's ErrorKind::server_error (decoder.cpp, classify_failure), with the server's message,
+// else what said it failed.
 
 void ResponseDecoder::Impl::read_response_object(const json::object& response, std::int64_t offset_ns) {
   if (const json::object* usage_object = object_field(response, "usage")) read_response_usage(*usage_object);
@@ -101,6 +115,10 @@ void ResponseDecoder::Impl::read_response_object(const json::object& response, s
   const json::object* incomplete = object_field(response, "incomplete_details");
   const auto reason = incomplete ? string_field(*incomplete, "reason") : std::nullopt;
   answer.finish_reason.assign(reason.value_or(string_field(response, "status").value_or("")));
+  if (string_field(response, "status") == "failed") {
+    const json::object* error = object_field(response, "error");
+    fail_response(*this, error ? string_field(*error, "message").value_or("") : "", "status failed");
+  }
   const json::array* output = array_field(response, "output");
   if (!output) {
     note(where() + ": no \"output\" array");

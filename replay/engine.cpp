@@ -4,14 +4,18 @@
 // after the run.
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
+#include "base/private_file.hpp"
 #include "format/header.hpp"
 #include "net/fetch.hpp"
 #include "net/run_handlers.hpp"
@@ -243,6 +247,23 @@ RunHeader start_header(RunInput& input, const Preflight& checked, const Options&
   return run;
 }
 
+// A run's files are made new, never written through a name another user could have prepared
+// (base/private_file.hpp): what is at `path` now (an old run's file, or a planted symlink: the
+// link itself, not what it points to) is removed, the name is claimed by a new file
+// (O_EXCL|O_NOFOLLOW: anything planted again in between fails the run instead), and the writer
+// opens that file (O_NOFOLLOW).
+void claim_new_file(const std::filesystem::path& path) {
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
+  int fd = create_private_file(path);
+  if (fd < 0) {
+    int error = errno;
+    throw TraceError("cannot create trace " + path.string() + " as a new file: " + std::strerror(error) +
+                     " (something was put under its name meanwhile; give an --out in a directory only you may write)");
+  }
+  ::close(fd);
+}
+
 // OUT.partial, opened before any traffic (so an unwritable destination fails first). With a
 // /metrics to scrape after the run, it is copied into OUT under the final header at the end, its
 // frames byte for byte. The writer thread shares the CPU with the workers, so it compresses at
@@ -253,6 +274,7 @@ std::unique_ptr<TraceWriter> open_partial(const std::filesystem::path& partial_p
   WriterOptions partial_options = options.writer;
   if (scrape_after) partial_options.zstd_level = std::min(partial_options.zstd_level, 1);
   partial_options.write_index = true;  // what the copy goes by; OUT follows options.writer
+  claim_new_file(partial_path);
   return std::make_unique<TraceWriter>(partial_path, header, partial_options);
 }
 
@@ -356,14 +378,19 @@ void finish_trace(const std::filesystem::path& partial_path, const std::filesyst
   }
   if (metrics_after) header.server_info = server_info_json(checked, metrics_before, metrics_after);
   // The run's frames are copied as they are (written at the fast level above); a partial
-  // file that is not whole with an index is read and written again record by record.
-  if (!copy_trace_with_header(partial_path, out, header, writer_options)) {
+  // file that is not whole with an index is read and written again record by record. Either
+  // goes to a new OUT.tmp renamed over OUT: a symlink at OUT is replaced, never written through.
+  auto staged = out;
+  staged += ".tmp";
+  claim_new_file(staged);
+  if (!copy_trace_with_header(partial_path, staged, header, writer_options)) {
     TraceReader reader(partial_path);
-    TraceWriter final_writer(out, header, writer_options);
+    TraceWriter final_writer(staged, header, writer_options);
     Exchange exchange;
     while (reader.next(exchange)) final_writer.write(exchange);
     final_writer.close();
   }
+  std::filesystem::rename(staged, out);
   std::filesystem::remove(partial_path);
 }
 
@@ -428,6 +455,7 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
   result.interrupted = interrupted;
   result.stats = std::move(stats).finish();
   result.stats.client = client;
+  result.sent_redacted = shared.sent_redacted.load();
   // What the run's threads freed goes back to the system: glibc keeps it in their per-thread
   // arenas otherwise, and each --repeat pass's new threads fragment them further (the heap in
   // use is flat; RSS grew ~320 KiB a pass: bench/RESULTS.md, "replay's memory across --repeat").

@@ -9,6 +9,7 @@
 
 #include "base/duration.hpp"
 #include "net/http_rules.hpp"
+#include "replay/secret_fill.hpp"
 #include "replay/body_path.hpp"
 
 namespace retrace::replay {
@@ -86,6 +87,8 @@ void apply_request_flags(const RequestFlags& flags, Options& options) {
     options.api_key = key;
     options.api_key_env = flags.api_key_env;
   }
+  options.secret_fills.clear();
+  for (const auto& assignment : flags.set_secrets) options.secret_fills.push_back(read_secret_fill(assignment));
   options.timeout = parse_timeout(flags.timeout);
   options.request_deadline = std::nullopt;
   if (!flags.request_deadline.empty())

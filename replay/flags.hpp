@@ -22,6 +22,7 @@ struct RequestFlags {
   std::string model;                 // --model NAME: every inference request's model ("" = keep)
   double max_error_rate = 0;         // --max-error-rate R: failed fraction tolerated (exit codes)
   std::string api_key_env;           // --api-key-env VAR: the variable's name, never its value
+  std::vector<std::string> set_secrets;  // --set-secret FIELD=ENV: names only, never the values
   std::string timeout = "120s";      // --timeout, with a unit: idle (no byte for this long)
   std::string request_deadline;      // --request-deadline DURATION ("" = none): send to last byte
   bool no_stream = false;            // --no-stream

@@ -27,6 +27,7 @@ RunSettings without_per_shard(RunSettings settings) {
   settings.selected.reset();
   settings.run.reset();
   settings.client.reset();
+  settings.live_tool_turns.reset();  // each shard counts its own: the merged run's is the sum
   return settings;
 }
 
@@ -93,7 +94,9 @@ std::int64_t shifted(std::int64_t a, std::int64_t b, const Shard& shard, const E
   return sum;
 }
 
-void check_shards(const std::vector<Shard>& shards) {
+// Returns the indices of the shards none of `shards` is (never started, or left no file): merged
+// without, and named.
+std::vector<std::size_t> check_shards(const std::vector<Shard>& shards) {
   const auto& first = shards.front();
   for (const auto& shard : shards) {
     if (shard.settings.input_identity != first.settings.input_identity)
@@ -113,17 +116,9 @@ void check_shards(const std::vector<Shard>& shards) {
                          name(shard.path));
     by_index[shard.index] = &shard;
   }
-  std::string missing;
-  std::size_t missing_count = 0;
+  std::vector<std::size_t> absent;
   for (std::size_t i = 0; i < by_index.size(); ++i)
-    if (!by_index[i]) {
-      missing += (missing.empty() ? "" : ", ") + std::to_string(i);
-      ++missing_count;
-    }
-  if (missing_count)
-    throw MergeRefused("missing " + std::string(missing_count == 1 ? "shard " : "shards ") + missing +
-                       " of " + std::to_string(first.count) +
-                       "; give every shard's output (a killed shard leaves OUT.partial)");
+    if (!by_index[i]) absent.push_back(i);
   auto reference = described_json::to_object(without_per_shard(first.settings));
   for (const auto& shard : shards) {
     auto settings = described_json::to_object(without_per_shard(shard.settings));
@@ -141,6 +136,7 @@ void check_shards(const std::vector<Shard>& shards) {
                        " (they differ in: " + differing +
                        "); every shard of one run takes the same flags but --shard and --start-at");
   }
+  return absent;
 }
 
 void set_label(std::vector<Label>& labels, const std::string& key, const std::string& value) {
@@ -184,11 +180,12 @@ std::optional<std::int64_t> clock_offset_spread(const std::vector<MergedShard>& 
 }
 
 // The shards of one replay, opened, checked to be of one run, in index order.
-std::vector<Shard> open_shards(const std::vector<std::filesystem::path>& paths) {
+std::vector<Shard> open_shards(const std::vector<std::filesystem::path>& paths, MergeResult& result) {
   if (paths.empty()) throw MergeRefused("no shards to merge");
   std::vector<Shard> shards;
   for (const auto& path : paths) shards.push_back(open_shard(path));
-  check_shards(shards);
+  result.absent_shards = check_shards(shards);
+  result.shard_count = shards.front().count;
   std::sort(shards.begin(), shards.end(),
             [](const Shard& a, const Shard& b) { return a.index < b.index; });
   return shards;
@@ -276,6 +273,12 @@ MergedRun merged_header(const std::vector<Shard>& shards, std::optional<std::int
       settings.client = usage;
     facts.push_back(fact_of(shard, merged));
     result.shards.push_back(std::move(merged));
+    if (const auto& turns = shard.settings.live_tool_turns) {
+      auto& total = settings.live_tool_turns;
+      if (!total) total = metrics::LiveToolTurns{turns->rule, 0, 0};
+      total->substituted += turns->substituted;
+      total->kept_as_recorded += turns->kept_as_recorded;
+    }
   }
   if (run.empty()) run = out.stem().string();
   settings.run = run;
@@ -366,17 +369,28 @@ void count_missing(const std::vector<Shard>& shards, const std::optional<LoadedT
       if (!std::binary_search(present.begin(), present.end(), id)) result.shards[s].missing_ids.push_back(id);
     }
   }
+  // A shard with no output: every exchange it was to send is missing (known with the source).
+  if (!source) return;
+  Shard absent;
+  absent.count = shards.front().count;
+  absent.settings = shards.front().settings;
+  for (auto index : result.absent_shards) {
+    absent.index = index;
+    auto count = select_exchanges(source->exchanges, selection_of(absent), absent.settings.sessions).size();
+    result.absent_selected.push_back(count);
+    result.missing += count;
+  }
 }
 
 }  // namespace
 
 MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
                          const std::filesystem::path& out, const MergeOptions& options) {
-  std::vector<Shard> shards = open_shards(paths);
+  MergeResult result;
+  std::vector<Shard> shards = open_shards(paths, result);
   std::optional<LoadedTrace> source = load_source(options, shards.front());
   std::vector<std::vector<std::uint64_t>> present_ids(source ? shards.size() : 0);
   auto common_start = align_clocks(shards);
-  MergeResult result;
   MergedRun merged_run = merged_header(shards, common_start, out, result);
   result.exchanges = write_merged(shards, merged_run, source.has_value(), present_ids, out, options, result);
   count_missing(shards, source, present_ids, result);

@@ -4,9 +4,10 @@
 // Contract:
 // - Refused before anything is written (MergeRefused, exit 2): a file that is not a sharded
 //   replay run; shards of different input traces (the "input_identity" their settings record);
-//   different shard counts; a shard index given twice; missing shard indices (all listed); settings
-//   that differ other than in shard, start_at, host, clock_offset_ns, selected and run (the
-//   differing keys named).
+//   different shard counts; a shard index given twice; settings that differ other than in shard,
+//   start_at, host, clock_offset_ns, selected and run (the differing keys named).
+// - A shard index none of the files is (a shard that never started) is merged without: the result
+//   names it (absent_shards) and the caller decides, as for missing exchanges below.
 // - The merge is streaming: one reader per shard and a k-way merge on the common clock (a shard
 //   whose start_at is later is shifted by the difference, on its intended and actual send times).
 //   Each shard's file is in completion order (replay writes an exchange when it ends), so the
@@ -20,7 +21,8 @@
 //   start_at, clock_offset_ns — null for a shard that never finished — and selected), no "shard",
 //   and the merged run's totals where a shard's figure is per shard: a closed loop's concurrency,
 //   --requests and --limit are the sums ("concurrency_per_shard", "requests_per_shard" and
-//   "limit_per_shard" keep the shard's), so a report's schedule line says what was sent. The
+//   "limit_per_shard" keep the shard's), so a report's schedule line says what was sent; a live
+//   run's "live_tool_turns" are the shards' summed. The
 //   exchanges' and header's labels "run" and "concurrency" say the merged run's.
 // - Clock agreement: each shard's clock_offset_ns is how late it began by its own clock; the
 //   spread across shards (max - min, "clock_offset_spread_ns") bounds how far apart their
@@ -67,7 +69,13 @@ struct MergedShard {
 };
 
 struct MergeResult {
-  std::vector<MergedShard> shards;  // by index
+  std::vector<MergedShard> shards;  // by index: the shards given
+  std::size_t shard_count = 0;      // N of --shard I/N
+  // Shards none of the given files is (one that never started: a pod held by an image pull): the
+  // rest are merged without them, and these named; with a source trace, each one's exchanges (as
+  // many as it was to send, absent_selected) count as missing.
+  std::vector<std::size_t> absent_shards;
+  std::vector<std::uint64_t> absent_selected;  // with a source trace only, by absent_shards' order
   std::uint64_t exchanges = 0;
   std::uint64_t missing = 0;
   int total_concurrency = 0;        // closed loop; 0 otherwise

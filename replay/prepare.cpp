@@ -1,5 +1,6 @@
 // Request preparation and chains: see replay/prepare.hpp.
 #include "replay/prepare.hpp"
+#include "replay/secret_fill.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -113,10 +114,12 @@ std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& sour
                                 "; use --filter to leave it out");
   p.body = std::move(body.bytes);
   p.key = body.key;
+  p.secret_body = fill_secrets(p.body, options.secret_fills);
+  p.sends_redacted = sends_redaction_marker(p.target, p.secret_body ? *p.secret_body : p.body);
   p.recorded_headers = p.headers;
   Redactor().apply(p.recorded_headers);
   try {
-    p.head = wire_head(p, p.body);
+    p.head = wire_head(p, p.secret_body ? *p.secret_body : p.body);
   } catch (const std::exception&) {
     // Left empty: each send builds it again, and the exchange records why it cannot be sent
     // (Beast refuses a header value over 64 KiB, a TRACE with a body).

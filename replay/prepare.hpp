@@ -28,6 +28,10 @@ struct PreparedRequest {
   std::string target;               // joined with the base path
   std::vector<HttpHeader> headers;  // as sent (secrets in clear)
   std::string body;
+  // --set-secret: `body` with the environment's values where it holds the marker; what goes on the
+  // wire (and `head` is of it), while the record keeps `body`.
+  std::optional<std::string> secret_body;
+  bool sends_redacted = false;  // the marker still goes out (replay/secret_fill.hpp)
   std::vector<HttpHeader> recorded_headers;  // `headers` with secret values redacted: the record's
   RequestKey key;                            // request_key of method, target and body
   std::string head;  // wire_head of `body`; empty when that threw

@@ -131,6 +131,9 @@ struct Options {
   std::vector<HttpHeader> headers;   // added to every request (redacted in the trace when secret)
   std::optional<std::string> api_key;  // sent as "Authorization: Bearer"; never written
   std::string api_key_env;             // the variable's name, for the settings record only
+  // --set-secret FIELD=ENV: body members named FIELD that hold the redaction marker are sent with
+  // the variable's value (replay/secret_fill.hpp); the run's trace keeps the marker.
+  std::vector<std::pair<std::string, std::string>> secret_fills;
   // nullopt: auto, chosen from the identified server (replay/preflight.hpp).
   std::optional<llm::TokenIdMode> token_ids = llm::TokenIdMode::off;
   std::optional<std::string> model;  // --model: the "model" of every inference request
@@ -170,6 +173,9 @@ struct RunResult {
   std::filesystem::path out;
   Stats stats;
   bool interrupted = false;
+  // Requests sent with the redaction marker still in their body or target (a recorded secret
+  // that no --set-secret filled): said once after the run.
+  std::size_t sent_redacted = 0;
 };
 
 // Replays `input` (a loaded trace) to `out`. Network errors are counted and recorded, never
@@ -201,6 +207,9 @@ using retrace::parse_duration;
 
 // "I/N" with 0 <= I < N. Throws invalid_argument.
 std::pair<std::size_t, std::size_t> parse_shard(std::string_view text);
+
+// The one sentence a run says when it sent `count` requests with the redaction marker in them.
+std::string sent_redacted_note(std::size_t count);
 
 // "k=v" (for --label and --set). Throws invalid_argument naming `what`.
 std::pair<std::string, std::string> split_assignment(std::string_view text, std::string_view what);
@@ -329,6 +338,9 @@ struct SessionBody {
   std::string body;
   ToolTurn newest = ToolTurn::none;
 };
+// An exchange's note when it answered with n > 1 choices in a live session.
+inline constexpr std::string_view kLiveChoiceNote =
+    "live session: the answer has n > 1 choices; choice 0 is what the session's next turn carries";
 // The rule below in one line, as the run's header states it (settings "live_tool_turns").
 inline constexpr std::string_view kLiveToolTurnRule =
     "a tool turn carries this run's calls (ids mapped in the tool messages after it) when they are "

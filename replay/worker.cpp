@@ -21,6 +21,7 @@
 #include "net/errors.hpp"
 #include "replay/deadline.hpp"
 #include "replay/response_reader.hpp"
+#include "replay/secret_fill.hpp"
 
 namespace retrace::replay {
 
@@ -173,7 +174,14 @@ asio::awaitable<std::optional<SessionAnswer>> Worker::run_exchange(
   // 64 KiB, in the request's head or the response's trailer). stream() leaves nothing armed.
   if (flight.failure.empty()) {
     try {
-      co_await stream(flight, request_head(flight, prepared, answers), flight.exchange.request.body);
+      // --set-secret: the wire gets the environment's values, the record keeps the marker.
+      const std::string* sent = &flight.exchange.request.body;
+      std::optional<std::string> filled;
+      if (changes_body(answers)) filled = fill_secrets(*sent, shared_.options.secret_fills);
+      if (filled) sent = &*filled;
+      else if (prepared.secret_body && !changes_body(answers)) sent = &*prepared.secret_body;
+      if (prepared.sends_redacted && shared_.record) shared_.sent_redacted.fetch_add(1);
+      co_await stream(flight, request_head(flight, prepared, answers, *sent), *sent);
     } catch (const std::exception& e) {
       flight.failure = e.what();
     }
@@ -200,9 +208,10 @@ asio::awaitable<std::optional<SessionAnswer>> Worker::run_exchange(
 
 // The head worked out once at preparation, unless live-session answers changed the body.
 const std::string& Worker::request_head(Flight& flight, const PreparedRequest& prepared,
-                                        const std::vector<std::optional<SessionAnswer>>* answers) {
+                                        const std::vector<std::optional<SessionAnswer>>* answers,
+                                        const std::string& body) {
   if (!prepared.head.empty() && !changes_body(answers)) return prepared.head;
-  flight.head = wire_head(prepared, flight.exchange.request.body);
+  flight.head = wire_head(prepared, body);
   return flight.head;
 }
 
@@ -463,6 +472,10 @@ std::optional<SessionAnswer> Worker::finish(Flight& flight, bool want_answer) {
     // The answer and calls only: clients drop the reasoning. (A server_error or truncated answer,
     // set by the decoder's finish(), is not substituted.)
     answer = session_answer(exchange.choices, flight.decoder.tool_call_ids());
+    // A live session has one history: of an answer with n > 1 choices, the first is carried on.
+    if (answer && std::any_of(exchange.choices.begin(), exchange.choices.end(),
+                              [](const Choice& choice) { return choice.index > 0; }))
+      exchange.decode_note += std::string(exchange.decode_note.empty() ? "" : "; ") + std::string(kLiveChoiceNote);
   }
 
   if (exchange.error.kind != ErrorKind::none) shared_.errors.fetch_add(1);

@@ -166,6 +166,7 @@ struct Shared {
   // Live sessions: tool turns sent back with this run's calls, and kept as recorded
   // (substitute_session_answers), each counted once, when the turn after it is sent.
   std::atomic<std::size_t> tool_turns_substituted{0}, tool_turns_kept{0};
+  std::atomic<std::size_t> sent_redacted{0};  // sent with the redaction marker (secret_fill.hpp)
   WriteQueue* queue = nullptr;
 };
 
@@ -216,9 +217,10 @@ class Worker {
   Exchange describe_request(const Prepared& send, std::int64_t intended_ns,
                             const std::vector<std::optional<SessionAnswer>>* answers) const;
   // `head` and `body` are the request's bytes as sent (PreparedRequest::head, or wire_head of a body
-  // with live-session answers).
+  // with live-session answers or --set-secret values: `body`).
   static const std::string& request_head(Flight& flight, const PreparedRequest& prepared,
-                                         const std::vector<std::optional<SessionAnswer>>* answers);
+                                         const std::vector<std::optional<SessionAnswer>>* answers,
+                                         const std::string& body);
   boost::asio::awaitable<void> stream(Flight& flight, const std::string& head, const std::string& body);
   boost::asio::awaitable<bool> connect(Flight& flight, net::UpstreamConnection& connection,
                                        const Watchdog& watchdog);

@@ -47,6 +47,17 @@ void Session::do_read() {
                           [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
 }
 
+// A request the parser refused: 431 when its header (or trailer) is too large, a field of it or
+// the whole (Beast's limit, 8 KiB by default), as servers answer; else 400.
+ApiError Session::header_error(beast::error_code ec) const {
+  if (ec == http::error::header_limit)
+    return {431,
+            "request " + (parser_->oversized().empty() ? std::string("header is over the limit of 8192 bytes")
+                                                        : parser_->oversized()),
+            {}, "request_header_too_large"};
+  return {400, "malformed HTTP request: " + ec.message(), {}, {}};
+}
+
 void Session::on_header(beast::error_code ec) {
   idle_timer_.cancel();
   if (ec == http::error::body_limit) return on_read(ec);  // Content-Length over the limit
@@ -56,7 +67,7 @@ void Session::on_header(beast::error_code ec) {
         ec == asio::error::connection_reset || closed_)
       return close();
     keep_alive_ = false;
-    return respond_error({400, "malformed HTTP request: " + ec.message(), {}, {}});
+    return respond_error(header_error(ec));
   }
   reading_ = false;  // a request has begun: no longer idle
   auto length = parser_->content_length();
@@ -96,9 +107,7 @@ void Session::on_read(beast::error_code ec) {
   if (ec) {
     if (ec == asio::error::operation_aborted || closed_) return close();
     keep_alive_ = false;
-    if (ec == http::error::header_limit && !parser_->oversized().empty())
-      return respond_error({431, "request " + parser_->oversized(), {}, "request_header_too_large"});
-    return respond_error({400, "malformed HTTP request: " + ec.message(), {}, {}});
+    return respond_error(header_error(ec));
   }
   HttpRequest request = parser_->release();
   keep_alive_ = request.keep_alive();

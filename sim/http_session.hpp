@@ -49,6 +49,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // A complete response; the session reads the next request (or closes) once it is written.
   void respond(unsigned status, std::string_view content_type, std::string_view body);
   void respond_error(const ApiError& error) { respond(error.status, "application/json", error_body(error)); }
+  ApiError header_error(boost::beast::error_code ec) const;
 
   // Streaming: begin(), then append SSE bytes to stream_buffer() and flush() as they come, then
   // end_stream(). Bytes are framed as one HTTP chunk per flush.

@@ -170,6 +170,7 @@ std::string plan_to_json(const Plan& plan) {
   replay["model"] = plan.replay.model;
   replay["max_error_rate"] = plan.replay.max_error_rate;
   replay["api_key_env"] = plan.replay.api_key_env;
+  replay["set_secrets"] = strings_to_json(plan.replay.set_secrets);  // FIELD=ENV: names only
   replay["timeout"] = plan.replay.timeout;
   replay["request_deadline"] = plan.replay.request_deadline;
   replay["no_stream"] = plan.replay.no_stream;
@@ -255,6 +256,7 @@ ReplayArgs replay_from_json(const Fields& replay) {
   if (replay.object.contains("max_error_rate"))
     flags.max_error_rate = replay.number("max_error_rate");
   flags.api_key_env = replay.str("api_key_env");
+  if (replay.object.contains("set_secrets")) flags.set_secrets = replay.strings("set_secrets");
   if (replay.object.contains("timeout")) {
     flags.timeout = replay.str("timeout");
   } else {  // plans written before the flags were shared with replay kept seconds

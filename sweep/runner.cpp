@@ -60,6 +60,7 @@ std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, c
   if (io.log && finished > 0)
     *io.log << "sweep: " << finished << " of " << plan.runs.size()
             << " runs already done; continuing\n";
+  std::size_t sent_redacted = 0;
   for (std::size_t index : pending) {
     if (io.stop && io.stop->load()) return std::nullopt;
     auto& run = plan.runs[index];
@@ -78,6 +79,7 @@ std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, c
       return std::nullopt;
     }
     run.done = true;
+    sent_redacted += result.sent_redacted;
     save_plan(plan, dir);
     if (io.log) {
       char line[160];
@@ -87,6 +89,7 @@ std::optional<Summary> run_sweep(Plan& plan, const std::filesystem::path& dir, c
       *io.log << line;
     }
   }
+  if (io.log && sent_redacted) *io.log << "sweep: " << replay::sent_redacted_note(sent_redacted) << "\n";
   input = {};  // the requests sent: not needed by the summary, which streams every file it reads
   auto summary = summarize_sweep(plan, dir);
   write_private_file(dir / "summary.json", summary_to_json(summary));

@@ -80,6 +80,7 @@ std::optional<report::StudySummary> run_study(Plan& plan, const StudySettings& s
   if (io.log && pending.size() < plan.runs.size())
     *io.log << "study: " << plan.runs.size() - pending.size() << " of " << plan.runs.size()
             << " runs already done; continuing\n";
+  std::size_t sent_redacted = 0;  // said once, after the runs
   for (std::size_t index : pending) {
     if (io.stop && io.stop->load()) return std::nullopt;
     auto& run = plan.runs[index];
@@ -107,6 +108,7 @@ std::optional<report::StudySummary> run_study(Plan& plan, const StudySettings& s
       return std::nullopt;
     }
     run.done = true;
+    sent_redacted += result.sent_redacted;
     save_plan(plan, dir);
     if (io.log) {
       char line[160];
@@ -115,6 +117,7 @@ std::optional<report::StudySummary> run_study(Plan& plan, const StudySettings& s
       *io.log << line;
     }
   }
+  if (io.log && sent_redacted) *io.log << "study: " << replay::sent_redacted_note(sent_redacted) << "\n";
   auto summary = summarize_study(plan, settings, dir);
   write_private_file(dir / "summary.json", report::study_to_json(summary));
   write_private_file(dir / "summary.md", report::study_to_markdown(summary));

@@ -184,3 +184,47 @@ TEST_CASE("The new error kinds have the names traces and reports use") {
   CHECK(error_kind_from_string("server_error") == ErrorKind::server_error);
   CHECK(error_kind_from_string("truncated") == ErrorKind::truncated);
 }
+
+// OpenAI's Responses API ends a stream that failed with response.failed (status "failed" and an
+// error object), or sends an error event; both are the server's error, as a chat error event is.
+TEST_CASE("A Responses stream ending in response.failed is a server_error whatever the split") {
+  const std::string sse =
+      "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"status\":\"in_progress\"}}\n\n"
+      "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":0,"
+      "\"delta\":\"Hel\"}\n\n"
+      "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\","
+      "\"error\":{\"code\":\"server_error\",\"message\":\"The model crashed\"}}}\n\n";
+  for (std::size_t cut = 0; cut <= sse.size(); cut += 7) {
+    INFO("split at byte " << cut);
+    const Exchange exchange = decode_streamed(sse, Dialect::openai_responses, cut);
+    REQUIRE(exchange.error.kind == ErrorKind::server_error);
+    CHECK(contains(exchange.error.message, "event 2: The model crashed"));
+    CHECK(choice_text(exchange.choices.at(0)) == "Hel");
+  }
+  // Without a message the event's type says what failed.
+  const Exchange bare = decode_streamed(
+      "data: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\"}}\n\n", Dialect::openai_responses);
+  CHECK(bare.error.kind == ErrorKind::server_error);
+  CHECK(contains(bare.error.message, "response.failed"));
+}
+
+TEST_CASE("A Responses error event is a server_error and not truncated") {
+  const Exchange exchange = decode_streamed(
+      "data: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"delta\":\"a\"}\n\n"
+      "data: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"Slow down\"}\n\n",
+      Dialect::openai_responses);
+  CHECK(exchange.error.kind == ErrorKind::server_error);
+  CHECK(contains(exchange.error.message, "event 1: Slow down"));
+}
+
+TEST_CASE("A whole Responses body with status failed is a server_error and a completed one is not") {
+  const Exchange failed = decode_whole_body(
+      R"({"object":"response","status":"failed","error":{"message":"boom"},"output":[]})", Dialect::openai_responses, 200);
+  CHECK(failed.error.kind == ErrorKind::server_error);
+  CHECK(contains(failed.error.message, "boom"));
+  const Exchange completed = decode_whole_body(
+      R"({"object":"response","status":"completed","error":null,"output":[{"type":"message","content":)"
+      R"([{"type":"output_text","text":"hi"}]}]})",
+      Dialect::openai_responses, 200);
+  CHECK(completed.error.kind == ErrorKind::none);
+}

@@ -189,3 +189,122 @@ TEST_CASE("secrets are found wherever JSON lets them stand, after prompts of any
   const std::string escaped = R"({"messages":[{"role":"user","content":"a \"quoted\" word"}],"api\u005fkey":"v4"})";
   CHECK(redact_json_body(escaped).find("v4") == std::string::npos);
 }
+
+namespace {
+
+// Secrets of every kind the policy knows, each with its own text (plant N), for the places below.
+std::vector<std::pair<std::string, std::string>> planted_kinds() {  // member JSON, the secret's text
+  std::vector<std::pair<std::string, std::string>> kinds;
+  int n = 0;
+  for (std::string name : {"api_key", "apiKey", "access_token", "refresh_token", "client_secret", "password",
+                           "token", "auth", "sig", "private_key", "aws_secret_access_key", "id_token",
+                           "session_token", "user_jwt", "signature", "X-Api-Key"}) {
+    auto secret = "plant" + std::to_string(n++) + "value";
+    kinds.emplace_back("\"" + name + "\":\"" + secret + "\"", secret);
+  }
+  for (std::string shape : {"sk-proj-abcdefghijklmnopqrstu", "AKIAABCDEFGHIJKLMNOP", "ghp_abcdefghijklmnopqrstuvwxyz0123",
+                            "hf_abcdefghijklmnopqrstuvwxyz0123", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln"}) {
+    auto secret = shape + std::to_string(n++);
+    kinds.emplace_back("\"value\":\"" + secret + "\"", secret);
+  }
+  for (std::string parameter : {"X-Amz-Signature", "sig", "token", "key"}) {
+    auto secret = "plant" + std::to_string(n++) + "url";
+    kinds.emplace_back("\"url\":\"see https://bucket.example/o.png?X-Amz-Date=1&" + parameter + "=" + secret + " now\"",
+                       secret);
+  }
+  return kinds;
+}
+
+// `json` (a JSON object's text) as a JSON string's text, escaped.
+std::string as_string(const std::string& json) { return boost::json::serialize(boost::json::value(json)); }
+
+// Every place a request body holds a secret: a top-level member, and each field that carries JSON
+// inside a string: chat tool_calls arguments and tool messages, Responses function_call arguments
+// and function_call_output, Messages tool_result contents (a string and a text block).
+std::vector<std::string> planted_bodies(const std::string& member) {
+  const auto inner = as_string("{\"q\":1," + member + "}");
+  return {
+      "{\"model\":\"m\"," + member + "}",
+      R"({"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":)" +
+          inner + "}}]}]}",
+      R"({"messages":[{"role":"tool","tool_call_id":"c","content":)" + inner + "}]}",
+      R"({"input":[{"type":"function_call","call_id":"c","name":"f","arguments":)" + inner + "}]}",
+      R"({"input":[{"type":"function_call_output","call_id":"c","output":)" + inner + "}]}",
+      R"({"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":)" + inner + "}]}]}",
+      R"({"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":)" +
+          as_string("[" + as_string("{" + member + "}") + "]") + "}]}]}]}",
+  };
+}
+
+}  // namespace
+
+TEST_CASE("secrets planted in every place a body holds them never survive under either content type") {
+  const auto kinds = planted_kinds();
+  REQUIRE(kinds.size() == 25);
+  std::size_t planted = 0;
+  for (const auto& [member, secret] : kinds) {
+    for (const auto& body : planted_bodies(member)) {
+      for (std::string type : {"application/json", "application/x-www-form-urlencoded"}) {
+        INFO(type << " " << body);
+        Request request;
+        request.target = "/v1/chat/completions";
+        request.headers = {{"Content-Type", type}};
+        request.body = body;
+        Redactor().apply(request);
+        CHECK(request.body.find(secret) == std::string::npos);
+        CHECK(request.body.find(kRedacted) != std::string::npos);
+        // Still JSON, and a second pass has nothing left to do.
+        CHECK(is_json_object(request.body));
+        CHECK(redact_json_body(request.body) == request.body);
+        ++planted;
+      }
+    }
+  }
+  CHECK(planted == 25 * 7 * 2);
+}
+
+TEST_CASE("JSON inside strings is redacted only within its bounds and otherwise left byte for byte") {
+  // Arguments without a secret keep their bytes, whitespace and all.
+  const std::string clean =
+      R"({"messages":[{"role":"tool","content":"{ \"city\" : \"Paris\", \"n\": 1.50 }"}]})";
+  CHECK(redact_json_body(clean) == clean);
+  // Strings of JSON nested deeper than the bound are not parsed: each level costs a pass.
+  std::string member = R"({"api_key":"deepsecret"})";
+  for (int depth = 0; depth < 6; ++depth) member = "{\"a\":" + as_string(member) + "}";
+  CHECK(redact_json_body(member) == member);
+  std::string shallow = R"({"api_key":"s3"})";
+  for (int depth = 0; depth < 3; ++depth) shallow = "{\"a\":" + as_string(shallow) + "}";
+  CHECK(redact_json_body(shallow).find("s3") == std::string::npos);
+  // A string that only looks like JSON stays as it is.
+  const std::string broken = R"({"content":"{\"api_key\": oops"})";
+  CHECK(redact_json_body(broken) == broken);
+}
+
+TEST_CASE("presigned URLs in body strings lose their signatures and keep everything else") {
+  CHECK(redact_urls("a https://s3.example/o?X-Amz-Date=1&X-Amz-Signature=abc b http://x/y?sig=z&w=1") ==
+        "a https://s3.example/o?X-Amz-Date=1&X-Amz-Signature=[redacted] b http://x/y?sig=[redacted]&w=1");
+  CHECK(redact_urls("no urls, nor https:// alone, nor ftp://h/?key=1") == "no urls, nor https:// alone, nor ftp://h/?key=1");
+  CHECK(redact_urls("https://h/p?q=1") == "https://h/p?q=1");
+  const std::string body = R"({"image_url":{"url":"https://h.example/i.png?token=t0p&size=2"}})";
+  CHECK(redact_json_body(body) == R"({"image_url":{"url":"https://h.example/i.png?token=[redacted]&size=2"}})");
+}
+
+TEST_CASE("the signature of an Anthropic thinking block stays and credentials beside it go") {
+  const std::string body =
+      R"({"x-api-key":"k1","messages":[{"role":"assistant","content":[{"type":"thinking","thinking":"t",)"
+      R"("signature":"ErUBCkYIBRgCIkDsig=="},{"type":"other","signature":"s2"},)"
+      R"({"type":"thinking","signature":"sk-ant-abcdefghijklmnopqrstuvwx"}]}]})";
+  const auto redacted = redact_json_body(body);
+  CHECK(redacted.find("ErUBCkYIBRgCIkDsig==") != std::string::npos);
+  CHECK(redacted.find("k1") == std::string::npos);
+  CHECK(redacted.find("s2") == std::string::npos);
+  CHECK(redacted.find("sk-ant-") == std::string::npos);
+}
+
+TEST_CASE("a form body that is not JSON is still redacted as a form") {
+  Request request;
+  request.headers = {{"content-type", "application/x-www-form-urlencoded; charset=utf-8"}};
+  request.body = "{not json&api_key=k9";
+  Redactor().apply(request);
+  CHECK(request.body == "{not json&api_key=[redacted]");
+}

@@ -27,7 +27,8 @@ constexpr std::int64_t kSecond = 1'000'000'000;
 void write_shard(const std::filesystem::path& path, std::size_t index, std::size_t shards,
                  std::size_t count, std::size_t selected, const std::string& digest = "A",
                  int concurrency = 1,
-                 const std::function<void(Options&, ShardFacts&)>& adjust = {}) {
+                 const std::function<void(Options&, ShardFacts&)>& adjust = {},
+                 const std::function<void(metrics::RunSettings&)>& adjust_settings = {}) {
   Options options;
   options.target = "http://127.0.0.1:1";
   options.schedule.concurrency = concurrency;
@@ -44,6 +45,7 @@ void write_shard(const std::filesystem::path& path, std::size_t index, std::size
   header.source = Source::replayed;
   auto settings = run_settings(options);
   add_shard_facts(settings, facts);
+  if (adjust_settings) adjust_settings(settings);
   header.settings = to_json(settings);
   header.labels = {{"run", "shard" + std::to_string(index)}, {"concurrency", std::to_string(concurrency)}};
   TraceWriter writer(path, header);
@@ -247,10 +249,28 @@ TEST_CASE("the clock spread needs two shards that recorded an offset") {
   CHECK_FALSE(json::parse(load_trace(dir / "out").header.settings).as_object().contains("clock_offset_spread_ns"));
 }
 
-TEST_CASE("merge refuses missing and duplicate shards, listing them") {
+TEST_CASE("the live tool turns of the shards of a live run are summed and do not refuse the merge") {
+  TempDir dir;
+  for (std::size_t i = 0; i < 2; ++i)
+    write_shard(dir / ("s" + std::to_string(i)), i, 2, 1, 1, "A", 1, {}, [i](metrics::RunSettings& settings) {
+      settings.live_tool_turns = metrics::LiveToolTurns{"the rule", 3 + i, 1};
+    });
+  merge_shards({dir / "s0", dir / "s1"}, dir / "out");
+  auto settings = json::parse(load_trace(dir / "out").header.settings).as_object();
+  const auto& turns = settings.at("live_tool_turns").as_object();
+  CHECK(turns.at("substituted") == 7);
+  CHECK(turns.at("kept_as_recorded") == 2);
+  CHECK(turns.at("rule") == "the rule");
+}
+
+TEST_CASE("merge names the shards that left no output and refuses duplicate shards") {
   TempDir dir;
   for (std::size_t i = 0; i < 4; ++i) write_shard(dir / ("s" + std::to_string(i)), i, 4, 1, 1);
-  CHECK_THAT(refusal({dir / "s0", dir / "s2"}, dir / "out"), Catch::Contains("missing shards 1, 3 of 4"));
+  auto result = merge_shards({dir / "s0", dir / "s2"}, dir / "absent");
+  CHECK(result.shard_count == 4);
+  CHECK(result.absent_shards == std::vector<std::size_t>{1, 3});
+  CHECK(result.shards.size() == 2);
+  CHECK(load_trace(dir / "absent").exchanges.size() == 2);
   CHECK_THAT(refusal({dir / "s0", dir / "s1", dir / "s1", dir / "s2", dir / "s3"}, dir / "out"),
              Catch::Contains("shard 1/4 is given twice"));
 }

@@ -28,6 +28,9 @@ trap 'rm -rf "$stage"' EXIT
 root="$stage/rootfs"
 mkdir -p "$root/usr/bin" "$root/etc/ssl/certs" "$root/usr/lib/ssl" "$root/runs" "$root/tmp"
 chmod 1777 "$root/tmp"
+# The working directory, writable by the image's user (65534) however the image is run, so that
+# `podman run IMAGE demo` can write there; sticky, as /tmp.
+chmod 1777 "$root/runs"
 objcopy --strip-debug "$binary" "$root/usr/bin/retrace"
 # Every library at the path ldd resolved it to (the loader's own search path), as a file.
 libraries=$(ldd "$binary" | grep -oE '/[^ ]+' | sort -u)

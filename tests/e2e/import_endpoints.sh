@@ -24,6 +24,17 @@ done
 "$RETRACE" import "$WORK/embed.jsonl" --endpoint embeddings --out "$WORK/embed.rtrace" >/dev/null \
   || fail "import --endpoint embeddings"
 "$RETRACE" export "$WORK/embed.rtrace" >"$WORK/embed.jsonl"
+# OpenAI's reasoning models refuse a temperature: none is added for them, a line's own is kept.
+printf '%s\n' '{"prompt": "a", "model": "o3-mini"}' '{"prompt": "b", "model": "openai/o1"}' \
+  '{"prompt": "c", "model": "gpt-5"}' '{"prompt": "d", "model": "o4-mini", "temperature": 1}' \
+  '{"prompt": "e", "model": "gpt-4o"}' >"$WORK/oseries.jsonl"
+"$RETRACE" import "$WORK/oseries.jsonl" --out "$WORK/oseries.rtrace" >/dev/null || fail "import of o-series lines"
+"$RETRACE" export "$WORK/oseries.rtrace" >"$WORK/oseries.jsonl.out"
+python3 - "$WORK/oseries.jsonl.out" <<'PY' || fail "o-series bodies get no temperature"
+import json, sys
+bodies = [json.loads(json.loads(l)["exchange"]["request"]["body"]) for l in list(open(sys.argv[1]))[1:]]
+assert [b.get("temperature") for b in bodies] == [None, None, None, 1, 0], bodies
+PY
 
 python3 - "$WORK" <<'PY' || fail "the imported bodies"
 import json, sys

@@ -40,6 +40,12 @@ for path in ./usr/bin/retrace ./usr/share/man/man1/retrace.1 ./usr/share/bash-co
             ./usr/share/doc/retrace/README.md; do
   grep -qE " $path(\.gz)?\$" "$WORK/contents" || fail "the package lacks $path"
 done
+# Debian's policy: the man page gzipped, a copyright file, a description as written (no ';' from
+# a CMake list).
+grep -qE " ./usr/share/man/man1/retrace.1.gz\$" "$WORK/contents" || fail "the man page is not gzipped"
+grep -qE " ./usr/share/doc/retrace/copyright\$" "$WORK/contents" || fail "the package has no copyright file"
+dpkg-deb --field "$deb" Description >"$WORK/description"
+grep -q ';' "$WORK/description" && fail "the package's description holds a stray ';': $(cat "$WORK/description")"
 
 installed=no
 remove_package() {

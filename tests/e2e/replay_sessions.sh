@@ -64,6 +64,15 @@ for session in s0 s1 s2; do
     check_eq "$sent" "$answered" "$session turn $turn assistant messages"
   done
 done
+# Live with n = 2: one history, choice 0's, carried on; each such answer's note says so.
+"$RETRACE" replay "$WORK/sessions.rtrace" --target "$SIM_URL" --out "$WORK/live-n2.rtrace" -c 3 \
+  --session-mode live --set n=2 >/dev/null || fail "live replay with n = 2"
+ex "$WORK/live-n2.rtrace" >"$WORK/live-n2.jsonl"
+check_eq "$(jq -r 'select([.choices[].index] | max == 1) | .decode_note' "$WORK/live-n2.jsonl" \
+  | grep -c 'choice 0 is what the session' || true)" 9 "every answer of two choices says which one a live session carries"
+sent=$(jq -r 'select(.session_id == "s0" and (.source_id / 3 | floor) == 1) | .request.body | fromjson | [.messages[] | select(.role == "assistant") | .content] | join("|")' "$WORK/live-n2.jsonl")
+first=$(jq -r 'select(.session_id == "s0" and (.source_id / 3 | floor) == 0) | [.choices[] | select(.index == 0) | .tokens[].bytes] | join("")' "$WORK/live-n2.jsonl")
+check_eq "$sent" "$first" "the second turn carries choice 0 of the first"
 # Recorded mode (the default) sends the recorded answers untouched.
 check_eq "$(ex "$WORK/ordered.rtrace" | grep -c 'RECORDED-' || true)" 6 "recorded answers kept without live mode"
 

@@ -92,7 +92,18 @@ refused() {  # refused WHAT TEXT ARGS...
   check_contains "$WORK/refused.err" "$text" "$what"
   [[ ! -e "$WORK/refused.rtrace" ]] || fail "merge with $what wrote its output"
 }
-refused "a missing shard" "missing shards 1, 3 of 4" "$WORK/c0.rtrace" "$WORK/c2.rtrace"
+# Shards that never started: the others are merged, the absent ones named; exit 1, 0 when allowed.
+status=0
+"$RETRACE" merge "$WORK/c0.rtrace" "$WORK/c2.rtrace" --trace "$WORK/gold.rtrace" -o "$WORK/absent.rtrace" \
+  >/dev/null 2>"$WORK/absent.err" || status=$?
+check_eq "$status" 1 "exit status of merge with shards that never started"
+check_contains "$WORK/absent.err" "shard 1/4 left no output" "the first absent shard is named"
+check_contains "$WORK/absent.err" "shard 3/4 left no output (it never started, or its file is not among those given): its" \
+  "the second absent shard is named with its count"
+check_eq "$(ex "$WORK/absent.rtrace" | wc -l)" "$(( $(ex "$WORK/c0.rtrace" | wc -l) + $(ex "$WORK/c2.rtrace" | wc -l) ))" \
+  "the shards that exist are merged"
+"$RETRACE" merge "$WORK/c0.rtrace" "$WORK/c2.rtrace" --allow-missing -o "$WORK/absent-ok.rtrace" >/dev/null 2>&1 \
+  || fail "merge --allow-missing with shards that never started exits 0"
 refused "a duplicate shard" "shard 2/4 is given twice" "$WORK"/c{0,1,2,3}.rtrace "$WORK/c2.rtrace"
 refused "shards of two runs" "differ in: schedule" "$WORK"/c{0,1}.rtrace "$WORK"/r{2,3}.rtrace
 refused "an unsharded run" "is a whole replay (--shard 0/1), not one shard of several: it needs no merge" "$WORK/whole.rtrace"

@@ -41,6 +41,7 @@ _containers+=("$container")
 # What the image holds: retrace, the libraries ldd names, the loader, certificates, /etc files.
 mount=$(buildah mount "$container")
 ( cd "$mount" && find . -type f | sort ) >"$WORK/files"
+check_eq "$(stat -c %a "$mount/runs")" 1777 "the working directory /runs is writable by the image's user"
 buildah umount "$container" >/dev/null
 check_contains "$WORK/files" "./usr/bin/retrace" "the binary in the image"
 for library in $(ldd "$RETRACE" | grep -oE '/[^ ]+'); do check_contains "$WORK/files" ".$library" "a library the binary links"; done
@@ -67,6 +68,8 @@ else
   run_in_image --version >"$WORK/version" || fail "retrace --version in the image"
 fi
 check_eq "$(cat "$WORK/version")" "$version" "--version from the image"
+# As pasted from the README: the demo in the image's own working directory, no volume.
+run_in_image demo --quick >"$WORK/demo.out" 2>"$WORK/demo.err" || { tail -20 "$WORK/demo.err" >&2; fail "demo in the image's /runs"; }
 
 start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
 mkdir -m 777 "$WORK/runs"  # the image's user (65534) writes its run here

@@ -81,11 +81,13 @@ wait_until() {
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# start_slurm CPUS: munged, slurmctld and slurmd for one node named after this host with CPUS
-# CPUs (declared: slurmd is told to trust the config), one partition, accounting off (job states
-# come from scontrol: MinJobAge keeps an ended job for 10 minutes).
+# start_slurm CPUS [LINE...]: munged, slurmctld and slurmd for one node named after this host with
+# CPUS CPUs (declared: slurmd is told to trust the config), one partition, accounting off (job
+# states come from scontrol: MinJobAge keeps an ended job for 10 minutes); each LINE is added to
+# slurm.conf (WaitTime=2, ...).
 start_slurm() {
   local cpus=$1 node ctld_port slurmd_port
+  shift
   node=$(hostname -s)
   mkdir -p "$SLURM_DIR"/{state,spool,munge}
   chmod 700 "$SLURM_DIR/munge"
@@ -128,6 +130,7 @@ SlurmdTimeout=30
 NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=2048 State=UNKNOWN
 PartitionName=test Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
+  (( $# )) && printf '%s\n' "$@" >>"$SLURM_DIR/slurm.conf"
   export SLURM_CONF="$SLURM_DIR/slurm.conf"
   daemon slurmctld slurmctld -D -f "$SLURM_CONF"
   wait_until "slurmctld answering" scontrol ping

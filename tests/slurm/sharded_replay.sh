@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# deploy/slurm/replay-shards.sbatch on a real one-node Slurm cluster (tests/slurm/lib.sh), submitted
-# as README.md says, 4 shards against `retrace serve`: the merged run diffs identical to an
-# unsharded one; a second submission in the same directory writes a run of its own and leaves the
-# first alone; a shard killed mid-run makes the job exit 1 with its missing exchanges named.
+# deploy/slurm/replay-shards.sbatch on a real one-node Slurm cluster (tests/slurm/lib.sh) of 2 CPUs
+# with WaitTime=2 in slurm.conf, submitted as README.md's line says (4 shards, --overcommit) against
+# `retrace serve`: the merged run diffs identical to an unsharded one; a second submission in the
+# same directory writes a run of its own and leaves the first alone; a shard killed mid-run makes
+# the job exit 1 with its missing exchanges named while the others run to their end (srun
+# --wait=0: WaitTime would have killed them 2 s later); a cancelled job's log says how to merge
+# what its shards wrote, and that line, run as printed, merges them.
 . "$(dirname "$0")/lib.sh"
 
-start_slurm 4
+start_slurm 2 WaitTime=2
 start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
 SUBMIT="$WORK/submit"  # the shared directory the README has users submit from
 mkdir -p "$SUBMIT" "$WORK/bin"
@@ -19,7 +22,10 @@ ex() { "$RETRACE" export "$1" | jq -c 'select(.exchange) | .exchange'; }
 
 # --- the README's submission: every shard starts, the merge is the unsharded run.
 "$RETRACE" replay prod.rtrace "${FLAGS[@]}" -c 4 --out "$WORK/whole.rtrace" >/dev/null
-job1=$(sbatch --parsable --ntasks=4 "$ROOT/deploy/slurm/replay-shards.sbatch" prod.rtrace \
+# The README's line, its options as written there (4 shards on this 2-CPU node: --overcommit).
+read -ra readme_line < <(grep -m1 -oE '^sbatch [^<]*replay-shards.sbatch' "$ROOT/README.md")
+check_eq "${readme_line[*]}" "sbatch --ntasks=4 --overcommit deploy/slurm/replay-shards.sbatch" "the README's sbatch line"
+job1=$(sbatch --parsable "${readme_line[@]:1:${#readme_line[@]}-2}" "$ROOT/deploy/slurm/replay-shards.sbatch" prod.rtrace \
          "${FLAGS[@]}" -c 1) || fail "sbatch refused the shipped script"
 check_eq "$(wait_for_job "$job1" 120)" 0 "exit code of job $job1"
 run1="retrace-run-$job1"
@@ -37,7 +43,7 @@ sum1=$(tree_sum "$run1")
 
 # --- a second submission in the same directory, at a rate, with shard 2 killed mid-run once its
 # first exchange is on disk (constant arrivals at 2/s: shard 2 sends every 2 s).
-job2=$(sbatch --parsable --ntasks=4 "$ROOT/deploy/slurm/replay-shards.sbatch" prod.rtrace \
+job2=$(sbatch --parsable --ntasks=4 --overcommit "$ROOT/deploy/slurm/replay-shards.sbatch" prod.rtrace \
          "${FLAGS[@]}" --rate 2 --arrival constant) || fail "sbatch refused the second submission"
 run2="retrace-run-$job2"
 partial="$run2/shards/shard-2.rtrace.partial"
@@ -69,6 +75,30 @@ grep -qE "^  completed +$(( 15 + present ))\$" "$log2" || fail "the job's stats 
 "$RETRACE" export "$run2/run.rtrace" | jq -c 'select(.header) | .header.settings | fromjson' >"$WORK/run2.settings"
 check_eq "$(jq -r .schedule.kind "$WORK/run2.settings")" rate "the second job's merged run is its own"
 check_eq "$(tree_sum "$run1")" "$sum1" "the first job's run directory after the second job"
+
+# --- a cancelled job: the shards' files stay and the log says how to merge them; run as printed,
+# that line merges what the shards wrote (exit 0: --allow-missing).
+job3=$(sbatch --parsable --ntasks=4 --overcommit "$ROOT/deploy/slurm/replay-shards.sbatch" prod.rtrace \
+         "${FLAGS[@]}" --rate 1 --arrival constant) || fail "sbatch refused the third submission"
+run3="retrace-run-$job3"
+started=0
+for _ in $(seq 1 600); do
+  partials=("$run3"/shards/*.rtrace.partial)
+  [[ ${#partials[@]} == 4 && -e "${partials[0]}" ]] && { started=1; break; }
+  [[ "$(job_state "$job3")" =~ ^(PENDING|RUNNING|CONFIGURING)$ ]] || fail "job $job3 ended before its shards started"
+  sleep 0.1
+done
+(( started )) || fail "the shards of job $job3 wrote no file within 60 s"
+scancel "$job3"
+wait_for_job "$job3" 120 >/dev/null
+log3="retrace-replay-$job3.log"
+for _ in $(seq 1 100); do grep -q "retrace merge" "$log3" 2>/dev/null && break; sleep 0.1; done
+check_contains "$log3" "replay-shards: cancelled; the shards wrote what they had into $run3/shards" "the cancelled job's log"
+merge_line=$(grep -m1 '^  retrace merge ' "$log3") || fail "the cancelled job's log has no merge line"
+check_eq "$merge_line" "  retrace merge $run3/shards --trace prod.rtrace -o $run3/run.rtrace --allow-missing --stats" \
+  "the merge line the log prints"
+eval "$merge_line" >"$WORK/merge3.out" 2>&1 || { cat "$WORK/merge3.out" >&2; fail "the printed merge line"; }
+check_contains "$WORK/merge3.out" "shards into $run3/run.rtrace" "the cancelled job's shards merged"
 
 stop "$SIM_PID" || fail "serve exited non-zero"
 echo "sharded_replay: ok"
