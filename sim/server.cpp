@@ -15,6 +15,7 @@
 
 #include "net/accept_backoff.hpp"
 #include "net/run_handlers.hpp"
+#include "base/prometheus.hpp"
 #include "base/stop_signals.hpp"
 #include "net/url.hpp"
 #include "sim/api.hpp"
@@ -258,7 +259,7 @@ void Server::handle(Session& session, std::shared_ptr<Session> self, HttpRequest
       return session.respond_error(error);
     }
   } else if (path == "/metrics") {
-    return get ? session.respond(200, "text/plain; version=0.0.4", metrics_.prometheus(options_.model_name))
+    return get ? session.respond(200, std::string(kPrometheusContentType), metrics_.prometheus(options_.model_name))
                : wrong_method("GET");
   } else {
     return session.respond_error({404,
