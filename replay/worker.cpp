@@ -173,7 +173,12 @@ asio::awaitable<std::optional<SessionAnswer>> Worker::run_exchange(
   // 64 KiB, in the request's head or the response's trailer). stream() leaves nothing armed.
   if (flight.failure.empty()) {
     try {
-      co_await stream(flight, request_head(flight, prepared, answers), flight.exchange.request.body);
+      const std::string* head = &request_head(flight, prepared, answers);
+      if (!shared_.record) {  // a warm-up: not trace traffic
+        flight.head = marked_as_probe(*head);
+        head = &flight.head;
+      }
+      co_await stream(flight, *head, flight.exchange.request.body);
     } catch (const std::exception& e) {
       flight.failure = e.what();
     }
