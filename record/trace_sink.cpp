@@ -8,6 +8,7 @@ namespace retrace::record {
 
 void TraceSink::start(std::function<void()> on_failure) {
   on_failure_ = std::move(on_failure);
+  bytes_written = writer_.bytes_written();  // the header, written by the constructor
   thread_ = std::thread([this] {
     ::pthread_setname_np(::pthread_self(), "rt-trace");  // for top -H and perf
     run();
@@ -91,6 +92,7 @@ void TraceSink::run() {
         writer_.write(exchange);
         ++written;
         unflushed = true;
+        note_progress();
       } catch (const std::exception& e) {
         fail(e.what());
         ++lost;
@@ -113,6 +115,7 @@ void TraceSink::flush() {
   if (failed_) return;
   try {
     writer_.flush();
+    note_progress();
   } catch (const std::exception& e) {
     fail(e.what());
     count_unflushed_as_lost();
@@ -126,7 +129,19 @@ void TraceSink::count_unflushed_as_lost() {
   written = durable;
 }
 
+void TraceSink::note_progress() {
+  bytes_written.store(writer_.bytes_written(), std::memory_order_relaxed);
+  if (writer_.exchanges_flushed() >= writer_.exchanges_written()) {
+    unflushed_since_ns.store(0, std::memory_order_relaxed);
+  } else if (unflushed_since_ns.load(std::memory_order_relaxed) == 0) {
+    auto now = std::chrono::steady_clock::now().time_since_epoch();
+    unflushed_since_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(),
+                             std::memory_order_relaxed);
+  }
+}
+
 void TraceSink::fail(const std::string& message) {
+  write_failed = true;
   failed_ = true;
   error_ = message;
   if (on_failure_) on_failure_();
