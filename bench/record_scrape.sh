@@ -3,12 +3,15 @@
 # --admin-listen) in front of `retrace serve`, the same replay sent through it in alternating
 # phases with and without a scraper asking GET /metrics ten times a second; record's CPU (utime +
 # stime from /proc) over each phase, per exchange. The machine is shared: read the ratio of the
-# medians, and the spread of the rounds beside it.
+# medians, and the spread of the rounds beside it. Then the scraper's cost alone: record idle for
+# IDLE seconds with and without it (its CPU then is the scrapes' and the once-a-second upstream
+# check's), the absolute figure to set beside record's CPU under load.
 # Usage: bench/record_scrape.sh [RETRACE] [ROUNDS] [REQUESTS]
 set -euo pipefail
 RETRACE=${1:-build/release/retrace}
 ROUNDS=${2:-5}
-REQUESTS=${3:-3000}
+REQUESTS=${3:-20000}
+IDLE=${4:-20}
 . "$(dirname "$0")/lib.sh"
 bench_workdir record-scrape
 
@@ -29,28 +32,41 @@ done >"$WORK/prompts.jsonl"
 "$RETRACE" import "$WORK/prompts.jsonl" --out "$WORK/source.rtrace" --endpoint completions >/dev/null
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$RECORD_PID/stat"; }
-phase() {  # SCRAPE(0|1): prints record's CPU ms per 1,000 exchanges, and the scrapes made
-  local scraper="" before after scrapes=0
-  if [[ $1 == 1 ]]; then
-    python3 - "$ADMIN/metrics" >"$WORK/scrapes" <<'PY' &
+start_scraper() {  # sets SCRAPER; the scrape count goes to $WORK/scrapes when it is stopped
+  python3 - "$ADMIN/metrics" >"$WORK/scrapes" <<'PY' &
 import sys, time, urllib.request, signal
 n = 0
 def done(*_):
-    print(n); sys.exit(0)
+    print(n); sys.stdout.flush(); sys.exit(0)
 signal.signal(signal.SIGTERM, done)
 while True:
     urllib.request.urlopen(sys.argv[1], timeout=5).read(); n += 1
     time.sleep(0.1)
 PY
-    scraper=$!
-  fi
+  SCRAPER=$!
+}
+idle() {  # SCRAPE(0|1): record's CPU ms over IDLE seconds without traffic, and the scrapes made
+  local before after scrapes=0
+  [[ $1 == 1 ]] && start_scraper
   before=$(cpu_ticks)
-  "$RETRACE" replay "$WORK/source.rtrace" --target "$PROXY" -c 16 --out "$WORK/run.rtrace" >/dev/null 2>&1
+  sleep "$IDLE"
   after=$(cpu_ticks)
-  if [[ -n $scraper ]]; then kill "$scraper"; wait "$scraper" || true; scrapes=$(cat "$WORK/scrapes"); fi
+  if [[ $1 == 1 ]]; then kill "$SCRAPER"; wait "$SCRAPER" || true; scrapes=$(cat "$WORK/scrapes"); fi
+  echo "$(( (after - before) * 10 )) $scrapes"
+}
+phase() {  # SCRAPE(0|1): prints record's CPU ms per 1,000 exchanges, and the scrapes made
+  local before after scrapes=0
+  [[ $1 == 1 ]] && start_scraper
+  before=$(cpu_ticks)
+  "$RETRACE" replay "$WORK/source.rtrace" --target "$PROXY" -c 16 --out "$WORK/run.rtrace" --force >/dev/null 2>&1
+  after=$(cpu_ticks)
+  if [[ $1 == 1 ]]; then kill "$SCRAPER"; wait "$SCRAPER" || true; scrapes=$(cat "$WORK/scrapes"); fi
   echo "$(( (after - before) * 10 * 1000 / REQUESTS )) $scrapes"
 }
 phase 0 >/dev/null  # warm up
+read -r idle_off _ < <(idle 0)
+read -r idle_on idle_scrapes < <(idle 1)
+echo "record idle for $IDLE s: ${idle_off} ms CPU without a scraper, ${idle_on} ms with one ($idle_scrapes scrapes)"
 echo "round  off_ms_per_1k  on_ms_per_1k  scrapes"
 : >"$WORK/rounds"
 for r in $(seq 1 "$ROUNDS"); do
