@@ -47,6 +47,7 @@ void TraceSink::close() {
     writer_closed_ = true;
     try {
       writer_.close();
+      note_progress();
     } catch (const std::exception& e) {
       if (error_.empty()) error_ = e.what();
       count_unflushed_as_lost();
@@ -92,6 +93,7 @@ void TraceSink::run() {
         writer_.write(exchange);
         ++written;
         unflushed = true;
+        unflushed_kinds_.push_back(exchange.error.kind);
         note_progress();
       } catch (const std::exception& e) {
         fail(e.what());
@@ -99,7 +101,6 @@ void TraceSink::run() {
         count_unflushed_as_lost();
         continue;
       }
-      ++errors_by_kind[static_cast<std::size_t>(exchange.error.kind)];
       std::uint64_t count = 0;
       for (const auto& choice : exchange.choices) count += choice.tokens.size();
       tokens += count;
@@ -123,6 +124,7 @@ void TraceSink::flush() {
 }
 
 void TraceSink::count_unflushed_as_lost() {
+  unflushed_kinds_.clear();  // never counted in errors_by_kind
   std::uint64_t durable = writer_.exchanges_flushed();
   if (written <= durable) return;
   lost += written - durable;
@@ -131,6 +133,12 @@ void TraceSink::count_unflushed_as_lost() {
 
 void TraceSink::note_progress() {
   bytes_written.store(writer_.bytes_written(), std::memory_order_relaxed);
+  // Exchanges count by kind once their frame is in the file: what a reader gets back.
+  auto open_frame = writer_.exchanges_written() - writer_.exchanges_flushed();
+  while (unflushed_kinds_.size() > open_frame) {
+    ++errors_by_kind[static_cast<std::size_t>(unflushed_kinds_.front())];
+    unflushed_kinds_.pop_front();
+  }
   if (writer_.exchanges_flushed() >= writer_.exchanges_written()) {
     unflushed_since_ns.store(0, std::memory_order_relaxed);
   } else if (unflushed_since_ns.load(std::memory_order_relaxed) == 0) {

@@ -50,7 +50,9 @@ class TraceSink {
   std::atomic<std::uint64_t> tokens{0};
   std::atomic<std::uint64_t> lost{0};
   std::atomic<std::uint64_t> queue_full_waits{0};  // submit() calls that waited for room
-  std::array<std::atomic<std::uint64_t>, kErrorKindCount> errors_by_kind{};  // indexed by ErrorKind
+  // Exchanges in the file by ErrorKind: counted once their frame is flushed, so that they equal
+  // what a reader gets back, after a write failure too (record/metrics.hpp).
+  std::array<std::atomic<std::uint64_t>, kErrorKindCount> errors_by_kind{};
   // For /metrics (record/metrics.hpp), read from any thread; the trace thread keeps them.
   std::atomic<std::uint64_t> bytes_written{0};  // bytes in the trace file
   // When the oldest exchange written but not yet flushed to the file was written (steady clock,
@@ -81,6 +83,7 @@ class TraceSink {
   bool closing_ = false;                // guarded by mutex_
   bool failed_ = false;                 // trace thread only (then read after join)
   bool writer_closed_ = false;
+  std::deque<ErrorKind> unflushed_kinds_;  // trace thread: written, frame not yet in the file
   std::string error_;
   std::thread thread_;
 };
