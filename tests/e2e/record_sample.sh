@@ -3,10 +3,11 @@
 # message), turns 1-5 through one record and turns 6-10 through a second one with the same seed:
 # every session is recorded whole or not at all in each, the two keep the same sessions, the kept
 # fraction is within 5 standard deviations of --sample 0.3, and what was not kept was forwarded
-# (every request answered 200) and counted in the summary.
+# (every request answered 200) and counted in the summary. 40 more sessions of 3 turns whose first
+# user message is 100 KB (named by it, no header) go through the first record: kept whole too.
 . "$(dirname "$0")/lib.sh"
 
-start_listening serve "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
+start_listening serve "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --max-model-len 1048576
 
 run_half() {  # NAME FIRST_TURN
   start_listening "$1" "$RETRACE" record --upstream "$serve_URL" --out "$WORK/$1.rtrace" \
@@ -31,7 +32,19 @@ def worker(sessions):
                 assert r.status == 200, r.status
             messages = messages + [{"role": "assistant", "content": f"a{turn}"},
                                    {"role": "user", "content": f"q{turn}"}]
+def big_sessions():  # the first record only: 3 turns each, a 100 KB first user message
+    c = http.client.HTTPConnection(host, int(port), timeout=60)
+    for i in range(1000, 1040):
+        messages = [{"role": "user", "content": f"session {i}: " + "lorem ipsum " * 8600}]
+        for turn in range(3):
+            body = json.dumps({"model": "retrace-sim", "messages": messages, "max_tokens": 2})
+            c.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            r.read()
+            assert r.status == 200, r.status
+            messages = messages + [{"role": "assistant", "content": "a"}, {"role": "user", "content": "q"}]
 threads = [threading.Thread(target=worker, args=(range(k, 1000, 8),)) for k in range(8)]
+if first_turn == 0: threads.append(threading.Thread(target=big_sessions))
 for t in threads: t.start()
 for t in threads: t.join()
 PY
@@ -55,6 +68,9 @@ def sessions(path):
         turns[i].add(len(messages))
     return turns
 first, second = sessions(sys.argv[1]), sessions(sys.argv[2])
+big = {i: first.pop(i) for i in list(first) if i >= 1000}
+assert all(t == {1, 3, 5} for t in big.values()), f"100 KB sessions not kept whole: {big}"
+assert 0 < len(big) < 40, f"{len(big)} of the 40 sessions named by a 100 KB message kept"
 for name, run, lengths in (("first", first, {1, 3, 5, 7, 9}), ("second", second, {11, 13, 15, 17, 19})):
     broken = {i: sorted(t) for i, t in run.items() if t != lengths}
     assert not broken, f"{name}: sessions not kept whole: {dict(list(broken.items())[:5])}"
@@ -62,11 +78,11 @@ assert set(first) == set(second), f"a restart kept other sessions: {sorted(set(f
 kept, n, p = len(first), 1000, 0.3
 assert abs(kept - n * p) <= 5 * math.sqrt(n * p * (1 - p)), kept
 assert any(i < 500 for i in first) and any(i >= 500 for i in first), "both kinds of session name kept some"
-for path, run in ((sys.argv[3], first), (sys.argv[4], second)):
+for path, run, extra, extra_kept in ((sys.argv[3], first, 120, 3 * len(big)), (sys.argv[4], second, 0, 0)):
     summary = open(path).read()
-    recorded = 5 * len(run)
-    assert f"recorded {recorded} exchange(s) of 5000 forwarded" in summary, summary
-    assert f"{5000 - recorded} sampled out" in summary, summary
+    recorded = 5 * len(run) + extra_kept
+    assert f"recorded {recorded} exchange(s) of {5000 + extra} forwarded" in summary, summary
+    assert f"{5000 + extra - recorded} sampled out" in summary, summary
 print(f"kept {kept} of 1000 sessions")
 PY
 echo "PASS record_sample"
