@@ -16,6 +16,7 @@
 
 #include "base/prometheus.hpp"
 #include "net/fetch.hpp"
+#include "net/listener.hpp"
 #include "net/run_handlers.hpp"
 
 namespace retrace::record {
@@ -137,36 +138,17 @@ struct AdminServer::Impl {
 
 AdminServer::AdminServer(const net::ListenAddress& listen, bool any_address)
     : impl_(std::make_unique<Impl>()) {
-  error_code ec;
-  auto address = asio::ip::make_address(listen.host, ec);
-  if (ec)
-    throw std::runtime_error("--admin-listen host '" + listen.host +
-                             "' is not an IP address: use e.g. 127.0.0.1:9090");
-  if (!address.is_loopback() && !any_address)
+  net::listen_on(impl_->acceptor, listen, "--admin-listen");
+  if (!impl_->acceptor.local_endpoint().address().is_loopback() && !any_address)
     throw std::runtime_error("--admin-listen " + listen.host + ":" + std::to_string(listen.port) +
                              " is not a loopback address, and the admin endpoint has no "
                              "authentication: add --admin-listen-any to serve it there (e.g. for a "
                              "kubelet's probes), or listen on 127.0.0.1");
-  tcp::endpoint endpoint(address, listen.port);
-  auto& acceptor = impl_->acceptor;
-  acceptor.open(endpoint.protocol());
-  acceptor.set_option(asio::socket_base::reuse_address(true));
-  acceptor.bind(endpoint, ec);
-  if (ec)
-    throw std::runtime_error("cannot listen on --admin-listen " + listen.host + ":" +
-                             std::to_string(listen.port) + ": " + ec.message() +
-                             " (try another port; port 0 picks a free one)");
-  acceptor.listen(asio::socket_base::max_listen_connections);
 }
 
 AdminServer::~AdminServer() { stop(); }
 
-std::string AdminServer::url() const {
-  auto local = impl_->acceptor.local_endpoint();
-  auto address = local.address().to_string();
-  if (local.address().is_v6()) address = "[" + address + "]";
-  return "http://" + address + ":" + std::to_string(local.port());
-}
+std::string AdminServer::url() const { return net::listening_url(impl_->acceptor); }
 
 void AdminServer::start(AdminHandlers handlers) {
   impl_->handlers = std::move(handlers);

@@ -25,6 +25,7 @@
 #include "format/header.hpp"
 #include "net/accept_backoff.hpp"
 #include "net/fetch.hpp"
+#include "net/listener.hpp"
 #include "base/stop_signals.hpp"
 #include "record/admin.hpp"
 #include "record/metrics.hpp"
@@ -100,28 +101,9 @@ AdminHandlers admin_handlers(const ProxyShared& shared, const TraceSink& sink,
 
 // Binds --listen before the trace is created, so a taken port leaves no empty trace behind.
 tcp::acceptor open_listener(asio::io_context& io, const net::ListenAddress& listen) {
-  error_code ec;
-  auto address = asio::ip::make_address(listen.host, ec);
-  if (ec)
-    throw std::runtime_error("--listen host '" + listen.host +
-                             "' is not an IP address: use e.g. 127.0.0.1:8080");
-  tcp::endpoint endpoint(address, listen.port);
   tcp::acceptor acceptor(io);
-  acceptor.open(endpoint.protocol());
-  acceptor.set_option(asio::socket_base::reuse_address(true));
-  acceptor.bind(endpoint, ec);
-  if (ec)
-    throw std::runtime_error("cannot listen on " + listen.host + ":" + std::to_string(listen.port) +
-                             ": " + ec.message() + " (try another --listen port; port 0 picks a free one)");
-  acceptor.listen(asio::socket_base::max_listen_connections);
+  net::listen_on(acceptor, listen, "--listen");
   return acceptor;
-}
-
-std::string url_of(const tcp::acceptor& acceptor) {
-  auto local = acceptor.local_endpoint();
-  auto address = local.address().to_string();
-  if (local.address().is_v6()) address = "[" + address + "]";
-  return "http://" + address + ":" + std::to_string(local.port());
 }
 
 // The control thread. Every member function but the constructor, start() and run() runs on it;
@@ -403,7 +385,7 @@ RecordSummary run_recorder(const RecordOptions& options,
 
   Controller controller(control, acceptor, shared, sink, log);
   controller.start();
-  on_listening(url_of(acceptor));
+  on_listening(net::listening_url(acceptor));
   auto stop_reason = controller.run();
 
   sink.close();
