@@ -11,6 +11,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -118,20 +119,23 @@ struct AdminServer::Impl {
   std::atomic<std::size_t> open{0};
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
+  asio::steady_timer accept_pause{io};
   std::thread thread;
 
   void do_accept() {
     acceptor.async_accept([this](error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
-      if (!ec) {
-        if (open.load() >= kMaxConnections) {
-          error_code ignored;
-          socket.close(ignored);
-        } else {
-          std::make_shared<AdminSession>(std::move(socket), handlers, open)->do_read();
-        }
+      if (ec) {  // out of descriptors, say: try again shortly rather than spin
+        accept_pause.expires_after(std::chrono::milliseconds(100));
+        return accept_pause.async_wait([this](error_code) { do_accept(); });
       }
-      do_accept();  // a failed accept (out of descriptors) is retried at the next connection
+      if (open.load() >= kMaxConnections) {
+        error_code ignored;
+        socket.close(ignored);
+      } else {
+        std::make_shared<AdminSession>(std::move(socket), handlers, open)->do_read();
+      }
+      do_accept();
     });
   }
 };
