@@ -36,7 +36,23 @@ struct RecordArgs {
   unsigned threads = 0;
   bool no_server_info = false;
   bool force = false;
+  double sample = 1.0;
+  std::uint64_t seed = 0;
+  std::string admin_listen;
+  bool admin_listen_any = false;
 };
+
+// "; N sampled out, N probes, N excluded by path kept out": what was forwarded and not recorded.
+std::string kept_out(const record::RecordSummary& summary) {
+  std::string text;
+  auto add = [&](std::uint64_t count, const char* what) {
+    if (count) text += (text.empty() ? "" : ", ") + std::to_string(count) + what;
+  };
+  add(summary.sampled_out, " sampled out");
+  add(summary.probes, " X-Retrace-Probe");
+  add(summary.excluded, " excluded by path");
+  return text.empty() ? text : " (kept out of the trace: " + text + ")";
+}
 
 int run_record(const RecordArgs& args) {
   check_output_file(args.out, {}, args.force, "--out");
@@ -61,6 +77,13 @@ int run_record(const RecordArgs& args) {
   options.threads = args.threads;
   options.fetch_server_info = !args.no_server_info;
   options.live_status = ::isatty(STDERR_FILENO) != 0;
+  options.sample = args.sample;
+  options.seed = args.seed;
+  if (!args.admin_listen.empty()) options.admin_listen = net::parse_listen(args.admin_listen);
+  options.admin_listen_any = args.admin_listen_any;
+  options.on_admin_listening = [](const std::string& url) {
+    std::cout << "admin on " << url << std::endl;
+  };
 
   if (args.keep_secrets)
     std::cerr << "retrace record: warning: --keep-secrets: Authorization, API keys and cookies "
@@ -89,6 +112,7 @@ int run_record(const RecordArgs& args) {
             << "; recorded " << summary.exchanges << " exchange(s) of " << summary.forwarded
             << " forwarded"
             << (rejected ? " and " + std::to_string(rejected) + " rejected by record" : std::string())
+            << kept_out(summary)
             << ", " << summary.tokens << " tokens, " << errors << " error(s)"
             << (by_kind.empty() ? "" : " (" + by_kind + ")") << " to " << args.out << " ("
             << summary.trace_bytes << " bytes)\n";
@@ -161,12 +185,29 @@ void add_record(CLI::App& root, Registry& registry) {
       ->capture_default_str();
   command->add_flag("--no-server-info", args->no_server_info,
                     "Do not ask the upstream for /v1/models at start");
+  command->add_option("--sample", args->sample,
+                      "Record this fraction of sessions (0-1): each session (--session-header's "
+                      "value, else the first user message) is kept or not as a whole, by a hash; "
+                      "the rest is forwarded untouched and counted")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  command->add_option("--seed", args->seed,
+                      "Seed of --sample's hash: the same seed keeps the same sessions across restarts")
+      ->capture_default_str();
+  command->add_option("--admin-listen", args->admin_listen,
+                      "HOST:PORT for GET /healthz, /readyz and /metrics (Prometheus); off by "
+                      "default, loopback only unless --admin-listen-any");
+  command->add_flag("--admin-listen-any", args->admin_listen_any,
+                    "Allow --admin-listen on a non-loopback address (it has no authentication: "
+                    "e.g. for a kubelet's probes on the pod IP)");
   command->footer(
       "Example: retrace record --upstream http://127.0.0.1:8000 --out prod.rtrace --listen :8080\n"
       "Prints 'listening on http://HOST:PORT' once ready; SIGINT/SIGTERM stop it cleanly (exit 0).\n"
       "Ctrl-C again during the drain cuts the exchanges in flight now (recorded as cut); once more\n"
       "quits at once. A trace that cannot be written (a full disk) stops it the same way: in-flight\n"
-      "exchanges finish (up to --drain-timeout), then exit 2 with the exact count of exchanges lost.");
+      "exchanges finish (up to --drain-timeout), then exit 2 with the exact count of exchanges lost.\n"
+      "Requests carrying X-Retrace-Probe: 1 (retrace's own preflight probes, metrics scrapes and\n"
+      "warm-ups) are forwarded but never recorded: a recording of a replay is its traffic only.");
   registry.add(command, [args] { return run_record(*args); });
 }
 

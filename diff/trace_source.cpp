@@ -19,25 +19,46 @@ class TraceFileSource : public ExchangeSource {
   }
   bool next(Exchange& out) override {
     used_ = true;
-    return reader_->next(out) || ended();
+    while (reader_->next(out))
+      if (!set_aside(out.request.method, out.choices.empty())) return true;
+    return ended();
   }
   bool next_outputs(ExchangeOutputs& out) override {
     if (!outputs_only_) return ExchangeSource::next_outputs(out);
     used_ = true;
-    return reader_->next(out) || ended();
+    while (reader_->next(out))
+      if (!set_aside(out.method, out.choices.empty())) return true;
+    return ended();
   }
   void whole(Exchange& out) override {
     if (!outputs_only_) return ExchangeSource::whole(out);
     reader_->read_last(out);
   }
-  std::string recovery_note() const override { return note_; }
+  std::string recovery_note() const override {
+    if (set_aside_ == 0) return note_;
+    auto note = std::to_string(set_aside_) +
+                " exchange(s) set aside: GET or HEAD requests with no output to compare (a "
+                "server's probes, recorded before retrace marked its own with X-Retrace-Probe)";
+    return note_.empty() ? note : note_ + "; " + note;
+  }
 
  private:
-  void open() { reader_ = std::make_unique<TraceReader>(path_); }
+  void open() {
+    reader_ = std::make_unique<TraceReader>(path_);
+    set_aside_ = 0;
+  }
   bool ended() {
     const Recovery& recovery = reader_->recovery();
     if (!recovery.clean()) note_ = "unreadable parts ignored: " + describe(recovery);
     return false;
+  }
+  // An exchange that produces no output: a GET or HEAD (no inference request is one) without a
+  // choice, such as a replay's preflight GET /v1/models, /version or /props and the 404s some
+  // servers answer them with. Nothing in it can diverge; counted, not compared.
+  bool set_aside(std::string_view method, bool no_output) {
+    if (!no_output || (method != "GET" && method != "HEAD")) return false;
+    ++set_aside_;
+    return true;
   }
 
   std::filesystem::path path_;
@@ -46,6 +67,7 @@ class TraceFileSource : public ExchangeSource {
   std::unique_ptr<TraceReader> reader_;
   bool used_ = false;
   std::string note_;
+  std::size_t set_aside_ = 0;
 };
 
 }  // namespace

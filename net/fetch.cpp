@@ -4,6 +4,7 @@
 #include <boost/beast/http.hpp>
 
 #include "net/connection.hpp"
+#include "net/http_rules.hpp"
 #include "version.hpp"
 
 namespace retrace::net {
@@ -20,6 +21,7 @@ Fetched send_once(const Url& url, const std::shared_ptr<asio::ssl::context>& tls
   UpstreamConnection connection(io.get_executor(), url, tls);
   request.set(http::field::host, url.host_header());
   request.set(http::field::user_agent, std::string("retrace/") + kToolVersion);
+  request.set(kProbeHeader, kProbeHeaderValue);  // not trace traffic: record keeps it out
   for (const auto& header : headers) request.set(header.name, header.value);
   request.keep_alive(false);
   http::response_parser<http::string_body> parser;

@@ -28,7 +28,8 @@ struct Fetched {
 // GET `path` (joined to the url's base path) on a fresh connection: connecting within `timeout`,
 // then writing and reading within `timeout` again. A body over `body_limit` bytes is a failure.
 // Blocks: it runs an io_context of its own. `tls` must be non-null for an https:// url. `headers`
-// are added to the request (a hosted API wants its key for /v1/models too).
+// are added to the request (a hosted API wants its key for /v1/models too). Every request carries
+// X-Retrace-Probe: 1 (net/http_rules.hpp): none of them is trace traffic.
 Fetched fetch(const Url& url, const std::shared_ptr<boost::asio::ssl::context>& tls,
               std::string_view path, std::chrono::steady_clock::duration timeout,
               std::size_t body_limit, const std::vector<HttpHeader>& headers = {});

@@ -45,4 +45,13 @@ struct KeepAlive {
 };
 KeepAlive parse_keep_alive(std::string_view value);
 
+// Marks a request retrace sends that is not trace traffic: replay's, sweep's, study's and
+// bisect's preflight identification (GET /v1/models, /version, /props, ...), their scrapes of
+// /metrics, study's cache flushes, unmeasured warm-ups, record's own readiness probe. `retrace
+// record` forwards such a request but keeps it out of the trace (counted as the outcome `probe`),
+// so a recording of a replay holds the replay's traffic only. Every fetch() and post_json() sends
+// it; replay's warm-up requests add it to their head.
+inline constexpr std::string_view kProbeHeader = "X-Retrace-Probe";
+inline constexpr std::string_view kProbeHeaderValue = "1";
+
 }  // namespace retrace::net

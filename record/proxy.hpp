@@ -15,6 +15,7 @@
 #include "base/clock.hpp"
 #include "net/connection.hpp"
 #include "record/record.hpp"
+#include "record/sampling.hpp"
 
 namespace retrace::record {
 
@@ -59,6 +60,12 @@ struct ProxyShared {
   InFlight in_flight{};
   std::atomic<std::uint64_t> forwarded{0};
   std::atomic<std::uint64_t> captured{0};
+  // Exchanges that ended outside the trace, by why (record/metrics.hpp's outcomes).
+  std::atomic<std::uint64_t> sampled_out{0};  // not in --sample's fraction
+  std::atomic<std::uint64_t> probes{0};       // marked X-Retrace-Probe (net/http_rules.hpp)
+  std::atomic<std::uint64_t> excluded{0};     // outside --include-path / --exclude-path
+  std::atomic<std::uint64_t> over_limit{0};   // after --max-exchanges were captured
+  SessionSampler sampler{1.0, 0};             // set from options before the workers start
 };
 
 // Nanoseconds from `from` to `to`: every offset the trace records.

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,14 @@ struct RecordOptions {
   unsigned threads = 0;                                // proxy workers; 0 = one per core
   bool fetch_server_info = true;                       // GET /v1/models at start, best effort
   bool live_status = false;                            // one-line status on stderr
+  // --sample F / --seed: the fraction of sessions recorded (record/sampling.hpp); 1 = all.
+  double sample = 1.0;
+  std::uint64_t seed = 0;
+  // --admin-listen: /healthz, /readyz and /metrics (record/admin.hpp); unset = no admin endpoint.
+  std::optional<net::ListenAddress> admin_listen;
+  bool admin_listen_any = false;  // --admin-listen-any: a non-loopback admin address allowed
+  // Called with the admin endpoint's URL once it listens (before on_listening).
+  std::function<void(const std::string&)> on_admin_listening;
 };
 
 // --include-path / --exclude-path: fnmatch globs on the target's path (query ignored); '*' also
@@ -84,6 +93,9 @@ std::string settings_json(const RecordOptions& options);
 struct RecordSummary {
   std::uint64_t exchanges = 0;  // written to the trace
   std::uint64_t forwarded = 0;  // requests relayed, recorded or not (rejected ones are not relayed)
+  // Forwarded and kept out of the trace: not in --sample's fraction, marked X-Retrace-Probe, or
+  // outside --include-path/--exclude-path.
+  std::uint64_t sampled_out = 0, probes = 0, excluded = 0;
   std::array<std::uint64_t, kErrorKindCount> errors_by_kind{};  // indexed by ErrorKind
   std::uint64_t tokens = 0;
   std::uint64_t lost = 0;  // captured but not written (trace write failure)

@@ -25,7 +25,10 @@
 #include "format/header.hpp"
 #include "net/accept_backoff.hpp"
 #include "net/fetch.hpp"
+#include "net/listener.hpp"
 #include "base/stop_signals.hpp"
+#include "record/admin.hpp"
+#include "record/metrics.hpp"
 #include "record/proxy.hpp"
 #include "record/trace_sink.hpp"
 #include "version.hpp"
@@ -63,30 +66,44 @@ std::string fetch_server_info(const RecordOptions& options,
   return boost::json::serialize(info);
 }
 
-// Binds --listen before the trace is created, so a taken port leaves no empty trace behind.
-tcp::acceptor open_listener(asio::io_context& io, const net::ListenAddress& listen) {
-  error_code ec;
-  auto address = asio::ip::make_address(listen.host, ec);
-  if (ec)
-    throw std::runtime_error("--listen host '" + listen.host +
-                             "' is not an IP address: use e.g. 127.0.0.1:8080");
-  tcp::endpoint endpoint(address, listen.port);
-  tcp::acceptor acceptor(io);
-  acceptor.open(endpoint.protocol());
-  acceptor.set_option(asio::socket_base::reuse_address(true));
-  acceptor.bind(endpoint, ec);
-  if (ec)
-    throw std::runtime_error("cannot listen on " + listen.host + ":" + std::to_string(listen.port) +
-                             ": " + ec.message() + " (try another --listen port; port 0 picks a free one)");
-  acceptor.listen(asio::socket_base::max_listen_connections);
-  return acceptor;
+// What the admin endpoint serves (record/admin.hpp, record/metrics.hpp): read from the atomics
+// the workers and the trace thread keep, on the admin thread.
+AdminHandlers admin_handlers(const ProxyShared& shared, const TraceSink& sink,
+                             const UpstreamCheck& upstream) {
+  AdminHandlers handlers;
+  handlers.metrics = [&shared, &sink] {
+    RecordCounters counters;
+    for (std::size_t kind = 0; kind < counters.written_by_kind.size(); ++kind)
+      counters.written_by_kind[kind] = sink.errors_by_kind[kind].load(std::memory_order_relaxed);
+    counters.sampled_out = shared.sampled_out.load(std::memory_order_relaxed);
+    counters.probes = shared.probes.load(std::memory_order_relaxed);
+    counters.excluded = shared.excluded.load(std::memory_order_relaxed);
+    counters.over_limit = shared.over_limit.load(std::memory_order_relaxed);
+    counters.lost = sink.lost.load(std::memory_order_relaxed);
+    counters.bytes_written = sink.bytes_written.load(std::memory_order_relaxed);
+    counters.segments = segment_counts(sink);
+    counters.in_flight = shared.in_flight.load();
+    auto since = sink.unflushed_since_ns.load(std::memory_order_relaxed);
+    if (since != 0) {
+      auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now().time_since_epoch()).count();
+      counters.flush_lag_seconds = std::max<std::int64_t>(now - since, 0) / 1e9;
+    }
+    return metrics_text(counters);
+  };
+  handlers.not_ready = [&shared, &sink, &upstream]() -> std::string {
+    if (sink.write_failed) return "the trace cannot be written (a write failed; record's log says why)";
+    if (shared.draining) return "record is stopping";
+    return upstream.not_answering();
+  };
+  return handlers;
 }
 
-std::string url_of(const tcp::acceptor& acceptor) {
-  auto local = acceptor.local_endpoint();
-  auto address = local.address().to_string();
-  if (local.address().is_v6()) address = "[" + address + "]";
-  return "http://" + address + ":" + std::to_string(local.port());
+// Binds --listen before the trace is created, so a taken port leaves no empty trace behind.
+tcp::acceptor open_listener(asio::io_context& io, const net::ListenAddress& listen) {
+  tcp::acceptor acceptor(io);
+  net::listen_on(acceptor, listen, "--listen");
+  return acceptor;
 }
 
 // The control thread. Every member function but the constructor, start() and run() runs on it;
@@ -338,21 +355,47 @@ RecordSummary run_recorder(const RecordOptions& options,
 
   asio::io_context control{1};
   auto acceptor = open_listener(control, options.listen);
+  // Bound before the trace too; it starts once what it reads exists.
+  std::optional<AdminServer> admin;
+  if (options.admin_listen) admin.emplace(*options.admin_listen, options.admin_listen_any);
   // Writes the header at once: an unwritable --out fails here, before any traffic.
   TraceSink sink(options.out, header, options.writer,
                  Redactor(options.keep_secrets, options.redact_headers));
   ProxyShared shared{options, tls, clock, clock.now(), {}, {}};
+  shared.sampler = SessionSampler(options.sample, options.seed);
   shared.submit = [&](CapturedExchange&& captured) { sink.submit(std::move(captured)); };
+
+  std::optional<UpstreamCheck> upstream_check;
+  if (admin) {
+    upstream_check.emplace(options.upstream, tls, std::chrono::seconds(1),
+                           std::min<std::chrono::milliseconds>(options.upstream_timeout, std::chrono::seconds(1)));
+    upstream_check->start();
+    admin->start(admin_handlers(shared, sink, *upstream_check));
+  }
+  // Stops the admin thread before what its handlers read goes, however this function ends.
+  struct StopAdmin {
+    std::optional<AdminServer>& admin;
+    ~StopAdmin() {
+      if (admin) admin->stop();
+    }
+  } stop_admin{admin};
+  if (admin) {
+    if (options.on_admin_listening) options.on_admin_listening(admin->url());
+  }
 
   Controller controller(control, acceptor, shared, sink, log);
   controller.start();
-  on_listening(url_of(acceptor));
+  on_listening(net::listening_url(acceptor));
   auto stop_reason = controller.run();
 
   sink.close();
+  if (admin) admin->stop();
   RecordSummary summary;
   summary.exchanges = sink.written;
   summary.forwarded = shared.forwarded;
+  summary.sampled_out = shared.sampled_out;
+  summary.probes = shared.probes;
+  summary.excluded = shared.excluded;
   for (std::size_t kind = 0; kind < summary.errors_by_kind.size(); ++kind)
     summary.errors_by_kind[kind] = sink.errors_by_kind[kind];
   summary.tokens = sink.tokens;

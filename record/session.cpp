@@ -161,29 +161,42 @@ std::string ClientSession::body_cut_short() const {
 }
 
 // An exchange begins (forwarded or rejected): counted in flight, and what arrived of the request
-// captured when its path is recorded (the body is the caller's to take).
-void ClientSession::begin_capture(const http::request<http::string_body>& request) {
+// captured when it is recorded (the body is the caller's to take). Whether it is, is decided
+// here, before anything is copied: its path (--include-path/--exclude-path), then, for a request
+// that goes upstream, its X-Retrace-Probe mark and --sample. A rejected request is kept whatever
+// its mark or session: record's own answer to a bad client, with no body to name a session by.
+void ClientSession::begin_capture(const http::request<http::string_body>& request, bool forwarded) {
   in_flight_ = true;
   ++shared_.in_flight;
   received_at_ = clock_.now();
-  recording_ = path_selected(request.target(), options_.include_paths, options_.exclude_paths);
   capture_ = CapturedExchange{};
+  std::string_view session;
+  if (!options_.session_header.empty()) {
+    auto found = request.find(options_.session_header);
+    if (found != request.end()) session = found->value();
+  }
+  not_recorded_ = nullptr;
+  if (!path_selected(request.target(), options_.include_paths, options_.exclude_paths))
+    not_recorded_ = &shared_.excluded;
+  else if (forwarded && request.find(net::kProbeHeader) != request.end())
+    not_recorded_ = &shared_.probes;
+  else if (forwarded && !shared_.sampler.keeps_request(session, request.method_string(),
+                                                       request.target(), request.body()))
+    not_recorded_ = &shared_.sampled_out;
+  recording_ = not_recorded_ == nullptr;
   if (!recording_) return;
   auto& exchange = capture_.exchange;
   exchange.request.method = std::string(request.method_string());
   exchange.request.target = std::string(request.target());
   exchange.request.headers = copy_headers(request);
-  if (!options_.session_header.empty()) {
-    auto found = request.find(options_.session_header);
-    if (found != request.end()) exchange.session_id = std::string(found->value());
-  }
+  exchange.session_id = std::string(session);
   exchange.intended_send_ns = ns_between(shared_.run_start, received_at_);
 }
 
 void ClientSession::begin_exchange() {
   auto& request = request_parser_->get();
   ++shared_.forwarded;
-  begin_capture(request);
+  begin_capture(request, true);
   if (recording_) capture_.exchange.request.body = request.body();
   client_keep_alive_ = request.keep_alive();
   head_request_ = request.method() == http::verb::head;
@@ -340,7 +353,7 @@ void ClientSession::fail_before_response(error_code ec, net::Phase phase, const 
 // as it was read (no body), with the status record answered, the answer's headers and body, and
 // ErrorKind::rejected; its times run from when record gave up reading it.
 void ClientSession::reject(http::status status, const std::string& message) {
-  begin_capture(request_parser_->get());
+  begin_capture(request_parser_->get(), false);
   sent_at_ = received_at_;
   sent_ = true;
   std::string type = status == http::status::bad_request ? "invalid_request" : "request_too_large";
@@ -383,13 +396,19 @@ void ClientSession::complete(bool close_after) {
   do_read_request();
 }
 
+// Called once per exchange that began; counts one not recorded by why (record/metrics.hpp).
 void ClientSession::hand_over() {
-  if (!recording_) return;
+  if (!recording_) {
+    if (not_recorded_) not_recorded_->fetch_add(1, std::memory_order_relaxed);
+    not_recorded_ = nullptr;
+    return;
+  }
   recording_ = false;
   if (capture_.event_stream) worker_.last_stream = {capture_.body.size(), capture_.chunks.size()};
   auto index = shared_.captured.fetch_add(1);
   auto limit = options_.max_exchanges;
   if (limit == 0 || index < limit) shared_.submit(std::move(capture_));
+  else shared_.over_limit.fetch_add(1, std::memory_order_relaxed);
   if (limit != 0 && index + 1 == limit) shared_.on_limit();
 }
 

@@ -59,7 +59,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void on_read_request_header(error_code ec);
   void do_read_request_body();
   void on_read_request(error_code ec);
-  void begin_capture(const http::request<http::string_body>& request);
+  void begin_capture(const http::request<http::string_body>& request, bool forwarded);
   void begin_exchange();
   void acquire_upstream();
   void on_connect(error_code ec, net::Phase phase);
@@ -123,6 +123,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   bool sent_ = false;
   bool in_flight_ = false;
   bool recording_ = false;
+  std::atomic<std::uint64_t>* not_recorded_ = nullptr;  // why, when the exchange is not recorded
   bool reused_ = false;
   bool retried_ = false;
   bool cut_ = false;

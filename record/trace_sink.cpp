@@ -8,6 +8,7 @@ namespace retrace::record {
 
 void TraceSink::start(std::function<void()> on_failure) {
   on_failure_ = std::move(on_failure);
+  bytes_written = writer_.bytes_written();  // the header, written by the constructor
   thread_ = std::thread([this] {
     ::pthread_setname_np(::pthread_self(), "rt-trace");  // for top -H and perf
     run();
@@ -46,6 +47,7 @@ void TraceSink::close() {
     writer_closed_ = true;
     try {
       writer_.close();
+      note_progress();
     } catch (const std::exception& e) {
       if (error_.empty()) error_ = e.what();
       count_unflushed_as_lost();
@@ -91,13 +93,14 @@ void TraceSink::run() {
         writer_.write(exchange);
         ++written;
         unflushed = true;
+        unflushed_kinds_.push_back(exchange.error.kind);
+        note_progress();
       } catch (const std::exception& e) {
         fail(e.what());
         ++lost;
         count_unflushed_as_lost();
         continue;
       }
-      ++errors_by_kind[static_cast<std::size_t>(exchange.error.kind)];
       std::uint64_t count = 0;
       for (const auto& choice : exchange.choices) count += choice.tokens.size();
       tokens += count;
@@ -113,6 +116,7 @@ void TraceSink::flush() {
   if (failed_) return;
   try {
     writer_.flush();
+    note_progress();
   } catch (const std::exception& e) {
     fail(e.what());
     count_unflushed_as_lost();
@@ -120,13 +124,32 @@ void TraceSink::flush() {
 }
 
 void TraceSink::count_unflushed_as_lost() {
+  unflushed_kinds_.clear();  // never counted in errors_by_kind
   std::uint64_t durable = writer_.exchanges_flushed();
   if (written <= durable) return;
   lost += written - durable;
   written = durable;
 }
 
+void TraceSink::note_progress() {
+  bytes_written.store(writer_.bytes_written(), std::memory_order_relaxed);
+  // Exchanges count by kind once their frame is in the file: what a reader gets back.
+  auto open_frame = writer_.exchanges_written() - writer_.exchanges_flushed();
+  while (unflushed_kinds_.size() > open_frame) {
+    ++errors_by_kind[static_cast<std::size_t>(unflushed_kinds_.front())];
+    unflushed_kinds_.pop_front();
+  }
+  if (writer_.exchanges_flushed() >= writer_.exchanges_written()) {
+    unflushed_since_ns.store(0, std::memory_order_relaxed);
+  } else if (unflushed_since_ns.load(std::memory_order_relaxed) == 0) {
+    auto now = std::chrono::steady_clock::now().time_since_epoch();
+    unflushed_since_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(),
+                             std::memory_order_relaxed);
+  }
+}
+
 void TraceSink::fail(const std::string& message) {
+  write_failed = true;
   failed_ = true;
   error_ = message;
   if (on_failure_) on_failure_();

@@ -50,7 +50,15 @@ class TraceSink {
   std::atomic<std::uint64_t> tokens{0};
   std::atomic<std::uint64_t> lost{0};
   std::atomic<std::uint64_t> queue_full_waits{0};  // submit() calls that waited for room
-  std::array<std::atomic<std::uint64_t>, kErrorKindCount> errors_by_kind{};  // indexed by ErrorKind
+  // Exchanges in the file by ErrorKind: counted once their frame is flushed, so that they equal
+  // what a reader gets back, after a write failure too (record/metrics.hpp).
+  std::array<std::atomic<std::uint64_t>, kErrorKindCount> errors_by_kind{};
+  // For /metrics (record/metrics.hpp), read from any thread; the trace thread keeps them.
+  std::atomic<std::uint64_t> bytes_written{0};  // bytes in the trace file
+  // When the oldest exchange written but not yet flushed to the file was written (steady clock,
+  // ns since its epoch); 0 when every written exchange is flushed.
+  std::atomic<std::int64_t> unflushed_since_ns{0};
+  std::atomic<bool> write_failed{false};  // a write failed: the trace takes nothing more
   std::uint64_t bytes() const { return writer_.bytes_written(); }
   const std::string& error() const { return error_; }  // after close()
   const std::string& index_note() const { return writer_.index_note(); }  // after close()
@@ -60,6 +68,7 @@ class TraceSink {
   void flush();
   void fail(const std::string& message);
   void count_unflushed_as_lost();
+  void note_progress();  // bytes_written and unflushed_since_ns after a write or a flush
 
   TraceWriter writer_;
   WriterOptions options_;
@@ -74,6 +83,7 @@ class TraceSink {
   bool closing_ = false;                // guarded by mutex_
   bool failed_ = false;                 // trace thread only (then read after join)
   bool writer_closed_ = false;
+  std::deque<ErrorKind> unflushed_kinds_;  // trace thread: written, frame not yet in the file
   std::string error_;
   std::thread thread_;
 };

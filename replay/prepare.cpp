@@ -43,6 +43,18 @@ std::string wire_head(const PreparedRequest& prepared, std::string_view body) {
   return head;
 }
 
+std::string marked_as_probe(std::string_view head) {
+  // The head ends with the empty line (CRLF CRLF); the field goes before it.
+  auto end = head.size() >= 2 ? head.size() - 2 : head.size();
+  std::string marked(head.substr(0, end));
+  marked += net::kProbeHeader;
+  marked += ": ";
+  marked += net::kProbeHeaderValue;
+  marked += "\r\n";
+  marked += head.substr(end);
+  return marked;
+}
+
 Preparer::Preparer(const Options& options, const Preflight& checked)
     : options_(options), checked_(checked) {
   for (const auto& header : options.headers) overridden_.insert(ascii_lower(header.name));

@@ -55,6 +55,9 @@ struct Prepared {
 // a POST, its Content-Length; keep-alive), as Beast serialises it. Throws what Beast throws for
 // a request it cannot send.
 std::string wire_head(const PreparedRequest& prepared, std::string_view body);
+// `head` (a wire_head) with X-Retrace-Probe: 1 added (net/http_rules.hpp): a request that is not
+// part of the measured run (a --warmup request), which `retrace record` keeps out of its trace.
+std::string marked_as_probe(std::string_view head);
 
 // One session's requests (a single request without --sessions), run one after the other.
 struct Chain {

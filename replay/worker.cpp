@@ -181,7 +181,12 @@ asio::awaitable<std::optional<SessionAnswer>> Worker::run_exchange(
       if (filled) sent = &*filled;
       else if (prepared.secret_body && !changes_body(answers)) sent = &*prepared.secret_body;
       if (prepared.sends_redacted && shared_.record) shared_.sent_redacted.fetch_add(1);
-      co_await stream(flight, request_head(flight, prepared, answers, *sent), *sent);
+      const std::string* head = &request_head(flight, prepared, answers, *sent);
+      if (!shared_.record) {  // a warm-up: not trace traffic
+        flight.head = marked_as_probe(*head);
+        head = &flight.head;
+      }
+      co_await stream(flight, *head, *sent);
     } catch (const std::exception& e) {
       flight.failure = e.what();
     }

@@ -1,19 +1,14 @@
 #include "sim/metrics.hpp"
 
-#include "sim/json_out.hpp"
+#include "base/prometheus.hpp"
 
 namespace retrace::sim {
 
-using namespace std::string_view_literals;
-
 std::string Metrics::prometheus(std::string_view model_name) const {
-  std::string text;
+  PrometheusText text;
   auto metric = [&](std::string_view name, std::string_view type, std::string_view help, std::uint64_t value) {
-    for (std::string_view piece : {"# HELP "sv, name, " "sv, help, "\n# TYPE "sv, name, " "sv, type, "\n"sv, name,
-                                   "{model_name=\""sv, model_name, "\"} "sv})
-      text += piece;
-    put_number(text, value);
-    text += '\n';
+    text.family(name, type, help);
+    text.sample(name, {{"model_name", model_name}}, value);
   };
   metric("retrace_sim_requests_running", "gauge", "Requests in the running batch.", requests_running);
   metric("retrace_sim_requests_waiting", "gauge", "Requests waiting to join the batch.", requests_waiting);
@@ -25,7 +20,7 @@ std::string Metrics::prometheus(std::string_view model_name) const {
   metric("retrace_sim_requests_cancelled_total", "counter",
          "Requests dropped because the client went away or the server stopped.", requests_cancelled);
   metric("retrace_sim_steps_total", "counter", "Batch iterations run.", steps);
-  return text;
+  return text.take();
 }
 
 }  // namespace retrace::sim

@@ -14,7 +14,9 @@
 #include <boost/beast/http.hpp>
 
 #include "net/accept_backoff.hpp"
+#include "net/listener.hpp"
 #include "net/run_handlers.hpp"
+#include "base/prometheus.hpp"
 #include "base/stop_signals.hpp"
 #include "net/url.hpp"
 #include "sim/api.hpp"
@@ -52,18 +54,7 @@ class Server final : public SessionOwner {
   }
 
   void listen(std::ostream& announce) {
-    net::ListenAddress address = net::parse_listen(options_.listen);
-    boost::system::error_code ec;
-    auto ip = asio::ip::make_address(address.host, ec);
-    if (ec) throw std::runtime_error("--listen " + options_.listen + ": '" + address.host + "' is not an IP address; try 127.0.0.1:8000");
-    tcp::endpoint endpoint(ip, address.port);
-    acceptor_.open(endpoint.protocol());
-    acceptor_.set_option(asio::socket_base::reuse_address(true));
-    acceptor_.bind(endpoint, ec);
-    if (ec) throw std::runtime_error("cannot listen on " + options_.listen + ": " + ec.message() + " (try another port, or port 0 for any free one)");
-    acceptor_.listen(asio::socket_base::max_listen_connections);
-    auto bound = acceptor_.local_endpoint();
-    std::string host = bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
+    net::listen_on(acceptor_, net::parse_listen(options_.listen), "--listen");
     log_ << "retrace serve: simulator model '" << options_.model_name
          << "' (a deterministic toy, not a real LLM); batch variance " << (options_.batch_variance ? "on" : "off")
          << ", prefix cache " << (options_.prefix_cache ? "on" : "off")
@@ -71,7 +62,7 @@ class Server final : public SessionOwner {
          << (options_.latency_model ? "on" : "off") << ", max batch " << options_.max_batch;
     if (answers_.size()) log_ << ", " << answers_.size() << " known answers";
     log_ << std::endl;
-    announce << "listening on http://" << host << ":" << bound.port() << std::endl;
+    announce << "listening on " << net::listening_url(acceptor_) << std::endl;
     do_accept();
     // The first signal drains, on the server's own thread; a second exits 130 at once.
     signals_.emplace([this] { asio::post(io_, [this] { begin_shutdown(); }); });
@@ -258,7 +249,7 @@ void Server::handle(Session& session, std::shared_ptr<Session> self, HttpRequest
       return session.respond_error(error);
     }
   } else if (path == "/metrics") {
-    return get ? session.respond(200, "text/plain; version=0.0.4", metrics_.prometheus(options_.model_name))
+    return get ? session.respond(200, std::string(kPrometheusContentType), metrics_.prometheus(options_.model_name))
                : wrong_method("GET");
   } else {
     return session.respond_error({404,

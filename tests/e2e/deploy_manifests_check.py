@@ -9,6 +9,9 @@ deserialized); the few fields newer than those models are listed in NEWER with t
 version. Quantities, names and label values are checked as the API server would. Then what
 sharding needs: an Indexed Job whose shards all run at once, are not retried and do not stop one
 another, a pinned image, a run id in names and paths, a ReadWriteMany claim with a storage class.
+And what a record sidecar needs (check_sidecar): its upstream another container of the pod, its
+probes on its admin port's /healthz and /readyz, its --out on a claimed volume with a --max-disk
+budget, and a Service that sends clients to its --listen port.
 """
 import json
 import re
@@ -24,7 +27,8 @@ NEWER = {
     ("V1JobSpec", "maxFailedIndexes"): (int, "1.29"),
 }
 KINDS = {("v1", "PersistentVolumeClaim"): "V1PersistentVolumeClaim", ("v1", "Pod"): "V1Pod",
-         ("batch/v1", "Job"): "V1Job"}
+         ("batch/v1", "Job"): "V1Job", ("apps/v1", "Deployment"): "V1Deployment",
+         ("v1", "Service"): "V1Service"}
 QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -132,10 +136,13 @@ def check_sharding(documents):
     for path, document in documents:
         by_kind.setdefault(document["kind"], []).append((path, document))
     claims = {d["metadata"]["name"]: (p, d) for p, d in by_kind.get("PersistentVolumeClaim", [])}
-    for path, claim in claims.values():
+    shared = {volume.get("persistentVolumeClaim", {}).get("claimName")
+              for _, job in by_kind.get("Job", []) + by_kind.get("Pod", [])
+              for volume in (job["spec"].get("template", {}).get("spec") or job["spec"]).get("volumes", [])}
+    for name, (path, claim) in claims.items():
         if not claim["spec"].get("storageClassName"):
-            problem(f"{path}.spec.storageClassName", "empty: name a ReadWriteMany storage class")
-        if claim["spec"].get("accessModes") != ["ReadWriteMany"]:
+            problem(f"{path}.spec.storageClassName", "empty: name a storage class")
+        if name in shared and claim["spec"].get("accessModes") != ["ReadWriteMany"]:
             problem(f"{path}.spec.accessModes", "every shard's pod mounts it: ReadWriteMany")
     for path, job in by_kind.get("Job", []):
         spec = job["spec"]
@@ -166,9 +173,79 @@ def check_sharding(documents):
                 problem(f"{path}...containers.{container['name']}", "no memory request")
 
 
+def flag_values(args):
+    """{--flag: value or True} of a command line's flags."""
+    values = {}
+    for i, arg in enumerate(args):
+        if arg.startswith("--"):
+            following = args[i + 1] if i + 1 < len(args) else None
+            values[arg] = following if following is not None and not following.startswith("--") else True
+    return values
+
+
+def port_number(port, container):
+    if isinstance(port, int):
+        return port
+    for item in container.get("ports", []):
+        if item.get("name") == port:
+            return item["containerPort"]
+    return None
+
+
+def check_sidecar(documents):
+    claims = {d["metadata"]["name"] for _, d in documents if d["kind"] == "PersistentVolumeClaim"}
+    services = [(p, d) for p, d in documents if d["kind"] == "Service"]
+    for path, deployment in documents:
+        if deployment["kind"] != "Deployment":
+            continue
+        template = deployment["spec"]["template"]
+        pod = template["spec"]
+        labels = template.get("metadata", {}).get("labels", {})
+        for container in pod["containers"]:
+            args = [str(a) for a in container.get("args", [])]
+            if args[:1] != ["record"]:
+                continue
+            where = f"{path}...containers.{container['name']}"
+            flags = flag_values(args)
+            admin = flags.get("--admin-listen")
+            if not isinstance(admin, str):
+                problem(where, "no --admin-listen: the probes have nothing to ask")
+                continue
+            admin_host, admin_port = admin.rsplit(":", 1)
+            if admin_host not in ("127.0.0.1", "::1") and "--admin-listen-any" not in flags:
+                problem(where, "--admin-listen on a non-loopback address needs --admin-listen-any")
+            for probe, path_wanted in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+                get = container.get(probe, {}).get("httpGet", {})
+                if get.get("path") != path_wanted or port_number(get.get("port"), container) != int(admin_port):
+                    problem(f"{where}.{probe}", f"not GET {path_wanted} on the admin port {admin_port}")
+            upstream = re.match(r"^http://(127\.0\.0\.1|localhost):(\d+)", str(flags.get("--upstream", "")))
+            others = {port["containerPort"] for other in pod["containers"] if other is not container
+                      for port in other.get("ports", [])}
+            if not upstream or int(upstream.group(2)) not in others:
+                problem(f"{where}.args", "--upstream is not another container of the pod (http://127.0.0.1:PORT)")
+            out = str(flags.get("--out", ""))
+            mounts = {m["mountPath"].rstrip("/"): m["name"] for m in container.get("volumeMounts", [])}
+            volume = mounts.get(out.rstrip("/"))
+            claimed = {v["name"] for v in pod.get("volumes", [])
+                       if v.get("persistentVolumeClaim", {}).get("claimName") in claims}
+            if volume not in claimed:
+                problem(f"{where}.args", f"--out {out} is not a mounted volume with a claim of its own")
+            if "--max-disk" not in flags:
+                problem(f"{where}.args", "no --max-disk: segments would fill the volume")
+            listen_port = int(str(flags.get("--listen", ":8080")).rsplit(":", 1)[1])
+            routed = [s for _, s in services
+                      if all(labels.get(k) == v for k, v in s["spec"].get("selector", {}).items())
+                      and any(port_number(p.get("targetPort", p.get("port")), container) == listen_port
+                              for p in s["spec"].get("ports", []))]
+            if not routed:
+                problem(where, f"no Service sends clients to record's --listen port {listen_port}")
+
+
 def main(argv):
     if argv[:1] == ["--args"]:
         for document in yaml.safe_load_all(open(argv[1])):
+            if document["kind"] not in ("Job", "Deployment"):
+                continue
             for container in document["spec"]["template"]["spec"]["containers"]:
                 print(json.dumps(container["args"]))
         return 0
@@ -188,6 +265,7 @@ def main(argv):
             check_conventions(document, path)
             documents.append((path, document))
     check_sharding(documents)
+    check_sidecar(documents)
     for line in problems:
         print(line, file=sys.stderr)
     return 1 if problems else 0

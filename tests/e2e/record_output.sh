@@ -1,6 +1,8 @@
 # Where the trace cannot be written: an unwritable --out fails at start with exit 2 and a clear
 # message; a disk that fills mid-run (a 64 KiB tmpfs, when this machine lets us mount one) stops
-# the proxy loudly with exit 2 and leaves a readable trace of what was flushed.
+# the proxy loudly with exit 2 and leaves a readable trace of what was flushed; meanwhile, its admin
+# endpoint's /readyz says 503, the trace cannot be written (an exchange held in flight by a stalled
+# upstream keeps it draining until a second signal cuts it).
 . "$(dirname "$0")/lib.sh"
 
 start_listening faulty python3 "$ROOT/tests/e2e/record_faults_upstream.py"
@@ -23,13 +25,23 @@ fi
 trap 'umount "$WORK/small" 2>/dev/null || true; _cleanup' EXIT
 
 start_listening proxy "$RETRACE" record --upstream "$faulty_URL" --out "$WORK/small/run.rtrace" \
-  --listen 127.0.0.1:0 --flush-every 1 --no-server-info
+  --listen 127.0.0.1:0 --flush-every 1 --no-server-info --admin-listen 127.0.0.1:0 --drain-timeout 60s
+ADMIN=$(grep -m1 -oE 'admin on http://[^ ]+' "$WORK/proxy.out" | sed 's/^admin on //')
+curl -s -o /dev/null --max-time 120 "$proxy_URL/stall" &
+_PIDS+=($!)
+wait_for_line "$WORK/faulty.err" "/stall"
 # Incompressible request bodies fill 64 KiB within a few exchanges.
 for i in $(seq 1 40); do
   head -c 6000 /dev/urandom | base64 -w0 >"$WORK/body.txt"
   curl -s -o /dev/null --max-time 5 --data-binary @"$WORK/body.txt" "$proxy_URL/ok" || break
   kill -0 "$proxy_PID" 2>/dev/null || break
 done
+unwritable() {
+  [[ $(curl -s -o "$WORK/readyz" -w '%{http_code}' "$ADMIN/readyz") == 503 ]] &&
+    grep -q "the trace cannot be written" "$WORK/readyz"
+}
+wait_until "/readyz saying the trace cannot be written" unwritable
+kill -INT "$proxy_PID"  # the second stop request: cut the stalled exchange now
 set +e
 for i in $(seq 1 100); do kill -0 "$proxy_PID" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$proxy_PID" 2>/dev/null && fail "the proxy kept running with a full disk"
