@@ -253,6 +253,9 @@ int run_sweep_command(CLI::App& command, SweepArgs& args) {
     sweep::save_history(summary, dir);
     return run_find_command(args, plan, summary, dir);
   }
+  for (auto flag : {"--slo", "--attainment", "--stable", "--precision", "--max-probes", "--find-from"})
+    if (command.count(flag) > 0)
+      throw std::invalid_argument(std::string(flag) + " belongs to a capacity search: add --find concurrency|rate|speed");
   const fs::path dir = args.resume.empty() ? fs::path(args.out) : fs::path(args.resume);
   sweep::Plan plan = args.resume.empty() ? new_plan(command, args, dir) : resumed_plan(command, args, dir);
 
