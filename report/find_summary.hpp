@@ -75,7 +75,7 @@ struct FindSummary {
   double start = 1;             // the first load, also the baseline
   int extensions = 1;           // more runs an undecided probe at the boundary may get
   double max_error_rate = 0;
-  std::vector<FindProbe> probes;  // by load, ascending; the control first
+  std::vector<FindProbe> probes;  // by load, ascending; the control after the baseline
   FindAnswer answer;
   std::size_t runs = 0;  // replays made, the control and extensions included
 };

@@ -198,7 +198,7 @@ std::vector<Pooled> isotonic_non_increasing(const std::vector<Pooled>& points) {
 void judge(FindSummary& summary) {
   summary.answer = FindAnswer{};
   std::stable_sort(summary.probes.begin(), summary.probes.end(), [](const FindProbe& a, const FindProbe& b) {
-    return a.level != b.level ? a.level < b.level : a.control > b.control;
+    return a.level != b.level ? a.level < b.level : a.control < b.control;
   });
   std::vector<FindProbe*> probes;
   for (auto& probe : summary.probes)

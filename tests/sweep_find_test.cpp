@@ -94,13 +94,17 @@ TEST_CASE("a monotone curve is bracketed by doubling and bisected to adjacent co
 
 TEST_CASE("one noisy probe below a passing one cannot misplace the boundary") {
   auto summary = search("concurrency");
-  add_run(summary, 4, false, outcome(100, 99));
-  add_run(summary, 8, false, outcome(100, 93));   // noise: below the target on its own
-  add_run(summary, 16, false, outcome(100, 97));  // a higher load that passes
-  add_run(summary, 32, false, outcome(100, 50));
-  // The fit pools 8 with 16 (95 %): both pass, so the boundary lies between 16 and 32.
+  add_run(summary, 4, false, outcome(1000, 995));
+  add_run(summary, 8, false, outcome(1000, 930));   // noise: clearly below the target on its own
+  add_run(summary, 16, false, outcome(1000, 990));  // a higher load that passes
+  add_run(summary, 32, false, outcome(1000, 500));
+  CHECK(summary.probes[1].attainment == Approx(0.93));
+  // The fit pools 8 with 16 (96 %, its interval above the target): both pass, so the boundary
+  // lies between 16 and 32, and the next probe bisects there.
   CHECK(summary.answer.feasible_max == 16);
   CHECK(summary.answer.infeasible_min == 32);
+  CHECK(summary.probes[1].fitted == Approx(0.96));
+  CHECK(summary.probes[1].verdict == "pass");
   auto next = next_probe(summary);
   REQUIRE(next);
   CHECK(next->level == 24);

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # sweep --find concurrency against `retrace serve --max-batch 16` with its latency model: the SLO is
 # an e2e limit a third above a full batch's p99 (measured here), so the largest concurrency that
-# meets it is where waiting for one of the 16 slots starts to break it: 16 to 20, in at most 12
-# runs. The search is cut by its budget first (exit 3), then continued with --resume (exit 0):
+# meets it is where waiting for one of the 16 slots starts to break it: 16 to 20, at most 12 loads
+# probed (a probe whose interval straddles the target is run once more, so up to 16 runs). The search is cut by its budget first (exit 3), then continued with --resume (exit 0):
 # search_history.json carries it. Then the refusals.
 . "$(dirname "$0")/lib.sh"
 
 "$RETRACE" import "$ROOT/traces/open-ended.jsonl" --out "$WORK/open.rtrace" 2>/dev/null
-# A fast latency model (a batch iteration of 1 ms + 0.25 ms a sequence) keeps each probe short.
+# A fast latency model (a batch iteration of 0.5 ms + 0.25 ms a sequence) keeps each probe short;
+# answers of one length (32 tokens, ignore_eos) make a request that waits for a slot wait long.
 start_listening SERVE "$RETRACE" serve --listen 127.0.0.1:0 --max-batch 16 \
-  --decode-step-ms 1 --decode-ms-per-sequence 0.25 --prefill-ms-per-token 0.002
-REQUESTS=(--requests 200 --set max_tokens=48)
+  --decode-step-ms 0.5 --decode-ms-per-sequence 0.25 --prefill-ms-per-token 0.002
+REQUESTS=(--requests 100 --set max_tokens=32 --set ignore_eos=true)
 
 # A full batch's p99 e2e, measured on this machine now; the SLO a third above it.
 "$RETRACE" replay "$WORK/open.rtrace" --target "$SERVE_URL" -c 16 "${REQUESTS[@]}" --out "$WORK/full.rtrace" \
@@ -35,15 +36,17 @@ done
 
 # --resume continues it with a larger budget: the four runs are not made again.
 status=0
-"$RETRACE" sweep --resume "$WORK/cap" --max-probes 12 >"$WORK/cap.out" 2>"$WORK/cap.err" || status=$?
+"$RETRACE" sweep --resume "$WORK/cap" --max-probes 16 >"$WORK/cap.out" 2>"$WORK/cap.err" || status=$?
 [[ $status == 0 ]] || { cat "$WORK/cap.err" >&2; fail "the resumed search: exit $status, want 0"; }
 check_contains "$WORK/cap.err" "4 runs already done" "resume keeps the finished runs"
 S="$WORK/cap/summary.json"
 feasible=$(json "$S" 's.feasible_max')
 runs=$(json "$S" 's.runs')
-echo "feasible_max $feasible, infeasible_min $(json "$S" 's.infeasible_min') in $runs runs" >&2
+probes=$(json "$S" 's.probes.length')
+echo "feasible_max $feasible, infeasible_min $(json "$S" 's.infeasible_min'): $probes loads probed in $runs runs" >&2
 (( feasible >= 16 && feasible <= 20 )) || { cat "$WORK/cap.out" >&2; fail "feasible_max $feasible, want 16 to 20"; }
-(( runs <= 12 )) || fail "$runs runs, want at most 12"
+(( probes <= 12 )) || fail "$probes loads probed, want at most 12"
+check_eq "$(json "$S" 's.probes.reduce((a,p)=>a+p.runs.length,0)')" "$runs" "every run belongs to one probe"
 check_eq "$(json "$S" 's.infeasible_min > s.feasible_max')" "true" "infeasible_min lies above feasible_max"
 check_eq "$(json "$S" 's.binding_constraint.name')" "e2e" "the binding constraint"
 check_eq "$(json "$S" 's.probes.length == new Set(s.probes.map(p=>p.level)).size')" "true" "one probe per load"
