@@ -7,11 +7,13 @@
 . "$(dirname "$0")/lib.sh"
 
 "$RETRACE" import "$ROOT/traces/open-ended.jsonl" --out "$WORK/open.rtrace" 2>/dev/null
-# A fast latency model (a batch iteration of 0.5 ms + 0.25 ms a sequence) keeps each probe short;
-# answers of one length (32 tokens, ignore_eos) make a request that waits for a slot wait long.
+# A batch iteration of 4 ms + 1 ms a sequence (20 ms at a full batch: long beside a loaded
+# machine's scheduling noise, the simulator's own compute a small part of it) and short answers of
+# one length (16 tokens, ignore_eos), so probes stay short and a request that waits for a slot
+# waits a whole answer.
 start_listening SERVE "$RETRACE" serve --listen 127.0.0.1:0 --max-batch 16 \
-  --decode-step-ms 0.5 --decode-ms-per-sequence 0.25 --prefill-ms-per-token 0.002
-REQUESTS=(--requests 100 --set max_tokens=32 --set ignore_eos=true)
+  --decode-step-ms 4 --decode-ms-per-sequence 1 --prefill-ms-per-token 0.002
+REQUESTS=(--requests 100 --set max_tokens=16 --set ignore_eos=true)
 
 # A full batch's p99 e2e, measured on this machine now; the SLO a third above it.
 "$RETRACE" replay "$WORK/open.rtrace" --target "$SERVE_URL" -c 16 "${REQUESTS[@]}" --out "$WORK/full.rtrace" \
@@ -24,13 +26,13 @@ echo "full batch p99 e2e ${p99} ms; SLO $SLO" >&2
 
 # The budget runs out first: exit 3, what was found so far, and how to go on.
 status=0
-"$RETRACE" sweep "$WORK/open.rtrace" --target "$SERVE_URL" --find concurrency --slo "$SLO" "${REQUESTS[@]}" \
-  --max-probes 4 --out "$WORK/cap" >"$WORK/cut.out" 2>"$WORK/cut.err" || status=$?
+"$RETRACE" sweep "$WORK/open.rtrace" --target "$SERVE_URL" --find concurrency --find-from 4 --slo "$SLO" \
+  "${REQUESTS[@]}" --max-probes 4 --out "$WORK/cap" >"$WORK/cut.out" 2>"$WORK/cut.err" || status=$?
 [[ $status == 3 ]] || { cat "$WORK/cut.err" >&2; fail "a search cut by --max-probes 4: exit $status, want 3"; }
 check_eq "$(json "$WORK/cap/search_history.json" 's.search.runs')" "4" "search_history.json after the cut"
 check_eq "$(json "$WORK/cap/summary.json" 's.status')" "unresolved" "status after the cut"
 check_contains "$WORK/cut.out" "--resume" "the cut search says how to continue"
-for f in search_history.json plan.json summary.json c1-r1.rtrace; do
+for f in search_history.json plan.json summary.json c4-r1.rtrace; do
   check_eq "$(stat -c %a "$WORK/cap/$f")" 600 "mode of $f"
 done
 
@@ -50,7 +52,7 @@ check_eq "$(json "$S" 's.probes.reduce((a,p)=>a+p.runs.length,0)')" "$runs" "eve
 check_eq "$(json "$S" 's.infeasible_min > s.feasible_max')" "true" "infeasible_min lies above feasible_max"
 check_eq "$(json "$S" 's.binding_constraint.name')" "e2e" "the binding constraint"
 check_eq "$(json "$S" 's.probes.length == new Set(s.probes.map(p=>p.level)).size')" "true" "one probe per load"
-check_eq "$(json "$S" 's.probes.slice(0,4).map(p=>p.level).join()')" "1,2,4,8" "doubling from 1"
+check_eq "$(json "$S" 's.probes.slice(0,3).map(p=>p.level).join()')" "4,8,16" "doubling from --find-from 4"
 check_eq "$(json "$S" 's.probes.filter(p=>p.level<=16).every(p=>p.verdict!="fail")')" "true" "no fail at a full batch or less"
 ls "$WORK/cap"/c*-r1.rtrace | wc -l | grep -qx "$(json "$S" 's.probes.length')" || fail "a trace per probe"
 # The probe lines on stderr, the summary on stdout, the page with its charts.
