@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "base/splitmix.hpp"
+#include "metrics/statistics.hpp"
 #include "sweep/find.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -56,6 +57,14 @@ double served(double c) {
 }
 
 }  // namespace
+
+TEST_CASE("the Clopper-Pearson lower bound mirrors the upper one") {
+  CHECK(*metrics::clopper_pearson_lower(100, 100) == Approx(std::pow(0.05, 0.01)));
+  CHECK(*metrics::clopper_pearson_lower(0, 10) == 0.0);
+  CHECK_FALSE(metrics::clopper_pearson_lower(0, 0).has_value());
+  CHECK(*metrics::clopper_pearson_lower(93, 100) == Approx(1 - *metrics::clopper_pearson_upper(7, 100)));
+  CHECK(*metrics::clopper_pearson_lower(93, 100) < 0.93);
+}
 
 TEST_CASE("the isotonic fit pools adjacent violators weighted by their trials") {
   auto fit = isotonic_non_increasing({{9, 10}, {10, 10}, {5, 10}, {6, 10}});
