@@ -57,17 +57,24 @@ std::vector<std::string> answer_lines(const FindSummary& summary) {
     if (auto binding = binding_text(summary); !binding.empty()) lines.push_back("Binding constraint: " + binding + ".");
   }
   if (summary.stable) {
-    std::string control = summary.control_rate ? " (control: " + percent(*summary.control_rate) + " differ)" : "";
+    std::string control = summary.control_rate ? "; the control: " + percent(*summary.control_rate) + " differ" : "";
     if (answer.stable_status == "found")
-      lines.push_back("Largest " + axis + " whose answers stay the same: " + optional_level(answer.stable_max) +
-                      (answer.unstable_min ? " (they differ from " + level_text(*answer.unstable_min) + ")"
-                                           : " (the same at every load probed)") +
-                      control + ".");
+      lines.push_back("Largest " + axis + " whose answers stay the same: " + optional_level(answer.stable_max) + " (" +
+                      (answer.unstable_min ? "they differ from " + level_text(*answer.unstable_min)
+                                           : std::string("the same at every load probed")) +
+                      control + ").");
     else
       lines.push_back("Answers stay the same up to " + optional_level(answer.stable_max) + ", differ from " +
-                      optional_level(answer.unstable_min) + ": not resolved" + control + ".");
+                      optional_level(answer.unstable_min) + ": not resolved (continue with --resume and a larger "
+                      "--max-probes" + control + ").");
   }
   return lines;
+}
+
+// Attainment, its fit and interval as cells; dashes for a search on --stable only (no SLO).
+std::vector<std::string> attainment_cells(const FindSummary& summary, const FindProbe& probe) {
+  if (summary.slo.empty()) return {"—", "—", "—"};
+  return {percent(probe.attainment), percent(probe.fitted), percent(probe.ci_low) + "–" + percent(probe.ci_high)};
 }
 
 std::string differing_text(const FindProbe& probe) {
@@ -165,14 +172,16 @@ std::string find_to_markdown(const FindSummary& summary) {
   out << "| " << summary.axis
       << " | order | runs | requests | met | attainment | fit | interval | verdict | errors | req/s | output tok/s "
          "| differing | answers |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& probe : summary.probes)
+  for (const auto& probe : summary.probes) {
+    auto cells = attainment_cells(summary, probe);
     out << "| " << level_text(probe.level) << (probe.control ? " (control)" : "") << " | " << probe.order << " | "
-        << probe.runs.size() << " | " << probe.requests << " | " << probe.met << " | " << percent(probe.attainment)
-        << " | " << percent(probe.fitted) << " | " << percent(probe.ci_low) << "–" << percent(probe.ci_high) << " | "
+        << probe.runs.size() << " | " << probe.requests << " | " << (summary.slo.empty() ? "—" : std::to_string(probe.met))
+        << " | " << cells[0] << " | " << cells[1] << " | " << cells[2] << " | "
         << (summary.slo.empty() ? "—" : probe.control ? "control" : probe.verdict)
         << (probe.oversaturated ? " (cut: backlog grew)" : "") << " | " << probe.errors << " | "
         << fixed(probe.requests_per_s, 2) << " | " << fixed(probe.output_tokens_per_s, 1) << " | "
         << differing_text(probe) << " | " << (probe.stable_verdict.empty() ? "—" : probe.stable_verdict) << " |\n";
+  }
   return out.str();
 }
 
@@ -228,13 +237,15 @@ HtmlReport find_report(const FindSummary& summary) {
   table.caption = "Every load probed, in load order; the fit is the isotonic (monotone) fit over all probes.";
   table.columns = {summary.axis, "runs", "requests", "met", "attainment", "fit", "interval", "verdict", "errors", "req/s",
                    "differing", "answers"};
-  for (const auto& probe : summary.probes)
+  for (const auto& probe : summary.probes) {
+    auto cells = attainment_cells(summary, probe);
     table.rows.push_back({level_text(probe.level) + (probe.control ? " (control)" : ""), std::to_string(probe.runs.size()),
-                          std::to_string(probe.requests), std::to_string(probe.met), percent(probe.attainment),
-                          percent(probe.fitted), percent(probe.ci_low) + "–" + percent(probe.ci_high),
-                          probe.control ? "control" : probe.verdict + (probe.oversaturated ? " (cut)" : ""),
+                          std::to_string(probe.requests), summary.slo.empty() ? "—" : std::to_string(probe.met), cells[0],
+                          cells[1], cells[2],
+                          summary.slo.empty() ? "—" : probe.control ? "control" : probe.verdict + (probe.oversaturated ? " (cut)" : ""),
                           std::to_string(probe.errors), fixed(probe.requests_per_s, 2), differing_text(probe),
                           probe.stable_verdict.empty() ? "—" : probe.stable_verdict});
+  }
   report.tables.push_back(std::move(table));
   return report;
 }

@@ -159,7 +159,8 @@ bool run_find(Plan& plan, FindSummary& summary, const fs::path& dir, const FindI
     log << "sweep: probe " << (summary.runs + 1) << " (" << planned.name << "): " << to_string(plan.axis) << " "
         << level_text(next->level) << (next->control ? ", the baseline again as the control" : "") << " ..."
         << std::flush;
-    // An open-loop run whose backlog keeps growing is cut: the server cannot keep up.
+    // A rate run whose backlog (requests due by the schedule, not yet finished) keeps growing is cut:
+    // the server cannot keep up. (Recorded timing has no such count here: speed probes run whole.)
     std::atomic<bool> cut{false}, stop_run{false};
     BacklogWatch watch(std::max(8.0, next->level * longest_limit_s(slo) * 2));
     const auto started = std::chrono::steady_clock::now();
