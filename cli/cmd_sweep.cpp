@@ -315,7 +315,7 @@ void add_sweep(CLI::App& root, Registry& registry) {
       "Capacity search (--find concurrency|rate|speed): the largest load at which --attainment of the requests meet "
       "every --slo limit. It doubles from --find-from, then bisects (integers for concurrency, to --precision for rate "
       "and speed), judging each probe on its attainment with a Clopper-Pearson interval and the error rate, over a "
-      "monotone (isotonic) fit of all probes; a probe whose interval straddles the target is run again once. A --find rate "
+      "monotone (isotonic) fit of all probes; a probe at the final boundary whose interval straddles the target is run again once. A --find rate "
       "probe whose backlog keeps growing is cut and fails. With --stable RATE it also finds the largest load whose "
       "answers stay the same as the baseline's. It writes summary.json (feasible_max, infeasible_min, "
       "binding_constraint, stable_max, probes), summary.md, summary.csv, report.html and search_history.json (after every "

@@ -133,22 +133,29 @@ void judge_stable(FindSummary& summary, std::vector<FindProbe*>& probes) {
     answer.stable_status = "found";  // the same answers at every load probed below the SLO boundary
 }
 
-std::optional<NextProbe> slo_step(const FindSummary& summary) {
-  const auto& answer = summary.answer;
-  for (auto level : {answer.feasible_max, answer.infeasible_min}) {
+// One more run at an undecided boundary probe, while it has extensions left.
+std::optional<NextProbe> extension(const FindSummary& summary, std::initializer_list<std::optional<double>> levels) {
+  for (const auto& level : levels) {
     if (!level) continue;
     const auto* probe = probe_at(summary, *level);
     if (probe && probe->verdict == "undecided" && probe->runs.size() < std::size_t(1 + summary.extensions))
       return NextProbe{*level};
   }
+  return std::nullopt;
+}
+
+// Bracket, then bisect; only the final boundary's probes are extended (an undecided probe met on
+// the way is settled by the probes around it, through the fit).
+std::optional<NextProbe> slo_step(const FindSummary& summary) {
+  const auto& answer = summary.answer;
   if (!answer.infeasible_min) return NextProbe{grow(*answer.feasible_max)};
   if (!answer.feasible_max) {
-    auto lower = shrink(summary, *answer.infeasible_min);
-    if (!lower) return std::nullopt;
-    return NextProbe{*lower};
+    if (auto lower = shrink(summary, *answer.infeasible_min)) return NextProbe{*lower};
+    return extension(summary, {answer.infeasible_min});
   }
-  if (resolved(summary, *answer.feasible_max, *answer.infeasible_min)) return std::nullopt;
-  return NextProbe{middle(summary, *answer.feasible_max, *answer.infeasible_min)};
+  if (!resolved(summary, *answer.feasible_max, *answer.infeasible_min))
+    return NextProbe{middle(summary, *answer.feasible_max, *answer.infeasible_min)};
+  return extension(summary, {answer.feasible_max, answer.infeasible_min});
 }
 
 std::optional<NextProbe> stable_step(const FindSummary& summary) {
