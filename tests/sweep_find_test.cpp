@@ -265,3 +265,40 @@ TEST_CASE("search_history.json gives back the probes and the answer") {
   std::filesystem::remove(dir.path / "search_history.json");
   CHECK_THROWS_WITH(load_history(dir.path), Catch::Contains("search_history.json"));
 }
+
+TEST_CASE("with an SLO and --stable both boundaries are found in one search") {
+  auto summary = search("concurrency", 24);
+  summary.stable = 0.0;
+  judge(summary);
+  while (auto next = next_probe(summary)) {
+    REQUIRE(summary.runs < summary.max_probes);
+    auto run = outcome(100, next->level <= 16 ? 100 : 50);
+    run.compared = 100;
+    run.differing = next->level >= 3 && !next->control ? 40 : 0;
+    add_run(summary, next->level, next->control, run);
+  }
+  CHECK(summary.answer.status == "found");
+  CHECK(summary.answer.feasible_max == 16);
+  CHECK(summary.answer.infeasible_min == 17);
+  CHECK(summary.answer.stable_status == "found");
+  CHECK(summary.answer.stable_max == 2);
+  CHECK(summary.answer.unstable_min == 3);
+  CHECK(report::find_exit_status(summary.answer) == report::kFindFound);
+  // Answers that never change: the same at every load probed, and the search ends at the SLO
+  // boundary (no probe past it for stability's sake).
+  auto same = search("concurrency", 24);
+  same.stable = 0.0;
+  judge(same);
+  while (auto next = next_probe(same)) {
+    REQUIRE(same.runs < same.max_probes);
+    auto run = outcome(100, next->level <= 16 ? 100 : 50);
+    run.compared = 100;
+    run.differing = 0;
+    add_run(same, next->level, next->control, run);
+  }
+  CHECK(same.answer.feasible_max == 16);
+  CHECK(same.answer.stable_status == "found");
+  CHECK_FALSE(same.answer.unstable_min);
+  CHECK(same.probes.back().level == 32);
+  CHECK(report::find_exit_status(same.answer) == report::kFindFound);
+}
