@@ -7,12 +7,14 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <unordered_map>
 
 #include <boost/json.hpp>
 
 #include "base/described_json.hpp"
 #include "base/json_text.hpp"
 #include "base/private_file.hpp"
+#include "replay/prepare.hpp"
 #include "replay/preflight.hpp"
 #include "sweep/find.hpp"
 
@@ -83,6 +85,26 @@ double longest_limit_s(const metrics::Slo& slo) {
   double longest = 0;
   for (const auto& limit : limits_of(slo)) longest = std::max(longest, limit_ms(limit) / 1000);
   return longest > 0 ? longest : 10;
+}
+
+// An open-loop run's intended send offsets (ns, ascending), by replay's own rule (make_chains: the
+// arrival process, or the recorded clock with --speed and --max-idle-gap), so its backlog can be
+// counted as it runs: requests due by now, less those finished.
+std::vector<std::int64_t> intended_offsets(const LoadedTrace& input, const replay::Options& options) {
+  auto chosen = replay::select_exchanges(input.exchanges, options, options.sessions || options.live_sessions);
+  std::vector<replay::Prepared> prepared(chosen.size());
+  std::unordered_map<std::size_t, std::size_t> copies;
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    prepared[i].input_index = chosen[i];
+    prepared[i].cycle = copies[chosen[i]]++;
+  }
+  std::vector<std::int64_t> offsets;
+  for (const auto& chain : replay::make_chains(input, prepared, options)) {
+    if (!chain.offsets_ns.empty()) offsets.insert(offsets.end(), chain.offsets_ns.begin(), chain.offsets_ns.end());
+    else offsets.insert(offsets.end(), chain.items.size(), chain.start_ns);
+  }
+  std::sort(offsets.begin(), offsets.end());
+  return offsets;
 }
 
 void write_summaries(const FindSummary& summary, const fs::path& dir) {
@@ -159,20 +181,24 @@ bool run_find(Plan& plan, FindSummary& summary, const fs::path& dir, const FindI
     log << "sweep: probe " << (summary.runs + 1) << " (" << planned.name << "): " << to_string(plan.axis) << " "
         << level_text(next->level) << (next->control ? ", the baseline again as the control" : "") << " ..."
         << std::flush;
-    // A rate run whose backlog (requests due by the schedule, not yet finished) keeps growing is cut:
-    // the server cannot keep up. (Recorded timing has no such count here: speed probes run whole.)
+    // An open-loop run whose backlog (requests due by its schedule, not yet finished) keeps
+    // growing is cut: the server cannot keep up. The floor: twice what a server meeting the
+    // longest limit holds in flight at the schedule's mean rate (Little's law), at least 8.
     std::atomic<bool> cut{false}, stop_run{false};
-    BacklogWatch watch(std::max(8.0, next->level * longest_limit_s(slo) * 2));
+    const auto due = plan.axis == Axis::concurrency ? std::vector<std::int64_t>{} : intended_offsets(input, options);
+    double mean_rate = due.size() > 1 && due.back() > 0 ? double(due.size()) / (double(due.back()) / 1e9) : 0;
+    BacklogWatch watch(std::max(8.0, mean_rate * longest_limit_s(slo) * 2));
     const auto started = std::chrono::steady_clock::now();
     double sampled_s = 0;
     auto on_progress = [&](const replay::Progress& progress) {
       if (io.stop && io.stop->load()) stop_run = true;
-      if (plan.axis != Axis::rate) return;
+      if (due.empty()) return;
       double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       if (elapsed - sampled_s < 1) return;
       sampled_s = elapsed;
-      double due = std::min(double(progress.total), next->level * elapsed);
-      if (watch.observe(due - double(progress.done))) {
+      auto now_ns = static_cast<std::int64_t>(elapsed * 1e9);
+      auto due_now = std::upper_bound(due.begin(), due.end(), now_ns) - due.begin();
+      if (watch.observe(double(due_now) - double(progress.done))) {
         cut = true;
         stop_run = true;
       }
