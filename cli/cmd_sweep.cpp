@@ -164,6 +164,9 @@ sweep::FindSummary new_search(CLI::App& command, const SweepArgs& args, sweep::P
   if (!axis) throw std::invalid_argument("--find '" + args.find + "': expected concurrency, rate or speed");
   if (command.count("--concurrency") + command.count("--rate") + command.count("--speed") > 0)
     throw std::invalid_argument("--find chooses its own loads: give --find-from START, not --concurrency, --rate or --speed");
+  if (command.count("--repeat") + command.count("--order") > 0)
+    throw std::invalid_argument("--find runs each load once (again only to settle an undecided boundary): "
+                                "--repeat and --order belong to a sweep over fixed levels");
   if (args.slo.empty() && !args.stable)
     throw std::invalid_argument("--find needs --slo LIMITS (e.g. --slo ttft:500ms,e2e:10s), --stable RATE, or both");
   if (!args.slo.empty()) replay::parse_slo(args.slo);  // checked now, kept as given

@@ -80,6 +80,7 @@ refuse "no SLO" "--slo" "$WORK/open.rtrace" --target "$SERVE_URL" --find concurr
 refuse "a bad axis" "concurrency, rate or speed" "$WORK/open.rtrace" --target "$SERVE_URL" --find load --slo e2e:1s --out "$WORK/x2"
 refuse "a bad SLO" "ttft" "$WORK/open.rtrace" --target "$SERVE_URL" --find rate --slo ttft:fast --out "$WORK/x3"
 refuse "levels" "--find-from" "$WORK/open.rtrace" --target "$SERVE_URL" --find concurrency -c 1,2 --slo e2e:1s --out "$WORK/x4"
+refuse "repeats" "--repeat" "$WORK/open.rtrace" --target "$SERVE_URL" --find concurrency --repeat 3 --slo e2e:1s --out "$WORK/x6"
 refuse "a bad precision" "--precision" "$WORK/open.rtrace" --target "$SERVE_URL" --find rate --slo e2e:1s --precision 150% --out "$WORK/x5"
 refuse "a changed SLO on resume" "--slo" --resume "$WORK/cap" --slo e2e:1s
 refuse "an existing search" "--resume" "$WORK/open.rtrace" --target "$SERVE_URL" --find concurrency --slo e2e:1s --out "$WORK/cap"
