@@ -8,6 +8,7 @@
 #include "base/private_file.hpp"
 #include "report/html.hpp"
 #include "sweep/study.hpp"
+#include "sweep/find.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::cli {
@@ -29,7 +30,9 @@ int run_report_command(const ReportArgs& args) {
   check_output_file(args.out, inputs, args.force, "--out");
   report::HtmlReport page;
   const fs::path first = args.inputs.front();
-  if (args.inputs.size() == 1 && fs::is_directory(first)) {
+  if (args.inputs.size() == 1 && fs::is_directory(first) && fs::exists(first / "search_history.json")) {
+    page = report::find_report(sweep::load_history(first));  // a capacity search (sweep --find)
+  } else if (args.inputs.size() == 1 && fs::is_directory(first)) {
     if (!fs::exists(first / "plan.json"))
       throw std::invalid_argument(first.string() + " is a directory but holds no plan.json; report takes a "
                                   "sweep or study directory (retrace sweep/study --out DIR), a run trace, or BASELINE CANDIDATE...");

@@ -1,4 +1,5 @@
 // `retrace sweep`: the concurrency × repeat experiment in one command, resumable.
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -9,6 +10,7 @@
 #include "base/private_file.hpp"
 #include "base/stop_signals.hpp"
 #include "report/terminal_table.hpp"
+#include "sweep/find.hpp"
 #include "sweep/sweep.hpp"
 
 namespace retrace::cli {
@@ -34,6 +36,14 @@ struct SweepArgs {
   bool csv = false;
   bool markdown = false;
   sweep::ReplayArgs replay;
+  // --find: the capacity search (sweep/find.hpp)
+  std::string find;
+  std::string slo;
+  double attainment = 0.95;
+  std::optional<double> stable;
+  std::string precision = "5%";
+  std::size_t max_probes = 16;
+  double find_from = 1;
 };
 
 namespace fs = std::filesystem;
@@ -59,7 +69,8 @@ sweep::Plan resumed_plan(CLI::App& command, const SweepArgs& args, const fs::pat
                     "--unset", "--token-ids", "--model", "--max-error-rate", "--api-key-env",
                     "--timeout", "--request-deadline", "--label", "--limit", "--warmup", "--filter",
                     "--force", "--no-stream", "--seed", "--window-from", "--window-to", "--max-idle-gap",
-                    "--sample-sessions", "--requests", "--duration"})
+                    "--sample-sessions", "--requests", "--duration", "--find", "--slo", "--attainment",
+                    "--stable", "--precision", "--find-from"})
     if (command.count(flag) > 0)
       throw std::invalid_argument(std::string("--resume continues a sweep with its saved settings; ") +
                                   flag + " cannot change them (start a new sweep with --out instead)");
@@ -128,7 +139,126 @@ sweep::Plan new_plan(CLI::App& command, const SweepArgs& args, const fs::path& d
   return plan;
 }
 
+// "5%" or 0.05: --precision, a fraction above 0 and below 1.
+double parse_precision(const std::string& text) {
+  std::string number = text;
+  bool percent = !number.empty() && number.back() == '%';
+  if (percent) number.pop_back();
+  double value = 0;
+  try {
+    std::size_t used = 0;
+    value = std::stod(number, &used);
+    if (used != number.size()) value = -1;
+  } catch (const std::exception&) {
+    value = -1;
+  }
+  if (percent) value /= 100;
+  if (!(value > 0 && value < 1))
+    throw std::invalid_argument("--precision '" + text + "': expected a fraction such as 5% or 0.05 (above 0, below 1)");
+  return value;
+}
+
+// A new search: the sweep plan without runs (run_find adds each as it chooses it), and its settings.
+sweep::FindSummary new_search(CLI::App& command, const SweepArgs& args, sweep::Plan& plan) {
+  auto axis = sweep::axis_from_string(args.find);
+  if (!axis) throw std::invalid_argument("--find '" + args.find + "': expected concurrency, rate or speed");
+  if (command.count("--concurrency") + command.count("--rate") + command.count("--speed") > 0)
+    throw std::invalid_argument("--find chooses its own loads: give --find-from START, not --concurrency, --rate or --speed");
+  if (command.count("--repeat") + command.count("--order") > 0)
+    throw std::invalid_argument("--find runs each load once (again only to settle an undecided boundary): "
+                                "--repeat and --order belong to a sweep over fixed levels");
+  if (args.slo.empty() && !args.stable)
+    throw std::invalid_argument("--find needs --slo LIMITS (e.g. --slo ttft:500ms,e2e:10s), --stable RATE, or both");
+  if (!args.slo.empty()) replay::parse_slo(args.slo);  // checked now, kept as given
+  if (!(args.attainment > 0 && args.attainment <= 1))
+    throw std::invalid_argument("--attainment: expected a fraction above 0, at most 1 (e.g. 0.95)");
+  if (args.stable && !(*args.stable >= 0 && *args.stable < 1))
+    throw std::invalid_argument("--stable: expected a rate of differing outputs from 0 up to (not including) 1");
+  if (*axis == sweep::Axis::concurrency && (args.find_from < 1 || args.find_from != std::floor(args.find_from)))
+    throw std::invalid_argument("--find-from: a concurrency search starts at a positive integer");
+  if (!(args.find_from > 0)) throw std::invalid_argument("--find-from: expected a load above 0");
+  if (args.max_probes < 2) throw std::invalid_argument("--max-probes: at least 2");
+  plan.axis = *axis;
+  plan.levels = {args.find_from};
+  plan.repeats = 1;
+  sweep::FindSummary summary;
+  summary.trace = plan.trace;
+  summary.target = plan.target;
+  summary.axis = args.find;
+  summary.slo = args.slo;
+  summary.attainment = args.attainment;
+  summary.stable = args.stable;
+  summary.precision = parse_precision(args.precision);
+  summary.max_probes = args.max_probes;
+  summary.start = args.find_from;
+  summary.max_error_rate = plan.replay.max_error_rate;
+  return summary;
+}
+
+int run_find_command(SweepArgs& args, sweep::Plan& plan, sweep::FindSummary& summary, const fs::path& dir) {
+  std::atomic<bool> stop{false};
+  bool finished = false;
+  {
+    StopOnSignals signals(stop, "\nretrace: stopping: cutting the run in flight (Ctrl-C again to quit at once)\n");
+    finished = sweep::run_find(plan, summary, dir, sweep::FindIo{&std::cerr, &stop});
+  }
+  if (!finished) {
+    std::cerr << "sweep: search interrupted after " << summary.runs << " runs; continue with: retrace sweep --resume "
+              << dir.string() << "\n";
+    return kExitError;
+  }
+  if (args.json)
+    std::cout << report::find_to_json(summary);
+  else if (args.csv)
+    std::cout << report::find_to_csv(summary);
+  else if (auto width = terminal_width(); width > 0 && !args.markdown)
+    std::cout << report::markdown_for_terminal(report::find_to_markdown(summary), width);
+  else
+    std::cout << report::find_to_markdown(summary);
+  std::cout << std::flush;
+  std::cerr << "sweep: wrote " << (dir / "summary.json").string() << ", " << (dir / "summary.md").string() << ", "
+            << (dir / "summary.csv").string() << ", " << (dir / "report.html").string() << " and "
+            << (dir / "search_history.json").string() << "\n";
+  return report::find_exit_status(summary.answer);
+}
+
 int run_sweep_command(CLI::App& command, SweepArgs& args) {
+  if (!args.resume.empty() && fs::exists(fs::path(args.resume) / "search_history.json")) {
+    const fs::path dir(args.resume);
+    sweep::Plan plan = resumed_plan(command, args, dir);
+    sweep::FindSummary summary = sweep::load_history(dir);
+    if (command.count("--max-probes") > 0) summary.max_probes = args.max_probes;  // a larger budget
+    return run_find_command(args, plan, summary, dir);
+  }
+  if (!args.find.empty()) {
+    if (!args.resume.empty())
+      throw std::invalid_argument(args.resume + " holds no search (search_history.json): --find starts one with --out");
+    const fs::path dir(args.out);
+    if (args.trace.empty() || args.target.empty() || args.out.empty())
+      throw std::invalid_argument("sweep --find needs TRACE, --target URL and --out DIR (or --resume DIR); e.g. retrace "
+                                  "sweep prod.rtrace --target http://127.0.0.1:8000 --find concurrency --slo e2e:10s --out cap1");
+    if (!fs::exists(args.trace)) throw std::invalid_argument("TRACE " + args.trace + " does not exist");
+    if ((fs::exists(dir / "plan.json") || fs::exists(dir / "search_history.json")) && !args.force)
+      throw std::invalid_argument(dir.string() + " already holds a sweep or a search; continue it with `retrace sweep --resume " +
+                                  dir.string() + "`, choose another --out, or add --force to start it over");
+    check_output_dir(dir, args.force, "--out");
+    sweep::Plan plan;
+    plan.trace = fs::absolute(args.trace).string();
+    plan.target = args.target;
+    plan.replay = args.replay;
+    if (!args.answers_from.empty()) plan.answers_from = fs::absolute(args.answers_from).string();
+    plan.match = args.match;
+    plan.near_tie = args.near_tie;
+    sweep::FindSummary summary = new_search(command, args, plan);
+    sweep::to_replay_options(plan.replay, plan.target, sweep::schedule_at(plan, summary.start), {});
+    sweep::diff_options(plan, false);
+    create_private_directories(dir);
+    sweep::save_history(summary, dir);
+    return run_find_command(args, plan, summary, dir);
+  }
+  for (auto flag : {"--slo", "--attainment", "--stable", "--precision", "--max-probes", "--find-from"})
+    if (command.count(flag) > 0)
+      throw std::invalid_argument(std::string(flag) + " belongs to a capacity search: add --find concurrency|rate|speed");
   const fs::path dir = args.resume.empty() ? fs::path(args.out) : fs::path(args.resume);
   sweep::Plan plan = args.resume.empty() ? new_plan(command, args, dir) : resumed_plan(command, args, dir);
 
@@ -184,6 +314,16 @@ void add_sweep(CLI::App& root, Registry& registry) {
       "  retrace sweep gold.rtrace --target http://127.0.0.1:8000 --concurrency 1,16,32 --repeat 3 --out sweep1\n"
       "  retrace sweep gold.rtrace --target http://127.0.0.1:8000 --rate 1,2,4,8 --requests 150 --out sweep2\n"
       "  retrace sweep prod.rtrace --target http://127.0.0.1:8000 --speed 0.5,1,2 --max-idle-gap 5s --out sweep3\n"
+      "  retrace sweep gold.rtrace --target http://127.0.0.1:8000 --find concurrency --slo e2e:10s --requests 200 --out cap1\n"
+      "Capacity search (--find concurrency|rate|speed): the largest load at which --attainment of the requests meet "
+      "every --slo limit. It doubles from --find-from, then bisects (integers for concurrency, to --precision for rate "
+      "and speed), judging each probe on its attainment with a Clopper-Pearson interval and the error rate, over a "
+      "monotone (isotonic) fit of all probes; a probe at the final boundary whose interval straddles the target is run again once. An open-loop (rate "
+      "or speed) probe whose backlog keeps growing is cut and fails. With --stable RATE it also finds the largest load whose "
+      "answers stay the same as the baseline's. It writes summary.json (feasible_max, infeasible_min, "
+      "binding_constraint, stable_max, probes), summary.md, summary.csv, report.html and search_history.json (after every "
+      "run; --resume continues). Exit 0 found, 1 no probed load meets the SLOs, 2 error, 3 not resolved within "
+      "--max-probes.\n"
       "One axis per sweep: --concurrency (closed loop; runs c16-r1.rtrace ...), --rate (open loop, "
       "poisson unless --arrival; rate2-r1.rtrace ...) or --speed (the recorded timing; "
       "speed0.5-r1.rtrace ...). The summary's first column, summary.json's \"axis\" and "
@@ -234,6 +374,28 @@ void add_sweep(CLI::App& root, Registry& registry) {
                     "text; a pipe or file gets Markdown)")
       ->excludes(json)
       ->excludes(csv);
+  command->add_option("--find", args->find,
+                      "Search instead of sweeping: the largest concurrency, rate or speed whose runs meet --slo "
+                      "(and, with --stable, keep the answers). Doubles from --find-from, then bisects")
+      ->type_name("AXIS");
+  command->add_option("--slo", args->slo, "With --find: the limits each request must meet, e.g. ttft:500ms,tpot:50ms,e2e:10s")
+      ->type_name("LIMITS");
+  command->add_option("--attainment", args->attainment,
+                      "With --find: the fraction of a probe's requests that must meet every --slo limit")
+      ->capture_default_str();
+  command->add_option("--stable", args->stable,
+                      "With --find: a load also fails when the lower bound of its rate of outputs differing from the "
+                      "baseline (the first, lowest load) exceeds RATE above the control's (the baseline run again)")
+      ->type_name("RATE");
+  command->add_option("--precision", args->precision,
+                      "With --find over rate or speed: stop when the bracket is this narrow, relative to its lower end")
+      ->capture_default_str();
+  command->add_option("--max-probes", args->max_probes,
+                      "With --find: the most runs the search makes (the control and extended probes included); exit "
+                      "3 when the boundary is not resolved within them (raise it with --resume)")
+      ->capture_default_str();
+  command->add_option("--find-from", args->find_from, "With --find: the first load probed, also the baseline")
+      ->capture_default_str();
   add_request_flags(*command, args->replay);
   registry.add(command, [command, args] { return run_sweep_command(*command, *args); });
 }

@@ -16,6 +16,13 @@ std::optional<double> clopper_pearson_upper(std::size_t k, std::size_t n, double
       double(n), double(k), 1 - confidence, boost::math::binomial_distribution<>::clopper_pearson_exact_interval);
 }
 
+std::optional<double> clopper_pearson_lower(std::size_t k, std::size_t n, double confidence) {
+  if (n == 0) return std::nullopt;
+  if (k == 0) return 0.0;
+  return boost::math::binomial_distribution<>::find_lower_bound_on_p(
+      double(n), double(k), 1 - confidence, boost::math::binomial_distribution<>::clopper_pearson_exact_interval);
+}
+
 double student_t_95(std::size_t degrees) {
   if (degrees == 0) return 0;
   return boost::math::quantile(boost::math::complement(boost::math::students_t(double(degrees)), 0.025));

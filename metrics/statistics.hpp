@@ -20,6 +20,8 @@ namespace retrace::metrics {
 // One-sided upper confidence bound (default 95 %) on a binomial rate after k successes in n
 // trials; 1 when k == n, nullopt when n == 0.
 std::optional<double> clopper_pearson_upper(std::size_t k, std::size_t n, double confidence = 0.95);
+// The matching one-sided lower bound: 0 when k == 0, nullopt when n == 0.
+std::optional<double> clopper_pearson_lower(std::size_t k, std::size_t n, double confidence = 0.95);
 
 // Two-sided Student t quantile t(1 − alpha/2, degrees) for a 95 % interval (alpha = 0.05).
 double student_t_95(std::size_t degrees);
@@ -38,6 +40,7 @@ Spread spread_of(const std::vector<double>& samples);
 }  // namespace retrace::metrics
 
 namespace retrace::report {  // the names report has always had
+using metrics::clopper_pearson_lower;
 using metrics::clopper_pearson_upper;
 using metrics::Spread;
 using metrics::spread_of;

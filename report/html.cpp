@@ -321,6 +321,12 @@ void tables_section(const HtmlReport& report, std::ostream& out) {
   }
 }
 
+void footer(const HtmlReport& report, std::ostream& out) {
+  out << "<footer>Written by retrace " << e(or_unknown(report.generator))
+      << ". Self-contained: styles, charts and script are inline; the page loads nothing.</footer>\n"
+      << "<script>" << kScript << "</script>\n</body></html>\n";
+}
+
 }  // namespace
 
 std::string render_html(const HtmlReport& report) {
@@ -332,6 +338,14 @@ std::string render_html(const HtmlReport& report) {
       << "<title>" << e(report.title) << "</title><style>" << kStyle << "</style></head>\n"
       << "<body data-report-kind=\"" << e(report.kind) << "\">\n";
   header_section(report, out);
+  if (report.kind == "search") {  // a capacity search: its charts and its probe table
+    out << "<section id=\"search\"><h2>" << e(report.charts_title) << "</h2><div class=\"charts\">";
+    for (const auto& chart : report.charts) out << chart;  // drawn by svg.cpp, escaped there
+    out << "</div></section>\n";
+    tables_section(report, out);
+    footer(report, out);
+    return out.str();
+  }
   throughput_section(report, out);
   tables_section(report, out);
   latency_section(report, out);
@@ -342,9 +356,7 @@ std::string render_html(const HtmlReport& report) {
     positions_section(report, out);
   }
   gold_section(report, out);
-  out << "<footer>Written by retrace " << e(or_unknown(report.generator))
-      << ". Self-contained: styles, charts and script are inline; the page loads nothing.</footer>\n"
-      << "<script>" << kScript << "</script>\n</body></html>\n";
+  footer(report, out);
   return out.str();
 }
 

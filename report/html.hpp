@@ -45,7 +45,7 @@ struct HtmlTable {
 };
 
 struct HtmlReport {
-  std::string kind = "run";  // "run", "sweep" or "diff"
+  std::string kind = "run";  // "run", "sweep", "diff" or "search" (sweep --find: charts and tables only)
   std::string title;
   ReportHeader header;
   std::string generator;  // the retrace version writing the report
@@ -58,6 +58,8 @@ struct HtmlReport {
   std::vector<std::string> notes;  // warnings (torn tails and the like)
   std::vector<std::string> paragraphs;  // shown under the header: a study's scope
   std::vector<HtmlTable> tables;        // shown after the throughput section, in order
+  std::string charts_title;             // kind "search": the charts' section
+  std::vector<std::string> charts;      // kind "search": SVG drawn by report/svg.cpp
 };
 
 std::string render_html(const HtmlReport& report);

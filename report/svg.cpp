@@ -146,4 +146,50 @@ std::string bar_chart(const std::string& title, const std::string& unit, const s
   return out + "</svg>";
 }
 
+std::string line_chart(const std::string& title, const std::string& x_caption, const std::string& unit,
+                       const std::vector<Point>& points, double y_max, const LineMarks& marks) {
+  std::string out = open_svg(title);
+  if (points.empty()) return out + text_at(kWidth / 2.0, kHeight / 2.0, "no data", "middle") + "</svg>";
+  double x_max = 0;
+  bool data_scale = y_max <= 0;
+  for (const auto& point : points) {
+    x_max = std::max(x_max, point.x);
+    if (data_scale) y_max = std::max({y_max, point.y, point.high.value_or(0)});
+  }
+  if (y_max <= 0) y_max = 1;
+  if (data_scale) y_max = std::ceil(y_max / tick_step(y_max)) * tick_step(y_max);
+  double x_step = tick_step(x_max > 0 ? x_max : 1);
+  x_max = std::max(x_step, std::ceil(x_max * 1.05 / x_step) * x_step);
+  out += axes(y_max, x_caption, unit);
+  for (double tick = x_step; tick <= x_max * 1.0001; tick += x_step)
+    out += text_at(kLeft + tick / x_max * kPlotWidth, kTop + kPlotHeight + 16, fixed(tick, digits_for(x_step)), "middle");
+  auto x_of = [&](double x) { return kLeft + x / x_max * kPlotWidth; };
+  auto y_of = [&](double y) { return kTop + kPlotHeight - std::clamp(y, 0.0, y_max) / y_max * kPlotHeight; };
+  if (marks.target)
+    out += "<line class=\"target\" stroke-dasharray=\"6 4\" stroke=\"#d55e00\" x1=\"" + std::to_string(kLeft) +
+           "\" x2=\"" + std::to_string(kLeft + kPlotWidth) + "\" y1=\"" + fixed(y_of(*marks.target), 1) + "\" y2=\"" +
+           fixed(y_of(*marks.target), 1) + "\"/>";
+  if (marks.boundary)
+    out += "<line class=\"boundary\" stroke=\"#009e73\" x1=\"" + fixed(x_of(*marks.boundary), 1) + "\" x2=\"" +
+           fixed(x_of(*marks.boundary), 1) + "\" y1=\"" + std::to_string(kTop) + "\" y2=\"" +
+           std::to_string(kTop + kPlotHeight) + "\"/>" +
+           text_at(x_of(*marks.boundary) + 4, kTop + 12, marks.boundary_label, "start");
+  auto sorted = points;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
+  std::string path;
+  for (const auto& point : sorted)
+    path += (path.empty() ? "M" : "L") + fixed(x_of(point.x), 1) + " " + fixed(y_of(point.y), 1);
+  out += "<path class=\"line\" fill=\"none\" stroke=\"" + std::string(colour(0)) + "\" d=\"" + path + "\"/>";
+  for (const auto& point : sorted) {
+    double x = x_of(point.x);
+    if (point.low && point.high)
+      out += "<path class=\"whisker\" d=\"M" + fixed(x, 1) + " " + fixed(y_of(*point.low), 1) + "V" +
+             fixed(y_of(*point.high), 1) + "M" + fixed(x - 4, 1) + " " + fixed(y_of(*point.low), 1) + "h8M" +
+             fixed(x - 4, 1) + " " + fixed(y_of(*point.high), 1) + "h8\"/>";
+    out += "<circle class=\"point\" cx=\"" + fixed(x, 1) + "\" cy=\"" + fixed(y_of(point.y), 1) + "\" r=\"3.5\" fill=\"" +
+           colour(0) + "\"><title>" + html_escape(point.label) + "</title></circle>";
+  }
+  return out + "</svg>";
+}
+
 }  // namespace retrace::report::svg

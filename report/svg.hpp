@@ -34,6 +34,22 @@ struct Bar {
 // Vertical bars from 0, with optional whiskers and sample dots.
 std::string bar_chart(const std::string& title, const std::string& unit, const std::vector<Bar>& bars);
 
+// y against a numeric x (e.g. SLO attainment against load): points joined in x order, each with
+// an optional whisker (an interval), a dashed horizontal line at `target` and a vertical mark at
+// `boundary` when given. y from 0 to `y_max` (0: the data's largest).
+struct Point {
+  double x = 0, y = 0;
+  std::optional<double> low, high;
+  std::string label;  // shown on hover
+};
+struct LineMarks {
+  std::optional<double> target;    // y
+  std::optional<double> boundary;  // x
+  std::string boundary_label;
+};
+std::string line_chart(const std::string& title, const std::string& x_caption, const std::string& unit,
+                       const std::vector<Point>& points, double y_max = 0, const LineMarks& marks = {});
+
 // The colour of series `index` (a fixed palette, distinguishable in print and for most colour
 // vision deficiencies).
 const char* colour(std::size_t index);

@@ -32,6 +32,13 @@ for option in --upstream --batch-variance --concurrency --fail-on --answers; do
   check_contains "$WORK/all" "$option" "retrace help --all holds every command's options"
 done
 
+# The capacity search's flags and exit statuses are in `retrace help sweep`.
+"$RETRACE" help sweep >"$WORK/help-sweep"
+for text in "--find" "--slo" "--attainment" "--stable" "--precision" "--max-probes" "--find-from" \
+    "feasible_max" "search_history.json" "3 not resolved within --max-probes"; do
+  check_contains "$WORK/help-sweep" "$text" "retrace help sweep describes the capacity search"
+done
+
 # -V and --version: the version and the commit built.
 version=$("$RETRACE" --version)
 check_eq "$("$RETRACE" -V)" "$version" "-V is --version"

@@ -67,6 +67,19 @@ check_contains "$WORK/study.dom" "c1 cold (control)" "the control's column"
 check_contains "$WORK/study.dom" 'id="positions"' "the histogram of first divergent positions"
 (( $(grep -o '<article class="divergence"' "$WORK/study.dom" | wc -l) > 0 )) || fail "the study report shows no divergent output"
 
+# A capacity search's page (sweep --find --stable): its charts and probe table, and `retrace report DIR` writes it again.
+status=0
+"$RETRACE" sweep "$WORK/open.rtrace" --target "$VARIANCE_URL" --find concurrency --stable 0 \
+  --token-ids logprobs --set stream=true --out "$WORK/search" >"$WORK/search.out" 2>"$WORK/search.err" || status=$?
+[[ $status == 0 ]] || { cat "$WORK/search.err" >&2; fail "sweep --find --stable: exit $status, want 0"; }
+"$RETRACE" report "$WORK/search" -o "$WORK/search-again.html" >/dev/null || fail "retrace report of a search"
+cmp -s "$WORK/search/report.html" "$WORK/search-again.html" || fail "report DIR differs from the search's report.html"
+render search "$WORK/search/report.html"
+check_contains "$WORK/search.dom" 'data-report-kind="search"' "a search page"
+check_contains "$WORK/search.dom" '<line class="boundary"' "the boundary is marked"
+check_contains "$WORK/search.dom" 'id="probes"' "the probe table"
+check_contains "$WORK/search.dom" "Largest concurrency whose answers stay the same" "the answer on the page"
+
 # Nothing outside the page is referenced: no src= or href= leaving the file.
 if grep -oE '(src|href)="[^"#][^"]*"' "$WORK/sweep/report.html" | grep -v 'xmlns'; then fail "the report references outside resources"; fi
 
