@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# release-only: timed probes of a loaded simulator (30 s in the release build); under the sanitizers the search's logic is run by sweep_find_test and the whole command by e2e.sweep_find_stable
 # sweep --find concurrency against `retrace serve --max-batch 16` with its latency model: the SLO is
 # an e2e limit a third above a full batch's p99 (measured here), so the largest concurrency that
 # meets it is where waiting for one of the 16 slots starts to break it: 16 to 20, at most 12 loads

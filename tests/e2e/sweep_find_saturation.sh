@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# release-only: timed probes of a loaded simulator (30 s in the release build); under the sanitizers the search's logic is run by sweep_find_test and the whole command by e2e.sweep_find_stable
 # sweep --find rate and speed: an open-loop probe whose backlog keeps growing is cut early and counts as
 # failing, never as a passing bound. `retrace serve --max-batch 1` answers about 15 requests a
 # second (16 tokens at 4 ms an iteration); probes at 64 and 32 requests a second (600 requests

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# release-only: timed probes of a loaded simulator (30 s in the release build); under the sanitizers the search's logic is run by sweep_find_test and the whole command by e2e.sweep_find_stable
 # sweep --find speed on an imported public-trace sample (the Mooncake shape that
 # tests/production/public_traces.py writes, its first 40 rows, about 6 s of its clock): the fastest replay of its recorded
 # timing at which 95 % of requests still meet a TTFT limit, against `retrace serve --max-batch 4`.
