@@ -86,7 +86,7 @@ void TraceSink::run() {
         ++lost;
         continue;
       }
-      finish_exchange(std::move(captured), redactor_, next_id++, exchange);
+      finish_exchange(std::move(captured), redactor_, next_id++, exchange, decode_limit);
       try {
         writer_.write(exchange);
         ++written;

@@ -46,6 +46,9 @@ class TraceSink {
   // Writes what is queued, closes the trace. Idempotent.
   void close();
 
+  // What one exchange may cost decoded (net::decode_limit_for(--max-response-bytes)); set before start().
+  std::size_t decode_limit = net::kMaxDecodedBytes;
+
   std::atomic<std::uint64_t> written{0};
   std::atomic<std::uint64_t> tokens{0};
   std::atomic<std::uint64_t> lost{0};
