@@ -233,8 +233,7 @@ void add_study(CLI::App& root, Registry& registry) {
   command->add_option("--out,-o", args->out, "Directory for the runs, plan.json, study.json and the summaries");
   add_force_flag(*command, args->force, "Write into an existing, non-empty --out, starting over what it holds");
   command->add_option("--resume", args->resume, "Continue the interrupted study in DIR")->type_name("DIR");
-  command->add_option("--near-tie", args->near_tie, "Logprob margin under which a divergence counts as a near-tie flip")
-      ->capture_default_str();
+  add_near_tie_option(*command, args->near_tie, "Logprob margin under which a divergence counts as a near-tie flip");
   auto* json = command->add_flag("--json", args->json, "Print summary.json instead of the Markdown");
   auto* csv = command->add_flag("--csv", args->csv,
                                 "Print summary.csv (one row per cell; per target and cell with several --target) instead")

@@ -223,9 +223,7 @@ void add_sweep(CLI::App& root, Registry& registry) {
                       "How outputs match expected answers: exact, normalized, contains, regex:RE, "
                       "json:FIELD")
       ->capture_default_str();
-  command->add_option("--near-tie", args->near_tie,
-                      "Logprob margin under which a divergence counts as a near-tie flip")
-      ->capture_default_str();
+  add_near_tie_option(*command, args->near_tie, "Logprob margin under which a divergence counts as a near-tie flip");
   auto* json = command->add_flag("--json", args->json, "Print summary.json instead of the Markdown table");
   auto* csv = command->add_flag("--csv", args->csv, "Print summary.csv (one row per level) instead")
                   ->excludes(json);
