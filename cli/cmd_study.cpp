@@ -84,7 +84,7 @@ void resume_study(CLI::App& command, const fs::path& dir, sweep::Plan& plan, swe
   for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--cache", "--repeat", "--same-prompt",
                     "--greedy", "--allow-sampling", "--near-tie", "--set", "--unset", "--token-ids",
                     "--model", "--max-error-rate", "--timeout", "--label", "--limit", "--filter",
-                    "--no-stream", "--requests", "--force"})
+                    "--no-stream", "--requests", "--max-response-bytes", "--force"})
     if (command.count(flag) > 0)
       throw std::invalid_argument(std::string("--resume continues a study with its saved settings; ") + flag +
                                   " cannot change them (start a new study with --out instead)");

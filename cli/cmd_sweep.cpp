@@ -59,7 +59,7 @@ sweep::Plan resumed_plan(CLI::App& command, const SweepArgs& args, const fs::pat
                     "--unset", "--token-ids", "--model", "--max-error-rate", "--api-key-env",
                     "--timeout", "--request-deadline", "--label", "--limit", "--warmup", "--filter",
                     "--force", "--no-stream", "--seed", "--window-from", "--window-to", "--max-idle-gap",
-                    "--sample-sessions", "--requests", "--duration"})
+                    "--sample-sessions", "--requests", "--duration", "--max-response-bytes"})
     if (command.count(flag) > 0)
       throw std::invalid_argument(std::string("--resume continues a sweep with its saved settings; ") +
                                   flag + " cannot change them (start a new sweep with --out instead)");

@@ -62,21 +62,26 @@ namespace {
 // stream with a hole in it) and every write reports failure, which makes std::cout bad.
 class CheckedStdout final : public std::streambuf {
  public:
-  CheckedStdout() { setp(buffer_, buffer_ + sizeof buffer_); }
+  // On a terminal nothing waits in the buffer: what a person is shown goes out as it is written.
+  CheckedStdout() : unbuffered_(::isatty(STDOUT_FILENO) != 0) {
+    if (!unbuffered_) setp(buffer_, buffer_ + sizeof buffer_);
+  }
   std::uint64_t written() const { return written_; }
   int error() const { return error_; }
 
  protected:
   int_type overflow(int_type ch) override {
     if (!drain()) return traits_type::eof();
-    if (!traits_type::eq_int_type(ch, traits_type::eof())) {
-      *pptr() = traits_type::to_char_type(ch);
-      pbump(1);
-    }
-    return traits_type::not_eof(ch);
+    if (traits_type::eq_int_type(ch, traits_type::eof())) return traits_type::not_eof(ch);
+    const char byte = traits_type::to_char_type(ch);
+    if (unbuffered_) return write_all(&byte, 1) ? ch : traits_type::eof();
+    *pptr() = byte;
+    pbump(1);
+    return ch;
   }
   std::streamsize xsputn(const char* bytes, std::streamsize count) override {
     const auto size = static_cast<std::size_t>(count);
+    if (unbuffered_) return write_all(bytes, size) ? count : 0;
     if (size <= static_cast<std::size_t>(epptr() - pptr())) {
       std::memcpy(pptr(), bytes, size);
       pbump(static_cast<int>(count));
@@ -91,7 +96,7 @@ class CheckedStdout final : public std::streambuf {
  private:
   bool drain() {
     const auto size = static_cast<std::size_t>(pptr() - pbase());
-    setp(buffer_, buffer_ + sizeof buffer_);
+    if (!unbuffered_) setp(buffer_, buffer_ + sizeof buffer_);
     return write_all(buffer_, size);
   }
   bool write_all(const char* bytes, std::size_t size) {
@@ -109,6 +114,7 @@ class CheckedStdout final : public std::streambuf {
     return error_ == 0;
   }
 
+  bool unbuffered_;
   char buffer_[64 << 10];
   std::uint64_t written_ = 0;
   int error_ = 0;

@@ -77,7 +77,7 @@ parts() {  # parts TRACE: "TARGET PARTS NOTE?" for each pathological exchange, s
     | "\(.request.target) \(.choices | length) \(.decode_note | contains("more than 4096 outputs"))"' | sort
 }
 "$RETRACE" inspect --json "$WORK/rec.rtrace" >"$WORK/rec.json"
-check_eq "$(jq -r '.exchanges' "$WORK/rec.json")" 403 "the trace holds every exchange"
+check_eq "$(jq -r '.counts.exchanges' "$WORK/rec.json")" 403 "the trace holds every exchange"
 expected=$'/v1/embeddings 4096 true\n/v1/messages 4096 true\n/v1/responses 4096 true'
 check_eq "$(parts "$WORK/rec.rtrace")" "$expected" "each answer holds the bound of parts and says so"
 
