@@ -41,11 +41,13 @@ struct ArrivedChunk {
 // response_limit_error(); what arrived up to the limit is kept and decoded as usual.
 bool append_within(std::string& bytes, std::vector<ArrivedChunk>& chunks, std::string_view piece,
                    std::int64_t offset_ns, std::size_t limit);
-// The decode limit (decode_arrived) under --max-response-bytes: a response may cost that much
+// The decode limit (decode_arrived) under --max-response-bytes: a whole body may be that large
 // decoded as well as received, so that 509 KB of gzip cannot become 500 MB of body and 2 GB of
-// decoding (past it the body is stored as received, with a note).
-inline std::size_t decode_limit_for(std::size_t max_response_bytes) {
-  return max_response_bytes < kMaxDecodedBytes ? max_response_bytes : kMaxDecodedBytes;
+// decoding (past it the body is stored as received, with a note); an event stream four times
+// that, its events' bookkeeping counted (a stream cut at the bound is still decoded).
+inline std::size_t decode_limit_for(std::size_t max_response_bytes, bool event_stream) {
+  const std::size_t limit = event_stream ? 4 * max_response_bytes : max_response_bytes;
+  return limit < kMaxDecodedBytes ? limit : kMaxDecodedBytes;
 }
 // The error (ErrorKind::truncated) of an exchange append_within() cut.
 Error response_limit_error(std::size_t limit);

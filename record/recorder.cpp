@@ -341,7 +341,7 @@ RecordSummary run_recorder(const RecordOptions& options,
   // Writes the header at once: an unwritable --out fails here, before any traffic.
   TraceSink sink(options.out, header, options.writer,
                  Redactor(options.keep_secrets, options.redact_headers));
-  sink.decode_limit = net::decode_limit_for(options.max_response_bytes);
+  sink.max_response_bytes = options.max_response_bytes;
   ProxyShared shared{options, tls, clock, clock.now(), {}, {}};
   shared.submit = [&](CapturedExchange&& captured) { sink.submit(std::move(captured)); };
 

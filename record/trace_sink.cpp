@@ -86,6 +86,7 @@ void TraceSink::run() {
         ++lost;
         continue;
       }
+      const std::size_t decode_limit = net::decode_limit_for(max_response_bytes, captured.event_stream);
       finish_exchange(std::move(captured), redactor_, next_id++, exchange, decode_limit);
       try {
         writer_.write(exchange);

@@ -46,8 +46,9 @@ class TraceSink {
   // Writes what is queued, closes the trace. Idempotent.
   void close();
 
-  // What one exchange may cost decoded (net::decode_limit_for(--max-response-bytes)); set before start().
-  std::size_t decode_limit = net::kMaxDecodedBytes;
+  // --max-response-bytes, which bounds an exchange decoded too (net::decode_limit_for); set
+  // before start().
+  std::size_t max_response_bytes = net::kDefaultMaxResponseBytes;
 
   std::atomic<std::uint64_t> written{0};
   std::atomic<std::uint64_t> tokens{0};

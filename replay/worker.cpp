@@ -427,7 +427,7 @@ void Worker::decode_response(Flight& flight) {
   auto& arrived = flight.arrived;
   auto decoded = net::decode_arrived(arrived.bytes, arrived.chunks, exchange.response.streamed,
                                      flight.content_encoding, exchange.response, &flight.decoder, end,
-                                     net::decode_limit_for(shared_.options.max_response_bytes));
+                                     net::decode_limit_for(shared_.options.max_response_bytes, exchange.response.streamed));
   arrived = {};  // its bytes are in the response now
   if (!exchange.response.streamed && exchange.response.status != 0 && !decoded.as_received)
     flight.decoder.on_body(exchange.response.body, end);

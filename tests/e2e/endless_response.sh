@@ -46,7 +46,7 @@ EOF
 "$RETRACE" import "$WORK/in.jsonl" --out "$WORK/in.rtrace" 2>"$WORK/import.err" || fail "import failed"
 
 status=0
-"$RETRACE" replay "$WORK/in.rtrace" --target "$endless_URL" --out "$WORK/bad.rtrace" --max-response-bytes 0 \
+"$RETRACE" replay "$WORK/in.rtrace" --target "$endless_URL" --out "$WORK/bad.rtrace" -c 1 --max-response-bytes 0 \
   2>"$WORK/bad.err" || status=$?
 check_eq "$status" 2 "a bound of 0 is refused"
 check_contains "$WORK/bad.err" "--max-response-bytes 0: expected 1 to" "the refusal names the flag and the range"

@@ -33,7 +33,7 @@ done
 
 # merge: a shard's header edited to claim UINT64_MAX selected exchanges.
 start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
-"$RETRACE" replay "$WORK/in.rtrace" --target "$SIM_URL" --out "$WORK/shard0.rtrace" --shard 0/1 --limit 10 \
+"$RETRACE" replay "$WORK/in.rtrace" --target "$SIM_URL" --out "$WORK/shard0.rtrace" --shard 0/2 --limit 10 -c 2 \
   >/dev/null 2>"$WORK/replay.err" || { cat "$WORK/replay.err" >&2; fail "the shard's replay failed"; }
 "$RETRACE" export "$WORK/shard0.rtrace" | python3 -c '
 import json, sys
