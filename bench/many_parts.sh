@@ -10,30 +10,12 @@ retrace=$(realpath "$1"); baseline=${2:+$(realpath "$2")}; shift $(( $# < 2 ? $#
 sizes=("${@:-10000 30000 100000}"); read -r -a sizes <<<"${sizes[*]}"
 bench_workdir many_parts
 
-cat >"$WORK/upstream.py" <<'PY'
-import http.server, json, sys
-sys.path.insert(0, sys.argv[2])
-from loopback_http import reply, serve
-N = int(sys.argv[1])
-BODY = b'{"object":"list","data":[' + b",".join([b'{"embedding":[1]}'] * N) + b'],"usage":{"prompt_tokens":1,"total_tokens":1}}'
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        reply(self, 200, "application/json", b'{"object":"list","data":[{"id":"m","object":"model"}]}')
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        reply(self, 200, "application/json", BODY)
-    def log_message(self, *args):
-        pass
-sys.argv = sys.argv[:1] + ["0"]
-serve(Handler)
-PY
 echo '{"request": {"model": "m", "input": ["x"]}}' >"$WORK/in.jsonl"
 "$retrace" import "$WORK/in.jsonl" --endpoint embeddings --out "$WORK/in.rtrace" 2>/dev/null
 
 printf '%-8s %-10s %10s %12s\n' N binary wall_s peak_MiB
 for n in "${sizes[@]}"; do
-  python3 "$WORK/upstream.py" "$n" "$(dirname "$0")/../tests/e2e" >"$WORK/up.out" 2>"$WORK/up.err" &
+  python3 "$(dirname "$0")/../tests/production/parts_upstream.py" "$n" 0 >"$WORK/up.out" 2>"$WORK/up.err" &
   PIDS+=($!)
   url=$(url_of up)
   for which in new baseline; do

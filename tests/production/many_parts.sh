@@ -11,28 +11,7 @@
 # bounded (1 GiB).
 . "$(dirname "$0")/lib.sh"
 
-cat >"$WORK/parts.py" <<'PY'
-import http.server, json
-from loopback_http import reply, serve
-EMBEDDINGS = b'{"object":"list","data":[' + b",".join([b'{"embedding":[1]}'] * 1_000_000) + b'],"usage":{"prompt_tokens":1,"total_tokens":1}}'
-RESPONSES = (b'{"object":"response","status":"completed","output":[' +
-             b",".join([b'{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}'] * 100_000) + b"]}")
-MESSAGES = (b'{"type":"message","stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1},"content":[' +
-            b",".join([b'{"type":"tool_use","id":"t","name":"f","input":{}}'] * 100_000) + b"]}")
-CHAT = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}).encode()
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        reply(self, 200, "application/json", b'{"object":"list","data":[{"id":"m","object":"model"}]}')
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        body = {"/v1/embeddings": EMBEDDINGS, "/v1/responses": RESPONSES, "/v1/messages": MESSAGES}.get(self.path, CHAT)
-        reply(self, 200, "application/json", body)
-    def log_message(self, *args):
-        pass
-serve(Handler)
-PY
-start_listening upstream python3 "$WORK/parts.py"
+start_listening upstream python3 "$(dirname "$0")/parts_upstream.py" 1000000 100000
 
 start_listening proxy /usr/bin/time -f '%M' -o "$WORK/record.kib" "$RETRACE" record --upstream "$upstream_URL" \
   --out "$WORK/rec.rtrace" --listen 127.0.0.1:0 --no-server-info --drain-timeout 5s
