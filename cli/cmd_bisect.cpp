@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/output_flags.hpp"
 #include "cli/outputs.hpp"
 #include "cli/replay_flags.hpp"
 #include "base/private_file.hpp"
@@ -231,9 +232,7 @@ void add_bisect(CLI::App& root, Registry& registry) {
   command->add_option("--out,-o", args->out,
                       "Directory for the probe runs (default: a new retrace-bisect-* directory)");
   add_force_flag(*command, args->force, "Write the probe runs into an existing, non-empty --out");
-  command->add_option("--near-tie", args->near_tie,
-                      "Logprob margin under which a divergence counts as a near-tie flip")
-      ->capture_default_str();
+  add_near_tie_option(*command, args->near_tie, "Logprob margin under which a divergence counts as a near-tie flip");
   command->add_flag("--json", args->json,
                     "Print the result as one JSON document on stdout (progress goes to stderr)");
   add_request_flags(*command, args->replay);

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "cli/commands.hpp"
+#include "cli/output_flags.hpp"
 #include "diff/diff.hpp"
 #include "report/diff_report.hpp"
 
@@ -94,10 +95,8 @@ void add_diff(CLI::App& root, Registry& registry) {
   command->add_flag("--expect", args->expect, "Match outputs against the expected answers the traces carry");
   command->add_option("--match", args->match, "Matcher for --expect: exact, normalized, contains, regex:RE, json:FIELD")
       ->capture_default_str();
-  command->add_option("--near-tie", args->near_tie,
-                      "Logprob margin (nats) under which a divergence is a near-tie (numeric noise)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  add_near_tie_option(*command, args->near_tie,
+                      "Logprob margin (nats) under which a divergence is a near-tie (numeric noise)");
   command->add_option("--embedding-tolerance", args->embedding_tolerance,
                       "Largest absolute difference between two embedding vectors still counted identical "
                       "(default 0: any difference shows)")

@@ -1,5 +1,4 @@
 // `retrace export`: every record of a trace as one JSON line on stdout.
-#include <cstdio>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -11,10 +10,11 @@ namespace retrace::cli {
 
 namespace {
 
-// False once stdout is gone (`| head`): a closed pipe ends the export quietly.
+// False once stdout failed: a closed pipe (`| head`) ends the export quietly, a full disk with
+// exit 2 (cli/outputs.hpp, the checked stdout).
 bool emit(const std::string& line) {
-  if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size()) return false;
-  return std::fputc('\n', stdout) != EOF;
+  std::cout.write(line.data(), static_cast<std::streamsize>(line.size())).put('\n');
+  return static_cast<bool>(std::cout);
 }
 
 int run_export_csv(const std::string& path) {
@@ -36,7 +36,7 @@ int run_export(const std::string& path) {
     if (!emit(exchange_line(exchange))) return kExitOk;
     ++count;
   }
-  std::fflush(stdout);
+  std::cout.flush();
   const Recovery& recovery = reader.recovery();
   if (!recovery.clean())
     std::cerr << "retrace: warning: " << path << ": " << describe(recovery) << "; exported the "

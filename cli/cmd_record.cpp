@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/durations.hpp"
 #include "cli/outputs.hpp"
+#include "net/arrived_body.hpp"
 #include "net/url.hpp"
 #include "record/record.hpp"
 
@@ -25,6 +26,7 @@ struct RecordArgs {
   std::vector<std::string> include_paths;
   std::vector<std::string> exclude_paths;
   std::size_t max_body = 32u << 20;
+  std::uint64_t max_response_bytes = net::kDefaultMaxResponseBytes;
   std::chrono::milliseconds flush_interval{1000};
   std::size_t flush_every = 64;
   std::string ca_file;
@@ -66,6 +68,7 @@ int run_record(const RecordArgs& args) {
   options.include_paths = args.include_paths;
   options.exclude_paths = args.exclude_paths;
   options.max_body = args.max_body;
+  options.max_response_bytes = net::check_max_response_bytes(args.max_response_bytes);
   options.writer.flush_ms = args.flush_interval.count();
   options.writer.flush_every = args.flush_every;
   options.tls.ca_file = args.ca_file;
@@ -159,6 +162,12 @@ void add_record(CLI::App& root, Registry& registry) {
   command->add_option("--max-body", args->max_body, "Largest request body in bytes (413 above; "
                       "such a request is recorded with the error kind rejected)")
       ->capture_default_str();
+  command->add_option("--max-response-bytes", args->max_response_bytes,
+                      "Cut a recorded response past this many bytes as received (a stream that "
+                      "never ends): its client's stream ends there, and the exchange is written "
+                      "truncated, up to it")
+      ->capture_default_str()
+      ->type_name("N");
   add_duration_option(*command, "--flush-interval", args->flush_interval,
                       "Flush the trace at least this often, e.g. 500ms, 2s", std::chrono::milliseconds(1))
       ->default_str(format_duration(args->flush_interval));

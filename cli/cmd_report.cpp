@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/output_flags.hpp"
 #include "cli/outputs.hpp"
 #include "base/private_file.hpp"
 #include "report/html.hpp"
@@ -27,7 +28,8 @@ struct ReportArgs {
 
 int run_report_command(const ReportArgs& args) {
   std::vector<fs::path> inputs(args.inputs.begin(), args.inputs.end());
-  check_output_file(args.out, inputs, args.force, "--out");
+  const bool to_stdout = args.out == "-";
+  if (!to_stdout) check_output_file(args.out, inputs, args.force, "--out");
   report::HtmlReport page;
   const fs::path first = args.inputs.front();
   if (args.inputs.size() == 1 && fs::is_directory(first) && fs::exists(first / "search_history.json")) {
@@ -58,6 +60,10 @@ int run_report_command(const ReportArgs& args) {
     std::vector<fs::path> candidates(args.inputs.begin() + 1, args.inputs.end());
     page = report::diff_report(first, candidates, options);
   }
+  if (to_stdout) {  // checked as every stdout is (cli/outputs.hpp)
+    std::cout << report::render_html(page);
+    return kExitOk;
+  }
   // The page holds prompts and outputs: written 0600, like traces, plans and summaries.
   write_private_file(args.out, report::render_html(page));
   std::cout << args.out << "\n";
@@ -80,14 +86,12 @@ void add_report(CLI::App& root, Registry& registry) {
   command->add_option("inputs", args->inputs, "RUN.rtrace, SWEEP_DIR, or BASELINE.rtrace CANDIDATE.rtrace...")
       ->required()
       ->check(CLI::ExistingPath);
-  command->add_option("--out,-o", args->out, "The HTML file to write")->capture_default_str();
+  command->add_option("--out,-o", args->out, "The HTML file to write; - writes it on stdout instead of printing the path")->capture_default_str();
   add_force_flag(*command, args->force, "Replace an existing --out (never an input)");
   command->add_option("--match", args->match,
                       "For a diff with expected answers: exact, normalized, contains, regex:RE, json:FIELD")
       ->capture_default_str();
-  command->add_option("--near-tie", args->near_tie, "For a diff: near-tie margin in nats")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  add_near_tie_option(*command, args->near_tie, "For a diff: near-tie margin in nats");
   command->footer(
       "Examples:\n  retrace report sweep1 -o sweep1.html\n  retrace report run.rtrace -o run.html\n"
       "  retrace report run-c1.rtrace run-c32.rtrace -o diff.html");

@@ -85,7 +85,7 @@ void resume_study(CLI::App& command, const fs::path& dir, sweep::Plan& plan, swe
   for (auto flag : {"TRACE", "--target", "--out", "--concurrency", "--cache", "--repeat", "--same-prompt",
                     "--greedy", "--allow-sampling", "--near-tie", "--set", "--unset", "--token-ids",
                     "--model", "--max-error-rate", "--timeout", "--label", "--limit", "--filter",
-                    "--no-stream", "--requests", "--force"})
+                    "--no-stream", "--requests", "--max-response-bytes", "--force"})
     if (command.count(flag) > 0)
       throw std::invalid_argument(std::string("--resume continues a study with its saved settings; ") + flag +
                                   " cannot change them (start a new study with --out instead)");
@@ -234,8 +234,7 @@ void add_study(CLI::App& root, Registry& registry) {
   command->add_option("--out,-o", args->out, "Directory for the runs, plan.json, study.json and the summaries");
   add_force_flag(*command, args->force, "Write into an existing, non-empty --out, starting over what it holds");
   command->add_option("--resume", args->resume, "Continue the interrupted study in DIR")->type_name("DIR");
-  command->add_option("--near-tie", args->near_tie, "Logprob margin under which a divergence counts as a near-tie flip")
-      ->capture_default_str();
+  add_near_tie_option(*command, args->near_tie, "Logprob margin under which a divergence counts as a near-tie flip");
   auto* json = command->add_flag("--json", args->json, "Print summary.json instead of the Markdown");
   auto* csv = command->add_flag("--csv", args->csv,
                                 "Print summary.csv (one row per cell; per target and cell with several --target) instead")

@@ -69,8 +69,8 @@ sweep::Plan resumed_plan(CLI::App& command, const SweepArgs& args, const fs::pat
                     "--unset", "--token-ids", "--model", "--max-error-rate", "--api-key-env",
                     "--timeout", "--request-deadline", "--label", "--limit", "--warmup", "--filter",
                     "--force", "--no-stream", "--seed", "--window-from", "--window-to", "--max-idle-gap",
-                    "--sample-sessions", "--requests", "--duration", "--find", "--slo", "--attainment",
-                    "--stable", "--precision", "--find-from"})
+                    "--sample-sessions", "--requests", "--duration", "--max-response-bytes", "--find",
+                    "--slo", "--attainment", "--stable", "--precision", "--find-from"})
     if (command.count(flag) > 0)
       throw std::invalid_argument(std::string("--resume continues a sweep with its saved settings; ") +
                                   flag + " cannot change them (start a new sweep with --out instead)");
@@ -363,9 +363,7 @@ void add_sweep(CLI::App& root, Registry& registry) {
                       "How outputs match expected answers: exact, normalized, contains, regex:RE, "
                       "json:FIELD")
       ->capture_default_str();
-  command->add_option("--near-tie", args->near_tie,
-                      "Logprob margin under which a divergence counts as a near-tie flip")
-      ->capture_default_str();
+  add_near_tie_option(*command, args->near_tie, "Logprob margin under which a divergence counts as a near-tie flip");
   auto* json = command->add_flag("--json", args->json, "Print summary.json instead of the Markdown table");
   auto* csv = command->add_flag("--csv", args->csv, "Print summary.csv (one row per level) instead")
                   ->excludes(json);

@@ -7,12 +7,14 @@
 
 #include "cli/commands.hpp"
 #include "cli/help.hpp"
+#include "cli/outputs.hpp"
 #include "commit.hpp"
 #include "version.hpp"
 
 int main(int argc, char** argv) {
   // A closed pipe (`retrace export t | head`) ends output quietly; writes then fail with EPIPE.
   std::signal(SIGPIPE, SIG_IGN);
+  retrace::cli::check_stdout();  // a write that fails (a full disk) exits 2 (cli/outputs.hpp)
 
   CLI::App app{
       "retrace records the traffic of LLM inference servers, replays it at any concurrency, rate "
@@ -70,13 +72,13 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
-    return code == 0 ? 0 : retrace::cli::kExitError;
+    return retrace::cli::finish_stdout(code == 0 ? 0 : retrace::cli::kExitError);
   }
   try {
     for (const auto& [command, run] : registry.commands())
-      if (command->parsed()) return run();
+      if (command->parsed()) return retrace::cli::finish_stdout(run());
   } catch (const std::exception& e) {
-    std::fflush(stdout);
+    std::cout.flush();
     std::cerr << "retrace: error: " << e.what() << "\n";
     return retrace::cli::kExitError;
   }

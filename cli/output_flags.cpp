@@ -3,6 +3,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 
 namespace retrace::cli {
@@ -37,6 +38,27 @@ std::size_t terminal_width() {
   winsize size{};
   if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
   return 80;
+}
+
+CLI::Option* add_near_tie_option(CLI::App& command, double& near_tie, const std::string& help) {
+  return command.add_option("--near-tie", near_tie, help)
+      ->capture_default_str()
+      ->type_name("NATS")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            double value = 0;
+            try {
+              std::size_t used = 0;
+              value = std::stod(text, &used);
+              if (used != text.size()) return "--near-tie " + text + ": not a number";
+            } catch (const std::exception&) {
+              return "--near-tie " + text + ": not a number";
+            }
+            if (!std::isfinite(value) || value < 0)
+              return "--near-tie " + text + ": expected a finite margin of 0 or more nats, e.g. 0.05 (the default)";
+            return {};
+          },
+          "NATS >= 0"));
 }
 
 }  // namespace retrace::cli

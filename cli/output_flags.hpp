@@ -27,6 +27,10 @@ void add_output_flags(CLI::App& command, OutputFlags& flags, const std::string& 
 // text (0 when stdout is not a terminal: a pipe or file gets the full table).
 report::StatsContext stats_context(const OutputFlags& flags);
 
+// --near-tie (diff, report, study, sweep, bisect): a margin in nats, finite and not negative (nan,
+// inf and -1 refused by name). `help` says what it decides for the command.
+CLI::Option* add_near_tie_option(CLI::App& command, double& near_tie, const std::string& help);
+
 // Columns of the terminal on stdout: $COLUMNS, else the terminal's own size; 0 when stdout is not
 // a terminal.
 std::size_t terminal_width();

@@ -1,7 +1,9 @@
-// No silent overwrites: the one rule every command that writes a file or a directory follows.
-// An output that is one of the command's own inputs (the same file by identity: a hard link or
-// another spelling of the path counts) is always refused; an existing output is refused unless
-// --force was given.
+// The rules every command's outputs follow. No silent overwrites: an output that is one of the
+// command's own inputs (the same file by identity: a hard link or another spelling of the path
+// counts) is always refused; an existing output is refused unless --force was given. Stdout,
+// checked: what a command prints goes through std::cout, whose writes are counted and whose first
+// error is kept; a failed write (a full disk: `> /dev/full`) exits 2 saying how many bytes got
+// out, as a file output's does; a closed pipe (`| head`, EPIPE) ends the output quietly.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -12,6 +14,13 @@
 #include <vector>
 
 namespace retrace::cli {
+
+// Makes std::cout the checked stdout (main(), before any command runs). Writes after a failure
+// are dropped and leave std::cout bad, so a long loop can stop at `!std::cout`.
+void check_stdout();
+// Flushes stdout: `exit_code` when every byte got out or the reader closed the pipe; else 2,
+// after saying on stderr what failed and after how many bytes.
+int finish_stdout(int exit_code);
 
 // Adds --force (help text names what it allows) and returns it.
 CLI::Option* add_force_flag(CLI::App& command, bool& force, const std::string& what);

@@ -54,6 +54,11 @@ inline void add_request_flags(CLI::App& command, replay::RequestFlags& flags) {
                      "none; a long generation takes minutes)")
       ->type_name("DURATION")
       ->check(duration_check(std::chrono::milliseconds(1)));
+  command.add_option("--max-response-bytes", flags.max_response_bytes,
+                     "Cut a response past this many bytes as received (a stream that never ends): "
+                     "kept up to it as truncated, and the run goes on")
+      ->capture_default_str()
+      ->type_name("N");
   command.add_flag("--no-stream", flags.no_stream,
                    "Do not stream completions and chat (by default they stream, asking for usage)");
   command.add_option("--label", flags.labels, "KEY=VALUE on the run and every exchange (repeatable)");

@@ -86,7 +86,15 @@ void read_sharegpt(CompressedInput& input, const RowSink& sink, std::size_t max_
     for (std::size_t i = 0; i < n; ++i) {
       char c = chunk[i];
       if (c == '\n') ++line;
-      if (depth >= 2) element += c;
+      if (depth >= 2) {
+        // One conversation becomes requests, each at most what one trace record holds: a longer
+        // one (a 10 GB string in a few MB of gzip) is refused before it is held, not bad_alloc.
+        if (element.size() >= CompressedInput::kMaxLineBytes)
+          bad(element_line, "conversation " + std::to_string(ordinal + 1) + " is longer than " +
+                                std::to_string(CompressedInput::kMaxLineBytes >> 20) +
+                                " MiB, more than one trace record holds; remove it or split it");
+        element += c;
+      }
       if (in_string) {
         if (escaped) escaped = false;
         else if (c == '\\') escaped = true;

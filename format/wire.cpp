@@ -2,6 +2,7 @@
 // reading them back. Field by field, in trace.capnp's order; see trace.capnp for the schema and
 // the versioning rule (unknown enumerants from a newer minor version read as neutral values).
 #include "format/wire.hpp"
+#include "format/parts.hpp"
 #include "format/wire_syntax.hpp"
 
 namespace retrace::detail {
@@ -251,6 +252,9 @@ static void read_part(wire::Choice::Reader in, Part& part, std::uint32_t& tool_c
 }
 
 // What an exchange's response made of it: the response, its choices and usage.
+// A record's parts as read: at most kMaxParts (format/parts.hpp), the rest left in the file.
+static std::size_t parts_read(unsigned declared) { return declared < kMaxParts ? declared : kMaxParts; }
+
 static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget);
 
 void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget,
@@ -286,6 +290,9 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& bu
   read_expected(in, exchange.expected);
   assign(exchange.dialect, in.getDialect());
   assign(exchange.decode_note, in.getDecodeNote());
+  if (const auto parts = in.getChoices().size(); !requests_only && parts > kMaxParts)
+    exchange.decode_note += (exchange.decode_note.empty() ? "" : "; ") + std::to_string(parts) +
+                            " parts in the trace, the first " + std::to_string(kMaxParts) + " read";
   exchange.retries = in.getRetries();
 }
 
@@ -304,8 +311,8 @@ static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, Lis
   }
 
   auto choices = in.getChoices();
-  exchange.choices.resize(budget.take(choices.size(), "choices"));
-  for (unsigned c = 0; c < choices.size(); ++c) {
+  exchange.choices.resize(parts_read(budget.take(choices.size(), "choices")));
+  for (unsigned c = 0; c < exchange.choices.size(); ++c) {
     auto choice_in = choices[c];
     Choice& choice = exchange.choices[c];
     choice.index = choice_in.getIndex();
@@ -349,8 +356,8 @@ void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudge
   assign(outputs.method, request.getMethod());
   assign(outputs.target, request.getTarget());
   auto choices = in.getChoices();
-  outputs.choices.resize(budget.take(choices.size(), "choices"));
-  for (unsigned c = 0; c < choices.size(); ++c) {
+  outputs.choices.resize(parts_read(budget.take(choices.size(), "choices")));
+  for (unsigned c = 0; c < outputs.choices.size(); ++c) {
     auto choice_in = choices[c];
     ChoiceOutput& choice = outputs.choices[c];
     choice.index = choice_in.getIndex();

@@ -20,10 +20,9 @@ void ResponseDecoder::Impl::read_embeddings(const json::object& root) {
   for (const json::value& entry_value : *data) {
     const json::object* entry = entry_value.if_object();
     if (!entry) continue;
+    // Without an "index", an entry is the next one; an index out of range is corrupt (noted).
     std::uint32_t index = position++;
-    if (const auto given = integer_field(*entry, "index"); given && *given >= 0 && *given < std::int64_t(kMaxChoices)) {
-      index = static_cast<std::uint32_t>(*given);
-    }
+    if (!read_index(*entry, "embedding", index)) continue;
     Choice& choice = part_of(index, Part::embedding);
     choice.values.clear();
     const json::value* embedding = field(*entry, "embedding");

@@ -101,7 +101,7 @@ void ResponseDecoder::Impl::read_message_usage(const json::object& usage_object)
   if (const auto n = integer_field(usage_object, "input_tokens")) usage.prompt_tokens = *n;
   if (const auto n = integer_field(usage_object, "output_tokens")) usage.completion_tokens = *n;
   if (usage.prompt_tokens >= 0 && usage.completion_tokens >= 0) {
-    usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    usage.total_tokens = sum_of_counts(usage.prompt_tokens, usage.completion_tokens);
   }
 }
 

@@ -53,7 +53,7 @@ void ResponseDecoder::Impl::read_llamacpp(const json::object& root, std::int64_t
     const auto evaluated = integer_field(root, "tokens_evaluated");
     if (predicted) usage.completion_tokens = *predicted;
     if (evaluated) usage.prompt_tokens = *evaluated;
-    if (predicted && evaluated) usage.total_tokens = *predicted + *evaluated;
+    if (predicted && evaluated) usage.total_tokens = sum_of_counts(*predicted, *evaluated);
   }
 }
 
@@ -93,7 +93,7 @@ void ResponseDecoder::Impl::read_tgi_details(Choice& choice, const json::object&
   const auto input = integer_field(details, "input_length");
   if (generated) usage.completion_tokens = *generated;
   if (input) usage.prompt_tokens = *input;
-  if (generated && input) usage.total_tokens = *generated + *input;
+  if (generated && input) usage.total_tokens = sum_of_counts(*generated, *input);
 }
 
 void ResponseDecoder::Impl::read_tgi_stream(const json::object& root, std::int64_t offset_ns) {

@@ -80,10 +80,7 @@ void ResponseDecoder::Impl::read_chat_parts(std::uint32_t index, const json::obj
     const json::object* function = call_object ? object_field(*call_object, "function") : nullptr;
     if (!function) continue;
     std::uint32_t call_index = position++;
-    if (const auto streamed_index = integer_field(*call_object, "index");
-        streamed_index && *streamed_index >= 0 && *streamed_index < std::int64_t(kMaxChoices)) {
-      call_index = static_cast<std::uint32_t>(*streamed_index);
-    }
+    if (!read_index(*call_object, "tool call", call_index)) continue;
     read_tool_call(index, call_index, string_field(*call_object, "id"), string_field(*function, "name"),
                    string_field(*function, "arguments"), offset_ns);
   }
@@ -126,10 +123,10 @@ void ResponseDecoder::Impl::read_tool_call(std::uint32_t index, std::uint32_t ca
                                            std::optional<std::string_view> name,
                                            std::optional<std::string_view> arguments, std::int64_t offset_ns) {
   Choice& part = part_of(index, Part::tool_call, call);
-  if (id && !id->empty() && tool_call_ids.size() < kMaxChoices) {  // sent once, in the call's first delta
-    auto same = std::find_if(tool_call_ids.begin(), tool_call_ids.end(),
-                             [&](const ToolCallId& known) { return known.index == index && known.call == call; });
-    if (same == tool_call_ids.end()) tool_call_ids.push_back({index, call, std::string(*id)});
+  if (id && !id->empty() && &part != &dropped_part) {  // sent once, in the call's first delta
+    PartSlot& slot = part_slots.at(PartKey{index, Part::tool_call, call});
+    if (!slot.id_recorded) tool_call_ids.push_back({index, call, std::string(*id)});
+    slot.id_recorded = true;
   }
   if (name) part.tool_name.append(*name);  // sent once, in the call's first delta
   if (arguments && !arguments->empty()) add_token(part, offset_ns, BytesFrom::token_text).bytes.assign(*arguments);

@@ -33,17 +33,42 @@ std::optional<json::value> ResponseDecoder::Impl::parse(std::string_view text, c
   return parser.release();
 }
 
-Choice* ResponseDecoder::Impl::choice_at(const json::object& object) {
-  std::int64_t index = 0;
-  if (const json::value* value = field(object, "index"); value && !value->is_null()) {
-    const auto parsed = integer_of(*value);
-    if (!parsed || *parsed < 0 || static_cast<std::uint64_t>(*parsed) >= kMaxChoices) {
-      note(where() + ": choice index out of range: " + json::serialize(*value));
-      return nullptr;
-    }
-    index = *parsed;
+bool ResponseDecoder::Impl::read_index(const json::object& object, std::string_view what, std::uint32_t& index) {
+  const json::value* value = field(object, "index");
+  if (!value || value->is_null()) return true;
+  const auto parsed = integer_of(*value);
+  if (!within_parts(parsed)) {
+    note(where() + ": " + std::string(what) + " index out of range: " + json::serialize(*value));
+    return false;
   }
-  return &part_of(static_cast<std::uint32_t>(index), Part::content);
+  index = static_cast<std::uint32_t>(*parsed);
+  return true;
+}
+
+Choice* ResponseDecoder::Impl::choice_at(const json::object& object) {
+  std::uint32_t index = 0;
+  return read_index(object, "choice", index) ? &part_of(index, Part::content) : nullptr;
+}
+
+Choice& ResponseDecoder::Impl::part_of(std::uint32_t index, Part part, std::uint32_t call) {
+  const PartKey key{index, part, call};
+  if (const auto found = part_slots.find(key); found != part_slots.end()) return choices[found->second.position];
+  if (choices.size() >= kMaxParts) {
+    if (parts_dropped++ == 0) {
+      note(where() + ": more than " + std::to_string(kMaxParts) + " outputs (choices, items, blocks, calls or embeddings); the rest dropped");
+    }
+    dropped_part = Choice{};
+    dropped_part.index = index;
+    dropped_part.part = part;
+    dropped_part.tool_call = call;
+    return dropped_part;
+  }
+  part_slots.emplace(key, PartSlot{static_cast<std::uint32_t>(choices.size())});
+  Choice& added = choices.emplace_back();
+  added.index = index;
+  added.part = part;
+  added.tool_call = call;
+  return added;
 }
 
 void ResponseDecoder::Impl::add_text(Part part, std::uint32_t call, std::string_view text, std::int64_t offset_ns) {
@@ -53,7 +78,7 @@ void ResponseDecoder::Impl::add_text(Part part, std::uint32_t call, std::string_
 
 const ResponseDecoder::Impl::Item* ResponseDecoder::Impl::item_at(std::optional<std::int64_t> position,
                                                                   std::optional<Part> made_as) {
-  if (!position || *position < 0 || *position >= std::int64_t(kMaxChoices)) {
+  if (!within_parts(position)) {
     note(where() + ": output position missing or out of range");
     return nullptr;
   }

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/json/array.hpp>
@@ -29,13 +30,22 @@
 #include "llm/fast_logprobs.hpp"
 #include "base/json_arena.hpp"
 #include "base/json_fields.hpp"
+#include "format/parts.hpp"
 #include "llm/llm.hpp"
 
 namespace retrace::llm {
 
 namespace json = boost::json;
 
-constexpr std::size_t kMaxChoices = 4096;  // a larger "index" is corrupt data, not a choice
+// The one bound on a response's outputs (format/parts.hpp): a choice "index", an output position
+// (Responses items, Messages blocks), a tool call's or an embedding's index, and the number of
+// parts made of them all stay below kMaxParts. A larger index is corrupt data, not an output; a
+// part past the count is dropped with one note (part_of). Each part is found in O(1), so one
+// answer of 10^6 parts (a 3 MB embeddings list, 10^5 tool calls) costs its bytes, never N^2/2
+// compares.
+inline bool within_parts(std::optional<std::int64_t> index) {
+  return index && *index >= 0 && *index < static_cast<std::int64_t>(kMaxParts);
+}
 constexpr std::size_t kMaxNotes = 8;
 constexpr std::size_t kScratchBytes = 16 * 1024;
 
@@ -47,6 +57,13 @@ std::int32_t token_id_of(const json::value& value);
 // The same for an integer already read (integer_of()), or nullopt for a value that is not one.
 inline std::int32_t token_id_of(std::optional<std::int64_t> integer) {
   return integer && *integer >= 0 && *integer <= INT32_MAX ? static_cast<std::int32_t>(*integer) : -1;
+}
+// Two of a server's token counts added (a total it did not send), saturated: the counts are
+// outside input, and a signed overflow is undefined behaviour.
+inline std::int64_t sum_of_counts(std::int64_t a, std::int64_t b) {
+  std::int64_t sum;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return a > 0 ? INT64_MAX : INT64_MIN;
 }
 // Doubles from the wire clamped into float range (an out-of-range cast is undefined behaviour).
 float to_float(double value);
@@ -68,6 +85,28 @@ struct DecodeState {
   std::size_t events_seen = 0;
   std::size_t events_after_end = 0;
   std::vector<Choice> choices;
+  // Where each part is in `choices` (until finish() sorts them), and whether its call's id is in
+  // tool_call_ids: the O(1) lookup part_of makes.
+  struct PartKey {
+    std::uint32_t index;
+    Part part;
+    std::uint32_t call;
+    bool operator==(const PartKey&) const = default;
+  };
+  struct PartKeyHash {
+    std::size_t operator()(const PartKey& key) const noexcept {
+      return std::hash<std::uint64_t>{}((std::uint64_t(key.index) << 40) ^ (std::uint64_t(key.part) << 32) ^ key.call);
+    }
+  };
+  struct PartSlot {
+    std::uint32_t position;
+    bool id_recorded = false;
+  };
+  std::unordered_map<PartKey, PartSlot, PartKeyHash> part_slots;
+  // What part_of hands out once kMaxParts parts exist: emptied every time, so what is written
+  // into it is dropped and costs one event's worth at most.
+  Choice dropped_part;
+  std::size_t parts_dropped = 0;  // part_of calls refused, for the note
   Usage usage;
   // Responses and Messages: what each output item / content block is, by its position in the
   // stream (output_index, content block index), so its deltas reach the right part.
@@ -129,21 +168,17 @@ struct ResponseDecoder::Impl : DecodeState {
   std::string where() const { return "event " + std::to_string(events_seen - 1); }
   // Parses `text` into the arena; nullopt (and a note naming `what`) when it is not JSON.
   std::optional<json::value> parse(std::string_view text, const std::string& what);
+  // The object's "index" into `index` (left as it is when absent or null); false, noted naming
+  // `what` ("choice", "embedding"), when it is out of range (within_parts).
+  bool read_index(const json::object& object, std::string_view what, std::uint32_t& index);
   // The choice named by the object's "index" (0 when absent), or nullptr (noted) when invalid.
   Choice* choice_at(const json::object& object);
   Choice& choice_with_index(std::uint32_t index) { return part_of(index, Part::content); }
   // The stream of one part of choice `index` (made on first use). A reference into `choices`:
   // valid until the next part_of or choice_at makes one.
-  Choice& part_of(std::uint32_t index, Part part, std::uint32_t call = 0) {
-    for (Choice& existing : choices) {
-      if (existing.index == index && existing.part == part && existing.tool_call == call) return existing;
-    }
-    Choice& added = choices.emplace_back();
-    added.index = index;
-    added.part = part;
-    added.tool_call = call;
-    return added;
-  }
+  // Past kMaxParts parts, a scratch part that is dropped (noted once): callers write into it as
+  // into any other.
+  Choice& part_of(std::uint32_t index, Part part, std::uint32_t call = 0);
   bool read_error(const json::object& object);
   void sniff(const json::object& root, bool streamed);
   void read(const json::value& value, std::int64_t offset_ns, bool streamed);

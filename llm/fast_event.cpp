@@ -44,6 +44,8 @@ class SimpleEventHandler {
     switch (top()) {
       case Level::document: return push(Level::root, ec);
       case Level::choices: {
+        // More choices than a response keeps parts: the DOM path drops the rest with its note.
+        if (used_ == kMaxParts) return give_up(ec);
         if (used_ == choices_.size()) choices_.emplace_back();
         SimpleChoice& added = choices_[used_++];
         added.index = 0;
@@ -211,7 +213,7 @@ class SimpleEventHandler {
     if (skip_ == 0 && top() == Level::token_ids) return token_id(value), true;
     if (skip_ == 0 && in_usage()) return count(value), true;
     if (skip_ > 0 || key_ != Key::index) return scalar(ec);
-    if (value < 0 || static_cast<std::uint64_t>(value) >= kMaxChoices) return give_up(ec);
+    if (value < 0 || static_cast<std::uint64_t>(value) >= kMaxParts) return give_up(ec);
     current().index = value;
     return true;
   }

@@ -2,8 +2,34 @@
 #include "net/arrived_body.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace retrace::net {
+
+bool append_within(std::string& bytes, std::vector<ArrivedChunk>& chunks, std::string_view piece,
+                   std::int64_t offset_ns, std::size_t limit) {
+  const std::size_t room = limit > bytes.size() ? limit - bytes.size() : 0;
+  const bool within = piece.size() <= room;
+  if (!within) piece = piece.substr(0, room);
+  if (!piece.empty()) {
+    bytes.append(piece);
+    chunks.push_back({offset_ns, bytes.size()});
+  }
+  return within;
+}
+
+std::size_t check_max_response_bytes(std::uint64_t bytes, std::string_view flag) {
+  if (bytes < 1 || bytes > kMaxBlobBytes)
+    throw std::invalid_argument(std::string(flag) + " " + std::to_string(bytes) + ": expected 1 to " +
+                                std::to_string(kMaxBlobBytes) + " bytes (the most one trace field holds; default " +
+                                std::to_string(net::kDefaultMaxResponseBytes) + ", 256 MiB)");
+  return static_cast<std::size_t>(bytes);
+}
+
+Error response_limit_error(std::size_t limit) {
+  return {ErrorKind::truncated, "the response passed --max-response-bytes (" + std::to_string(limit) +
+                                    " bytes): kept as received up to it, the rest not read"};
+}
 
 namespace {
 

@@ -25,11 +25,35 @@
 
 namespace retrace::net {
 
+// --max-response-bytes' default (replay, record, sweep, study): one response as received, held
+// until it ends, may take this much memory and no more.
+inline constexpr std::size_t kDefaultMaxResponseBytes = std::size_t(256) << 20;
+
 // One read's bytes: where they end in the body, and when they arrived (from the request's send).
 struct ArrivedChunk {
   std::int64_t offset_ns;
   std::size_t end;
 };
+
+// The one rule for a response that passes --max-response-bytes (a stream that never ends): one
+// read's `piece` appended to `bytes` with its mark, cut at `limit` bytes in all. False when the
+// body would pass the limit: the caller stops reading, closes the connection and gives the exchange
+// response_limit_error(); what arrived up to the limit is kept and decoded as usual.
+bool append_within(std::string& bytes, std::vector<ArrivedChunk>& chunks, std::string_view piece,
+                   std::int64_t offset_ns, std::size_t limit);
+// The decode limit (decode_arrived) under --max-response-bytes: a whole body may be that large
+// decoded as well as received, so that 509 KB of gzip cannot become 500 MB of body and 2 GB of
+// decoding (past it the body is stored as received, with a note); an event stream four times
+// that, its events' bookkeeping counted (a stream cut at the bound is still decoded).
+inline std::size_t decode_limit_for(std::size_t max_response_bytes, bool event_stream) {
+  const std::size_t limit = event_stream ? 4 * max_response_bytes : max_response_bytes;
+  return limit < kMaxDecodedBytes ? limit : kMaxDecodedBytes;
+}
+// The error (ErrorKind::truncated) of an exchange append_within() cut.
+Error response_limit_error(std::size_t limit);
+// --max-response-bytes N (replay's, sweep's, study's and record's; named by `flag`): from 1 to
+// kMaxBlobBytes (what one trace field holds), or throws std::invalid_argument saying so.
+std::size_t check_max_response_bytes(std::uint64_t bytes, std::string_view flag = "--max-response-bytes");
 
 struct ArrivedBody {
   std::string bytes;  // as received: still coded when the response's Content-Encoding says so
@@ -37,6 +61,9 @@ struct ArrivedBody {
   void append(std::string_view piece, std::int64_t offset_ns) {
     bytes.append(piece);
     chunks.push_back({offset_ns, bytes.size()});
+  }
+  bool append_within(std::string_view piece, std::int64_t offset_ns, std::size_t limit) {
+    return net::append_within(bytes, chunks, piece, offset_ns, limit);
   }
 };
 

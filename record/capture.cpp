@@ -77,6 +77,7 @@ std::string settings_json(const RecordOptions& options) {
   settings["max_body"] = options.max_body;
   settings["sample"] = options.sample;
   settings["seed"] = options.seed;
+  settings["max_response_bytes"] = options.max_response_bytes;
   settings["flush_every"] = options.writer.flush_every;
   settings["flush_ms"] = options.writer.flush_ms;
   settings["upstream_timeout_ms"] = options.upstream_timeout.count();

@@ -42,6 +42,9 @@ struct RecordOptions {
   std::vector<std::string> exclude_paths;
   std::size_t max_body = 32u << 20;         // request body limit (413 beyond)
   std::size_t max_header = 64u << 10;       // request header limit (431 beyond)
+  // --max-response-bytes: a recorded response as received past this is cut (its client's
+  // stream ended short, the upstream closed) and written as truncated, up to it.
+  std::size_t max_response_bytes = net::kDefaultMaxResponseBytes;
   // Requests refused for these limits, or malformed (400), are answered by record and recorded
   // with ErrorKind::rejected, as far as they were read.
   // --flush-every / --flush-ms. zstd level 1 while recording live: 0.82× the proxy's CPU per

@@ -361,6 +361,7 @@ RecordSummary run_recorder(const RecordOptions& options,
   // Writes the header at once: an unwritable --out fails here, before any traffic.
   TraceSink sink(options.out, header, options.writer,
                  Redactor(options.keep_secrets, options.redact_headers));
+  sink.max_response_bytes = options.max_response_bytes;
   ProxyShared shared{options, tls, clock, clock.now(), {}, {}};
   shared.sampler = SessionSampler(options.sample, options.seed);
   shared.submit = [&](CapturedExchange&& captured) { sink.submit(std::move(captured)); };

@@ -71,15 +71,20 @@ void ClientSession::on_read_body(error_code ec) {
   auto& parser = *response_parser_;
   std::size_t received = read_buf_.size() - parser.get().body().size;
   if (received > 0) {
+    std::string_view piece(read_buf_.data(), received);
     if (recording_) {
-      capture_.body.append(read_buf_.data(), received);
-      capture_.chunks.push_back({ns_since(sent_at_), capture_.body.size()});
+      const std::size_t before = capture_.body.size();
+      past_limit_ = !net::append_within(capture_.body, capture_.chunks, piece, ns_since(sent_at_),
+                                        options_.max_response_bytes);
+      if (past_limit_) piece = piece.substr(0, capture_.body.size() - before);  // the client gets as much
     }
-    if (!client_failed_) queue_body(std::string_view(read_buf_.data(), received));
+    if (!client_failed_ && !piece.empty()) queue_body(piece);
   }
   if (upstream_stalled_) ec = beast::error::timeout;  // the watchdog closed it
   if (cut_ || client_failed_) return settle();
-  if (ec) {
+  if (past_limit_) {
+    // No more reads: what is pending goes to the client, then settle() ends the exchange.
+  } else if (ec) {
     upstream_error_ = ec;
   } else if (parser.is_done()) {
     upstream_done_ = true;
@@ -140,7 +145,7 @@ void ClientSession::on_write_client(error_code ec) {
     if (reading_) upstream_->close();  // cancels the upstream request
     return settle();
   }
-  bool reading_paused = !reading_ && !upstream_done_ && !upstream_error_;
+  bool reading_paused = !reading_ && !upstream_done_ && !upstream_error_ && !past_limit_;
   if (reading_paused && !cut_) do_read_body();
   flush_client();
   settle();
@@ -154,12 +159,13 @@ void ClientSession::settle() {
   // pending, and those went to flush_client above. Should that ever fail, a release build ends
   // the exchange here (finish_response does not pool a connection whose response is unfinished)
   // rather than leave the session in flight for ever.
-  assert(cut_ || client_failed_ || upstream_error_ || upstream_done_);
+  assert(cut_ || client_failed_ || past_limit_ || upstream_error_ || upstream_done_);
   relay_active_ = false;
   ++relay_generation_;
   watchdog_.cancel();
   if (cut_) return finish_cut();
   if (client_failed_) return client_gone(client_error_);
+  if (past_limit_) return finish_past_limit();
   if (upstream_error_) return abort_stream();
   finish_response();
 }
@@ -240,6 +246,15 @@ void ClientSession::finish_cut() {
   capture_.exchange.error = {ErrorKind::cut,
                              "recording stopped before the response ended (shutdown deadline)"};
   capture_.exchange.decode_note = "response cut at shutdown";
+  complete(true);
+}
+
+// A recorded response reached --max-response-bytes (a stream that never ends): the client's
+// stream ends short there, as abort_stream() ends it, the upstream is closed, and the exchange
+// is written truncated with what arrived up to the bound.
+void ClientSession::finish_past_limit() {
+  capture_.exchange.error = net::response_limit_error(options_.max_response_bytes);
+  capture_.exchange.decode_note = "response cut at --max-response-bytes";
   complete(true);
 }
 

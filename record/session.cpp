@@ -387,7 +387,7 @@ void ClientSession::complete(bool close_after) {
   upstream_error_ = {};
   client_error_ = {};
   write_error_ = {};
-  client_failed_ = upstream_stalled_ = client_stalled_ = false;
+  client_failed_ = upstream_stalled_ = client_stalled_ = past_limit_ = false;
   upstream_done_ = false;
   sent_ = false;
   in_flight_ = false;

@@ -94,6 +94,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void abort_stream();
   void client_gone(error_code ec);
   void finish_cut();
+  void finish_past_limit();
 
   Worker& worker_;
   ProxyShared& shared_;
@@ -138,6 +139,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   bool client_failed_ = false;
   bool upstream_stalled_ = false;
   bool client_stalled_ = false;
+  bool past_limit_ = false;  // the recorded body reached --max-response-bytes (net::append_within)
 };
 
 }  // namespace retrace::record

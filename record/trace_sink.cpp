@@ -88,7 +88,8 @@ void TraceSink::run() {
         ++lost;
         continue;
       }
-      finish_exchange(std::move(captured), redactor_, next_id++, exchange);
+      const std::size_t decode_limit = net::decode_limit_for(max_response_bytes, captured.event_stream);
+      finish_exchange(std::move(captured), redactor_, next_id++, exchange, decode_limit);
       try {
         writer_.write(exchange);
         ++written;

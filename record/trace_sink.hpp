@@ -46,6 +46,10 @@ class TraceSink {
   // Writes what is queued, closes the trace. Idempotent.
   void close();
 
+  // --max-response-bytes, which bounds an exchange decoded too (net::decode_limit_for); set
+  // before start().
+  std::size_t max_response_bytes = net::kDefaultMaxResponseBytes;
+
   std::atomic<std::uint64_t> written{0};
   std::atomic<std::uint64_t> tokens{0};
   std::atomic<std::uint64_t> lost{0};

@@ -90,6 +90,7 @@ void apply_request_flags(const RequestFlags& flags, Options& options) {
   options.secret_fills.clear();
   for (const auto& assignment : flags.set_secrets) options.secret_fills.push_back(read_secret_fill(assignment));
   options.timeout = parse_timeout(flags.timeout);
+  options.max_response_bytes = net::check_max_response_bytes(flags.max_response_bytes);
   options.request_deadline = std::nullopt;
   if (!flags.request_deadline.empty())
     options.request_deadline = parse_timeout(flags.request_deadline, "--request-deadline");

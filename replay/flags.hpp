@@ -25,6 +25,7 @@ struct RequestFlags {
   std::vector<std::string> set_secrets;  // --set-secret FIELD=ENV: names only, never the values
   std::string timeout = "120s";      // --timeout, with a unit: idle (no byte for this long)
   std::string request_deadline;      // --request-deadline DURATION ("" = none): send to last byte
+  std::size_t max_response_bytes = net::kDefaultMaxResponseBytes;  // --max-response-bytes N
   bool no_stream = false;            // --no-stream
   std::vector<std::string> labels;   // --label KEY=VALUE
   std::optional<std::size_t> limit;  // --limit N

@@ -79,6 +79,13 @@ Shard open_shard(const std::filesystem::path& path) {
   if (shard.start_at_ns && *shard.start_at_ns < 0)
     throw MergeRefused(name(path) + ": its \"start_at_unix_ns\" " + std::to_string(*shard.start_at_ns) +
                        " is before 1970; a shard's --start-at is a time of its run");
+  // A count past 2^53 (where JSON numbers stop being exact) is no shard's: a damaged or edited
+  // header, whose "missing" would read as 18446744073709551605.
+  constexpr std::uint64_t kMostSelected = std::uint64_t(1) << 53;
+  if (shard.settings.selected && *shard.settings.selected > kMostSelected)
+    throw MergeRefused(name(path) + ": its \"selected\" " + std::to_string(*shard.settings.selected) +
+                       " is more exchanges than any run sends (at most 2^53); the header is damaged: re-run "
+                       "that shard");
   return shard;
 }
 

@@ -69,6 +69,7 @@
 #include "base/clock.hpp"
 #include "base/duration.hpp"
 #include "format/output_tokens.hpp"
+#include "net/arrived_body.hpp"
 #include "format/redaction.hpp"  // secrets: what the trace and settings never hold
 #include "format/trace.hpp"
 #include "llm/llm.hpp"
@@ -145,6 +146,9 @@ struct Options {
   // keeps sending; --request-deadline: from its send to its last byte, none by default.
   std::chrono::milliseconds timeout{120'000};
   std::optional<std::chrono::milliseconds> request_deadline;
+  // --max-response-bytes: one response as received past this is cut (ErrorKind::truncated) and
+  // the run goes on (net/arrived_body.hpp).
+  std::size_t max_response_bytes = net::kDefaultMaxResponseBytes;
   std::vector<Label> labels;  // written to the header and every exchange
   std::string run_name;       // label "run" (default: the output file's stem)
   int repeat_index = 0;       // label "repeat" when > 0

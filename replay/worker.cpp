@@ -82,6 +82,7 @@ struct Flight {
   error_code ec;
   Expiry expired = Expiry::none;  // with ec timeout: which limit
   bool complete = false;
+  bool past_limit = false;  // cut at --max-response-bytes (net::append_within)
   std::string failure;  // an exception's message: retrace itself could not go on
 };
 
@@ -420,10 +421,14 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
     if (ec == http::error::need_buffer) ec = {};
     if (!ec) watchdog.progress = Watchdog::WaitClock::now();
     auto got = kReadBufferBytes - parser.get().body().size;
-    if (got > 0) flight.arrived.append(std::string_view(buffer, got), flight.offset());
+    if (got > 0 && !flight.arrived.append_within(std::string_view(buffer, got), flight.offset(),
+                                                 shared_.options.max_response_bytes)) {
+      flight.past_limit = true;  // the connection is closed, not pooled: complete stays false
+      break;
+    }
     if (ec) break;
   }
-  flight.complete = !ec;
+  flight.complete = !ec && !flight.past_limit;
   exchange.end_ns = flight.offset();
   if (exchange.response.streamed) last_stream_ = {flight.arrived.bytes.size(), flight.arrived.chunks.size()};
 }
@@ -435,7 +440,8 @@ void Worker::decode_response(Flight& flight) {
   auto end = exchange.end_ns >= 0 ? exchange.end_ns : 0;
   auto& arrived = flight.arrived;
   auto decoded = net::decode_arrived(arrived.bytes, arrived.chunks, exchange.response.streamed,
-                                     flight.content_encoding, exchange.response, &flight.decoder, end);
+                                     flight.content_encoding, exchange.response, &flight.decoder, end,
+                                     net::decode_limit_for(shared_.options.max_response_bytes, exchange.response.streamed));
   arrived = {};  // its bytes are in the response now
   if (!exchange.response.streamed && exchange.response.status != 0 && !decoded.as_received)
     flight.decoder.on_body(exchange.response.body, end);
@@ -468,6 +474,8 @@ std::optional<SessionAnswer> Worker::finish(Flight& flight, bool want_answer) {
                              : flight.expired != Expiry::none
                                  ? expiry_message(flight.expired, flight.phase, shared_.options, shared_.url.str())
                                  : net::describe(ec, flight.phase, shared_.url.str());
+  } else if (flight.past_limit) {
+    exchange.error = net::response_limit_error(shared_.options.max_response_bytes);
   } else if (exchange.response.status >= 400) {
     exchange.error.kind = ErrorKind::http_status;
     auto excerpt = exchange.response.streamed ? std::string() : exchange.response.body.substr(0, 200);

@@ -173,6 +173,7 @@ std::string plan_to_json(const Plan& plan) {
   replay["set_secrets"] = strings_to_json(plan.replay.set_secrets);  // FIELD=ENV: names only
   replay["timeout"] = plan.replay.timeout;
   replay["request_deadline"] = plan.replay.request_deadline;
+  replay["max_response_bytes"] = plan.replay.max_response_bytes;
   replay["no_stream"] = plan.replay.no_stream;
   replay["labels"] = strings_to_json(plan.replay.labels);
   if (plan.replay.limit) replay["limit"] = *plan.replay.limit;
@@ -266,6 +267,8 @@ ReplayArgs replay_from_json(const Fields& replay) {
   }
   if (replay.object.contains("request_deadline"))  // plans written before it have none
     flags.request_deadline = replay.str("request_deadline");
+  if (replay.object.contains("max_response_bytes"))  // plans written before it keep the default
+    flags.max_response_bytes = static_cast<std::size_t>(replay.integer("max_response_bytes"));
   flags.no_stream = replay.object.contains("no_stream") && replay.boolean("no_stream");
   flags.labels = replay.strings("labels");
   if (replay.object.contains("limit"))

@@ -55,6 +55,11 @@ struct StudySettings {
 // Parses "cold,warm" (distinct; cold or warm); throws std::invalid_argument naming --cache.
 std::vector<std::string> parse_cache_states(std::string_view text);
 
+// The bounds plan_study() refuses past, naming the figure: runs in one study (each a trace
+// file), and --same-prompt's requests a run.
+inline constexpr std::uint64_t kMaxStudyRuns = 100'000;
+inline constexpr std::size_t kMaxSamePrompt = 1'000'000;
+inline constexpr std::uint64_t kMaxSamePromptBytes = std::uint64_t(4) << 30;  // those copies' bytes
 // The runs: baseline (first concurrency, first cache state), then for each concurrency, each cache
 // state, `repeats` runs c16-warm-r2. Fills plan.runs and settings.run_cache.
 void plan_study(Plan& plan, StudySettings& settings);

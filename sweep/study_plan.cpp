@@ -53,6 +53,19 @@ void plan_study(Plan& plan, StudySettings& settings) {
   if (plan.levels.empty()) throw std::invalid_argument("a study needs at least one --concurrency level");
   if (settings.cache.empty()) throw std::invalid_argument("a study needs at least one --cache state");
   if (plan.repeats < 1) throw std::invalid_argument("--repeat must be at least 1");
+  // Bounded before anything is allocated: every run is a trace file and a line of plan.json, and
+  // --same-prompt's requests are each a copy of the prompt held for the run.
+  const std::uint64_t runs = 1 + std::uint64_t(plan.levels.size()) * settings.cache.size() * std::uint64_t(plan.repeats);
+  if (runs > kMaxStudyRuns)
+    throw std::invalid_argument("--repeat " + std::to_string(plan.repeats) + ": the study would make " +
+                                std::to_string(runs) + " runs (" + std::to_string(plan.levels.size()) +
+                                " levels x " + std::to_string(settings.cache.size()) + " cache states x " +
+                                std::to_string(plan.repeats) + " repeats + the baseline), more than " +
+                                std::to_string(kMaxStudyRuns) + "; lower --repeat or the levels");
+  if (settings.same_prompt && *settings.same_prompt > kMaxSamePrompt)
+    throw std::invalid_argument("--same-prompt " + std::to_string(*settings.same_prompt) + ": more than " +
+                                std::to_string(kMaxSamePrompt) +
+                                " requests a run (each a copy of the prompt in memory); split it into runs with --repeat");
   plan.runs.clear();
   settings.run_cache.clear();
   auto add = [&](double level, const std::string& cache, int repeat, std::string name) {
@@ -140,6 +153,14 @@ LoadedTrace study_input(const LoadedTrace& input, const Plan& plan, const StudyS
     options.requests = *settings.same_prompt;
   }
   auto chosen = replay::select_exchanges(input.exchanges, options, false);
+  if (settings.same_prompt && !chosen.empty()) {
+    const std::uint64_t prompt = input.exchanges[chosen.front()].request.body.size();
+    if (prompt * chosen.size() > kMaxSamePromptBytes)
+      throw std::invalid_argument("--same-prompt " + std::to_string(chosen.size()) + ": " + std::to_string(chosen.size()) +
+                                  " copies of a " + std::to_string(prompt) + "-byte request would hold " +
+                                  std::to_string(prompt * chosen.size() >> 20) + " MiB, more than " +
+                                  std::to_string(kMaxSamePromptBytes >> 20) + " MiB; lower it and add --repeat");
+  }
   LoadedTrace requests;
   requests.header = input.header;
   requests.exchanges.reserve(chosen.size());
