@@ -45,7 +45,7 @@ void TraceSink::close() {
   if (!writer_closed_) {
     writer_closed_ = true;
     try {
-      writer_.close();
+      output_.close();
     } catch (const std::exception& e) {
       if (error_.empty()) error_ = e.what();
       count_unflushed_as_lost();
@@ -60,23 +60,34 @@ void TraceSink::run() {
   bool unflushed = false;
   std::unique_lock lock(mutex_);
   for (;;) {
-    auto ready = [&] { return closing_ || !queue_.empty(); };
+    auto ready = [&] { return closing_ || !queue_.empty() || (!failed_ && output_.rotation_asked()); };
     if (!ready()) {
+      // Idle: wake for the open frame's flush_ms (as the writer would have on its next write),
+      // and for what the output times (--rotate-every, --keep-for).
+      auto wait = output_.until_due();
       if (unflushed) {
-        // Idle with exchanges in an open frame: close it after flush_ms, as the writer would have
-        // on its next write.
-        if (!wake_.wait_for(lock, std::chrono::milliseconds(std::max<std::int64_t>(options_.flush_ms, 1)), ready)) {
-          lock.unlock();
-          flush();
-          unflushed = false;
-          lock.lock();
-          continue;
-        }
-      } else {
+        std::chrono::nanoseconds flush_wait = std::chrono::milliseconds(std::max<std::int64_t>(options_.flush_ms, 1));
+        if (!wait || flush_wait < *wait) wait = flush_wait;
+      }
+      if (!wait) {
         wake_.wait(lock, ready);
+      } else if (!wake_.wait_for(lock, *wait, ready)) {
+        lock.unlock();
+        if (unflushed) flush();
+        unflushed = false;
+        tick();
+        lock.lock();
+        continue;
       }
     }
     if (queue_.empty() && closing_) break;
+    if (queue_.empty()) {  // a rotation asked for, between exchanges
+      lock.unlock();
+      tick();
+      unflushed = false;
+      lock.lock();
+      continue;
+    }
     batch.swap(queue_);
     queued_bytes_ = 0;
     lock.unlock();
@@ -88,7 +99,7 @@ void TraceSink::run() {
       }
       finish_exchange(std::move(captured), redactor_, next_id++, exchange);
       try {
-        writer_.write(exchange);
+        output_.write(exchange);
         ++written;
         unflushed = true;
       } catch (const std::exception& e) {
@@ -112,15 +123,33 @@ void TraceSink::run() {
 void TraceSink::flush() {
   if (failed_) return;
   try {
-    writer_.flush();
+    output_.flush();
   } catch (const std::exception& e) {
     fail(e.what());
     count_unflushed_as_lost();
   }
 }
 
+void TraceSink::tick() {
+  if (failed_) return;
+  try {
+    output_.tick();
+  } catch (const std::exception& e) {
+    fail(e.what());
+    count_unflushed_as_lost();
+  }
+}
+
+void TraceSink::request_rotation() {
+  {
+    std::lock_guard lock(mutex_);
+    output_.request_rotation();
+  }
+  wake_.notify_one();
+}
+
 void TraceSink::count_unflushed_as_lost() {
-  std::uint64_t durable = writer_.exchanges_flushed();
+  std::uint64_t durable = output_.exchanges_flushed();
   if (written <= durable) return;
   lost += written - durable;
   written = durable;
