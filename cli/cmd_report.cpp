@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/outputs.hpp"
 #include "base/private_file.hpp"
+#include "format/segments.hpp"
 #include "report/html.hpp"
 #include "sweep/study.hpp"
 #include "sweep/sweep.hpp"
@@ -29,7 +30,7 @@ int run_report_command(const ReportArgs& args) {
   check_output_file(args.out, inputs, args.force, "--out");
   report::HtmlReport page;
   const fs::path first = args.inputs.front();
-  if (args.inputs.size() == 1 && fs::is_directory(first)) {
+  if (args.inputs.size() == 1 && fs::is_directory(first) && !is_segment_set(first)) {
     if (!fs::exists(first / "plan.json"))
       throw std::invalid_argument(first.string() + " is a directory but holds no plan.json; report takes a "
                                   "sweep or study directory (retrace sweep/study --out DIR), a run trace, or BASELINE CANDIDATE...");
