@@ -192,13 +192,17 @@ void TraceOutput::tick() {
 
 std::optional<std::chrono::nanoseconds> TraceOutput::until_due() const {
   std::optional<std::chrono::nanoseconds> due;
+  // Nothing timed, no clock read: a test's ManualClock that steps on each read sees only the
+  // reads of what it times.
+  if (!options_.segmented || !writer_ ||
+      (options_.rotate_every.count() == 0 && options_.keep_for.count() == 0))
+    return due;
   auto now = clock_.now();
   auto consider = [&](Clock::time_point at) {
     auto wait = std::max(std::chrono::nanoseconds::zero(),
                          std::chrono::duration_cast<std::chrono::nanoseconds>(at - now));
     if (!due || wait < *due) due = wait;
   };
-  if (!options_.segmented || !writer_) return due;
   if (options_.rotate_every.count() > 0) consider(opened_at_ + options_.rotate_every);
   if (options_.keep_for.count() > 0 && !closed_.empty())
     consider(closed_.front().closed_at + options_.keep_for);
