@@ -31,11 +31,15 @@ extern "C" void on_stop_signal(int number) {
   errno = saved;
 }
 
-void set_action(void (*handler)(int)) {
+void set_action(void (*handler)(int), int only = 0) {
   struct sigaction action {};
   action.sa_handler = handler;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;  // other threads' reads and writes go on undisturbed
+  if (only != 0) {
+    ::sigaction(only, &action, nullptr);
+    return;
+  }
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
 }
@@ -61,7 +65,7 @@ struct StopSignals::Watcher {
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0 || byte == 0) return;  // 0: ~StopSignals wakes us to end
       std::lock_guard lock(mutex);
-      if (!quitting) on_signal(byte);
+      if (!quitting || byte == SIGHUP) on_signal(byte);
     }
   }
 
@@ -69,18 +73,22 @@ struct StopSignals::Watcher {
   int fds[2] = {-1, -1};
   std::mutex mutex;  // held while on_signal runs, so quit_on_next() from elsewhere waits for it
   bool quitting = false;
+  bool hangup = false;  // SIGHUP watched too
   std::thread thread;
 };
 
-StopSignals::StopSignals(std::function<void(int)> on_signal)
+StopSignals::StopSignals(std::function<void(int)> on_signal, bool hangup)
     : watcher_(std::make_unique<Watcher>(std::move(on_signal))) {
+  watcher_->hangup = hangup;
   watcher_->thread = std::thread([watcher = watcher_.get()] { watcher->run(); });
   signal_pipe.store(watcher_->fds[1]);
   set_action(on_stop_signal);  // replaces an inherited SIG_IGN as well as the default
+  if (hangup) set_action(on_stop_signal, SIGHUP);
 }
 
 StopSignals::~StopSignals() {
   set_action(SIG_DFL);
+  if (watcher_->hangup) set_action(SIG_DFL, SIGHUP);
   signal_pipe.store(-1);
   const unsigned char end = 0;
   while (::write(watcher_->fds[1], &end, 1) < 0 && (errno == EINTR || errno == EAGAIN))

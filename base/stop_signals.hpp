@@ -28,7 +28,9 @@ class StopSignals {
  public:
   // Watches SIGINT and SIGTERM from now on. `on_signal(signal_number)` runs on the watcher
   // thread for each one: hand it to your own thread and return.
-  explicit StopSignals(std::function<void(int signal_number)> on_signal);
+  // With `hangup`, SIGHUP reaches on_signal too (record's segments rotate on it, as logrotate
+  // expects), before and after quit_on_next() alike: it never ends the process.
+  explicit StopSignals(std::function<void(int signal_number)> on_signal, bool hangup = false);
   // Stops watching: SIGINT and SIGTERM have their default action again.
   ~StopSignals();
   StopSignals(const StopSignals&) = delete;

@@ -81,8 +81,8 @@ void add_diff(CLI::App& root, Registry& registry) {
       "each (index on both sides, context, logprob margin, near-tie or real change), part by part "
       "(reasoning, answer, each tool call, embeddings). Exit 0 when no output differs (under "
       "--fail-on), 1 when some do or some could not be compared, 2 on error.");
-  command->add_option("baseline", args->baseline, "Baseline trace (.rtrace)")->required()->check(CLI::ExistingFile);
-  command->add_option("candidates", args->candidates, "Candidate traces (.rtrace)")->required()->check(CLI::ExistingFile);
+  command->add_option("baseline", args->baseline, "Baseline trace (.rtrace, or a segment directory)")->required()->check(CLI::ExistingPath);
+  command->add_option("candidates", args->candidates, "Candidate traces (.rtrace, or segment directories)")->required()->check(CLI::ExistingPath);
   auto* json = command->add_flag("--json", args->json, "Everything as one JSON document");
   auto* markdown = command->add_flag("--markdown", args->markdown, "A Markdown summary for pull requests")
                        ->excludes(json);

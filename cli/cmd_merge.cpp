@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/output_flags.hpp"
 #include "cli/outputs.hpp"
+#include "format/segments.hpp"
 #include "replay/merge.hpp"
 #include "replay/replay.hpp"
 #include "report/header.hpp"
@@ -56,7 +57,7 @@ std::vector<std::filesystem::path> shard_paths(const std::vector<std::string>& g
   namespace fs = std::filesystem;
   std::vector<fs::path> paths;
   for (const auto& name : given) {
-    if (!fs::is_directory(name)) {
+    if (!fs::is_directory(name) || is_segment_set(name)) {  // a segment set is one trace
       paths.emplace_back(name);
       continue;
     }
@@ -179,8 +180,8 @@ void add_merge(CLI::App& root, Registry& registry) {
   add_force_flag(*command, args->force, "Replace an existing --out (never a shard)");
   command->add_option("--trace", args->source,
                       "The trace the shards replayed: name the missing exchanges by source id "
-                      "(loads it whole)")
-      ->check(CLI::ExistingFile);
+                      "(loads it whole; a segment directory is one trace)")
+      ->check(CLI::ExistingPath);
   command->add_flag("--stats", args->stats,
                     "Then print the merged run's report (as `retrace stats` does), also when "
                     "exchanges are missing");

@@ -42,6 +42,10 @@ struct RecordArgs {
   std::uint64_t seed = 0;
   std::string admin_listen;
   bool admin_listen_any = false;
+  std::chrono::milliseconds rotate_every{0};
+  std::uint64_t rotate_size = 0;
+  std::uint64_t max_disk = 0;
+  std::chrono::milliseconds keep_for{0};
 };
 
 // "; N sampled out, N probes, N excluded by path kept out": what was forwarded and not recorded.
@@ -56,9 +60,42 @@ std::string kept_out(const record::RecordSummary& summary) {
   return text.empty() ? text : " (kept out of the trace: " + text + ")";
 }
 
+// --out DIR/ (a trailing slash) or an existing directory: numbered segments there
+// (format/segments.hpp). The rotation and retention flags need one.
+record::SegmentOptions segment_options(const RecordArgs& args) {
+  record::SegmentOptions segments;
+  std::error_code ec;
+  segments.segmented = (!args.out.empty() && args.out.back() == '/') ||
+                       std::filesystem::is_directory(args.out, ec);
+  segments.rotate_every = args.rotate_every;
+  segments.rotate_size = args.rotate_size;
+  segments.max_disk = args.max_disk;
+  segments.keep_for = args.keep_for;
+  const char* needs = args.rotate_every.count() > 0 ? "--rotate-every"
+                      : args.rotate_size > 0         ? "--rotate-size"
+                      : args.max_disk > 0            ? "--max-disk"
+                      : args.keep_for.count() > 0    ? "--keep-for"
+                                                     : nullptr;
+  if (needs && !segments.segmented)
+    throw std::invalid_argument(std::string(needs) + " writes numbered segments into a directory: give "
+                                "--out a directory, ending in '/' (e.g. --out " + args.out + "/)");
+  if (args.rotate_size > 0 && args.rotate_size < record::kMinRotateSize)
+    throw std::invalid_argument("--rotate-size " + std::to_string(args.rotate_size) +
+                                ": below one frame of a recording (at least " +
+                                std::to_string(record::kMinRotateSize) + " bytes, e.g. 1MiB or 64MiB)");
+  if (args.max_disk > 0 && args.rotate_size > 0 && args.max_disk < 2 * args.rotate_size)
+    throw std::invalid_argument("--max-disk " + std::to_string(args.max_disk) +
+                                ": holds fewer than two segments of --rotate-size " +
+                                std::to_string(args.rotate_size) +
+                                " (the open one and one closed); raise it or lower --rotate-size");
+  return segments;
+}
+
 int run_record(const RecordArgs& args) {
-  check_output_file(args.out, {}, args.force, "--out");
   record::RecordOptions options;
+  options.segments = segment_options(args);
+  // A segment directory found is continued (a restart), never replaced: no --force for it.
+  if (!options.segments.segmented) check_output_file(args.out, {}, args.force, "--out");
   options.upstream = net::parse_url(args.upstream);
   options.out = args.out;
   options.listen = net::parse_listen(args.listen);
@@ -118,7 +155,11 @@ int run_record(const RecordArgs& args) {
             << kept_out(summary)
             << ", " << summary.tokens << " tokens, " << errors << " error(s)"
             << (by_kind.empty() ? "" : " (" + by_kind + ")") << " to " << args.out << " ("
-            << summary.trace_bytes << " bytes)\n";
+            << summary.trace_bytes << " bytes";
+  if (summary.segmented)
+    std::cerr << "; " << summary.segments_opened << " segment(s) opened, "
+              << summary.segments_deleted << " deleted (" << summary.bytes_deleted << " bytes)";
+  std::cerr << ")\n";
   if (!summary.index_note.empty()) std::cerr << "retrace record: note: " << summary.index_note << "\n";
   if (summary.queue_full_waits > 0)
     std::cerr << "retrace record: note: the trace thread fell behind and the relay waited for it "
@@ -142,7 +183,22 @@ void add_record(CLI::App& root, Registry& registry) {
       "record", "Record traffic: a reverse proxy between your clients and an inference server");
   command->add_option("--upstream", args->upstream, "The server to forward to (http:// or https://)")
       ->required();
-  command->add_option("--out,-o", args->out, "Trace file to write (.rtrace)")->required();
+  command->add_option("--out,-o", args->out,
+                      "Trace file to write (.rtrace); a directory (DIR/, or one that exists): "
+                      "numbered segments DIR/000001.rtrace... (a set found there is continued)")
+      ->required();
+  add_duration_option(*command, "--rotate-every", args->rotate_every,
+                      "With --out DIR/: close the segment and open the next after this long, e.g. 1h",
+                      std::chrono::milliseconds(1));
+  command->add_option("--rotate-size", args->rotate_size,
+                      "With --out DIR/: close the segment once it holds this much, e.g. 256MiB (at least 1MiB)")
+      ->transform(CLI::AsSizeValue(false));
+  command->add_option("--max-disk", args->max_disk,
+                      "With --out DIR/: delete the oldest closed segments to keep the set under this, e.g. 10GiB")
+      ->transform(CLI::AsSizeValue(false));
+  add_duration_option(*command, "--keep-for", args->keep_for,
+                      "With --out DIR/: delete closed segments older than this, e.g. 168h",
+                      std::chrono::milliseconds(1));
   add_force_flag(*command, args->force, "Replace an existing --out");
   command->add_option("--listen", args->listen, "HOST:PORT to listen on; port 0 picks a free one")
       ->capture_default_str();
@@ -216,7 +272,11 @@ void add_record(CLI::App& root, Registry& registry) {
       "quits at once. A trace that cannot be written (a full disk) stops it the same way: in-flight\n"
       "exchanges finish (up to --drain-timeout), then exit 2 with the exact count of exchanges lost.\n"
       "Requests carrying X-Retrace-Probe: 1 (retrace's own preflight probes, metrics scrapes and\n"
-      "warm-ups) are forwarded but never recorded: a recording of a replay is its traffic only.");
+      "warm-ups) are forwarded but never recorded: a recording of a replay is its traffic only.\n"
+      "Segments: retrace record --upstream URL --out traffic/ --rotate-every 1h --max-disk 20GiB\n"
+      "writes traffic/000001.rtrace, 000002.rtrace, ... (each a whole trace, closed between two\n"
+      "exchanges); SIGHUP closes the current one and opens the next; every command reads traffic/\n"
+      "as one trace. Retention deletes the oldest closed segments, never the open one.");
   registry.add(command, [args] { return run_record(*args); });
 }
 

@@ -7,6 +7,7 @@
 #include "cli/output_flags.hpp"
 #include "cli/outputs.hpp"
 #include "base/private_file.hpp"
+#include "format/segments.hpp"
 #include "report/html.hpp"
 #include "sweep/study.hpp"
 #include "sweep/find.hpp"
@@ -34,7 +35,7 @@ int run_report_command(const ReportArgs& args) {
   const fs::path first = args.inputs.front();
   if (args.inputs.size() == 1 && fs::is_directory(first) && fs::exists(first / "search_history.json")) {
     page = report::find_report(sweep::load_history(first));  // a capacity search (sweep --find)
-  } else if (args.inputs.size() == 1 && fs::is_directory(first)) {
+  } else if (args.inputs.size() == 1 && fs::is_directory(first) && !is_segment_set(first)) {
     if (!fs::exists(first / "plan.json"))
       throw std::invalid_argument(first.string() + " is a directory but holds no plan.json; report takes a "
                                   "sweep or study directory (retrace sweep/study --out DIR), a run trace, or BASELINE CANDIDATE...");

@@ -65,7 +65,7 @@ void add_stats(CLI::App& root, Registry& registry) {
       "Examples:\n  retrace stats run.rtrace --slo ttft:200ms,tpot:50ms --json\n"
       "  retrace stats run.rtrace --percentiles 50,95,99.9 --markdown\n"
       "  retrace stats run.rtrace --csv > requests.csv");
-  command->add_option("traces", args->traces, "Trace files")->required()->check(CLI::ExistingFile);
+  command->add_option("traces", args->traces, "Trace files (or segment directories)")->required()->check(CLI::ExistingPath);
   add_output_flags(*command, args->output,
                    "Print one CSV row per request (ttft_ms, e2e_ms, tokens, ...), every trace's "
                    "rows under one header");

@@ -332,6 +332,9 @@ class TraceWriter {
                     const IndexedKey* keys, std::size_t key_count);
   std::uint64_t exchanges_written() const;
   std::uint64_t bytes_written() const;
+  // The file's size were it closed now, never less (bytes still in the compressor counted as they
+  // went in, and the index at close): what record rotates segments by (--rotate-size).
+  std::uint64_t size_estimate() const;
   // Exchanges in frames wholly written to the file: after a write failure (a full disk), the
   // ones a reader will get back; the rest of exchanges_written() were lost with the open frame.
   std::uint64_t exchanges_flushed() const;
@@ -364,7 +367,12 @@ struct Recovery {
   std::uint64_t skipped_bytes = 0;
   std::uint64_t first_skipped_offset = 0;
   std::string skipped_reason;              // the first skipped region's
-  bool clean() const { return !torn && skipped_regions == 0; }
+  // A segment set (segments.hpp): segments missing from between present ones (a gap in the
+  // numbers), the first of them; a segment before the last that is torn or unreadable counts as
+  // a skipped region, its reason naming the segment.
+  std::uint64_t missing_segments = 0;
+  std::uint64_t first_missing_segment = 0;
+  bool clean() const { return !torn && skipped_regions == 0 && missing_segments == 0; }
 };
 // One line for a warning: "torn tail: dropped N bytes from offset X (why); skipped K damaged
 // regions, B bytes, the first at offset Y (why)"; "" when clean.
@@ -392,6 +400,7 @@ struct TraceIndex {
 // messages (0 first). What a reader that plans from one pass keeps of a record, to read it again
 // when its turn comes (TraceReader::read_request_at) instead of holding it.
 struct RecordPosition {
+  std::uint64_t segment = 0;  // the segment's number in a segment set; 0 for a single file
   std::uint64_t frame_offset = 0;
   std::uint32_t message = 0;
   bool operator==(const RecordPosition&) const = default;
@@ -409,6 +418,12 @@ class TraceError : public std::exception {
 // Streams a trace with bounded memory: one zstd frame and one message at a time.
 // The constructor reads the header and throws TraceError when the file is not a trace, is newer
 // than this reader understands, or has no readable header.
+// `path` may be a segment set (a directory of segments, segments.hpp): its segments are read in
+// number order as one trace, one open at a time; header() is the first readable segment's;
+// a gap or a segment before the last that is torn or unreadable is in recovery() and the rest is
+// read; the last segment's torn tail (the one record is writing) is recovery().torn. file_size()
+// and decompressed_bytes() count every segment read so far; has_index() and index() are the
+// current segment's.
 class TraceReader {
  public:
   explicit TraceReader(const std::filesystem::path& path, ReaderOptions = {});

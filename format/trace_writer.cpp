@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_getFrameProgression: what the compressor still holds
 #include <zstd.h>
 
 #include <algorithm>
@@ -372,6 +373,16 @@ void TraceWriter::append_frame(std::string_view frame, std::uint32_t records,
 std::uint64_t TraceWriter::exchanges_written() const { return impl_->exchanges; }
 std::uint64_t TraceWriter::bytes_written() const { return impl_->file_offset; }
 std::uint64_t TraceWriter::exchanges_flushed() const { return impl_->flushed_exchanges; }
+std::uint64_t TraceWriter::size_estimate() const {
+  const Impl& impl = *impl_;
+  std::uint64_t held = 0;  // taken by the compressor but not yet given out compressed
+  if (impl.frame_open && impl.compressor) {
+    auto progress = ZSTD_getFrameProgression(impl.compressor);
+    held = progress.ingested - progress.consumed + 8;  // and the frame's checksum and epilogue
+  }
+  return impl.file_offset + impl.compressed_size + held +
+         (impl.index ? impl.index->message_bytes() + 8 : 0);
+}
 const std::string& TraceWriter::index_note() const { return impl_->index_note; }
 
 }  // namespace retrace

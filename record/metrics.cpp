@@ -5,7 +5,11 @@
 
 namespace retrace::record {
 
-SegmentCounts segment_counts(const TraceSink&) { return {}; }
+SegmentCounts segment_counts(const TraceSink& sink) {
+  const SegmentCounters& counters = sink.segment_counters();
+  return {counters.segments_opened.load(std::memory_order_relaxed),
+          counters.segments_deleted.load(std::memory_order_relaxed)};
+}
 
 std::string metrics_text(const RecordCounters& counters) {
   PrometheusText text;

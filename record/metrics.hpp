@@ -22,8 +22,8 @@ namespace retrace::record {
 
 class TraceSink;
 
-// The segments of the trace opened and deleted by retention. One file today: {1, 0}. The one
-// place a segmented writer's counters are read from (the `segments` branch points it there).
+// The segments of the trace opened (one for a single file) and deleted by retention; the one
+// place the writer's SegmentCounters (record/trace_output.hpp) are read for /metrics.
 struct SegmentCounts {
   std::uint64_t opened = 1;
   std::uint64_t deleted = 0;

@@ -31,6 +31,20 @@
 
 namespace retrace::record {
 
+// --out DIR/ with --rotate-every / --rotate-size, and retention: format/segments.hpp for the
+// files, trace_output.hpp for when segments close and go.
+struct SegmentOptions {
+  bool segmented = false;                      // --out names a directory (DIR/ or an existing one)
+  std::chrono::nanoseconds rotate_every{0};    // 0: not by time
+  std::uint64_t rotate_size = 0;               // 0: not by size
+  std::uint64_t max_disk = 0;                  // 0: no budget
+  std::chrono::nanoseconds keep_for{0};        // 0: kept for ever
+};
+// The smallest --rotate-size: one frame's worth of a recording (the writer's frame_target_bytes
+// holds 4 MiB decompressed, about a MiB compressed at record's level): below it a segment would
+// be mostly header and index.
+inline constexpr std::uint64_t kMinRotateSize = 1u << 20;
+
 struct RecordOptions {
   net::Url upstream;
   std::filesystem::path out;
@@ -50,6 +64,7 @@ struct RecordOptions {
   // --flush-every / --flush-ms. zstd level 1 while recording live: 0.82× the proxy's CPU per
   // streamed token of level 3, for 7–9 % more bytes (bench/RESULTS.md, record, issue 18).
   WriterOptions writer{.zstd_level = 1};
+  SegmentOptions segments;
   net::TlsOptions tls;
   std::chrono::milliseconds upstream_timeout{60'000};  // connect, and each wait for bytes
   std::chrono::milliseconds duration{0};               // 0 = until a signal
@@ -104,7 +119,11 @@ struct RecordSummary {
   std::uint64_t lost = 0;  // captured but not written (trace write failure)
   // Times a worker waited for the trace thread (its queue at its bound): back-pressure, not loss.
   std::uint64_t queue_full_waits = 0;
-  std::uint64_t trace_bytes = 0;
+  std::uint64_t trace_bytes = 0;  // every segment's
+  bool segmented = false;
+  std::uint64_t segments_opened = 0;
+  std::uint64_t segments_deleted = 0;
+  std::uint64_t bytes_deleted = 0;
   std::string write_error;  // non-empty when the trace could not be written to the end
   std::string index_note;   // why the trace has no index ("" when it has one)
   std::string stop_reason;  // "interrupted", "--duration elapsed", ...

@@ -118,7 +118,8 @@ class Controller {
         options_(shared.options),
         sink_(sink),
         log_(log),
-        signals_([this](int number) { post([this, number] { on_signal(number); }); }) {
+        signals_([this](int number) { post([this, number] { on_signal(number); }); },
+                 sink.segmented()) {
     unsigned count = options_.threads;
     if (count == 0) count = std::max(1u, std::thread::hardware_concurrency());
     for (unsigned i = 0; i < count; ++i) workers_.push_back(std::make_unique<Worker>(shared_));
@@ -136,6 +137,11 @@ class Controller {
     shared_.on_limit = [this] { post([this] { begin_shutdown("--max-exchanges reached"); }); };
     // The trace thread may outlive this object (the sink closes after it), so it posts straight to
     // control_; what it posts runs only inside run().
+    // Segment events (rotations, deletions) are logged here, on the control thread, between
+    // status lines; run_recorder prints those posted after the control thread ended.
+    sink_.set_note([&control = control_, &log = log_](const std::string& line) {
+      asio::post(control, [&log, line] { log << "\r\033[Kretrace record: " << line << std::endl; });
+    });
     sink_.start([this, &control = control_] {
       asio::post(control, [this] { begin_shutdown("trace write failed"); });
     });
@@ -223,6 +229,11 @@ class Controller {
   }
 
   void on_signal(int number) {
+    if (number == SIGHUP) {
+      // logrotate's habit: close the current segment and open the next (segments only).
+      if (stage_ != Stage::stopping) sink_.request_rotation();
+      return;
+    }
     auto in_flight = shared_.in_flight.load();
     if (stage_ == Stage::running) {
       if (in_flight > 0)
@@ -359,7 +370,8 @@ RecordSummary run_recorder(const RecordOptions& options,
   std::optional<AdminServer> admin;
   if (options.admin_listen) admin.emplace(*options.admin_listen, options.admin_listen_any);
   // Writes the header at once: an unwritable --out fails here, before any traffic.
-  TraceSink sink(options.out, header, options.writer,
+  TraceSink sink(options.out, header, options.writer, options.segments, clock,
+                 [&log](const std::string& line) { log << "retrace record: " << line << std::endl; },
                  Redactor(options.keep_secrets, options.redact_headers));
   sink.max_response_bytes = options.max_response_bytes;
   ProxyShared shared{options, tls, clock, clock.now(), {}, {}};
@@ -391,7 +403,14 @@ RecordSummary run_recorder(const RecordOptions& options,
 
   sink.close();
   if (admin) admin->stop();
+  control.restart();
+  control.poll();  // segment events the trace thread posted after the control thread ended
   RecordSummary summary;
+  const auto& segments = sink.segment_counters();
+  summary.segmented = sink.segmented();
+  summary.segments_opened = segments.segments_opened;
+  summary.segments_deleted = segments.segments_deleted;
+  summary.bytes_deleted = segments.bytes_deleted;
   summary.exchanges = sink.written;
   summary.forwarded = shared.forwarded;
   summary.sampled_out = shared.sampled_out;

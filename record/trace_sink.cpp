@@ -8,7 +8,7 @@ namespace retrace::record {
 
 void TraceSink::start(std::function<void()> on_failure) {
   on_failure_ = std::move(on_failure);
-  bytes_written = writer_.bytes_written();  // the header, written by the constructor
+  bytes_written = output_.bytes();  // the header, written by the constructor
   thread_ = std::thread([this] {
     ::pthread_setname_np(::pthread_self(), "rt-trace");  // for top -H and perf
     run();
@@ -46,7 +46,7 @@ void TraceSink::close() {
   if (!writer_closed_) {
     writer_closed_ = true;
     try {
-      writer_.close();
+      output_.close();
       note_progress();
     } catch (const std::exception& e) {
       if (error_.empty()) error_ = e.what();
@@ -62,23 +62,34 @@ void TraceSink::run() {
   bool unflushed = false;
   std::unique_lock lock(mutex_);
   for (;;) {
-    auto ready = [&] { return closing_ || !queue_.empty(); };
+    auto ready = [&] { return closing_ || !queue_.empty() || (!failed_ && output_.rotation_asked()); };
     if (!ready()) {
+      // Idle: wake for the open frame's flush_ms (as the writer would have on its next write),
+      // and for what the output times (--rotate-every, --keep-for).
+      auto wait = output_.until_due();
       if (unflushed) {
-        // Idle with exchanges in an open frame: close it after flush_ms, as the writer would have
-        // on its next write.
-        if (!wake_.wait_for(lock, std::chrono::milliseconds(std::max<std::int64_t>(options_.flush_ms, 1)), ready)) {
-          lock.unlock();
-          flush();
-          unflushed = false;
-          lock.lock();
-          continue;
-        }
-      } else {
+        std::chrono::nanoseconds flush_wait = std::chrono::milliseconds(std::max<std::int64_t>(options_.flush_ms, 1));
+        if (!wait || flush_wait < *wait) wait = flush_wait;
+      }
+      if (!wait) {
         wake_.wait(lock, ready);
+      } else if (!wake_.wait_for(lock, *wait, ready)) {
+        lock.unlock();
+        if (unflushed) flush();
+        unflushed = false;
+        tick();
+        lock.lock();
+        continue;
       }
     }
     if (queue_.empty() && closing_) break;
+    if (queue_.empty()) {  // a rotation asked for, between exchanges
+      lock.unlock();
+      tick();
+      unflushed = false;
+      lock.lock();
+      continue;
+    }
     batch.swap(queue_);
     queued_bytes_ = 0;
     lock.unlock();
@@ -91,7 +102,7 @@ void TraceSink::run() {
       const std::size_t decode_limit = net::decode_limit_for(max_response_bytes, captured.event_stream);
       finish_exchange(std::move(captured), redactor_, next_id++, exchange, decode_limit);
       try {
-        writer_.write(exchange);
+        output_.write(exchange);
         ++written;
         unflushed = true;
         unflushed_kinds_.push_back(exchange.error.kind);
@@ -116,7 +127,7 @@ void TraceSink::run() {
 void TraceSink::flush() {
   if (failed_) return;
   try {
-    writer_.flush();
+    output_.flush();
     note_progress();
   } catch (const std::exception& e) {
     fail(e.what());
@@ -124,23 +135,41 @@ void TraceSink::flush() {
   }
 }
 
+void TraceSink::tick() {
+  if (failed_) return;
+  try {
+    output_.tick();
+  } catch (const std::exception& e) {
+    fail(e.what());
+    count_unflushed_as_lost();
+  }
+}
+
+void TraceSink::request_rotation() {
+  {
+    std::lock_guard lock(mutex_);
+    output_.request_rotation();
+  }
+  wake_.notify_one();
+}
+
 void TraceSink::count_unflushed_as_lost() {
   unflushed_kinds_.clear();  // never counted in errors_by_kind
-  std::uint64_t durable = writer_.exchanges_flushed();
+  std::uint64_t durable = output_.exchanges_flushed();
   if (written <= durable) return;
   lost += written - durable;
   written = durable;
 }
 
 void TraceSink::note_progress() {
-  bytes_written.store(writer_.bytes_written(), std::memory_order_relaxed);
+  bytes_written.store(output_.bytes(), std::memory_order_relaxed);
   // Exchanges count by kind once their frame is in the file: what a reader gets back.
-  auto open_frame = writer_.exchanges_written() - writer_.exchanges_flushed();
+  auto open_frame = output_.exchanges_written() - output_.exchanges_flushed();
   while (unflushed_kinds_.size() > open_frame) {
     ++errors_by_kind[static_cast<std::size_t>(unflushed_kinds_.front())];
     unflushed_kinds_.pop_front();
   }
-  if (writer_.exchanges_flushed() >= writer_.exchanges_written()) {
+  if (output_.exchanges_flushed() >= output_.exchanges_written()) {
     unflushed_since_ns.store(0, std::memory_order_relaxed);
   } else if (unflushed_since_ns.load(std::memory_order_relaxed) == 0) {
     auto now = std::chrono::steady_clock::now().time_since_epoch();

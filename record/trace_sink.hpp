@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "record/record.hpp"
+#include "record/trace_output.hpp"
 
 namespace retrace::record {
 
@@ -34,7 +35,14 @@ class TraceSink {
   // Writes the trace header at once: an unwritable path fails here (TraceError), before traffic.
   TraceSink(const std::filesystem::path& path, const TraceHeader& header, WriterOptions options,
             Redactor redactor, std::size_t max_queued_bytes = kDefaultMaxQueuedBytes)
-      : writer_(path, header, options),
+      : TraceSink(path, header, options, SegmentOptions{}, Clock::system(),
+                  [](const std::string&) {}, std::move(redactor), max_queued_bytes) {}
+  // The same into a file or a segment set (trace_output.hpp); `note` gets its segment events.
+  TraceSink(const std::filesystem::path& path, const TraceHeader& header, WriterOptions options,
+            SegmentOptions segments, const Clock& clock,
+            std::function<void(const std::string&)> note, Redactor redactor,
+            std::size_t max_queued_bytes = kDefaultMaxQueuedBytes)
+      : output_(path, header, options, segments, clock, std::move(note)),
         options_(options),
         redactor_(std::move(redactor)),
         max_queued_bytes_(max_queued_bytes) {}
@@ -43,6 +51,11 @@ class TraceSink {
   // Starts the trace thread. `on_failure` runs on it once, when a write fails.
   void start(std::function<void()> on_failure);
   void submit(CapturedExchange&& captured);  // any thread; waits while the queue is full
+  // Any thread (SIGHUP): the trace thread closes the segment and opens the next at once, between
+  // two exchanges.
+  void request_rotation();
+  // Segment events go to `note` from now on (before start(): it then runs on the trace thread).
+  void set_note(std::function<void(const std::string&)> note) { output_.set_note(std::move(note)); }
   // Writes what is queued, closes the trace. Idempotent.
   void close();
 
@@ -58,23 +71,27 @@ class TraceSink {
   // what a reader gets back, after a write failure too (record/metrics.hpp).
   std::array<std::atomic<std::uint64_t>, kErrorKindCount> errors_by_kind{};
   // For /metrics (record/metrics.hpp), read from any thread; the trace thread keeps them.
-  std::atomic<std::uint64_t> bytes_written{0};  // bytes in the trace file
+  std::atomic<std::uint64_t> bytes_written{0};  // bytes in the trace (every segment's)
   // When the oldest exchange written but not yet flushed to the file was written (steady clock,
   // ns since its epoch); 0 when every written exchange is flushed.
   std::atomic<std::int64_t> unflushed_since_ns{0};
   std::atomic<bool> write_failed{false};  // a write failed: the trace takes nothing more
-  std::uint64_t bytes() const { return writer_.bytes_written(); }
+  std::uint64_t bytes() const { return output_.bytes(); }
   const std::string& error() const { return error_; }  // after close()
-  const std::string& index_note() const { return writer_.index_note(); }  // after close()
+  const std::string& index_note() const { return output_.index_note(); }  // after close()
+  // Segments opened and deleted, bytes written, the last flush: atomics for any thread.
+  const SegmentCounters& segment_counters() const { return output_.counters; }
+  bool segmented() const { return output_.segmented(); }
 
  private:
   void run();
   void flush();
+  void tick();
   void fail(const std::string& message);
   void count_unflushed_as_lost();
   void note_progress();  // bytes_written and unflushed_since_ns after a write or a flush
 
-  TraceWriter writer_;
+  TraceOutput output_;
   WriterOptions options_;
   Redactor redactor_;
   std::function<void()> on_failure_;

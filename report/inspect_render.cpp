@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "format/json.hpp"
+#include "format/segments.hpp"
 #include "report/header.hpp"
 #include "report/text.hpp"
 
@@ -43,8 +44,51 @@ void TraceCounts::add(const Exchange& exchange) {
 Inspection inspect_trace(const std::string& path) {
   TraceReader reader(path);
   Inspection inspection;
+  inspection.segment_set = is_segment_set(path);
+  // A set's rows: one per segment listed, each filled as its exchanges go by (position().segment);
+  // a segment the reader left with more damage noted than before is torn (its tail) or damaged.
+  std::vector<std::uint64_t> numbers;
+  if (inspection.segment_set) numbers = list_segments(path).numbers;
+  std::size_t row = 0;
+  std::uint64_t damage_before = 0;
+  auto damage = [&] { return reader.recovery().skipped_regions + reader.recovery().skipped_bytes; };
+  auto add_rows_up_to = [&](std::uint64_t number) {
+    auto& rows = inspection.segments;
+    for (; row < numbers.size() && numbers[row] <= number; ++row) {
+      if (!rows.empty() && numbers[row] > rows.back().number + 1)
+        rows.push_back({.number = rows.back().number + 1, .state = "missing"});
+      std::error_code ignored;
+      auto bytes = std::filesystem::file_size(std::filesystem::path(path) / segment_file_name(numbers[row]), ignored);
+      rows.push_back({.number = numbers[row], .bytes = ignored ? 0 : bytes});
+    }
+  };
+  auto leave_rows = [&] {
+    if (inspection.segments.empty()) return;
+    if (damage() != damage_before) inspection.segments.back().state = "damaged";
+    damage_before = damage();
+  };
   Exchange exchange;
-  while (reader.next(exchange)) inspection.counts.add(exchange);
+  while (reader.next(exchange)) {
+    inspection.counts.add(exchange);
+    if (!inspection.segment_set) continue;
+    auto number = reader.position().segment;
+    if (inspection.segments.empty() || inspection.segments.back().number != number) {
+      leave_rows();
+      add_rows_up_to(number);
+    }
+    auto& current = inspection.segments.back();
+    ++current.exchanges;
+    if (exchange.start_unix_ns > 0) {
+      if (current.first_start_ns == 0) current.first_start_ns = exchange.start_unix_ns;
+      current.last_end_ns = std::max(current.last_end_ns,
+                                     exchange.start_unix_ns + std::max<std::int64_t>(exchange.end_ns, 0));
+    }
+  }
+  if (inspection.segment_set) {
+    leave_rows();
+    add_rows_up_to(UINT64_MAX);
+    if (reader.recovery().torn && !inspection.segments.empty()) inspection.segments.back().state = "torn";
+  }
   inspection.path = path;
   inspection.header = reader.header();
   inspection.recovery = reader.recovery();
@@ -133,7 +177,8 @@ json::object recovery_json(const Recovery& recovery) {
                       {"skipped_regions", recovery.skipped_regions},
                       {"skipped_bytes", recovery.skipped_bytes},
                       {"first_skipped_offset", when(skipped, recovery.first_skipped_offset)},
-                      {"skipped_reason", when(skipped, json::value(recovery.skipped_reason))}};
+                      {"skipped_reason", when(skipped, json::value(recovery.skipped_reason))},
+                      {"missing_segments", recovery.missing_segments}};
 }
 
 // The header, the counts and the time span, as the text view lays them out.
@@ -219,6 +264,18 @@ std::string render_inspection_json(const Inspection& inspection) {
   out["torn"] = inspection.recovery.torn;
   if (!inspection.recovery.clean()) out["recovery"] = recovery_json(inspection.recovery);
   out["index"] = inspection.has_index;
+  if (inspection.segment_set) {
+    json::array rows;
+    for (const auto& segment : inspection.segments)
+      rows.push_back(json::object{{"segment", segment.number},
+                                  {"file", segment_file_name(segment.number)},
+                                  {"state", segment.state},
+                                  {"exchanges", segment.exchanges},
+                                  {"bytes", segment.bytes},
+                                  {"first_start_unix_ns", segment.first_start_ns},
+                                  {"last_end_unix_ns", segment.last_end_ns}});
+    out["segments"] = std::move(rows);
+  }
   return json_text(out) + "\n";
 }
 
@@ -229,6 +286,18 @@ std::string render_inspection_text(const Inspection& inspection) {
   write_counts_text(inspection.counts, out);
   write_time_span_text(inspection.counts, out);
   write_file_text(inspection, out);
+  if (inspection.segment_set) {
+    out << "  segments      " << inspection.segments.size() << "\n";
+    for (const auto& segment : inspection.segments) {
+      out << "    " << segment_file_name(segment.number) << "  " << segment.state;
+      if (segment.state != "missing") {
+        out << "  " << segment.exchanges << " exchanges  " << segment.bytes << " bytes";
+        if (segment.first_start_ns)
+          out << "  " << utc_time(segment.first_start_ns) << " .. " << utc_time(segment.last_end_ns);
+      }
+      out << "\n";
+    }
+  }
   return out.str();
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "format/output_tokens.hpp"
 #include "format/trace.hpp"
@@ -35,7 +36,19 @@ struct TraceCounts {
   void add(const Exchange& exchange);
 };
 
-// Everything inspect shows of one trace file.
+// One segment of a segment set (format/segments.hpp), as inspect lists it.
+struct SegmentRow {
+  std::uint64_t number = 0;
+  std::uint64_t exchanges = 0;
+  std::uint64_t bytes = 0;
+  std::int64_t first_start_ns = 0;  // wall clock; 0 when none
+  std::int64_t last_end_ns = 0;
+  // "whole"; "missing" (a gap in the numbers); "torn" (cut short: the last one is the segment
+  // being written, or a crash); "damaged" (frames skipped, or unreadable).
+  std::string state = "whole";
+};
+
+// Everything inspect shows of one trace file, or of a segment set (then also `segments`).
 struct Inspection {
   std::string path;
   TraceHeader header;
@@ -44,6 +57,8 @@ struct Inspection {
   std::uint64_t decompressed_bytes = 0;
   bool has_index = false;
   TraceCounts counts;
+  bool segment_set = false;
+  std::vector<SegmentRow> segments;  // in number order, gaps included (one row a gap)
 };
 
 // Reads the whole trace at `path` once (exchanges are counted, never held); throws TraceError.

@@ -58,17 +58,14 @@ check_contains "$WORK/probe.err" "readinessProbe: not GET /readyz on the admin p
 sed 's|- /traces/|- /tmp/|' "$WORK/rendered/record-sidecar.yaml" >"$WORK/out.yaml"
 "$PY" "$CHECK" "$WORK/out.yaml" 2>"$WORK/out.err" && fail "--out off the volume passed the check"
 check_contains "$WORK/out.err" "--out /tmp/ is not a mounted volume" "a trace off the volume"
-# Every flag the sidecar gives record is one record has. --rotate-every and --max-disk come with
-# segmented output (issue 40, items 1-3, another branch): PENDING until it is merged, then empty.
-PENDING=" --rotate-every --max-disk "
+# Every flag the sidecar gives record is one record has.
 "$RETRACE" record --help >"$WORK/record.help"
 for flag in $("$PY" -c 'import sys, yaml
 for d in yaml.safe_load_all(open(sys.argv[1])):
     if d["kind"] == "Deployment":
         for c in d["spec"]["template"]["spec"]["containers"]:
             if c.get("args", [""])[0] == "record": print(" ".join(a for a in c["args"] if a.startswith("--")))' "$WORK/rendered/record-sidecar.yaml"); do
-  [[ $PENDING == *" $flag "* ]] && grep -q -- "$flag" "$WORK/record.help" && fail "$flag is in record now: take it out of PENDING"
-  [[ $PENDING == *" $flag "* ]] || check_contains "$WORK/record.help" "$flag" "record has the sidecar's $flag"
+  check_contains "$WORK/record.help" "$flag" "record has the sidecar's $flag"
 done
 STORAGE_CLASS="" IMAGE=retrace:latest render "$WORK/unset"
 "$PY" "$CHECK" "$WORK"/unset/*.yaml 2>"$WORK/unset.err" && fail "an empty storage class and :latest passed the check"
