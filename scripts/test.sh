@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, from a clean checkout: installs what is missing, builds, runs every unit
 # and end-to-end test and the production-size tier (tests/production, label `production`, release
-# build only: a few minutes on 2 cores), then builds again under AddressSanitizer + UBSan and runs
-# every unit and end-to-end test again,
-# then fuzzes each parser of outside bytes for a bounded time (scripts/fuzz.sh, clang-14 libFuzzer),
+# build only: a few minutes on 2 cores), then builds again under AddressSanitizer + UBSan (at -O1
+# with line tables: CMakeLists.txt says why) and runs every unit and end-to-end test again but
+# those marked "# release-only: WHY" (tests/CMakeLists.txt), then fuzzes each parser of outside
+# bytes for a bounded time (scripts/fuzz.sh, clang-14 libFuzzer),
 # and last the tests against a real engine (tests/real, label `real`, release build only), which
 # build llama.cpp's llama-server once per machine (scripts/llama-server.sh, ~15 minutes on 2 cores).
 # Usage: scripts/test.sh [ctest args...]    (e.g. -R format to run a subset)
@@ -19,11 +20,19 @@ scripts/deps.sh
 (cd tests/npm && npm ci --silent --no-audit --no-fund >/dev/null)
 
 status=0
+# Each phase says what it took, so a CI log shows where the time goes (budget: under 60 minutes
+# on a fresh 2-core machine; bench/RESULTS.md, "The test suite's time").
+phase_started=0
+took() { echo "   took $((SECONDS - phase_started)) s (suite at $((SECONDS / 60)) min)"; phase_started=$SECONDS; }
+echo "== set-up: packages and the npm client"
+took
 for flavour in release asan; do
   echo "== build: $flavour"
   scripts/build.sh "$flavour"
+  took
   echo "== test: $flavour"
   (cd "build/$flavour" && ctest --output-on-failure -j"$(nproc)" -LE real "$@") || status=1
+  took
 done
 
 # Every parser of outside bytes under libFuzzer (ASan + UBSan), a bounded time each; with ctest
@@ -31,6 +40,7 @@ done
 if (( $# == 0 )); then
   echo "== fuzz: each target for ${RETRACE_FUZZ_SECONDS:=20} s"
   scripts/fuzz.sh "$RETRACE_FUZZ_SECONDS" || status=1
+  took
 fi
 
 if [[ "${RETRACE_SKIP_REAL:-}" == 1 ]]; then
@@ -48,5 +58,6 @@ if (( real_tests > 0 )); then
   echo "   ready in $((SECONDS - started)) s"
   echo "== test: real engine (release)"
   (cd build/release && ctest --output-on-failure -j"$(nproc)" -L real "$@") || status=1
+  took
 fi
 exit $status
