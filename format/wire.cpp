@@ -237,6 +237,8 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
   out.setDialect(text(exchange.dialect));
   out.setDecodeNote(text(exchange.decode_note));
   out.setRetries(exchange.retries);
+  out.setInFlightAtSend(exchange.in_flight_at_send);
+  out.setInFlightMax(exchange.in_flight_max);
 }
 
 // Which part a choice is (1.3 fields; a 1.2 record reads as content).
@@ -287,6 +289,8 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& bu
   assign(exchange.dialect, in.getDialect());
   assign(exchange.decode_note, in.getDecodeNote());
   exchange.retries = in.getRetries();
+  exchange.in_flight_at_send = in.getInFlightAtSend();
+  exchange.in_flight_max = in.getInFlightMax();
 }
 
 static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget) {
@@ -348,6 +352,7 @@ void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudge
   auto request = in.getRequest();
   assign(outputs.method, request.getMethod());
   assign(outputs.target, request.getTarget());
+  outputs.in_flight_at_send = in.getInFlightAtSend();
   auto choices = in.getChoices();
   outputs.choices.resize(budget.take(choices.size(), "choices"));
   for (unsigned c = 0; c < choices.size(); ++c) {

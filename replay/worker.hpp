@@ -35,7 +35,9 @@
 #include "llm/llm.hpp"
 #include "net/arrived_body.hpp"
 #include "net/connection.hpp"
+#include "replay/in_flight.hpp"
 #include "replay/response_reader.hpp"
+#include "replay/scrape.hpp"
 #include "replay/feed.hpp"
 #include "replay/prepare.hpp"
 
@@ -167,6 +169,8 @@ struct Shared {
   // (substitute_session_answers), each counted once, when the turn after it is sent.
   std::atomic<std::size_t> tool_turns_substituted{0}, tool_turns_kept{0};
   WriteQueue* queue = nullptr;
+  InFlight in_flight;  // requests sent and not yet finished (replay/in_flight.hpp)
+  Scraper* scraper = nullptr;  // the target's /metrics over the measured run; null: not scraped
 };
 
 struct Flight;
