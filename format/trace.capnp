@@ -5,6 +5,7 @@
 #
 #   zstd frame 0:      [segment table | segments] of Record{header}      (the header alone)
 #   zstd frame k > 0:  [segment table | segments] of Record{exchange} ...  (one frame per flush)
+#                      (1.5: Record{metrics}, a /metrics scrape, among them; not in the index's keys)
 #   skippable frame:   u32le 0x184D2A5E, u32le size, [segment table | segments] of TraceIndex
 #
 # - zstd frames start with u32le 0xFD2FB528; skippable frames with u32le 0x184D2A5? (any low

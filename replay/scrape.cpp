@@ -6,13 +6,10 @@
 
 #include "llm/exposition.hpp"
 #include "net/fetch.hpp"
+#include "replay/worker.hpp"  // nanoseconds()
 
 namespace retrace::replay {
 namespace {
-
-std::int64_t nanoseconds(Clock::duration d) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
-}
 
 std::string mib(std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 

@@ -468,7 +468,7 @@ std::optional<SessionAnswer> Worker::finish(Flight& flight, bool want_answer) {
     answer = session_answer(exchange.choices, flight.decoder.tool_call_ids());
   }
 
-  exchange.in_flight_max = shared_.in_flight.ended(flight.sent);
+  if (flight.sent.count > 0) exchange.in_flight_max = shared_.in_flight.ended(flight.sent);
   if (exchange.error.kind != ErrorKind::none) shared_.errors.fetch_add(1);
   shared_.done.fetch_add(1);
   if (shared_.record) shared_.queue->push(std::move(exchange));
