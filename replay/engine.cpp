@@ -370,6 +370,7 @@ void finish_trace(const std::filesystem::path& partial_path, const std::filesyst
   if (!copy_trace_with_header(partial_path, out, header, writer_options)) {
     TraceReader reader(partial_path);
     TraceWriter final_writer(out, header, writer_options);
+    reader.on_metrics([&](const MetricScrape& scrape) { final_writer.write(scrape); });  // in place
     Exchange exchange;
     while (reader.next(exchange)) final_writer.write(exchange);
     final_writer.close();

@@ -46,7 +46,7 @@ TEST_CASE("exposition parser reads every sample type with its family's type") {
   CHECK(page.samples[0].labels == std::vector<std::pair<std::string, std::string>>{{"model_name", "m"}});
   CHECK(page.samples[1].type == MetricType::counter);
   CHECK(page.samples[2].type == MetricType::histogram);
-  CHECK(page.samples[2].labels[0].second == "+Inf");
+  CHECK(page.samples[3].labels[0].second == "+Inf");
   CHECK(page.samples[4].value == Approx(0.15));
   CHECK(page.samples[6].type == MetricType::summary);
   CHECK(page.samples[8].type == MetricType::untyped);

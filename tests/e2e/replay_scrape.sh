@@ -77,7 +77,17 @@ assert max(e["in_flight_max"] for e in exchanges) == 16, [e["in_flight_max"] for
 csv = open(sys.argv[3]).read().splitlines()
 assert csv[0] == "t_us,series,kind,value" and len(csv) == len(series) + 1, csv[:3]
 PY
-# A run without a series: --no-scrape, and a trace from before format 1.5.
+# The stock tools read the new records (Record.metrics), and a trace from before 1.5 exports as it
+# did: no in-flight fields, no series.
+zstd -dc "$WORK/c16.rtrace" | capnp decode "$ROOT/format/trace.capnp" Record >"$WORK/decoded.txt" || fail "capnp decode"
+check_eq "$(grep -c '^( *exchange = ' "$WORK/decoded.txt")" 32 "capnp decode: exchanges"
+[[ $(grep -c '^( *metrics = ' "$WORK/decoded.txt") -ge 3 ]] || fail "capnp decode: metrics records"
+"$RETRACE" export "$ROOT/traces/gold-intents.rtrace" >"$WORK/gold.jsonl" || fail "export of the shipped trace"
+grep -q in_flight "$WORK/gold.jsonl" && fail "an old trace grew in-flight fields"
+"$RETRACE" export --metrics "$ROOT/traces/gold-intents.rtrace" >"$WORK/gold.series" 2>/dev/null || fail "export --metrics of an old trace"
+[[ ! -s "$WORK/gold.series" ]] || fail "an old trace printed a series"
+
+# A run without a series: --no-scrape.
 replay "$VARIED_URL" 2 quiet.rtrace --no-scrape
 "$RETRACE" export --metrics "$WORK/quiet.rtrace" >"$WORK/quiet.jsonl" 2>"$WORK/quiet.err" || fail "export --metrics of an unscraped run"
 [[ ! -s "$WORK/quiet.jsonl" ]] || fail "an unscraped run printed a series"
