@@ -17,7 +17,7 @@ std::string number_text(double value) { return json_text(boost::json::value(valu
 Recovery write_metric_series(const std::filesystem::path& path, std::ostream& out, bool csv,
                              MetricSeriesCount& count) {
   TraceReader reader(path);
-  if (csv) out << csv_row({"t_us", "series", "kind", "value"}) << '\n';
+  if (csv) out << csv_row({"t_us", "series", "kind", "value"});
   reader.on_metrics([&](const MetricScrape& scrape) {
     if (!out) return;
     ++count.scrapes;
@@ -25,7 +25,7 @@ Recovery write_metric_series(const std::filesystem::path& path, std::ostream& ou
     auto line = [&](std::string_view series, std::string_view kind, double value) {
       ++count.values;
       if (csv) {
-        out << csv_row({std::to_string(t_us), std::string(series), std::string(kind), number_text(value)}) << '\n';
+        out << csv_row({std::to_string(t_us), std::string(series), std::string(kind), number_text(value)});
         return;
       }
       out << json_text(boost::json::object{{"t_us", t_us}, {"series", series}, {"kind", kind}, {"value", value}})
@@ -35,7 +35,7 @@ Recovery write_metric_series(const std::filesystem::path& path, std::ostream& ou
       line(value.series, value.kind == SeriesKind::counter ? "counter" : "gauge", value.value);
     if (scrape.in_flight >= 0) line("client_in_flight", "gauge", scrape.in_flight);
     if (scrape.note.empty()) return;
-    if (csv) out << csv_row({std::to_string(t_us), "note", "", scrape.note}) << '\n';
+    if (csv) out << csv_row({std::to_string(t_us), "note", "", scrape.note});
     else out << json_text(boost::json::object{{"t_us", t_us}, {"note", scrape.note}}) << '\n';
   });
   Exchange exchange;

@@ -6,8 +6,9 @@
   GET  /metrics              by mode (the second argument):
          none   404, as a server started without its metrics
          huge   a 50 MB page of valid samples
-         odd    a page with a malformed line, whose counter goes 100, 200, then back to 5 (a
-                restart) and stays there, and whose gauge `odd_running` counts the pages served
+         odd    a page with a malformed line, whose counter reads 100 on the first two GETs (the
+                run header's and the baseline scrape), 200 on the third, then 5 (a restart) from
+                then on, and whose gauge `odd_running` counts the pages served
   GET  /scrapes              how many /metrics GETs arrived, and how many carried X-Retrace-Probe: 1
 
 Listens on the port given as the first argument (0: any free one) and prints
@@ -52,7 +53,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             elif MODE == "huge":
                 reply(self, 200, "text/plain; version=0.0.4", HUGE)
             else:
-                counter = 100 if n == 1 else 200 if n == 2 else 5
+                # The run's header asks once before the baseline scrape: both see 100.
+                counter = 100 if n <= 2 else 200 if n == 3 else 5
                 page = ("# TYPE odd_requests_total counter\n"
                         f"odd_requests_total {counter}\n"
                         "# TYPE odd_running gauge\n"
