@@ -95,6 +95,7 @@ check_contains "$WORK/quiet.err" "holds no /metrics series" "an empty series sai
 
 # 2-4: an upstream of our own making.
 for mode in none huge odd; do
+  rm -f "$WORK/UP.out"  # the last upstream's "listening on" line is not this one's
   start_listening UP python3 "$(dirname "$0")/metrics_upstream.py" 0 "$mode"
   replay "$UP_URL" 2 "$mode.rtrace" --no-stream --scrape-interval 10ms --requests 40
   "$RETRACE" export "$WORK/$mode.rtrace" | grep -c '"exchange"' >"$WORK/$mode.count"
