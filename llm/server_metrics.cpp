@@ -2,6 +2,7 @@
 #include "llm/server_metrics.hpp"
 
 #include <cmath>
+#include <unordered_set>
 #include <vector>
 
 namespace retrace::llm {
@@ -47,7 +48,8 @@ void SeriesDeltas::take(const Exposition& page, MetricScrape& scrape) {
     bool counter;
   };
   std::vector<Raw> raw;
-  std::size_t not_finite = 0;
+  std::unordered_set<std::string> raw_seen;
+  std::size_t not_finite = 0, repeated = 0;
   for (const auto& sample : page.samples) {
     if (!std::isfinite(sample.value)) {
       ++not_finite;
@@ -61,7 +63,12 @@ void SeriesDeltas::take(const Exposition& page, MetricScrape& scrape) {
       ++aggregate.count;
       continue;
     }
-    raw.push_back({series_name(sample), sample.value, cumulative(sample)});
+    auto name = series_name(sample);
+    if (!raw_seen.insert(name).second) {  // a series listed twice on one page: the first stands
+      ++repeated;
+      continue;
+    }
+    raw.push_back({std::move(name), sample.value, cumulative(sample)});
   }
 
   scrape.values.clear();
@@ -103,6 +110,8 @@ void SeriesDeltas::take(const Exposition& page, MetricScrape& scrape) {
   if (page.dropped > 0)
     append_note(scrape.note, std::to_string(page.dropped) + " samples past the first " +
                                  std::to_string(page.samples.size()) + " not kept");
+  if (repeated > 0)
+    append_note(scrape.note, std::to_string(repeated) + " repeated series not kept (the first of each stands)");
   if (not_finite > 0)
     append_note(scrape.note, std::to_string(not_finite) + " NaN or infinite values not kept");
 }

@@ -225,3 +225,16 @@ TEST_CASE("scrape records round trip through a trace beside exchanges and next s
   std::filesystem::remove(path);
   std::filesystem::remove(copy);
 }
+
+TEST_CASE("a series listed twice on one page keeps its first value and no counter moves on a page read again") {
+  // The fuzz target's finding: the second listing read as a reset on every page.
+  auto page = parse_exposition("# TYPE a counter\na_total{x=\"y\"} 2e3\na_total{x=\"y\"} 1e3\n");
+  SeriesDeltas deltas;
+  MetricScrape first, second;
+  deltas.take(page, first);
+  deltas.take(page, second);
+  CHECK(first.values.size() == 1);
+  CHECK(first.note.find("1 repeated series not kept") != std::string::npos);
+  CHECK(second.values.empty());
+  CHECK(second.note.find("counter reset") == std::string::npos);
+}
