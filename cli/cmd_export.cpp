@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "format/json.hpp"
 #include "format/trace.hpp"
+#include "report/metric_series.hpp"
 #include "report/request_rows.hpp"
 
 namespace retrace::cli {
@@ -44,6 +45,19 @@ int run_export(const std::string& path) {
   return kExitOk;
 }
 
+int run_export_metrics(const std::string& path, bool csv) {
+  report::MetricSeriesCount count;
+  const Recovery recovery = report::write_metric_series(path, std::cout, csv, count);
+  std::cout.flush();
+  if (!recovery.clean())
+    std::cerr << "retrace: warning: " << path << ": " << describe(recovery) << "; exported the "
+              << count.scrapes << " readable scrapes\n";
+  if (count.scrapes == 0)
+    std::cerr << "retrace: " << path << " holds no /metrics series (a replay, sweep or study run "
+              << "keeps one when its target serves /metrics; not with --no-scrape)\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 void add_export(CLI::App& root, Registry& registry) {
@@ -69,7 +83,15 @@ void add_export(CLI::App& root, Registry& registry) {
                             ->capture_default_str();
   command->add_flag("--csv", *csv, "Same as --format csv (the --csv of stats and replay)")
       ->excludes(format_option);
-  registry.add(command, [path, format, csv] {
+  auto metrics = std::make_shared<bool>(false);
+  command->add_flag("--metrics", *metrics,
+                    "Print the target's /metrics series the run kept instead, one value a line: "
+                    "{\"t_us\":..., \"series\":\"running\", \"kind\":\"gauge\", \"value\":...} (t_us on "
+                    "the run's own clock; counters as the increase since the previous scrape), "
+                    "the client's requests in flight as series client_in_flight; with --csv, "
+                    "t_us,series,kind,value");
+  registry.add(command, [path, format, csv, metrics] {
+    if (*metrics) return run_export_metrics(*path, *csv || *format == "csv");
     return *csv || *format == "csv" ? run_export_csv(*path) : run_export(*path);
   });
 }

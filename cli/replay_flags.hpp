@@ -98,6 +98,18 @@ inline void add_request_flags(CLI::App& command, replay::RequestFlags& flags) {
   command.add_option("--threads", flags.threads, "Worker threads (default: one per core)");
   command.add_option("--ca-file", flags.ca_file, "PEM CA bundle for https targets");
   command.add_flag("--insecure", flags.insecure, "Do not verify https certificates");
+  command.add_option("--scrape-interval", flags.scrape_interval,
+                     "Scrape the target's Prometheus /metrics this often during the run, into the "
+                     "run's trace (a baseline before the first request, one after the last; "
+                     "`retrace export --metrics` prints them)")
+      ->capture_default_str()
+      ->type_name("DURATION")
+      ->check(duration_check(std::chrono::milliseconds(10)));
+  command.add_option("--scrape-url", flags.scrape_url,
+                     "The metrics page's own URL, when the server serves it on a port of its own "
+                     "(default: the target's /metrics)")
+      ->type_name("URL");
+  command.add_flag("--no-scrape", flags.no_scrape, "Do not scrape the target's /metrics during the run");
 }
 
 }  // namespace retrace::cli

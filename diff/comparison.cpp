@@ -41,7 +41,16 @@ PairResult aligned_pair(Verdict verdict, const Summary& baseline, std::size_t ba
   pair.key = baseline.key;
   pair.baseline_matches_expected = baseline.matches_expected;
   pair.candidate_matches_expected = candidate.matches_expected;
+  pair.candidate_in_flight = candidate.in_flight_at_send;
   return pair;
+}
+
+// The tally of a candidate sent with `in_flight` requests in flight; null when not known.
+InFlightTally* in_flight_tally(RunComparison& run, std::int32_t in_flight) {
+  if (in_flight < 0) return nullptr;
+  auto at = std::min<std::size_t>(static_cast<std::size_t>(in_flight), kMaxInFlightTallied);
+  if (run.by_in_flight.size() <= at) run.by_in_flight.resize(at + 1);
+  return &run.by_in_flight[at];
 }
 
 }  // namespace
@@ -157,6 +166,8 @@ std::optional<std::size_t> Comparison::place(std::size_t r, const ExchangeOutput
     return std::nullopt;
   }
   state.completions[j] = summary.completion_hash;
+  auto* tally = in_flight_tally(run, summary.in_flight_at_send);
+  if (tally) ++tally->compared;
   if (same_output(b, summary)) {
     run.matrix[j] = '.';
     ++run.identical;
@@ -164,6 +175,7 @@ std::optional<std::size_t> Comparison::place(std::size_t r, const ExchangeOutput
   }
   run.matrix[j] = 'D';
   ++run.divergent;
+  if (tally) ++tally->differing;
   run.pairs.push_back(aligned_pair(Verdict::divergent, b, j, summary, position));
   return run.pairs.size() - 1;
 }
@@ -178,6 +190,7 @@ void Comparison::look_closely(std::size_t r, std::size_t pair_index, const Excha
   pair.verdict = Verdict::identical;
   run.matrix[*pair.baseline_position] = '.';
   --run.divergent;
+  if (auto* tally = in_flight_tally(run, pair.candidate_in_flight)) --tally->differing;
   ++run.identical;
 }
 

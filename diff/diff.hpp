@@ -202,7 +202,17 @@ struct PairResult {
   std::string error;  // for Verdict::error: which side, kind and message; not_compared: why
   std::vector<Divergence> divergences;  // one per differing choice
   std::optional<bool> baseline_matches_expected, candidate_matches_expected;
+  std::int32_t candidate_in_flight = -1;  // the candidate's requests in flight at its send
 };
+
+// Compared pairs (identical or divergent) by the candidate's requests in flight when it was sent
+// (Exchange::in_flight_at_send, format 1.5): what the load was when an output changed. Indexed
+// by that count, up to kMaxInFlightTallied (higher counts are tallied there); empty when the
+// candidate's trace does not say (recorded, imported, written before 1.5).
+struct InFlightTally {
+  std::size_t compared = 0, differing = 0;
+};
+inline constexpr std::size_t kMaxInFlightTallied = 1u << 16;
 
 struct RunComparison {
   std::string name;  // the candidate trace's path or run label
@@ -228,6 +238,7 @@ struct RunComparison {
   // 'E' error, 'M' missing in the candidate, 'N' not compared. Candidate-only exchanges are counted, not shown.
   std::string matrix;
   std::vector<PairResult> pairs;
+  std::vector<InFlightTally> by_in_flight;
 };
 
 // "N not compared (why: count; ...)" of a run, "" when everything was compared: how sweep and

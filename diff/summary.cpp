@@ -5,6 +5,7 @@ namespace retrace::diff {
 
 void Summarizer::summarize(const ExchangeOutputs& exchange, const std::string* fallback_expected, Summary& out) {
   out.id = exchange.id;
+  out.in_flight_at_send = exchange.in_flight_at_send;
   out.source_id = exchange.source_id;
   out.key = exchange.key;
   out.occurrence = occurrences_[exchange.key]++;

@@ -38,6 +38,7 @@ struct Summary {
   std::string not_compared;  // why, when the exchange has no output to compare (diff.hpp)
   std::optional<std::string> expected;  // kept only with Options::expect
   std::optional<bool> matches_expected;
+  std::int32_t in_flight_at_send = -1;  // the exchange's (format 1.5), -1 when not known
 };
 
 struct KeyHash {

@@ -14,6 +14,7 @@ void outputs_of(const Exchange& exchange, ExchangeOutputs& out) {
   out.dialect = exchange.dialect;
   out.method = exchange.request.method;
   out.target = exchange.request.target;
+  out.in_flight_at_send = exchange.in_flight_at_send;
   out.choices.resize(exchange.choices.size());
   for (std::size_t c = 0; c < exchange.choices.size(); ++c) {
     const Choice& choice = exchange.choices[c];

@@ -198,6 +198,8 @@ void read_exchange(const StrictFields& fields, Exchange& out) {
   read_bytes(fields, "dialect", out.dialect);
   read(fields, "decode_note", out.decode_note);
   read(fields, "retries", out.retries);
+  read(fields, "in_flight_at_send", out.in_flight_at_send);
+  read(fields, "in_flight_max", out.in_flight_max);
 }
 
 }  // namespace

@@ -128,6 +128,9 @@ json::object to_json(const Exchange& exchange) {
   // `export | import` reads its own output), and they are for reading: replaced, not encoded.
   object["decode_note"] = utf8_or_replaced(exchange.decode_note);
   object["retries"] = exchange.retries;
+  // Only where known (format 1.5, replay), so an older trace's export reads as it did.
+  if (exchange.in_flight_at_send >= 0) object["in_flight_at_send"] = exchange.in_flight_at_send;
+  if (exchange.in_flight_max >= 0) object["in_flight_max"] = exchange.in_flight_max;
   return object;
 }
 

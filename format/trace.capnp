@@ -5,6 +5,7 @@
 #
 #   zstd frame 0:      [segment table | segments] of Record{header}      (the header alone)
 #   zstd frame k > 0:  [segment table | segments] of Record{exchange} ...  (one frame per flush)
+#                      (1.5: Record{metrics}, a /metrics scrape, among them; not in the index's keys)
 #   skippable frame:   u32le 0x184D2A5E, u32le size, [segment table | segments] of TraceIndex
 #
 # - zstd frames start with u32le 0xFD2FB528; skippable frames with u32le 0x184D2A5? (any low
@@ -33,6 +34,8 @@ struct Record {
   union {
     header @0 :Header;
     exchange @1 :Exchange;
+    metrics @2 :MetricScrape;  # (format 1.5) the target's /metrics, scraped during a run; a 1.4
+                               # reader skips it (it reads exchanges and skips other kinds)
   }
 }
 
@@ -189,6 +192,34 @@ struct Exchange {
   decodeNote @20 :Text;           # why decoding was partial or impossible; "" when clean
   retries @21 :UInt8;             # times the request was sent again on a fresh connection after a
                                   # reused keep-alive one closed before any response byte (1.1)
+  inFlightAtSend @22 :Int32 = -1; # (1.5) the client's requests in flight when this one was sent,
+                                  # itself included; -1: not known (recorded, imported, older)
+  inFlightMax @23 :Int32 = -1;    # (1.5) the most in flight at once while it ran, itself included
+}
+
+# (format 1.5) One scrape of the target's Prometheus /metrics during a run: a Record of its own,
+# written among the exchanges as the run goes (a baseline before the first request, one every
+# scrape interval, one after the last). Series names are normalised across engines (llm/
+# exposition.hpp: running, waiting, kv_usage, preemptions, prefix_cache_queries, ...); a series
+# no alias names is kept under its exposition name with its labels, `name{a="b"}`.
+enum SeriesKind {
+  gauge @0;      # the value as read
+  counter @1;    # the increase since the previous scrape (0 at the baseline); a reset (a value
+                 # below the previous one) counts from 0 and is said in the scrape's note
+}
+
+struct MetricValue {
+  series @0 :Text;
+  kind @1 :SeriesKind;
+  value @2 :Float64;
+}
+
+struct MetricScrape {
+  offsetNs @0 :Int64;            # when the GET was sent, from the run's start (Exchange.actualSendNs's clock)
+  tookNs @1 :Int64 = -1;         # how long the answer took to arrive whole
+  inFlight @2 :Int32 = -1;       # the client's requests in flight then
+  values @3 :List(MetricValue);  # empty when the scrape failed (note says why)
+  note @4 :Text;                 # "" when clean: unreachable, too large, malformed lines, resets
 }
 
 # Lives in a zstd skippable frame at the end of the file, outside the Record stream.

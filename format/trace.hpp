@@ -42,13 +42,15 @@
 
 #include "base/clock.hpp"
 #include "base/enum_names.hpp"
+#include "format/metric_scrape.hpp"
 
 namespace retrace {
 
 inline constexpr std::uint16_t kFormatMajor = 1;
 // 1.1: Exchange.retries; 1.2: ErrorKind.rejected; 1.3: ErrorKind.server_error, ErrorKind.truncated;
-// 1.4: output parts (Choice.part, toolCall, toolName, values; Usage.reasoningTokens)
-inline constexpr std::uint16_t kFormatMinor = 4;
+// 1.4: output parts (Choice.part, toolCall, toolName, values; Usage.reasoningTokens); 1.5: the
+// /metrics series (MetricScrape records), Exchange.inFlightAtSend and inFlightMax
+inline constexpr std::uint16_t kFormatMinor = 5;
 
 // Their names are the enumerators' own (base/enum_names.hpp); the values are the schema's.
 enum class Source : std::uint8_t { recorded, replayed, imported };
@@ -231,6 +233,9 @@ struct Exchange {
   // Times the request was sent again on a fresh connection because a reused keep-alive connection
   // closed before any byte of the response (0 or 1).
   std::uint8_t retries = 0;
+  // Replay's client: requests in flight when it was sent and the most while it ran, itself
+  // included; -1 when not known (recorded, imported, written before 1.5).
+  std::int32_t in_flight_at_send = -1, in_flight_max = -1;
   bool operator==(const Exchange&) const = default;
 
   // The value of a label, or nullptr.
@@ -261,6 +266,7 @@ struct ExchangeOutputs {
   std::vector<ChoiceOutput> choices;
   std::string dialect;  // as Exchange::dialect: "" when nothing was decoded
   std::string method, target;  // the request's (what a "not compared" says it was)
+  std::int32_t in_flight_at_send = -1;  // as Exchange's
   bool operator==(const ExchangeOutputs&) const = default;
 };
 // The outputs of a whole exchange: what TraceReader::next(ExchangeOutputs&) reads of its record.
@@ -319,14 +325,16 @@ class TraceWriter {
   // tokens either (said so too). Only one that cannot be stored even then (its headers alone
   // pass the limit) throws TraceError, and leaves the file as it was.
   void write(const Exchange& exchange);
+  // One scrape of the target's /metrics, a record among the exchanges (not one of them).
+  void write(const MetricScrape& scrape);
   void flush();  // close the current frame and fsync-free write it out
   // Closes the current frame if its oldest exchange is flush_ms old. write() checks this itself;
   // call it from a timer too, so an idle writer does not sit on a frame. True if it flushed.
   bool flush_if_due();
   void close();  // flush, append the index, close the file
   // Appends one zstd frame another writer wrote, byte for byte (no exchange decoded or compressed
-  // again): it holds `records` exchange records whose keys are `keys` (their `frame` fields are
-  // ignored; the index gets this file's frame number). Closes the open frame first. For
+  // again): it holds `records` records, of which key_count are exchanges whose keys are `keys`
+  // (their `frame` fields are ignored; the index gets this file's frame number). Closes the open frame first. For
   // copy_trace_with_header.
   void append_frame(std::string_view frame, std::uint32_t records,
                     const IndexedKey* keys, std::size_t key_count);
@@ -452,6 +460,8 @@ class TraceReader {
   // within a frame, and again in the frame just read, decodes nothing again. Throws TraceError
   // when no readable exchange is there: the file changed since the position was taken.
   void read_request_at(RecordPosition at, Exchange& out);
+  // Every /metrics scrape record next() passes on its way is handed to `sink` (null: skipped).
+  void on_metrics(std::function<void(const MetricScrape&)> sink);
   const Recovery& recovery() const;
   std::uint64_t file_size() const;
   std::uint64_t decompressed_bytes() const;  // so far

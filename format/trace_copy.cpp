@@ -130,11 +130,14 @@ bool copy_trace_with_header(const std::filesystem::path& from, const std::filesy
   for (std::size_t k = 0; k < index->frames.size(); ++k)
     if (index->frames[k].offset != starts[k]) return false;
   if (index->frames[0].records != 1) return false;
-  std::size_t listed = 0;  // the keys are in write order, frame by frame
-  for (std::size_t k = 1; k < index->frames.size(); ++k)
-    for (std::uint32_t r = 0; r < index->frames[k].records; ++r, ++listed)
-      if (listed >= index->keys.size() || index->keys[listed].frame != k) return false;
-  if (listed != index->keys.size()) return false;
+  // The keys are in write order, frame by frame: one per exchange record. A frame's other records
+  // (format 1.5's /metrics scrapes) have none, so a frame holds at least as many records as keys.
+  std::vector<std::uint32_t> keyed(index->frames.size(), 0);
+  for (std::size_t listed = 0; listed < index->keys.size(); ++listed) {
+    auto k = index->keys[listed].frame;
+    if (k == 0 || k >= index->frames.size() || ++keyed[k] > index->frames[k].records) return false;
+    if (listed > 0 && k < index->keys[listed - 1].frame) return false;
+  }
 
   TraceWriter writer(to, header, options);
   std::string frame;
@@ -143,9 +146,8 @@ bool copy_trace_with_header(const std::filesystem::path& from, const std::filesy
     frame.resize(starts[k + 1] - starts[k]);
     if (!file.read_at(starts[k], frame.data(), frame.size()))
       throw TraceError("trace " + from.string() + " shrank while it was copied");
-    auto records = index->frames[k].records;
-    writer.append_frame(frame, records, index->keys.data() + key, records);
-    key += records;
+    writer.append_frame(frame, index->frames[k].records, index->keys.data() + key, keyed[k]);
+    key += keyed[k];
   }
   writer.close();
   return true;

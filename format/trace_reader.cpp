@@ -35,6 +35,8 @@ struct TraceReader::Impl {
   // read_last(); valid until the frame is left, i.e. until the next call of next()).
   kj::ArrayPtr<const capnp::word> current;
   std::optional<kj::ArrayPtr<const capnp::word>> last;
+  std::function<void(const MetricScrape&)> on_metrics;  // null: scrape records are skipped
+  MetricScrape scrape;  // reused for each scrape record
 
   // A segment set: its numbers, the one being read (numbers[segment]), what the segments left
   // behind had to drop, and their sizes.
@@ -210,6 +212,12 @@ struct TraceReader::Impl {
       try {
         capnp::FlatArrayMessageReader reader(*message, frames->capnp_options());
         auto record = reader.getRoot<wire::Record>();
+        if (record.which() == wire::Record::METRICS && on_metrics) {
+          ListBudget budget(message->size());
+          read_metrics(record.getMetrics(), scrape, budget);
+          on_metrics(scrape);
+          continue;
+        }
         if (record.which() != wire::Record::EXCHANGE) continue;  // a repeated header, or newer kinds
         ListBudget budget(message->size());
         read(record.getExchange(), budget);
@@ -345,6 +353,10 @@ void TraceReader::read_last(Exchange& out) {
   } catch (const TraceError& e) {
     throw TraceError("cannot read trace " + impl.frames->path().string() + ": " + e.what());
   }
+}
+
+void TraceReader::on_metrics(std::function<void(const MetricScrape&)> sink) {
+  impl_->on_metrics = std::move(sink);
 }
 
 const Recovery& TraceReader::recovery() const {

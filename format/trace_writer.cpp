@@ -271,6 +271,8 @@ Exchange exchange_without_bodies(const Exchange& exchange) {
   slim.dialect = exchange.dialect;
   slim.decode_note = exchange.decode_note;
   slim.retries = exchange.retries;
+  slim.in_flight_at_send = exchange.in_flight_at_send;
+  slim.in_flight_max = exchange.in_flight_max;
   return slim;
 }
 
@@ -316,6 +318,16 @@ void TraceWriter::write(const Exchange& exchange) {
     impl.end_frame();
   else
     flush_if_due();
+}
+
+void TraceWriter::write(const MetricScrape& scrape) {
+  Impl& impl = *impl_;
+  if (impl.closed) throw TraceError("trace " + impl.path.string() + " is already closed");
+  // Not an exchange: no key in the index, but a record of its frame (frame_records).
+  if (!impl.append_record([&](wire::Record::Builder record) { fill_metrics(record.initMetrics(), scrape); }))
+    throw TraceError("cannot write a /metrics scrape to trace " + impl.path.string() + ": it passes the " +
+                     std::to_string(impl.options.max_frame_bytes) + " bytes a trace message may hold");
+  flush_if_due();
 }
 
 bool TraceWriter::flush_if_due() {
@@ -366,8 +378,8 @@ void TraceWriter::append_frame(std::string_view frame, std::uint32_t records,
   }
   ++impl.frames;
   impl.records += records;
-  impl.exchanges += records;
-  impl.flushed_exchanges += records;
+  impl.exchanges += key_count;
+  impl.flushed_exchanges += key_count;
 }
 
 std::uint64_t TraceWriter::exchanges_written() const { return impl_->exchanges; }

@@ -238,6 +238,8 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
   out.setDialect(text(exchange.dialect));
   out.setDecodeNote(text(exchange.decode_note));
   out.setRetries(exchange.retries);
+  out.setInFlightAtSend(exchange.in_flight_at_send);
+  out.setInFlightMax(exchange.in_flight_max);
 }
 
 // Which part a choice is (1.3 fields; a 1.2 record reads as content).
@@ -294,6 +296,8 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& bu
     exchange.decode_note += (exchange.decode_note.empty() ? "" : "; ") + std::to_string(parts) +
                             " parts in the trace, the first " + std::to_string(kMaxParts) + " read";
   exchange.retries = in.getRetries();
+  exchange.in_flight_at_send = in.getInFlightAtSend();
+  exchange.in_flight_max = in.getInFlightMax();
 }
 
 static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget) {
@@ -355,6 +359,7 @@ void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudge
   auto request = in.getRequest();
   assign(outputs.method, request.getMethod());
   assign(outputs.target, request.getTarget());
+  outputs.in_flight_at_send = in.getInFlightAtSend();
   auto choices = in.getChoices();
   outputs.choices.resize(parts_read(budget.take(choices.size(), "choices")));
   for (unsigned c = 0; c < outputs.choices.size(); ++c) {

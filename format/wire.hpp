@@ -53,6 +53,10 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& bu
 // message: what outputs_of() takes from a whole exchange read by read_exchange().
 void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudget& budget);
 
+// A /metrics scrape record (format 1.5; wire_metrics.cpp).
+void fill_metrics(wire::MetricScrape::Builder out, const MetricScrape& scrape);
+void read_metrics(wire::MetricScrape::Reader in, MetricScrape& scrape, ListBudget& budget);
+
 inline std::string errno_text(int error) { return std::strerror(error); }
 
 inline std::uint32_t load_le32(const void* bytes) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -105,6 +106,7 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
     shared.run_start = shared.clock.now();
     shared.run_start_unix_ns = unix_now_ns(shared.clock);
   }
+  if (shared.record && shared.scraper) shared.scraper->begin(shared.run_start);  // the baseline
   auto worker_count = workers.size();
   if (shared.kind == ScheduleKind::concurrency) {
     auto slots = static_cast<std::size_t>(std::max(shared.options.schedule.concurrency, 1));
@@ -302,12 +304,17 @@ void warm_up(RunInput& input, Shared& shared, std::vector<std::unique_ptr<Worker
   shared.errors = 0;
 }
 
+// The /metrics scrapes taken since the last call, into the trace among the exchanges.
+void write_scrapes(TraceWriter& writer, Scraper& scraper) {
+  for (const auto& scrape : scraper.take()) writer.write(scrape);
+}
+
 // The writer thread: assigns ids in arrival order, writes each exchange and gathers the run's
 // figures, until the queue is closed; join() then rethrows what writing failed with.
 class RunWriter {
  public:
-  RunWriter(TraceWriter& writer, StatsBuilder& stats)
-      : thread_([this, &writer, &stats] { drain(writer, stats); }) {}
+  RunWriter(TraceWriter& writer, StatsBuilder& stats, Scraper* scraper)
+      : scraper_(scraper), thread_([this, &writer, &stats] { drain(writer, stats); }) {}
   ~RunWriter() {  // when the run ends by an exception: the thread is not left running
     if (!thread_.joinable()) return;
     queue_.close();
@@ -337,10 +344,12 @@ class RunWriter {
           failed = true;
         }
       }
+      if (!failed && scraper_) write_scrapes(writer, *scraper_);
     }
   }
 
   WriteQueue queue_;
+  Scraper* scraper_;  // null: the run is not scraped
   std::exception_ptr failure_;
   std::thread thread_;  // last: started once the rest is ready
 };
@@ -355,6 +364,7 @@ std::exception_ptr measure(RunInput& input, Shared& shared, std::vector<std::uni
   double busiest_thread_cpu_s = 0;
   run_phase(shared, workers, stop, tick, interrupted, shared.options.start_at_unix_ns,
             &run.facts.clock_offset_ns, &busiest_thread_cpu_s);
+  if (shared.scraper) shared.scraper->end();  // the sample after the last response
   client = meter.usage(busiest_thread_cpu_s, static_cast<unsigned>(workers.size()));
   return input.end(shared);
 }
@@ -386,6 +396,7 @@ void finish_trace(const std::filesystem::path& partial_path, const std::filesyst
   if (!copy_trace_with_header(partial_path, staged, header, writer_options)) {
     TraceReader reader(partial_path);
     TraceWriter final_writer(staged, header, writer_options);
+    reader.on_metrics([&](const MetricScrape& scrape) { final_writer.write(scrape); });  // in place
     Exchange exchange;
     while (reader.next(exchange)) final_writer.write(exchange);
     final_writer.close();
@@ -429,13 +440,20 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
 
   StatsBuilder stats(options.schedule.kind != ScheduleKind::concurrency, options.slo);
   stats.reserve(input.count());
-  RunWriter run_writer(*writer, stats);
+  std::unique_ptr<Scraper> scraper;
+  if (options.scrape.enabled)
+    scraper = std::make_unique<Scraper>(options.scrape, url, tls, shared.clock, shared.in_flight,
+                                        [](std::string_view line) { std::cerr << "retrace: " << line << "\n"; });
+  shared.scraper = scraper.get();
+  RunWriter run_writer(*writer, stats, scraper.get());
   shared.queue = &run_writer.queue();
   progress.total = input.count();
   std::exception_ptr input_failure;
   std::optional<ClientUsage> client;
   if (!interrupted) input_failure = measure(input, shared, workers, stop, tick, interrupted, run_header, client);
   run_writer.join();
+  if (scraper) write_scrapes(*writer, *scraper);
+  shared.scraper = nullptr;
   workers.clear();
   run_header.tool_turns_substituted = shared.tool_turns_substituted.load();
   run_header.tool_turns_kept = shared.tool_turns_kept.load();

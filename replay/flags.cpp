@@ -9,6 +9,7 @@
 
 #include "base/duration.hpp"
 #include "net/http_rules.hpp"
+#include "net/url.hpp"
 #include "replay/secret_fill.hpp"
 #include "replay/body_path.hpp"
 
@@ -121,6 +122,20 @@ void apply_request_flags(const RequestFlags& flags, Options& options) {
   options.ca_file = flags.ca_file;
   options.insecure = flags.insecure;
   options.threads = flags.threads;
+  options.scrape.enabled = !flags.no_scrape;
+  options.scrape.interval = parse_timeout(flags.scrape_interval, "--scrape-interval");
+  if (options.scrape.interval < std::chrono::milliseconds(10))
+    throw std::invalid_argument("--scrape-interval " + flags.scrape_interval +
+                                ": at least 10ms (a server's /metrics is not free to render)");
+  options.scrape.url = flags.scrape_url;
+  if (!flags.scrape_url.empty()) {
+    try {
+      (void)net::parse_url(flags.scrape_url);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("--scrape-url " + flags.scrape_url + ": " + e.what() +
+                                  " (the page's whole URL, e.g. http://127.0.0.1:9400/metrics)");
+    }
+  }
   validate_trace_controls(options);  // against the schedule the caller set before
 }
 

@@ -40,6 +40,9 @@ struct RequestFlags {
   std::string ca_file;               // --ca-file PEM
   bool insecure = false;             // --insecure
   unsigned threads = 0;              // --threads (0: one per core)
+  std::string scrape_interval = "250ms";  // --scrape-interval: the target's /metrics, this often
+  std::string scrape_url;            // --scrape-url URL: a metrics page of its own ("" = TARGET/metrics)
+  bool no_scrape = false;            // --no-scrape
 };
 
 // The schedule flags `replay` and `sweep` share (bisect's axis is concurrency only): one set of

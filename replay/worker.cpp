@@ -78,6 +78,7 @@ struct Flight {
   std::string content_encoding;  // the response's, set with its head
   std::string head;              // the request's head when not the prepared one
   Clock::time_point send_time{};  // unset until stamp_send()
+  InFlight::Sent sent;             // the client's load at stamp_send() (Shared::in_flight)
   net::Phase phase = net::Phase::connect;
   error_code ec;
   Expiry expired = Expiry::none;  // with ec timeout: which limit
@@ -287,6 +288,8 @@ void Worker::stamp_send(Flight& flight) const {
   flight.send_time = shared_.clock.now();
   flight.exchange.actual_send_ns = nanoseconds(flight.send_time - shared_.run_start);
   flight.exchange.start_unix_ns = shared_.run_start_unix_ns + flight.exchange.actual_send_ns;
+  flight.sent = shared_.in_flight.sent();
+  flight.exchange.in_flight_at_send = flight.sent.count;
 }
 
 // Sends the request and reads the response into the flight, on a pooled connection or a new one.
@@ -491,6 +494,7 @@ std::optional<SessionAnswer> Worker::finish(Flight& flight, bool want_answer) {
       exchange.decode_note += std::string(exchange.decode_note.empty() ? "" : "; ") + std::string(kLiveChoiceNote);
   }
 
+  if (flight.sent.count > 0) exchange.in_flight_max = shared_.in_flight.ended(flight.sent);
   if (exchange.error.kind != ErrorKind::none) shared_.errors.fetch_add(1);
   shared_.done.fetch_add(1);
   if (shared_.record) shared_.queue->push(std::move(exchange));

@@ -35,7 +35,9 @@
 #include "llm/llm.hpp"
 #include "net/arrived_body.hpp"
 #include "net/connection.hpp"
+#include "replay/in_flight.hpp"
 #include "replay/response_reader.hpp"
+#include "replay/scrape.hpp"
 #include "replay/feed.hpp"
 #include "replay/prepare.hpp"
 
@@ -168,6 +170,8 @@ struct Shared {
   std::atomic<std::size_t> tool_turns_substituted{0}, tool_turns_kept{0};
   std::atomic<std::size_t> sent_redacted{0};  // sent with the redaction marker (secret_fill.hpp)
   WriteQueue* queue = nullptr;
+  InFlight in_flight;  // requests sent and not yet finished (replay/in_flight.hpp)
+  Scraper* scraper = nullptr;  // the target's /metrics over the measured run; null: not scraped
 };
 
 struct Flight;

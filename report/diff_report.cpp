@@ -2,6 +2,7 @@
 // context view with the divergent tokens aligned in one column.
 #include "report/diff_report.hpp"
 #include "report/diff_internal.hpp"
+#include "report/in_flight_breakdown.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -196,6 +197,8 @@ void terminal_run(const RunComparison& run, const Styles& styles, std::ostream& 
       << ", real change " << run.real_changes << ", unknown " << run.unknown_changes << "), errors " << run.errors
       << ", missing " << run.missing_in_candidate << " in candidate / " << run.missing_in_baseline
       << " in baseline\n";
+  if (auto load = in_flight_sentence(in_flight_buckets(run.by_in_flight)); !load.empty())
+    out << "  " << load << "\n";
   if (run.not_compared > 0) {
     out << "  " << styles.yellow() << run.not_compared << " exchanges not compared" << styles.reset() << ":\n";
     for (const auto& [reason, count] : run.not_compared_why) out << "    " << count << "  " << reason << "\n";

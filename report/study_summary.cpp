@@ -11,6 +11,7 @@
 #include <boost/json.hpp>
 
 #include "report/client.hpp"
+#include "report/in_flight_breakdown.hpp"
 #include "report/study_internal.hpp"
 #include "report/text.hpp"
 
@@ -334,6 +335,7 @@ json::object study_json(const StudySummary& summary) {
       {"compared", summary.compared()},
       {"differing", summary.differing()},
       {"differing_rate_upper95", json_number(clopper_pearson_upper(summary.differing(), summary.compared()))},
+      {"by_in_flight", in_flight_json(in_flight_buckets(summary.by_in_flight))},
       {"differs", summary.any_differs()},
       {"errors", summary.errors},
       {"client", study_client_json(summary)},
@@ -353,6 +355,8 @@ std::string study_to_markdown(const StudySummary& summary) {
   if (auto banner = sampling_banner(summary); !banner.empty()) out << banner << "\n\n";
   out << study_scope(summary) << "\n\n" << header_line(summary.header) << "\n\n"
       << study_client_line(summary) << "\n\n";
+  if (auto load = in_flight_sentence(in_flight_buckets(summary.by_in_flight)); !load.empty())
+    out << "Load: " << load << ".\n\n";
   out << "## Cells\n\n";
   if (summary.sampling.all_greedy())
     out << "At temperature 0 an output that differs from the baseline's is nondeterminism of the "

@@ -94,6 +94,9 @@ struct StudySummary {
   std::vector<StudyRunFigures> runs;
   std::vector<DivergenceEntry> divergences;  // level = the concurrency; run = the run's name
   std::size_t errors = 0;
+  // Every run's compared outputs by the requests in flight when each was sent (report/
+  // in_flight_breakdown.hpp): empty when no run's trace says (format 1.4 and older).
+  std::vector<diff::InFlightTally> by_in_flight;
   std::size_t compared() const;
   std::size_t differing() const;
   bool any_differs() const { return differing() > 0; }

@@ -182,6 +182,9 @@ std::string plan_to_json(const Plan& plan) {
   replay["ca_file"] = plan.replay.ca_file;
   replay["insecure"] = plan.replay.insecure;
   replay["threads"] = plan.replay.threads;
+  replay["scrape_interval"] = plan.replay.scrape_interval;
+  replay["scrape_url"] = plan.replay.scrape_url;
+  replay["no_scrape"] = plan.replay.no_scrape;
   replay["seed"] = plan.replay.seed;
   replay["window_from"] = plan.replay.window_from;
   replay["window_to"] = plan.replay.window_to;
@@ -278,6 +281,9 @@ ReplayArgs replay_from_json(const Fields& replay) {
   flags.ca_file = replay.str("ca_file");
   flags.insecure = replay.boolean("insecure");
   flags.threads = static_cast<unsigned>(replay.integer("threads"));
+  if (replay.object.contains("scrape_interval")) flags.scrape_interval = replay.str("scrape_interval");  // plans
+  if (replay.object.contains("scrape_url")) flags.scrape_url = replay.str("scrape_url");  // before 1.5
+  flags.no_scrape = replay.object.contains("no_scrape") && replay.boolean("no_scrape");
   // Plans written before the trace controls keep their defaults.
   if (replay.object.contains("seed")) flags.seed = static_cast<std::uint64_t>(replay.integer("seed"));
   if (replay.object.contains("window_from")) flags.window_from = replay.str("window_from");

@@ -271,6 +271,12 @@ report::StudySummary summarize_study(const Plan& plan, const StudySettings& sett
         figures.differing = comparison.divergent;
         figures.cache_figures = reader.read(runs[i], figures.name, cell.name);
         totals.add_run(comparison, figures, runs[i]);
+        auto& tallies = summary.by_in_flight;
+        if (tallies.size() < comparison.by_in_flight.size()) tallies.resize(comparison.by_in_flight.size());
+        for (std::size_t n = 0; n < comparison.by_in_flight.size(); ++n) {
+          tallies[n].compared += comparison.by_in_flight[n].compared;
+          tallies[n].differing += comparison.by_in_flight[n].differing;
+        }
         summary.errors += figures.errors;
         summary.runs.push_back(std::move(figures));
       }

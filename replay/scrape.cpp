@@ -1,0 +1,117 @@
+// replay/scrape.hpp: the /metrics loop of a measured run.
+#include "replay/scrape.hpp"
+
+#include <chrono>
+#include <stdexcept>
+
+#include "llm/exposition.hpp"
+#include "net/fetch.hpp"
+#include "replay/worker.hpp"  // nanoseconds()
+
+namespace retrace::replay {
+namespace {
+
+std::string mib(std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+}  // namespace
+
+Scraper::Scraper(const Options::Scrape& settings, const net::Url& target,
+                 std::shared_ptr<boost::asio::ssl::context> tls, const Clock& clock, InFlight& in_flight,
+                 std::function<void(std::string_view)> say)
+    : settings_(settings), url_(target), path_("/metrics"), tls_(std::move(tls)), clock_(clock),
+      in_flight_(in_flight), say_(std::move(say)) {
+  if (!settings.url.empty()) {
+    try {
+      url_ = net::parse_url(settings.url);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("--scrape-url " + settings.url + ": " + e.what() +
+                                  " (write the page's whole URL, e.g. http://127.0.0.1:9400/metrics)");
+    }
+    path_ = url_.base_path.empty() ? "/" : url_.base_path;
+    url_.base_path.clear();
+    if (url_.tls() && !tls_)
+      throw std::invalid_argument("--scrape-url " + settings.url +
+                                  ": an https page needs an https target (its TLS settings)");
+  }
+}
+
+Scraper::~Scraper() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Scraper::scrape_once() {
+  if (given_up_) return;
+  MetricScrape scrape;
+  auto sent = clock_.now();
+  scrape.offset_ns = nanoseconds(sent - run_start_);
+  scrape.in_flight = in_flight_.now();
+  auto timeout = std::max<std::chrono::steady_clock::duration>(settings_.interval * 4, std::chrono::seconds(2));
+  auto page = net::fetch(url_, tls_, path_, timeout, settings_.body_limit);  // marked X-Retrace-Probe
+  scrape.took_ns = nanoseconds(clock_.now() - sent);
+  std::string where = url_.str() + (path_ == "/" ? "" : path_);
+  if (page.status == 200) {
+    deltas_.take(llm::parse_exposition(page.body), scrape);
+  } else {
+    bool too_large = page.error.find("body limit") != std::string::npos;
+    scrape.note = too_large ? "the page passed " + mib(settings_.body_limit) + " and was not read"
+                  : page.status != 0 ? "HTTP " + std::to_string(page.status)
+                                     : page.error;
+    // Without a baseline there is no series to keep; a page too large will stay too large.
+    if (too_large || !baseline_taken_) {
+      given_up_ = true;
+      say_(too_large ? "the server's " + where + " passed " + mib(settings_.body_limit) +
+                           " and is not scraped; the run goes on without the server's series"
+                     : "no usable " + where + " (" + scrape.note +
+                           "); the run goes on without the server's series (--scrape-url names "
+                           "another page, --no-scrape stops asking)");
+    }
+  }
+  baseline_taken_ = true;
+  std::lock_guard lock(mutex_);
+  taken_.push_back(std::move(scrape));
+}
+
+void Scraper::begin(Clock::time_point run_start) {
+  run_start_ = run_start;
+  scrape_once();
+  if (given_up_) return;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Scraper::loop() {
+  auto next = std::chrono::steady_clock::now() + settings_.interval;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      if (wake_.wait_until(lock, next, [&] { return stopping_; })) return;
+    }
+    scrape_once();
+    if (given_up_) return;
+    auto now = std::chrono::steady_clock::now();
+    while (next <= now) next += settings_.interval;  // a tick missed while scraping is skipped
+  }
+}
+
+void Scraper::end() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (baseline_taken_) scrape_once();
+}
+
+std::vector<MetricScrape> Scraper::take() {
+  std::lock_guard lock(mutex_);
+  std::vector<MetricScrape> out;
+  out.swap(taken_);
+  return out;
+}
+
+}  // namespace retrace::replay
