@@ -335,7 +335,7 @@ class TraceWriter {
   // Appends one zstd frame another writer wrote, byte for byte (no exchange decoded or compressed
   // again): it holds `records` records, of which key_count are exchanges whose keys are `keys`
   // (their `frame` fields are ignored; the index gets this file's frame number). Closes the open frame first. For
-  // copy_trace_with_header.
+  // copy_trace_with_header (format/trace_copy.hpp).
   void append_frame(std::string_view frame, std::uint32_t records,
                     const IndexedKey* keys, std::size_t key_count);
   std::uint64_t exchanges_written() const;
@@ -475,13 +475,6 @@ class TraceReader {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Writes `to`: the finished trace `from` under a new header, its exchange frames copied byte for
-// byte (nothing decoded or compressed again) and its index rewritten for the new offsets; `from`
-// is left as it was. False, before `to` is created, when `from` is not a whole trace with an
-// index (torn, damaged, or written without one): read and write it record by record then.
-bool copy_trace_with_header(const std::filesystem::path& from, const std::filesystem::path& to,
-                            const TraceHeader& header, WriterOptions options = {});
 
 // Reads a whole trace into memory (tests, small traces).
 struct LoadedTrace {

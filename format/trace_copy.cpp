@@ -17,6 +17,7 @@
 #include <capnp/serialize.h>
 
 #include "format/trace.hpp"
+#include "format/trace_copy.hpp"
 #include "format/wire.hpp"
 
 namespace retrace {

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "format/trace_copy.hpp"
 #include "base/private_file.hpp"
 #include "format/header.hpp"
 #include "net/fetch.hpp"

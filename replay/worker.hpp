@@ -236,6 +236,8 @@ class Worker {
   void stamp_send(Flight& flight) const;
   boost::asio::awaitable<bool> wait_until(std::int64_t offset_ns);
   boost::asio::awaitable<void> wait_for_writer();
+  // What a worker reuses across its exchanges (worker_pools.cpp): read buffers, decoders, and
+  // each response header name's secret verdict.
   std::unique_ptr<char[]> take_buffer();
   void give_buffer(std::unique_ptr<char[]> buffer);
   llm::ResponseDecoder take_decoder(llm::Dialect dialect);
@@ -246,6 +248,7 @@ class Worker {
   boost::asio::io_context io_{1};
   net::ConnectionPool pool_;
   std::string pool_key_;  // the target's, worked out once
+  static constexpr std::size_t kReadBufferBytes = 64 * 1024;  // one read's buffer
   static constexpr std::size_t kSecretNamesKept = 64;
   std::vector<std::pair<std::string, bool>> secret_names_;  // header name, is_secret_header
   std::vector<std::unique_ptr<char[]>> free_buffers_;

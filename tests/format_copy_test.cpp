@@ -6,6 +6,7 @@
 #include <string>
 
 #include "format/trace.hpp"
+#include "format/trace_copy.hpp"
 #include "tests/temp_dir.hpp"
 
 using namespace retrace;

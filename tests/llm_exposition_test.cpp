@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "format/trace.hpp"
+#include "format/trace_copy.hpp"
 #include "llm/exposition.hpp"
 #include "llm/server_metrics.hpp"
 
