@@ -104,6 +104,6 @@ echo "|---:|---|---:|---:|---:|---|---|---|---|"
 awk '{printf "| %s | %s | %s | %s | %.0f | %s / %s / %s | %s / %s | %s / %s | %s |\n",
       $1, $2, $3, $4, $4 * 1000 / $3, $5, $6, $7, $8, $9, $10, $11, $12}' "$WORK/summary"
 awk '{cpu[$2] += $4; ex[$2] += $3}
-     END {a = cpu["A"] / ex["A"]; b = cpu["B"] / ex["B"];
+     END {if (!ex["A"] || !ex["B"]) exit; a = cpu["A"] / ex["A"]; b = cpu["B"] / ex["B"];
           printf "CPU per exchange: rotated %.1f us, one file %.1f us, rotated / one file = %.3f\n",
                  a * 1000, b * 1000, a / b}' "$WORK/summary"
