@@ -62,7 +62,10 @@ bool read_input_item(const json::value& value, const std::string& where, ChatMes
   const json::object* item = value.if_object();
   if (!item) reject(where, "'" + where + "' must be an object");
   const json::value* type_value = item->if_contains("type");
-  const std::string_view type = type_value && type_value->is_string() ? type_value->get_string() : "message";
+  // Both arms string_views: with a json::string and a literal the ?: made a temporary json::string,
+  // and the view outlived it (ASan's stack-use-after-scope at -O1).
+  const std::string_view type = type_value && type_value->is_string() ? std::string_view(type_value->get_string())
+                                                                      : std::string_view("message");
   if (type == "message") {
     const json::value* content = item->if_contains("content");
     if (!content) reject(where + ".content", "'" + where + ".content' is missing");

@@ -58,7 +58,11 @@ check_eq "$status" 1 "replay ends, its two exchanges failed"
 check_eq "$(jq -r '.errors.truncated' "$WORK/replay.json")" 2 "both exchanges are cut as truncated"
 peak_kib=$(tail -1 "$WORK/replay.kib")
 echo "replay's peak RSS: $((peak_kib / 1024)) MiB"
-(( peak_kib < 200 * 1024 )) || fail "replay's peak RSS is $((peak_kib / 1024)) MiB: the endless stream was held"
+# Under the sanitizers RSS holds ASan's shadow memory and its quarantine of freed blocks (247 MiB
+# seen, the stream cut all the same): the bound is asserted by the release tier's run of this test.
+if [[ "${RETRACE_SANITIZE:-OFF}" != ON ]]; then
+  (( peak_kib < 200 * 1024 )) || fail "replay's peak RSS is $((peak_kib / 1024)) MiB: the endless stream was held"
+fi
 
 "$RETRACE" export "$WORK/run.rtrace" | jq -c 'select(.exchange) | .exchange' >"$WORK/run.jsonl"
 check_eq "$(wc -l <"$WORK/run.jsonl")" 2 "the run holds both exchanges"
