@@ -38,6 +38,16 @@ storing_us_per_token() {  # RETRACE TRACE [PIN...] : "TOKENS US", or nothing whe
   sed -E 's/.*: ([0-9.]+) us\/token.*/\1/' <<<"$line"
 }
 
+# start NAME CMD...: CMD in the background, its output in $WORK/NAME.out and .err, stopped by the
+# cleanup; sets NAME_PID. rss_kib PID and fds PID: its resident memory and open descriptors.
+start() {  # NAME CMD... : in the background; sets NAME_PID
+  local name=$1; shift
+  "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+  PIDS+=("$!")
+  printf -v "${name}_PID" '%s' "$!"
+}
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo -; }
+fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {
   local i

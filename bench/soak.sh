@@ -18,14 +18,6 @@ CONCURRENCY=${CONCURRENCY:-64}
 . "$ROOT/bench/lib.sh"
 bench_workdir soak
 
-start() {  # NAME CMD... : in the background; sets NAME_PID
-  local name=$1; shift
-  "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-  PIDS+=("$!")
-  printf -v "${name}_PID" '%s' "$!"
-}
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo -; }
-fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 
 for i in $(seq 1 512); do
   printf '{"request":{"model":"retrace-sim","prompt":"Soak request %d: tell a story about the sea.","max_tokens":32,"temperature":0,"stream":true}}\n' "$i"

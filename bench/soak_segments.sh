@@ -25,14 +25,6 @@ MAX_DISK=${MAX_DISK:-4194304}
 bench_workdir soak-segments
 TICK_MS=$(( 1000 / $(getconf CLK_TCK) ))
 
-start() {  # NAME CMD... : in the background; sets NAME_PID
-  local name=$1; shift
-  "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-  PIDS+=("$!")
-  printf -v "${name}_PID" '%s' "$!"
-}
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo -; }
-fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 dir_bytes() { du -sb "$1" 2>/dev/null | awk '{print $1}'; }
 load() { awk '{print $1, $2, $3}' /proc/loadavg; }
