@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# deploy/: the Kubernetes manifests, rendered with README.md's own envsubst lines, pass a strict
+# deploy/: the Kubernetes manifests, rendered with the guides' own envsubst lines (docs/scale-out.md,
+# docs/recording.md; their blocks are marked checked-by this test), pass a strict
 # offline check against the API types (deploy_manifests_check.py: every field known and typed,
 # required ones present, quantities, names, a pinned image; and what sharding needs), which
 # rejects an unknown field and an empty storage class; the replay and merge command lines they
@@ -12,15 +13,15 @@ PY=/usr/bin/python3  # Debian's, with python3-kubernetes (not a python3 earlier 
 "$PY" -c 'import kubernetes, yaml' 2>/dev/null || { echo "python3-kubernetes is not installed (scripts/deps.sh installs it): skipped"; exit 77; }
 CHECK="$ROOT/tests/e2e/deploy_manifests_check.py"
 
-# render DIR: runs the README's Kubernetes lines that render a manifest (envsubst ... | kubectl
-# apply -f -), each writing DIR/NAME.yaml instead of applying it; a manifest the README applies
+# render DIR: runs docs/scale-out.md's Kubernetes lines that render a manifest (envsubst ... | kubectl
+# apply -f -), each writing DIR/NAME.yaml instead of applying it; a manifest the guide applies
 # as it is (kubectl apply -f FILE) is copied. Fails unless every shipped manifest is rendered.
 render() {
   local dir=$1 line file
   mkdir -p "$dir"
   awk '/^On Kubernetes \(1\.29/ { on = 1 } on && /^```sh/ { inside = 1; next } inside && /^```/ { exit } inside' \
-    "$ROOT/README.md" >"$WORK/k8s-block.sh"
-  grep -q envsubst "$WORK/k8s-block.sh" || fail "README.md's Kubernetes block has no envsubst line"
+    "$ROOT/docs/scale-out.md" >"$WORK/k8s-block.sh"
+  grep -q envsubst "$WORK/k8s-block.sh" || fail "docs/scale-out.md's Kubernetes block has no envsubst line"
   while IFS= read -r line; do
     file=$(grep -oE 'deploy/kubernetes/[a-z-]+\.yaml' <<<"$line") || continue
     case "$line" in
@@ -30,15 +31,14 @@ render() {
   done <"$WORK/k8s-block.sh"
   render_sidecar "$dir"
   for file in "$ROOT"/deploy/kubernetes/*.yaml; do
-    [[ -s "$dir/$(basename "$file")" ]] || fail "README.md's Kubernetes lines do not render $(basename "$file")"
+    [[ -s "$dir/$(basename "$file")" ]] || fail "the guides' Kubernetes lines do not render $(basename "$file")"
   done
 }
-# render_sidecar DIR: the record sidecar, rendered by README's own line ("Recording production
-# traffic").
+# render_sidecar DIR: the record sidecar, rendered by docs/recording.md's own line.
 render_sidecar() {
   local line
-  line=$(grep -E '^envsubst .*deploy/kubernetes/record-sidecar\.yaml \| kubectl apply -f -$' "$ROOT/README.md") \
-    || fail "README.md has no envsubst line for deploy/kubernetes/record-sidecar.yaml"
+  line=$(grep -E '^envsubst .*deploy/kubernetes/record-sidecar\.yaml \| kubectl apply -f -$' "$ROOT/docs/recording.md") \
+    || fail "docs/recording.md has no envsubst line for deploy/kubernetes/record-sidecar.yaml"
   (cd "$ROOT" && eval "${line%| kubectl apply -f -} > \"$1/record-sidecar.yaml\"")
 }
 

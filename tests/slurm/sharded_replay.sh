@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # deploy/slurm/replay-shards.sbatch on a real one-node Slurm cluster (tests/slurm/lib.sh) of 2 CPUs
-# with WaitTime=2 in slurm.conf, submitted as README.md's line says (4 shards, --overcommit) against
+# with WaitTime=2 in slurm.conf, submitted as docs/scale-out.md's line says (4 shards, --overcommit) against
 # `retrace serve`: the merged run diffs identical to an unsharded one; a second submission in the
 # same directory writes a run of its own and leaves the first alone; a shard killed mid-run makes
 # the job exit 1 with its missing exchanges named while the others run to their end (srun
@@ -10,21 +10,21 @@
 
 start_slurm 2 WaitTime=2
 start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
-SUBMIT="$WORK/submit"  # the shared directory the README has users submit from
+SUBMIT="$WORK/submit"  # the shared directory docs/scale-out.md has users submit from
 mkdir -p "$SUBMIT" "$WORK/bin"
 ln -s "$RETRACE" "$WORK/bin/retrace"  # "retrace on PATH on every node"
 export PATH="$WORK/bin:$PATH"
-export START_LEAD=8  # the README's knob (30 s by default): enough for a loaded 2-core CI machine
+export START_LEAD=8  # the guide's knob (30 s by default): enough for a loaded 2-core CI machine
 cd "$SUBMIT"
 "$RETRACE" import "$ROOT/traces/gold-intents.jsonl" --out prod.rtrace >/dev/null
 FLAGS=(--target "$SIM_URL" --set max_tokens=12 --set temperature=0)
 ex() { "$RETRACE" export "$1" | jq -c 'select(.exchange) | .exchange'; }
 
-# --- the README's submission: every shard starts, the merge is the unsharded run.
+# --- the guide's submission: every shard starts, the merge is the unsharded run.
 "$RETRACE" replay prod.rtrace "${FLAGS[@]}" -c 4 --out "$WORK/whole.rtrace" >/dev/null
-# The README's line, its options as written there (4 shards on this 2-CPU node: --overcommit).
-read -ra readme_line < <(grep -m1 -oE '^sbatch [^<]*replay-shards.sbatch' "$ROOT/README.md")
-check_eq "${readme_line[*]}" "sbatch --ntasks=4 --overcommit deploy/slurm/replay-shards.sbatch" "the README's sbatch line"
+# docs/scale-out.md's line, its options as written there (4 shards on this 2-CPU node: --overcommit).
+read -ra readme_line < <(grep -m1 -oE '^sbatch [^<]*replay-shards.sbatch' "$ROOT/docs/scale-out.md")
+check_eq "${readme_line[*]}" "sbatch --ntasks=4 --overcommit deploy/slurm/replay-shards.sbatch" "docs/scale-out.md's sbatch line"
 job1=$(sbatch --parsable "${readme_line[@]:1:${#readme_line[@]}-2}" "$ROOT/deploy/slurm/replay-shards.sbatch" prod.rtrace \
          "${FLAGS[@]}" -c 1) || fail "sbatch refused the shipped script"
 check_eq "$(wait_for_job "$job1" 120)" 0 "exit code of job $job1"
