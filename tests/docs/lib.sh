@@ -63,8 +63,10 @@ run_guide() {
   local linked
   for linked in traces deploy format scripts; do ln -sfn "$ROOT/$linked" "$GUIDE_RUN/$linked"; done
 
+  # The servers run in the scratch directory, so that their flags name its files as a block does.
   local serve_flags
   serve_flags=$(sed -n 's/^<!-- test: serve \(.*\) -->[ \t]*$/\1/p' "$path" | head -n1)
+  pushd "$GUIDE_RUN" >/dev/null
   # shellcheck disable=SC2086  # the flags are words
   start_listening GUIDE_A "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off $serve_flags ${GUIDE_SERVE_FLAGS:-}
   local a=${GUIDE_A_URL#http://} b=unused
@@ -72,6 +74,7 @@ run_guide() {
     start_listening GUIDE_B "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
     b=${GUIDE_B_URL#http://}
   fi
+  popd >/dev/null
   local p9000 p9090
   p9000=$(free_port) p9090=$(free_port)
 
