@@ -55,8 +55,15 @@ split_guide() {
 run_guide() {
   local guide=$1 path="$ROOT/$1"
   [[ -f "$path" ]] || fail "no guide $guide"
+  # Its links first: a file that moved, a heading renamed. The guides other branches add are said.
+  python3 "$ROOT/tests/docs/check_links.py" "$ROOT" "$guide" $GUIDES_ARRIVING || fail "$guide has broken links"
   local blocks="$WORK/guide.blocks"
   split_guide "$path" "$blocks" || fail "$guide: a block is not closed"
+  : >"$WORK/guide.skipped"
+  if ! compgen -G "$blocks/*.meta" >/dev/null; then
+    echo "$guide: no sh block; its links checked"
+    return 0
+  fi
   GUIDE_RUN="$WORK/run"
   mkdir -p "$GUIDE_RUN" "$WORK/bin"
   ln -sf "$RETRACE" "$WORK/bin/retrace"
@@ -80,7 +87,6 @@ run_guide() {
 
   # The driver: every block in one bash, each announced on stderr, checked as its marks say.
   local driver="$WORK/guide.driver.sh" meta number line kind mark expect says reason
-  : >"$WORK/guide.skipped"
   # (A block whose output is checked writes it to a file; the trap shows it when the block fails.)
   printf 'set -euo pipefail\ncd %q\ncurrent_out=\n' "$GUIDE_RUN" >"$driver"
   printf 'trap '"'"'[[ -z $current_out ]] || cat "$current_out" >&2'"'"' EXIT\n' >>"$driver"
@@ -123,8 +129,8 @@ run_guide() {
       printf 'source %q\n' "$number.sh" >>"$driver"
     fi
     for mark in "${says[@]+"${says[@]}"}"; do
-      printf 'grep -qF -- %q %q || { echo "FAIL: %s line %s: the output does not say: %s" >&2; exit 1; }\n' \
-        "$mark" "$number.out" "$guide" "$line" "$mark" >>"$driver"
+      printf 'grep -qF -- %q %q || { echo %q >&2; exit 1; }\n' \
+        "$mark" "$number.out" "FAIL: $guide line $line: the output does not say: $mark" >>"$driver"
     done
   done
   echo 'echo "=== every block ran" >&2' >>"$driver"
@@ -143,6 +149,10 @@ run_guide() {
   fi
   stop "$GUIDE_A_PID" || fail "retrace serve exited non-zero after $guide's blocks"
 }
+
+# Guides that parallel branches add (issue 41's shadow, 45's Python, 42's server state): linked
+# already, said rather than failed while absent. Remove a name once its guide is in the tree.
+GUIDES_ARRIVING="docs/shadow.md docs/python.md docs/server-state.md"
 
 _GUIDE_PGID=""
 _guide_cleanup() {
