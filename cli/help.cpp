@@ -2,6 +2,8 @@
 // already holds, so none of them lists a command or an option by hand.
 #include "cli/help.hpp"
 
+#include "cli/help_topics.hpp"
+
 #include <iostream>
 #include <map>
 #include <memory>
@@ -81,7 +83,11 @@ std::string bash_completion(const CLI::App& root) {
     auto [options, valued] = option_names(*command);
     out << "    " << command->get_name() << ") words='" << join(options) << "'; valued='"
         << join(valued) << "'";
-    if (command->get_name() == "help") out << "; words+=' " << join(command_names) << "'; arguments=";
+    if (command->get_name() == "help") {
+      out << "; words+=' " << join(command_names) << " topics";
+      for (const auto& topic : help_topics()) out << " " << topic.name;
+      out << "'; arguments=";
+    }
     if (command->get_name() == "completion") out << "; words+=' bash'; arguments=";
     out << " ;;\n";
   }
@@ -119,8 +125,10 @@ void add_help(CLI::App& root, Registry& registry) {
   auto name = std::make_shared<std::string>();
   auto all = std::make_shared<bool>(false);
   CLI::App* command = root.add_subcommand(
-      "help", "Show retrace's help, or a command's (the same as `retrace COMMAND --help`).");
-  command->add_option("command", *name, "The command to explain");
+      "help",
+      "Show retrace's help, a command's (the same as `retrace COMMAND --help`), or where the guide to "
+      "a task is (`retrace help topics` lists them).");
+  command->add_option("command", *name, "The command to explain, or a topic (`retrace help topics`)");
   command->add_flag("--all", *all, "Every command's help, one after another (the man page's text)");
   command->group("");  // named in the top-level footer rather than listed as a command
   registry.add(command, [&root, name, all] {
@@ -131,9 +139,16 @@ void add_help(CLI::App& root, Registry& registry) {
     } else {
       auto commands = root.get_subcommands(
           [&](const CLI::App* sub) { return sub->get_name() == *name && !sub->get_group().empty(); });
-      if (commands.empty())
-        throw std::runtime_error("`" + *name + "` is not a retrace command; `retrace help` lists them");
-      std::cout << help_of(*commands.front(), root.get_name() + " " + *name);
+      if (!commands.empty()) {
+        std::cout << help_of(*commands.front(), root.get_name() + " " + *name);
+      } else if (*name == "topics") {
+        std::cout << help_topics_list();
+      } else if (const HelpTopic* topic = find_help_topic(*name)) {
+        std::cout << help_topic_text(*topic);
+      } else {
+        throw std::runtime_error("`" + *name + "` is not a retrace command; `retrace help` lists them, "
+                                 "`retrace help topics` the guides");
+      }
     }
     return kExitOk;
   });

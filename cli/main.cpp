@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Run `retrace help COMMAND` (or `retrace COMMAND --help`) for a command's options and an "
-      "example, `retrace help --all` for every command's.\n"
+      "example, `retrace help --all` for every command's, `retrace help topics` for the guides (recording, "
+      "replaying, comparing, repeatability, capacity, scale-out, errors, ...).\n"
       "Shell completion: `source <(retrace completion bash)` (packages install it).");
 
   // Commands are listed in the help in this order, under these headings.

@@ -1,6 +1,7 @@
 # Generates the bash completion and the man page from the built binary, so neither can drift
 # from the commands: `retrace completion bash`, and help2man over `retrace --help` with every
-# command's help (`retrace help --all`) as its COMMANDS section.
+# command's help (`retrace help --all`) as its COMMANDS section and the guides (`retrace help
+# topics`) as its GUIDES section.
 # Run at build time:  cmake -DRETRACE=bin -DBASH_COMPLETION=f [-DHELP2MAN=exe -DMAN_PAGE=f] -P cli_docs.cmake
 function(run_retrace output)
   execute_process(COMMAND ${RETRACE} ${ARGN} OUTPUT_VARIABLE text RESULT_VARIABLE failed)
@@ -27,7 +28,12 @@ string(SUBSTRING "${all}" ${commands_start} -1 commands)
 string(REPLACE "\\" "\\e" commands "${commands}")
 string(REGEX REPLACE "\n([.'])" "\n\\\\&\\1" commands "${commands}")
 get_filename_component(man_dir "${MAN_PAGE}" DIRECTORY)
-file(WRITE "${man_dir}/commands.h2m" "[COMMANDS]\n.nf\n${commands}\n.fi\n")
+# The task guides (`retrace help topics`) as a section of their own, after the commands.
+run_retrace(topics help topics)
+string(REPLACE "\\" "\\e" topics "${topics}")
+string(REGEX REPLACE "\n([.'])" "\n\\\\&\\1" topics "${topics}")
+file(WRITE "${man_dir}/commands.h2m"
+     "[COMMANDS]\n.nf\n${commands}\n.fi\n[GUIDES]\n.nf\n${topics}\n.fi\n")
 execute_process(
   COMMAND ${HELP2MAN} --no-info --section=1 --include=${man_dir}/commands.h2m
           "--name=record, replay and diff LLM inference traffic" --output=${MAN_PAGE} ${RETRACE}

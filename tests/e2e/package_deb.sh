@@ -37,7 +37,8 @@ done
 dpkg-deb --contents "$deb" >"$WORK/contents"
 for path in ./usr/bin/retrace ./usr/share/man/man1/retrace.1 ./usr/share/bash-completion/completions/retrace \
             ./usr/share/retrace/trace.capnp ./usr/share/retrace/traces/gold-intents.jsonl \
-            ./usr/share/doc/retrace/README.md; do
+            ./usr/share/doc/retrace/README.md ./usr/share/doc/retrace/docs/recording.md \
+            ./usr/share/doc/retrace/docs/report.png; do
   grep -qE " $path(\.gz)?\$" "$WORK/contents" || fail "the package lacks $path"
 done
 # Debian's policy: the man page gzipped, a copyright file, a description as written (no ';' from
@@ -78,6 +79,9 @@ MANPAGER=cat MANWIDTH=120 man retrace >"$WORK/man.txt" 2>"$WORK/man.err" ||
   { cat "$WORK/man.err" >&2; fail "man retrace"; }
 check_contains "$WORK/man.txt" "COMMANDS" "the man page holds every command's help"
 check_contains "$WORK/man.txt" "--upstream" "the man page holds record's options"
+check_contains "$WORK/man.txt" "GUIDES" "the man page lists the guides"
+# `retrace help TOPIC` names the installed guide (README.md's links reach docs/ there too).
+check_contains <(retrace help recording) "here: /usr/share/doc/retrace/docs/recording.md" "help names the installed guide"
 
 completion=$(bash -c '. /usr/share/bash-completion/bash_completion
   __load_completion retrace || exit 3
