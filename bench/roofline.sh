@@ -10,7 +10,7 @@
 # point over the driving replay's duration). When
 # the client is CPU-bound (its share near 100 %) the two agree; on a shared or loaded machine the
 # wall-clock rates fall with the load and the per-CPU-second capacity is the figure to read (it is
-# what the README's capacity line quotes).
+# what docs/scale-out.md's "What one client does" quotes).
 #
 # Usage: bench/roofline.sh [path/to/retrace]
 # Environment: CONNECTIONS ("1 16 64 256 1024"), REQUESTS (per point, default 2000, at least 4 per

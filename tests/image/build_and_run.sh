@@ -68,7 +68,7 @@ else
   run_in_image --version >"$WORK/version" || fail "retrace --version in the image"
 fi
 check_eq "$(cat "$WORK/version")" "$version" "--version from the image"
-# As pasted from the README: the demo in the image's own working directory, no volume.
+# As docs/scale-out.md gives it: the demo in the image's own working directory, no volume.
 run_in_image demo --quick >"$WORK/demo.out" 2>"$WORK/demo.err" || { tail -20 "$WORK/demo.err" >&2; fail "demo in the image's /runs"; }
 
 start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
