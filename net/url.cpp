@@ -72,8 +72,20 @@ std::string Url::join(std::string_view target) const {
 Url parse_url(std::string_view text) {
   const std::string shown = quoted(text);
   auto sep = text.find("://");
-  if (sep == std::string_view::npos)
-    throw std::invalid_argument("missing scheme in URL " + shown + ": try http://" + std::string(text));
+  if (sep == std::string_view::npos) {
+    // "http//host" or "http:/host": a scheme whose separator lost a character is suggested whole.
+    std::string_view rest = text;
+    auto slashes = text.find_first_of(":/");
+    auto scheme = text.substr(0, slashes == std::string_view::npos ? 0 : slashes);
+    if ((scheme == "http" || scheme == "https") && slashes != std::string_view::npos) {
+      rest = text.substr(slashes);
+      while (!rest.empty() && (rest.front() == ':' || rest.front() == '/')) rest.remove_prefix(1);
+    } else {
+      scheme = "http";
+    }
+    throw std::invalid_argument("missing scheme in URL " + shown + ": try " + std::string(scheme) +
+                                "://" + std::string(rest));
+  }
   auto parsed = boost::urls::parse_uri(text);
   if (!parsed) {
     auto rest = text.substr(sep + 3);

@@ -62,8 +62,9 @@ TraceOutput::TraceOutput(const fs::path& out, const TraceHeader& header, WriterO
   auto listing = list_segments(out_);
   if (listing.other_entries > 0)
     throw TraceError(out_.string() + " holds " + std::to_string(listing.other_entries) +
-                     " entr" + (listing.other_entries == 1 ? "y" : "ies") +
-                     " that are not segments (e.g. '" + listing.first_other +
+                     (listing.other_entries == 1 ? " entry that is not a segment"
+                                                   : " entries that are not segments") +
+                     " (e.g. '" + listing.first_other +
                      "'): record writes numbered segments there and deletes the oldest under "
                      "--max-disk/--keep-for, so it takes an empty directory or one it wrote; "
                      "choose another --out");

@@ -71,7 +71,9 @@ TEST_CASE("a base path loses its trailing slashes and is prefixed on join", "[ne
 }
 
 TEST_CASE("bad URLs are refused with a message that says what to try", "[net][url]") {
-  CHECK_THROWS_WITH(parse_url("localhost:8000"), Catch::Contains("try http://"));
+  CHECK_THROWS_WITH(parse_url("localhost:8000"), Catch::Contains("try http://localhost:8000"));
+  CHECK_THROWS_WITH(parse_url("http//bad"), Catch::EndsWith("try http://bad"));
+  CHECK_THROWS_WITH(parse_url("https:/h:1"), Catch::EndsWith("try https://h:1"));
   CHECK_THROWS_WITH(parse_url("ftp://h"), Catch::Contains("use http:// or https://"));
   CHECK_THROWS_WITH(parse_url("http://h:99999"), Catch::Contains("bad port"));
   CHECK_THROWS_WITH(parse_url("http://h:"), Catch::Contains("bad port"));

@@ -288,7 +288,8 @@ TEST_CASE("a directory holding files that are not segments is refused", "[segmen
                        [](const std::string&) {});
     FAIL("a foreign directory was taken");
   } catch (const TraceError& e) {
-    CHECK(std::string(e.what()).find("notes.txt") != std::string::npos);
+    CHECK(std::string(e.what()).find("holds 1 entry that is not a segment (e.g. 'notes.txt')") !=
+          std::string::npos);
   }
   CHECK(fs::exists(dir / "set" / "notes.txt"));
 }

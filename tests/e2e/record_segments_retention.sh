@@ -16,7 +16,7 @@ refused() {
 refused "--rotate-size below one frame" "below one frame" --out "$WORK/small/" --rotate-size 1000
 refused "--rotate-every into a file" "give --out a directory" --out "$WORK/one.rtrace" --rotate-every 1s
 mkdir -p "$WORK/foreign" && echo mine >"$WORK/foreign/notes.txt"
-refused "a directory holding other files" "not segments (e.g. 'notes.txt')" --out "$WORK/foreign/" --rotate-every 1s
+refused "a directory holding other files" "1 entry that is not a segment (e.g. 'notes.txt')" --out "$WORK/foreign/" --rotate-every 1s
 check_eq "$(cat "$WORK/foreign/notes.txt")" mine "the foreign file is untouched"
 echo file >"$WORK/plain"
 refused "a directory that cannot be made" "cannot create the segment directory" --out "$WORK/plain/segs/"
