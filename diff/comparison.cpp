@@ -128,7 +128,7 @@ std::optional<std::size_t> Comparison::place(std::size_t r, const ExchangeOutput
   if (summary.matches_expected) {
     ++*run.with_expected;
     if (*summary.matches_expected) ++*run.matches_expected;
-    else run.failing_expected.push_back(summary.id);
+    else run.failing_expected.push_back(j != kNone ? base[j].id : summary.id);
   }
 
   if (j == kNone) {

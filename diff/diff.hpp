@@ -233,7 +233,9 @@ struct RunComparison {
   // is, else near_tie.
   std::size_t near_ties = 0, real_changes = 0, unknown_changes = 0;
   std::optional<std::size_t> matches_expected, with_expected;  // with Options::expect
-  std::vector<std::uint64_t> failing_expected;  // ids of this run's exchanges not matching theirs
+  // Exchanges of this run not matching their expected answer, each named by its baseline
+  // exchange's id when paired (so one gold question has one number in every run), else by its own.
+  std::vector<std::uint64_t> failing_expected;
   // One character per baseline exchange, in baseline order: '.' identical, 'D' divergent,
   // 'E' error, 'M' missing in the candidate, 'N' not compared. Candidate-only exchanges are counted, not shown.
   std::string matrix;

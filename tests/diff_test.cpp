@@ -536,6 +536,26 @@ TEST_CASE("Expected answers come from the baseline and are counted per run") {
   CHECK(result.runs[0].pairs[0].baseline_matches_expected == true);
 }
 
+TEST_CASE("A gold question failing in a run is named by its baseline exchange id") {
+  std::vector<Exchange> baseline, candidate;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    baseline.push_back(exchange_with(i, i, {text_choice({"Answer: ", std::to_string(i)})}));
+    baseline.back().expected = std::to_string(i);
+  }
+  // The run answered the same questions in another order, so its own ids differ from the baseline's.
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    std::uint64_t key = 3 - i;
+    candidate.push_back(exchange_with(10 + i, key, {text_choice({"Answer: ", std::to_string(key)})}));
+  }
+  candidate[1].choices[0] = text_choice({"Answer: 7"});  // key 2, the baseline's exchange 2
+  LoadedTrace base{{}, baseline, {}}, cand{{}, candidate, {}};
+  Options options;
+  options.expect = true;
+  options.match = Match::contains;
+  auto result = compare(base, {&cand}, {"c"}, options);
+  CHECK(result.runs[0].failing_expected == std::vector<std::uint64_t>{2});
+}
+
 TEST_CASE("Under --fail-on real - near-tie divergences do not count") {
   auto near = [](std::int32_t chosen) {
     Choice choice = id_choice({chosen});
