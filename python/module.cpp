@@ -41,7 +41,8 @@ py::object json_or_text(const std::string& text) {
 py::dict header_dict(const TraceHeader& header) {
   py::dict labels;
   for (const auto& label : header.labels) labels[py::str(label.key)] = label.value;
-  return py::dict("format"_a = std::to_string(header.format_major) + "." + std::to_string(header.format_minor),
+  // The names `retrace export` gives the header's fields.
+  return py::dict("format_major"_a = header.format_major, "format_minor"_a = header.format_minor,
                   "tool_version"_a = header.tool_version, "created_unix_ns"_a = header.created_unix_ns,
                   "source"_a = std::string(to_string(header.source)), "target"_a = header.target,
                   "settings"_a = json_or_text(header.settings), "host"_a = header.host, "labels"_a = labels,

@@ -4,6 +4,7 @@ some outputs differ and some do not)."""
 import json
 import math
 
+import pandas
 import retrace
 
 from conftest import run
@@ -36,7 +37,9 @@ def test_diff_has_a_row_per_pair_and_the_counts_retrace_diff_prints(runs):
         assert math.isclose(mine["margin"], first["margin"], rel_tol=1e-6, abs_tol=1e-9)
         assert mine["baseline_token"] == first["baseline_token"]["text"]
         assert mine["candidate_token"] == first["candidate_token"]["text"]
-        assert mine["baseline_token_id"] == first["baseline_token"]["id"]
+        for side in ("baseline", "candidate"):
+            want = first[f"{side}_token"]["id"]
+            assert (mine[f"{side}_token_id"] == want) if want is not None else pandas.isna(mine[f"{side}_token_id"])
 
 
 def test_diff_of_a_run_with_itself_is_identical_throughout(runs):
