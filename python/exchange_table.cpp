@@ -86,13 +86,13 @@ void ExchangeColumns::add(const Exchange& exchange, std::vector<double>& gaps) {
   send_ms.push(static_cast<double>(exchange.actual_send_ns) / kMs);
   intended_send_ms.push(static_cast<double>(exchange.intended_send_ns) / kMs);
 
-  const sweep::ExchangeAudit audit = sweep::audit_exchange(exchange);
+  const sweep::ExchangeAudit audit = sweep::audit_body(exchange.request.body);
   temperature.push(number_of(audit.temperature));
   top_p.push(number_of(audit.top_p));
   top_k.push(integer_of(audit.top_k));
   seed.push(integer_of(audit.seed));
   n.push(integer_of(audit.n));
-  cached_tokens.push(audit.cached_tokens);
+  cached_tokens.push(sweep::cached_tokens_of(exchange));
 
   prompt_tokens.push(known(figures.input_tokens));
   output_tokens.push(failed || !figures.sent ? std::nullopt : std::optional<std::int64_t>(figures.output_tokens.count));
