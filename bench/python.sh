@@ -9,7 +9,8 @@
 # Workload: scale.sh's (512 distinct streamed completions of MAX_TOKENS=8 tokens against
 # `retrace serve --latency-model off`, -c 64), replayed N=100000 times into one trace, which is
 # then hard-linked SEGMENTS=10 times as the numbered segments of one directory: a trace set of
-# N x SEGMENTS exchanges that every reader (and retrace.open) reads as one trace.
+# N x SEGMENTS exchanges that every reader (and retrace.open) reads as one trace. IMPORT=1 adds
+# the 1,404,046 imported requests of production.python_million (public_traces.py's BurstGPT).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build/release}
@@ -56,4 +57,10 @@ measure "zstd -dc of the set (floor)" "$rows" bash -c "for f in '$WORK'/set/*.rt
 measure "retrace.open(run).chunks() (rows: tokens)" 0 "$PYTHON" -c "import sys, retrace; print(len(retrace.open(sys.argv[1]).chunks()))" "$WORK/run.rtrace"
 measure "retrace.diff(run, run2) (pairs)" "$N" "$PYTHON" -c "import sys, retrace; p, s = retrace.diff(sys.argv[1], sys.argv[2]); assert len(p) == $N" "$WORK/run.rtrace" "$WORK/run2.rtrace"
 measure "retrace diff run run2 (pairs)" "$N" "$RETRACE" diff "$WORK/run.rtrace" "$WORK/run2.rtrace"
+if [[ -n ${IMPORT:-} ]]; then  # IMPORT=1: production.python_million's trace, 1,404,046 imported requests
+  python3 "$ROOT/tests/production/public_traces.py" burstgpt "$WORK/burst.csv" 0 1 >/dev/null
+  "$RETRACE" import "$WORK/burst.csv" --out "$WORK/burst.rtrace" 2>/dev/null
+  measure "retrace.open(burstgpt).exchanges()" 1404046 "$PYTHON" -c "import sys, retrace; f = retrace.open(sys.argv[1]).exchanges(); assert len(f) == 1404046" "$WORK/burst.rtrace"
+  measure "retrace stats burstgpt" 1404046 "$RETRACE" stats "$WORK/burst.rtrace"
+fi
 echo "load average at end $(cut -d' ' -f1-3 /proc/loadavg)"
