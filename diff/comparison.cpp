@@ -171,6 +171,7 @@ std::optional<std::size_t> Comparison::place(std::size_t r, const ExchangeOutput
   if (same_output(b, summary)) {
     run.matrix[j] = '.';
     ++run.identical;
+    if (options.keep_identical) run.pairs.push_back(aligned_pair(Verdict::identical, b, j, summary, position));
     return std::nullopt;
   }
   run.matrix[j] = 'D';
@@ -400,7 +401,8 @@ Result Comparison::result() && {
 
   for (auto& state : runs) {
     RunComparison& run = state.run;
-    std::erase_if(run.pairs, [](const PairResult& pair) { return pair.verdict == Verdict::identical; });
+    if (!options.keep_identical)
+      std::erase_if(run.pairs, [](const PairResult& pair) { return pair.verdict == Verdict::identical; });
     for (const auto& pair : run.pairs) {
       if (pair.verdict != Verdict::divergent || pair.divergences.empty()) continue;
       const Divergence& first = pair.divergences.front();

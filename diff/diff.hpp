@@ -102,6 +102,9 @@ struct Options {
   // pair's exchanges whole when they are looked at closely; false: every exchange read whole
   // (tests: the result is the same either way).
   bool outputs_only = true;
+  // Identical pairs kept in RunComparison::pairs too (verdict identical, no divergences): a table
+  // of every pair (the Python module's diff()); by default they are only counted.
+  bool keep_identical = false;
 };
 
 // Parses "exact", "normalized", "contains", "regex:RE", "json:FIELD"; nullopt when unknown.
@@ -178,6 +181,12 @@ EditDistance myers_distance(const std::vector<std::uint64_t>& a, const std::vect
                             std::size_t max_d);
 EditDistance myers_distance(std::string_view a, std::string_view b, std::size_t max_d);
 
+// A token's logprob less that of the likeliest other alternative listed at its position (the same
+// token found among them as diff finds it: by id where both have one, else by bytes): how far the
+// chosen token was from the next candidate; negative when a less likely token was sampled.
+// nullopt without logprobs or without another alternative.
+std::optional<double> margin_to_next(const Token& token);
+
 // Whether a stream is compared on token ids: every token carries one (an empty stream is
 // compatible with either basis).
 bool has_token_ids(const Choice& choice);
@@ -193,7 +202,8 @@ std::string normalize_answer(std::string_view text);
 std::string output_text(const Exchange& exchange);
 std::string_view output_text(const ExchangeOutputs& exchange);  // the same, from its outputs
 
-// Only non-identical pairs are kept in RunComparison::pairs; identical ones are counted.
+// Only non-identical pairs are kept in RunComparison::pairs (all with Options::keep_identical);
+// identical ones are counted.
 struct PairResult {
   std::optional<std::uint64_t> baseline_id, candidate_id;  // nullopt: absent on that side
   std::optional<std::size_t> baseline_position, candidate_position;  // index in each trace

@@ -96,9 +96,12 @@ void fill_context(const Choice& choice, std::size_t index, std::size_t context,
   }
 }
 
+bool same_token(const Alternative& alternative, std::int32_t id, std::string_view bytes) {
+  if (alternative.id >= 0 && id >= 0) return alternative.id == id;
+  return alternative.bytes == bytes;
+}
 bool same_token(const Alternative& alternative, const TokenView& token) {
-  if (alternative.id >= 0 && token.id >= 0) return alternative.id == token.id;
-  return alternative.bytes == token.bytes;
+  return same_token(alternative, token.id, token.bytes);
 }
 
 std::optional<float> logprob_in(const std::vector<Alternative>& top, const TokenView& token) {
@@ -362,6 +365,21 @@ bool matches_expected(std::string_view output, std::string_view expected, const 
       return json_field_matches(output, expected, options.match_arg);
   }
   return false;
+}
+
+std::optional<double> margin_to_next(const Token& token) {
+  std::optional<float> chosen;
+  if (token.has_logprob) chosen = token.logprob;
+  std::optional<float> next;
+  for (const auto& alternative : token.top) {
+    if (same_token(alternative, token.id, token.bytes)) {
+      if (!chosen) chosen = alternative.logprob;
+      continue;
+    }
+    if (!next || alternative.logprob > *next) next = alternative.logprob;
+  }
+  if (!chosen || !next) return std::nullopt;
+  return double(*chosen) - double(*next);
 }
 
 }  // namespace retrace::diff

@@ -16,6 +16,7 @@ packages=(cmake g++ pkg-config make
           chromium  # the HTML report is checked in a real browser (tests/e2e/report_browser.sh)
           clang-14 libclang-rt-14-dev  # libFuzzer (scripts/fuzz.sh)
           git python3-numpy  # git and numpy: scripts/llama-server.sh (llama.cpp sources, the tiny model)
+          python3-dev pybind11-dev python3-pandas python3-pytest  # the Python module (python/, tests/python/)
           nginx-light  # a gzip-compressing front in tests/e2e/content_coding.sh (and bench/)
           slurm-wlm munge  # a real one-node Slurm cluster in tests/slurm/ (deploy/slurm/)
           buildah podman runc  # the container image, built offline and run (deploy/image/, tests/image/)

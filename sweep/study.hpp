@@ -86,6 +86,8 @@ struct ExchangeAudit {
 ExchangeAudit audit_exchange(const Exchange& exchange);
 // The same for a request body alone (the requests before any traffic).
 ExchangeAudit audit_body(std::string_view body);
+// Only what its response says of the prompt cache (audit_exchange's cached_tokens).
+std::optional<std::int64_t> cached_tokens_of(const Exchange& exchange);
 void count_sampling(const ExchangeAudit& audit, report::SamplingAudit& into);
 
 // Refuses (std::invalid_argument, with what to do) a study whose requests, after --set, --unset

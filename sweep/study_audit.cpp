@@ -81,23 +81,37 @@ ExchangeAudit audit_body(std::string_view body) {
   return audit;
 }
 
+std::optional<std::int64_t> cached_tokens_of(const Exchange& exchange) {
+  if (!exchange.response.streamed) {
+    auto object = parse_object(exchange.response.body);
+    return object ? cached_in(*object) : std::nullopt;
+  }
+  const auto& events = exchange.response.events;
+  // The cache counts ride on the last events (the usage chunk, llama.cpp's final timings). An
+  // event that does not mention a cache holds none of cached_in's fields: it is not parsed, and
+  // counts among the four looked at when it holds an object.
+  for (std::size_t seen = 0, i = events.size(); i-- > 0 && seen < 4;) {
+    std::string_view data = events[i].data;
+    if (data.find("cache") == std::string_view::npos) {
+      seen += data.find('{') != std::string_view::npos;
+      continue;
+    }
+    auto object = parse_object(data);
+    if (!object) continue;
+    ++seen;
+    if (auto cached = cached_in(*object)) return cached;
+  }
+  return std::nullopt;
+}
+
 ExchangeAudit audit_exchange(const Exchange& exchange) {
   ExchangeAudit audit = audit_body(exchange.request.body);
+  audit.cached_tokens = cached_tokens_of(exchange);
   if (!exchange.response.streamed) {
-    if (auto object = parse_object(exchange.response.body)) {
-      audit.cached_tokens = cached_in(*object);
-      audit.model = model_in(*object);
-    }
+    if (auto object = parse_object(exchange.response.body)) audit.model = model_in(*object);
     return audit;
   }
   const auto& events = exchange.response.events;
-  // The cache counts ride on the last events (the usage chunk, llama.cpp's final timings).
-  for (std::size_t seen = 0, i = events.size(); i-- > 0 && seen < 4 && !audit.cached_tokens;) {
-    auto object = parse_object(events[i].data);
-    if (!object) continue;
-    ++seen;
-    audit.cached_tokens = cached_in(*object);
-  }
   for (std::size_t i = 0; i < events.size() && i < 4 && audit.model.empty(); ++i)
     if (auto object = parse_object(events[i].data)) audit.model = model_in(*object);
   return audit;

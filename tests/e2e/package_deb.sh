@@ -96,6 +96,18 @@ if command -v capnp >/dev/null && command -v zstd >/dev/null; then
   check_contains "$WORK/decoded" "exchange = (" "the installed schema decodes a recorded trace"
 fi
 
+# The Python module, when this build made one: in Debian's dist-packages, and Debian's python3
+# imports it and reads the demo's recording as the installed binary counts it.
+if compgen -G "$build/python/retrace.cpython-*.so" >/dev/null; then
+  grep -qE " ./usr/lib/python3/dist-packages/retrace\.cpython-[^ ]*\.so\$" "$WORK/contents" ||
+    fail "the package lacks the Python module in /usr/lib/python3/dist-packages"
+  want=$(retrace inspect "$demo_dir/gold-recorded.rtrace" --json | jq .counts.exchanges)
+  got=$(cd "$WORK/empty" && env -i PATH=/usr/bin:/bin HOME="$WORK/empty" /usr/bin/python3 -c \
+    'import sys, retrace; print(len(retrace.open(sys.argv[1]).exchanges()))' "$demo_dir/gold-recorded.rtrace") ||
+    fail "the installed module does not import or read with /usr/bin/python3"
+  check_eq "$got" "$want" "the installed Python module reads the demo's recording"
+fi
+
 remove_package
 [[ ! -e /usr/bin/retrace ]] || fail "apt-get remove left /usr/bin/retrace"
 echo "ok"
