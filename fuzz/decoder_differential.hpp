@@ -1,5 +1,5 @@
 // The differential check fuzz_decoder runs on each input, shared with the unit test that replays
-// the fuzz corpora through it (tests/llm_simdjson_test.cpp): every dialect's decoder on arbitrary
+// the fuzz corpora through it (tests/llm_fast_equivalence_test.cpp): every dialect's decoder on arbitrary
 // bytes, as a whole body and as a stream of SSE events, with the fast path on and off; both paths
 // must decode the same. The first byte picks the dialect, streamed or not, and whether each event
 // is wrapped as a choice's "logprobs" value (so the fuzzer spends its time inside the fast path's

@@ -1,9 +1,8 @@
-// The fast path of streamed events (simdjson, llm/fast_event.cpp) on one event's bytes given
-// exactly, against the general (Boost.JSON DOM) path: the same tokens, parts, usage, notes and
-// errors. The input is copied into a buffer of its own size, so ASan sees any read past an event
-// parsed without a copy; it is decoded alone (copied for simdjson's padding), framed as SSE twice
-// with keep-alive comments after (so the first is parsed in place, feed_sse's rule), and as a
-// whole answer. The first byte picks chat or completions.
+// The fast path of streamed events (llm/fast_event.cpp) on one event's bytes given exactly,
+// against the general (Boost.JSON DOM) path: the same tokens, parts, usage, notes and errors. The
+// input is copied into a buffer of its own size, so ASan sees any read past the event; it is
+// decoded alone, framed as SSE twice with keep-alive comments after (feed_sse's framing in place),
+// and as a whole answer. The first byte picks chat or completions.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -1,26 +1,18 @@
 // SSE bytes into a decoder: the loop shared by everyone who decodes a stream as it arrives, and
 // decode_exchange, which decodes a stored response from scratch.
 #include <algorithm>
-#include <cstdint>
 
 #include "llm/llm.hpp"
 
 namespace retrace::llm {
 
 std::size_t feed_sse(SseParser& parser, std::string_view bytes, std::int64_t offset_ns, ResponseDecoder* decoder,
-                     std::vector<Event>* events, std::size_t readable_after) {
+                     std::vector<Event>* events) {
   std::size_t completed = 0;
-  const auto bytes_begin = reinterpret_cast<std::uintptr_t>(bytes.data());
-  const auto bytes_end = bytes_begin + bytes.size();
   parser.feed(bytes, [&](const SseEvent& event) {
     ++completed;
     if (events) events->push_back(Event{offset_ns, std::string(event.raw)});
-    if (!decoder) return;
-    // Data framed in place lies in `bytes`; data joined across feeds or lines lies elsewhere.
-    const auto data_begin = reinterpret_cast<std::uintptr_t>(event.data.data());
-    const auto data_end = data_begin + event.data.size();
-    const bool in_bytes = data_begin >= bytes_begin && data_end <= bytes_end && event.data.data() != nullptr;
-    decoder->on_event(event.data, offset_ns, in_bytes ? bytes_end - data_end + readable_after : 0);
+    if (decoder) decoder->on_event(event.data, offset_ns);
   });
   return completed;
 }

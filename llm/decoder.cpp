@@ -192,7 +192,7 @@ void ResponseDecoder::reset(Dialect dialect) { impl_->reset(dialect); }
 ResponseDecoder::ResponseDecoder(ResponseDecoder&&) noexcept = default;
 ResponseDecoder& ResponseDecoder::operator=(ResponseDecoder&&) noexcept = default;
 
-void ResponseDecoder::on_event(std::string_view data, std::int64_t offset_ns, std::size_t readable_after) {
+void ResponseDecoder::on_event(std::string_view data, std::int64_t offset_ns) {
   Impl& impl = *impl_;
   ++impl.events_seen;
   // Keep-alive comments and empty events carry nothing.
@@ -207,7 +207,7 @@ void ResponseDecoder::on_event(std::string_view data, std::int64_t offset_ns, st
     // llama.cpp's "stop": true and TGI's last event end the stream; anything after is extra.
     if (impl.events_after_end++ == 0) impl.note(impl.where() + ": data after the end of the stream");
   }
-  if (impl.read_simple_event(data, offset_ns, true, readable_after)) return;
+  if (impl.read_simple_event(data, offset_ns, true)) return;
   const auto value = impl.parse(data, impl.where());
   if (!value) return;
   impl.read(*value, offset_ns, true);
@@ -219,7 +219,7 @@ void ResponseDecoder::on_body(std::string_view body, std::int64_t offset_ns) {
   impl.finished = true;
   // Messages about "event 0" read better as "body" here.
   const std::size_t notes_before = impl.notes.size();
-  if (!impl.read_simple_event(body, offset_ns, false)) {  // the fast path, as for a stream's events
+  if (!impl.read_simple_event(body, offset_ns, false)) {  // the SAX path, as for a stream's events
     const auto value = impl.parse(body, "body");
     if (!value) return;
     impl.read(*value, offset_ns, false);

@@ -1,8 +1,7 @@
 // Internal to llm/: the state of a ResponseDecoder and the steps that fill it, shared by the files
 // that implement them:
 //   decoder.cpp        the public ResponseDecoder, choices, notes, and dispatch by dialect
-//   fast_event.cpp     the fast path for the common streamed OpenAI event: simdjson's parse, walked
-//                      into simple_event_handler.hpp
+//   fast_event.cpp     the SAX fast path for the common streamed OpenAI event
 //   fast_logprobs.cpp  the fast path's reader of streamed logprobs, and the tokens made of them
 //   tokens.cpp         one event's tokens: from logprobs and id arrays, and the bytes of each
 //   decode_openai.cpp  OpenAI completions and chat
@@ -136,7 +135,7 @@ struct ResponseDecoder::Impl : DecodeState {
   JsonArena arena{kScratchBytes};
   json::parser parser{json::storage_ptr(), make_options()};
   bool fast_path_allowed = true;  // as constructed; reset() starts each response from it
-  FastEventParser fast_parser;
+  FastEventParser fast_parser{make_options()};
   // A stream's events share one shape: after this many in a row that the fast path gave up on
   // (token ids, usage), the rest go straight to the DOM path instead of being parsed twice.
   static constexpr std::size_t kFastPathMisses = 3;
@@ -187,8 +186,7 @@ struct ResponseDecoder::Impl : DecodeState {
 
   // fast_event.cpp: a streamed event of the simple shape, decoded without a DOM; false when it
   // is not one, having changed nothing.
-  // `readable_after`: FastEventParser::parse's.
-  bool read_simple_event(std::string_view data, std::int64_t offset_ns, bool streamed, std::size_t readable_after = 0);
+  bool read_simple_event(std::string_view data, std::int64_t offset_ns, bool streamed);
   void read_simple_usage(const SimpleUsage& read);
   // fast_logprobs.cpp: the tokens of one choice's logprobs as the fast path read them (as
   // read_tokens() makes them from the DOM); the text offsets to split the delta by, or nullptr.

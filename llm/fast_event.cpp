@@ -1,103 +1,418 @@
-// The fast path (see fast_event.hpp): an event parsed by simdjson, its document walked into the
-// handler of simple_event_handler.hpp, and the decoder's use of what it read.
+// The fast path's SAX handler (see fast_event.hpp), and the decoder's use of it.
 #include "llm/fast_event.hpp"
 
-#include <simdjson.h>
-
-#include <cstring>
+#include <boost/json/basic_parser_impl.hpp>
 
 #include "llm/decoder_impl.hpp"
-#include "llm/simple_event_handler.hpp"
-
-static_assert(retrace::llm::kJsonPadding >= simdjson::SIMDJSON_PADDING);
 
 namespace retrace::llm {
 
 namespace {
 
-namespace dom = simdjson::dom;
+class SimpleEventHandler {
+ public:
+  static constexpr std::size_t max_object_size = std::size_t(-1);
+  static constexpr std::size_t max_array_size = std::size_t(-1);
+  static constexpr std::size_t max_key_size = std::size_t(-1);
+  static constexpr std::size_t max_string_size = std::size_t(-1);
 
-// Deeper than any event the fast path reads (~9 levels); Boost.JSON's limit is 64.
-constexpr int kMaxWalkDepth = 32;
+  // Choices of the last successful parse, in order.
+  std::span<const SimpleChoice> choices() const { return {choices_.data(), used_}; }
+  // The root was an object with a "choices" array (else read_openai() has a note to make).
+  bool saw_choices_array() const { return saw_choices_array_; }
+  const SimpleUsage& usage() const { return usage_; }
 
-// Every value of a parsed document told to the handler in order, what it does not read included
-// (simdjson has already checked all of it: structure, literals, numbers, escapes, UTF-8).
-bool walk(dom::element element, SimpleEventHandler& handler, int depth, json::error_code& ec) {
-  if (depth > kMaxWalkDepth) return false;
-  switch (element.type()) {
-    case dom::element_type::OBJECT: {
-      if (!handler.on_object_begin(ec)) return false;
-      for (const dom::key_value_pair field : dom::object(element)) {
-        if (!handler.on_key(field.key, ec) || !walk(field.value, handler, depth + 1, ec)) return false;
-      }
-      return handler.on_object_end(ec);
-    }
-    case dom::element_type::ARRAY: {
-      if (!handler.on_array_begin(ec)) return false;
-      for (const dom::element item : dom::array(element)) {
-        if (!walk(item, handler, depth + 1, ec)) return false;
-      }
-      return handler.on_array_end(ec);
-    }
-    case dom::element_type::STRING: return handler.on_string(std::string_view(element), ec);
-    // simdjson reads an integer's spelling as an integer or refuses it (past 2^64, below -2^63:
-    // left to Boost.JSON), and only a fraction or an exponent as a double, as Boost.JSON does.
-    case dom::element_type::INT64: return handler.on_int64(std::int64_t(element), ec);
-    case dom::element_type::UINT64: {
-      const auto value = std::uint64_t(element);
-      // Boost.JSON says uint64 only past INT64_MAX; simdjson may say it of any positive value.
-      if (value <= std::uint64_t(INT64_MAX)) return handler.on_int64(std::int64_t(value), ec);
-      return handler.on_uint64(value, ec);
-    }
-    case dom::element_type::DOUBLE: return handler.on_double(double(element), ec);
-    case dom::element_type::BOOL: return handler.on_bool(bool(element), ec);
-    case dom::element_type::NULL_VALUE: return handler.on_null(ec);
+  void reset() {
+    depth_ = 0;
+    skip_ = 0;
+    used_ = 0;
+    saw_choices_array_ = false;
+    root_seen_ = 0;
+    key_ = Key::other;
+    key_buffer_.clear();
+    string_buffer_.clear();
+    in_logprobs_ = false;
+    usage_ = {};
   }
-  return false;
-}
 
-// An event copied where simdjson may read kJsonPadding bytes past its end: one buffer per thread,
-// grown to the largest event and reused.
-const char* padded_copy(std::string_view data) {
-  static thread_local std::unique_ptr<char[]> buffer;
-  static thread_local std::size_t capacity = 0;
-  if (data.size() + kJsonPadding > capacity) {
-    capacity = std::max(data.size() + kJsonPadding, 2 * capacity);
-    buffer.reset(new char[capacity]());  // the padding is read, so it is initialised once
+  bool on_document_begin(json::error_code&) { return true; }
+  bool on_document_end(json::error_code&) { return true; }
+
+  bool on_object_begin(json::error_code& ec) {
+    if (skip_ > 0) return ++skip_, true;
+    if (in_logprobs_) return logprobs_.object_begin() || give_up(ec);
+    switch (top()) {
+      case Level::document: return push(Level::root, ec);
+      case Level::choices: {
+        // More choices than a response keeps parts: the DOM path drops the rest with its note.
+        if (used_ == kMaxParts) return give_up(ec);
+        if (used_ == choices_.size()) choices_.emplace_back();
+        SimpleChoice& added = choices_[used_++];
+        added.index = 0;
+        added.has_text = added.has_finish_reason = false;
+        added.delta = added.message = {};  // keeps no capacity; messages are rare on this path
+        added.seen = 0;
+        added.logprobs.reset();
+        added.has_token_ids = false;
+        added.token_ids.clear();
+        return push(Level::choice, ec);
+      }
+      case Level::choice:
+        if (key_ == Key::delta || key_ == Key::message) {
+          delta_open_ = key_ == Key::delta;
+          message().is_object = true;
+          return push(Level::message, ec);
+        }
+        if (key_ == Key::logprobs) {  // read by LogprobsReader until its object ends
+          logprobs_.begin(current().logprobs);
+          in_logprobs_ = true;
+          return true;
+        }
+        if (key_ == Key::other) return ++skip_, true;
+        return give_up(ec);
+      case Level::root:
+        if (key_ == Key::usage) {
+          usage_.present = true;
+          return push(Level::usage, ec);
+        }
+        [[fallthrough]];
+      case Level::message:
+        if (key_ == Key::other) return ++skip_, true;
+        return give_up(ec);
+      case Level::token_ids: return token_id(std::nullopt), ++skip_, true;  // not an id
+      case Level::usage:
+        if (key_ == Key::completion_tokens_details) {
+          usage_.details_present = true;
+          return push(Level::usage_details, ec);
+        }
+        return ++skip_, true;  // an object where a count goes: read_usage() takes it as absent
+      case Level::usage_details: return ++skip_, true;
+    }
+    return give_up(ec);
   }
-  if (!data.empty()) std::memcpy(buffer.get(), data.data(), data.size());
-  return buffer.get();
-}
+  bool on_object_end(std::size_t, json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_end(logprobs_.object_end(), ec);
+    return end_container();
+  }
+
+  bool on_array_begin(json::error_code& ec) {
+    if (skip_ > 0) return ++skip_, true;
+    if (in_logprobs_) return logprobs_.array_begin() || give_up(ec);
+    switch (top()) {
+      case Level::root:
+        if (key_ == Key::choices) return push(Level::choices, ec);
+        if (key_ == Key::other) return ++skip_, true;
+        return give_up(ec);
+      case Level::choices: return ++skip_, true;  // not an object: read_openai() skips it
+      case Level::choice:
+        if (key_ == Key::token_ids) {
+          current().has_token_ids = true;
+          return push(Level::token_ids, ec);
+        }
+        [[fallthrough]];
+      case Level::message:
+        if (key_ == Key::other) return ++skip_, true;
+        return give_up(ec);
+      case Level::token_ids: return token_id(std::nullopt), ++skip_, true;
+      case Level::usage:
+      case Level::usage_details: return ++skip_, true;  // not a count: absent
+      case Level::document: return give_up(ec);
+    }
+    return give_up(ec);
+  }
+  bool on_array_end(std::size_t, json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_end(logprobs_.array_end(), ec);
+    return end_container();
+  }
+
+  bool on_key_part(json::string_view part, std::size_t, json::error_code&) {
+    if (skip_ == 0) key_buffer_.append(part.data(), part.size());
+    return true;
+  }
+  bool on_key(json::string_view part, std::size_t, json::error_code& ec) {
+    if (skip_ > 0) return true;
+    std::string_view name(part.data(), part.size());
+    if (!key_buffer_.empty()) {
+      key_buffer_.append(name);
+      name = key_buffer_;
+    }
+    if (in_logprobs_) {
+      const bool ok = logprobs_.key(name);
+      key_buffer_.clear();
+      return ok || give_up(ec);
+    }
+    key_ = classify(top(), name);
+    key_buffer_.clear();
+    if (key_ == Key::other) return true;
+    std::uint32_t& seen = top() == Level::root            ? root_seen_
+                          : top() == Level::choice        ? current().seen
+                          : top() == Level::usage         ? usage_seen_
+                          : top() == Level::usage_details ? details_seen_
+                                                          : message_seen_;
+    if (seen & bit(key_)) return give_up(ec);  // which duplicate wins is the DOM's business
+    seen |= bit(key_);
+    return true;
+  }
+
+  bool on_string_part(json::string_view part, std::size_t, json::error_code&) {
+    if (skip_ == 0) string_buffer_.append(part.data(), part.size());
+    return true;
+  }
+  bool on_string(json::string_view part, std::size_t, json::error_code& ec) {
+    if (skip_ > 0) return true;
+    if (top() == Level::document) return give_up(ec);
+    std::string_view value(part.data(), part.size());
+    if (!string_buffer_.empty()) {
+      string_buffer_.append(value);
+      value = string_buffer_;
+    }
+    if (in_logprobs_) {
+      const bool ok = logprobs_.string(value);
+      string_buffer_.clear();
+      return ok || give_up(ec);
+    }
+    if (top() == Level::token_ids) {
+      string_buffer_.clear();
+      return token_id(std::nullopt), true;
+    }
+    if (in_usage()) {  // a string where a count goes: absent
+      string_buffer_.clear();
+      return true;
+    }
+    bool ok = true;
+    switch (key_) {
+      case Key::object: ok = top() != Level::root || value != "error"; break;
+      case Key::text:
+        current().has_text = true;
+        current().text.assign(value);
+        break;
+      case Key::finish_reason:
+        current().has_finish_reason = true;
+        current().finish_reason.assign(value);
+        break;
+      case Key::content:
+        message().has_content = true;
+        message().content.assign(value);
+        break;
+      case Key::other:
+      case Key::usage:
+      case Key::logprobs:
+      case Key::token_ids:
+      case Key::delta:
+      case Key::message:
+        break;  // a string where read_openai() wants an object or array: it ignores it too
+      default: ok = false;  // index, error, reasoning, refusal, tool_calls
+    }
+    string_buffer_.clear();
+    return ok || give_up(ec);
+  }
+
+  bool on_number_part(json::string_view, json::error_code&) { return true; }
+  bool on_int64(std::int64_t value, json::string_view, json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_.int64(value) || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(value), true;
+    if (skip_ == 0 && in_usage()) return count(value), true;
+    if (skip_ > 0 || key_ != Key::index) return scalar(ec);
+    if (value < 0 || static_cast<std::uint64_t>(value) >= kMaxParts) return give_up(ec);
+    current().index = value;
+    return true;
+  }
+  bool on_uint64(std::uint64_t value, json::string_view, json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_.uint64(value) || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(std::nullopt), true;  // above INT64_MAX
+    if (skip_ == 0 && in_usage()) return count(std::nullopt), true;                  // the same
+    return scalar(ec);
+  }
+  bool on_double(double value, json::string_view, json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_.real(value) || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(integral_double(value)), true;
+    if (skip_ == 0 && in_usage()) return count(integral_double(value)), true;
+    return scalar(ec);
+  }
+  bool on_bool(bool, json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_.boolean() || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(std::nullopt), true;
+    return scalar(ec);
+  }
+  bool on_null(json::error_code& ec) {
+    if (skip_ == 0 && in_logprobs_) return logprobs_.null() || give_up(ec);
+    if (skip_ == 0 && top() == Level::token_ids) return token_id(std::nullopt), true;
+    // null is "absent" for every key read_openai() looks at ("index": null is index 0).
+    if (skip_ == 0 && top() == Level::document) return give_up(ec);
+    return true;
+  }
+  bool on_comment_part(json::string_view, json::error_code&) { return true; }
+  bool on_comment(json::string_view, json::error_code&) { return true; }
+
+ private:
+  enum class Level : std::uint8_t { document, root, choices, choice, message, token_ids, usage, usage_details };
+  enum class Key : std::uint8_t {
+    other, choices, usage, error, object,                                     // root
+    index, text, delta, message, logprobs, token_ids, finish_reason,          // choice
+    content, reasoning, reasoning_content, refusal, tool_calls,               // message
+    prompt_tokens, completion_tokens, total_tokens, reasoning_tokens,         // usage
+    completion_tokens_details,
+  };
+  static constexpr std::uint32_t bit(Key key) { return 1u << static_cast<unsigned>(key); }
+
+  static Key classify(Level level, std::string_view name) {
+    switch (level) {
+      case Level::root:
+        if (name == "choices") return Key::choices;
+        if (name == "usage") return Key::usage;
+        if (name == "error") return Key::error;
+        if (name == "object") return Key::object;
+        return Key::other;
+      case Level::choice:
+        if (name == "index") return Key::index;
+        if (name == "text") return Key::text;
+        if (name == "delta") return Key::delta;
+        if (name == "message") return Key::message;
+        if (name == "logprobs") return Key::logprobs;
+        if (name == "token_ids") return Key::token_ids;
+        if (name == "finish_reason") return Key::finish_reason;
+        return Key::other;
+      case Level::message:
+        if (name == "content") return Key::content;
+        if (name == "reasoning") return Key::reasoning;
+        if (name == "reasoning_content") return Key::reasoning_content;
+        if (name == "refusal") return Key::refusal;
+        if (name == "tool_calls") return Key::tool_calls;
+        return Key::other;
+      case Level::usage:
+        if (name == "prompt_tokens") return Key::prompt_tokens;
+        if (name == "completion_tokens") return Key::completion_tokens;
+        if (name == "total_tokens") return Key::total_tokens;
+        if (name == "reasoning_tokens") return Key::reasoning_tokens;
+        if (name == "completion_tokens_details") return Key::completion_tokens_details;
+        return Key::other;
+      case Level::usage_details:
+        if (name == "reasoning_tokens") return Key::reasoning_tokens;
+        return Key::other;
+      case Level::document:
+      case Level::choices:
+      case Level::token_ids: break;
+    }
+    return Key::other;
+  }
+
+  // A number or bool: harmless for keys read_openai() ignores or reads as a string (it takes
+  // a non-string as absent), decisive for the others.
+  bool scalar(json::error_code& ec) {
+    if (skip_ > 0) return true;
+    switch (top()) {
+      case Level::document: return give_up(ec);
+      case Level::choices: return true;
+      case Level::root: return key_ != Key::error || give_up(ec);
+      case Level::choice: return (key_ != Key::index) || give_up(ec);
+      case Level::message: return true;
+      case Level::token_ids: return true;  // handled before
+      case Level::usage:
+      case Level::usage_details: return true;  // a bool or null where a count goes: absent
+    }
+    return true;
+  }
+  // One "token_ids" element: token_id_of() its integer value, or of nullopt when it is not one.
+  void token_id(std::optional<std::int64_t> integer) { current().token_ids.push_back(token_id_of(integer)); }
+  bool in_usage() const { return top() == Level::usage || top() == Level::usage_details; }
+  // One number under "usage": integer_of()'s rule has already made it an integer or nullopt.
+  void count(std::optional<std::int64_t> integer) {
+    if (top() == Level::usage_details) {
+      if (key_ == Key::reasoning_tokens) usage_.reasoning_tokens_details = integer;
+      return;
+    }
+    switch (key_) {
+      case Key::prompt_tokens: usage_.prompt_tokens = integer; break;
+      case Key::completion_tokens: usage_.completion_tokens = integer; break;
+      case Key::total_tokens: usage_.total_tokens = integer; break;
+      case Key::reasoning_tokens: usage_.reasoning_tokens_top = integer; break;
+      default: break;  // another key, or a number where the details object goes: absent
+    }
+  }
+
+  bool push(Level level, json::error_code& ec) {
+    if (depth_ + 1 >= kMaxLevels) return give_up(ec);
+    levels_[++depth_] = level;
+    if (level == Level::message) message_seen_ = 0;
+    if (level == Level::usage) usage_seen_ = 0;
+    if (level == Level::usage_details) details_seen_ = 0;
+    if (level == Level::choices) saw_choices_array_ = true;
+    key_ = Key::other;
+    return true;
+  }
+  bool end_container() {
+    if (skip_ > 0) return --skip_, true;
+    --depth_;
+    // In an enclosing object a key comes next; in an enclosing array values have no key.
+    key_ = Key::other;
+    return true;
+  }
+  Level top() const { return levels_[depth_]; }
+  SimpleChoice& current() { return choices_[used_ - 1]; }
+  SimpleMessage& message() { return delta_open_ ? current().delta : current().message; }
+
+  // The end of a container inside "logprobs"; the last one ends the reader's turn.
+  bool logprobs_end(bool ok, json::error_code& ec) {
+    if (!ok) return give_up(ec);
+    if (logprobs_.done()) {
+      in_logprobs_ = false;
+      key_ = Key::other;
+    }
+    return true;
+  }
+
+  bool give_up(json::error_code& ec) {
+    ec = json::make_error_code(json::error::exception);
+    return false;
+  }
+
+  static constexpr int kMaxLevels = 8;
+  Level levels_[kMaxLevels] = {Level::document};
+  int depth_ = 0;
+  int skip_ = 0;  // depth inside a value nobody reads
+  Key key_ = Key::other;
+  bool delta_open_ = false;  // the open message level is "delta" (else "message")
+  bool saw_choices_array_ = false;
+  std::uint32_t root_seen_ = 0;
+  std::uint32_t message_seen_ = 0;
+  std::uint32_t usage_seen_ = 0;
+  std::uint32_t details_seen_ = 0;
+  SimpleUsage usage_;
+  std::vector<SimpleChoice> choices_;
+  std::size_t used_ = 0;
+  std::string key_buffer_;
+  std::string string_buffer_;
+  bool in_logprobs_ = false;  // inside a choice's "logprobs" object: events go to logprobs_
+  LogprobsReader logprobs_;
+};
 
 }  // namespace
 
 struct FastEventParser::Parser {
-  SimpleEventHandler handler;
+  explicit Parser(const json::parse_options& options) : sax(options) {}
+  json::basic_parser<SimpleEventHandler> sax;
 };
 
-FastEventParser::FastEventParser() : parser_(std::make_unique<Parser>()) {}
+FastEventParser::FastEventParser(const json::parse_options& options)
+    : parser_(std::make_unique<Parser>(options)) {}
 FastEventParser::~FastEventParser() = default;
 
-std::optional<std::span<const SimpleChoice>> FastEventParser::parse(std::string_view data, std::size_t readable_after) {
-  SimpleEventHandler& simple = parser_->handler;
+std::optional<std::span<const SimpleChoice>> FastEventParser::parse(std::string_view data) {
+  json::basic_parser<SimpleEventHandler>& sax = parser_->sax;
+  sax.reset();
+  SimpleEventHandler& simple = sax.handler();
   simple.reset();
-  const char* padded = readable_after >= kJsonPadding ? data.data() : padded_copy(data);
-  // One parser per thread (its buffers grow to the largest event and are reused): a parse and
-  // its walk end before the next parse begins.
-  static thread_local dom::parser parser;
-  dom::element root;
-  if (parser.parse(padded, data.size(), false).get(root) || root.type() != dom::element_type::OBJECT) return std::nullopt;
   json::error_code ec;
-  if (!walk(root, simple, 1, ec) || !simple.saw_choices_array()) return std::nullopt;
+  const std::size_t used = sax.write_some(false, data.data(), data.size(), ec);
+  if (ec || used != data.size() || !simple.saw_choices_array()) return std::nullopt;
   return simple.choices();
 }
 
-const SimpleUsage& FastEventParser::usage() const { return parser_->handler.usage(); }
+const SimpleUsage& FastEventParser::usage() const { return parser_->sax.handler().usage(); }
 
-bool ResponseDecoder::Impl::read_simple_event(std::string_view data, std::int64_t offset_ns, bool streamed,
-                                              std::size_t readable_after) {
+bool ResponseDecoder::Impl::read_simple_event(std::string_view data, std::int64_t offset_ns, bool streamed) {
   if (!fast_path || (dialect != Dialect::openai_completions && dialect != Dialect::openai_chat)) return false;
-  const auto parsed_choices = fast_parser.parse(data, readable_after);
+  const auto parsed_choices = fast_parser.parse(data);
   if (!parsed_choices) {
     if (++fast_misses == kFastPathMisses) fast_path = false;
     return false;

@@ -2,11 +2,7 @@
 // maybe a finish reason, e.g.
 //   {"id":..,"object":"text_completion",..,"choices":[{"index":0,"text":" the","logprobs":null,
 //    "finish_reason":null}]}
-// simdjson parses it (its DOM, built by the SIMD kernel libsimdjson picks for this CPU at run time;
-// no allocation once warm) and every value is told to the handler of simple_event_handler.hpp,
-// which picks out exactly what read_openai() would use. (simdjson's on-demand API is inlined and
-// compiled for the build's baseline instruction set, x86-64 without AVX: on one streamed event it
-// measured twice the DOM's time, bench/RESULTS.md, issue 44.)
+// A SAX pass (no DOM, no allocation once warm) picks out exactly what read_openai() would use.
 // Its "logprobs" (both OpenAI shapes) are read by fast_logprobs.hpp's reader, and vLLM's per-choice
 // "token_ids" and the "usage" counts here. A whole (non-streamed) answer takes the same path.
 // Anything it does not model with certainty (errors, tool calls, reasoning, duplicate keys, odd
@@ -22,6 +18,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <boost/json/parse_options.hpp>
 
 #include "llm/fast_logprobs.hpp"
 
@@ -56,23 +54,19 @@ struct SimpleUsage {
       reasoning_tokens_details;
 };
 
-// What simdjson may read past an event's last byte (SIMDJSON_PADDING, checked in fast_event.cpp).
-inline constexpr std::size_t kJsonPadding = 64;
-
-// One per decoder, reused for every event (simdjson is included only in fast_event.cpp; its parser
-// is one per thread).
+// One per decoder, reused for every event (Boost.JSON's basic_parser is instantiated only in
+// fast_event.cpp).
 class FastEventParser {
  public:
-  FastEventParser();
+  explicit FastEventParser(const boost::json::parse_options& options);
   ~FastEventParser();
   FastEventParser(const FastEventParser&) = delete;
   FastEventParser& operator=(const FastEventParser&) = delete;
 
   // The choices of `data` in order when it is an event of the simple shape: an object with a
   // "choices" array. nullopt when it is not, and the general path must read it. The span lives
-  // until the next parse(). When the caller's buffer holds `readable_after` >= kJsonPadding bytes
-  // past data's end, `data` is parsed where it is; else it is copied first.
-  std::optional<std::span<const SimpleChoice>> parse(std::string_view data, std::size_t readable_after = 0);
+  // until the next parse().
+  std::optional<std::span<const SimpleChoice>> parse(std::string_view data);
   // The last successful parse's "usage".
   const SimpleUsage& usage() const;
 

@@ -4,7 +4,7 @@
 //                          "text_offset":[..]}
 //   chat                  {"content":[{"token","logprob","bytes":[..],"id"?,"top_logprobs":[
 //                          {"token","logprob","bytes","id"?},..]}],"refusal":..}
-// The handler of simple_event_handler.hpp hands every value inside it to a LogprobsReader,
+// The SAX handler of fast_event.cpp hands every parse event inside the value to a LogprobsReader,
 // which keeps what read_content_logprobs() and read_legacy_logprobs() (tokens.cpp) would read, as
 // plain values; Impl::read_simple_logprobs() then makes the same tokens from them. Whatever those
 // two read in a way this does not model (llama.cpp's "prob", "top_probs", "probs", "tok_str",

@@ -113,7 +113,7 @@ class ResponseDecoder {
   explicit ResponseDecoder(Dialect dialect);
   // fast_path false sends every event through the general (DOM) parse; the result is the same
   // (tests compare the two), only slower. The default decodes the common simple event shape (a
-  // text delta, a finish reason) with simdjson and falls back to the general parse otherwise.
+  // text delta, a finish reason) with a SAX pass and falls back to the general parse otherwise.
   ResponseDecoder(Dialect dialect, bool fast_path);
   ~ResponseDecoder();
   ResponseDecoder(ResponseDecoder&&) noexcept;
@@ -123,9 +123,7 @@ class ResponseDecoder {
   void reset(Dialect dialect);
 
   // One SSE event's data (e.g. `{"choices":...}` or `[DONE]`), arrived at `offset_ns`.
-  // `readable_after`: how many bytes of the caller's buffer follow data's end (the fast path parses
-  // the event in place when there are 64, else it copies it; feed_sse says so).
-  void on_event(std::string_view data, std::int64_t offset_ns, std::size_t readable_after = 0);
+  void on_event(std::string_view data, std::int64_t offset_ns);
   // A complete non-streamed body, arrived (fully) at `offset_ns`.
   void on_body(std::string_view body, std::int64_t offset_ns);
   // The stream said it is complete ([DONE], llama.cpp "stop": true, TGI final event).
@@ -136,7 +134,7 @@ class ResponseDecoder {
   // {...}}`, `{"object": "error"}`), ErrorKind::truncated for a stream (out.response.streamed)
   // that ended without its end marker while a choice had no finish reason.
   void finish(Exchange& out);
-  // How many events the fast path decoded (the rest went through the general parse): for
+  // How many events the SAX fast path decoded (the rest went through the general parse): for
   // tests that must know the fast path was taken, and for benchmarks.
   std::size_t fast_path_events() const;
   // The id the server gave each tool call of the response so far (chat "tool_calls[].id",
@@ -153,10 +151,9 @@ class ResponseDecoder {
 // frames `bytes` (arrived at `offset_ns`) with `parser`; each event it completes is kept raw in
 // `events` and its data passed to `decoder`, either left out when null. Every event reaches the
 // decoder, keep-alives and empty ones too, so that the decoder's "event N" notes count as
-// `events` does. Returns how many events `bytes` completed. `readable_after`: how many bytes of
-// the caller's buffer follow `bytes` (so that events near its end are parsed in place too).
+// `events` does. Returns how many events `bytes` completed.
 std::size_t feed_sse(SseParser& parser, std::string_view bytes, std::int64_t offset_ns, ResponseDecoder* decoder,
-                     std::vector<Event>* events, std::size_t readable_after = 0);
+                     std::vector<Event>* events);
 // A stream cut mid-event: keeps the unterminated tail raw as a last event at `offset_ns`, so that
 // the events still add up to the body byte for byte. Does nothing when there is no tail.
 void keep_partial_event(SseParser& parser, std::int64_t offset_ns, std::vector<Event>& events);

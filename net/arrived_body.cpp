@@ -52,7 +52,7 @@ class EventBudget {
                       : capacity;
       if (bytes_ + slice.size() + most * sizeof(Event) > limit_) return false;
       bytes_ += slice.size();
-      llm::feed_sse(parser, slice, offset_ns, decoder, &events_, text.size() - at - slice.size());
+      llm::feed_sse(parser, slice, offset_ns, decoder, &events_);
     }
     return true;
   }

@@ -9,7 +9,6 @@ packages=(cmake g++ pkg-config make
           libboost1.81-dev libboost-json1.81-dev
           capnproto libcapnp-dev
           libzstd-dev zstd libcli11-dev libxxhash-dev catch2 libssl-dev
-          libsimdjson-dev  # the fast path of streamed events (llm/fast_event.cpp)
           zlib1g-dev libbrotli-dev  # HTTP content codings: gzip and deflate, br (zstd is above)
           ccache ninja-build
           help2man dpkg-dev bash-completion man-db

@@ -1,6 +1,6 @@
-// The decoder's fast path (simdjson) must decode exactly as the general DOM path (Boost.JSON): on
-// every sample stream, on simple events and their near misses, on events with logprobs in both
-// OpenAI shapes (legacy completions and chat), and on thousands of mutations of each.
+// The decoder's SAX fast path must decode exactly as the general DOM path: on every sample stream,
+// on simple events and their near misses, on events with logprobs in both OpenAI shapes (legacy
+// completions and chat), and on thousands of mutations of each.
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -231,7 +231,7 @@ TEST_CASE("The fast path reads legacy completions logprobs as the general path d
       completion(R"("text":"\ud83d\ude00","logprobs":{"tokens":["bytes:\\xf0\\x9f","bytes:\\x98\\x80"],"token_logprobs":[-0.1,-0.2],"top_logprobs":[{"bytes:\\xf0\\x9f":-0.1,"\ud83d\ude00":-3},{"bytes:\\x98\\x80":-0.2,"bytes:\\xZZ":-4}],"text_offset":[0,1]})"),
       completion(R"("text":"\"q\"\n\\","logprobs":{"tokens":["\"q\"","\n\\"],"token_logprobs":[-1,-2],"top_logprobs":[{"\"q\"":-1,"\u00e9\t":-2},{"\n\\":-2}]})"),
       // Nulls, missing and extra elements, values of other types.
-      completion(R"("text":"x","logprobs":{"tokens":[null,5,"x",[1],{"a":1},true],"token_logprobs":[null,"s",-1,[2],{}],"top_logprobs":[null,{"a":null,"b":"s","c":{},"d":[1],"e":true,"f":-2},[],3]})"),
+      completion(R"("text":"x","logprobs":{"tokens":[null,5,"x",[1],{"a":1},true],"token_logprobs":[null,"s",-1,[2],{},1e400],"top_logprobs":[null,{"a":null,"b":"s","c":{},"d":[1],"e":true,"f":-2},[],3]})"),
       completion(R"("text":"x","logprobs":{"tokens":["x"]})"),
       completion(R"("text":"x","logprobs":{"tokens":["x"],"token_logprobs":[-1,-2,-3],"top_logprobs":[]})"),
       completion(R"("text":"xy","logprobs":{"tokens":["x","y"],"token_logprobs":[-1],"top_logprobs":[{"x":-1}]})"),
@@ -260,8 +260,6 @@ TEST_CASE("The fast path reads legacy completions logprobs as the general path d
       completion(R"("text":"x","logprobs":{"tokens":["x"],"top_logprobs":[{"x":-1,"x":-2}]})"),
       completion(R"("text":"x","logprobs":[{"tokens":["x"]}])"),
       completion(R"("text":"x","logprobs":{"tokens":["x"]},"logprobs":null)"),
-      // A number past a double's range: simdjson refuses it, Boost.JSON reads it as infinity.
-      completion(R"("text":"x","logprobs":{"tokens":["x"],"token_logprobs":[1e400]})"),
   };
   CHECK(check_each_and_all(handed_over) == 0);
 }
