@@ -17,22 +17,32 @@
 
 namespace retrace::fuzzing {
 
-inline Exchange decode_both_ways(llm::Dialect dialect, bool fast, bool streamed, std::string_view bytes,
-                                 const std::vector<std::string>& events) {
+// What a decoder with the fast path on or off makes of what `feed` gives it; `fast_events`, when
+// given, says how many events the fast path took.
+template <class Feed>
+Exchange decode_with(llm::Dialect dialect, bool fast, bool streamed, Feed feed, std::size_t* fast_events = nullptr) {
   llm::ResponseDecoder decoder(dialect, fast);
-  if (streamed) {
-    std::int64_t offset = 0;
-    for (const auto& data : events) decoder.on_event(data, offset += 1000);
-  } else {
-    decoder.on_body(bytes, 1000);
-  }
+  feed(decoder);
   Exchange out;
   // A 200 response, so that finish() also classifies failures (server_error, truncated): both
   // paths must agree on those too.
   out.response.status = 200;
   out.response.streamed = streamed;
   decoder.finish(out);
+  if (fast_events) *fast_events = decoder.fast_path_events();
   return out;
+}
+
+inline Exchange decode_both_ways(llm::Dialect dialect, bool fast, bool streamed, std::string_view bytes,
+                                 const std::vector<std::string>& events) {
+  return decode_with(dialect, fast, streamed, [&](llm::ResponseDecoder& decoder) {
+    if (streamed) {
+      std::int64_t offset = 0;
+      for (const auto& data : events) decoder.on_event(data, offset += 1000);
+    } else {
+      decoder.on_body(bytes, 1000);
+    }
+  });
 }
 
 // True when the fast and the general path decode `data` alike.

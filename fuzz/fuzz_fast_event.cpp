@@ -3,6 +3,7 @@
 // input is copied into a buffer of its own size, so ASan sees any read past the event; it is
 // decoded alone, framed as SSE twice with keep-alive comments after (feed_sse's framing in place),
 // and as a whole answer. The first byte picks chat or completions.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,27 +11,16 @@
 #include <string>
 #include <string_view>
 
-#include "format/trace.hpp"
-#include "llm/llm.hpp"
+#include "fuzz/decoder_differential.hpp"
 
 namespace {
 using retrace::llm::Dialect;
 using retrace::llm::ResponseDecoder;
 
 template <class Feed>
-retrace::Exchange decode(Dialect dialect, bool fast, bool streamed, Feed feed) {
-  ResponseDecoder decoder(dialect, fast);
-  feed(decoder);
-  retrace::Exchange out;
-  out.response.status = 200;
-  out.response.streamed = streamed;
-  decoder.finish(out);
-  return out;
-}
-
-template <class Feed>
 void same(Dialect dialect, bool streamed, Feed feed) {
-  if (!(decode(dialect, true, streamed, feed) == decode(dialect, false, streamed, feed))) std::abort();
+  using retrace::fuzzing::decode_with;
+  if (!(decode_with(dialect, true, streamed, feed) == decode_with(dialect, false, streamed, feed))) std::abort();
 }
 }  // namespace
 

@@ -8,7 +8,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
@@ -16,6 +15,7 @@
 
 #include "fuzz/decoder_differential.hpp"
 #include "llm/llm.hpp"
+#include "tests/test_data.hpp"
 
 using namespace retrace;
 using namespace retrace::llm;
@@ -23,34 +23,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 // Decodes `bytes` as the recorder does (feed_sse over the whole body) or as one body, fast path on
 // and off; both must agree. Returns the events the fast path decoded.
 std::size_t agree_on(Dialect dialect, const std::string& bytes, bool streamed) {
-  auto decode = [&](bool fast, std::size_t* fast_events) {
-    ResponseDecoder decoder(dialect, fast);
+  auto feed = [&](ResponseDecoder& decoder) {
     if (streamed) {
       SseParser parser;
       feed_sse(parser, bytes, 1000, &decoder, nullptr);
     } else {
       decoder.on_body(bytes, 1000);
     }
-    Exchange out;
-    out.response.status = 200;
-    out.response.streamed = streamed;
-    decoder.finish(out);
-    if (fast_events) *fast_events = decoder.fast_path_events();
-    return out;
   };
   std::size_t fast_events = 0;
-  const Exchange fast = decode(true, &fast_events);
-  const Exchange general = decode(false, nullptr);
+  const Exchange fast = fuzzing::decode_with(dialect, true, streamed, feed, &fast_events);
+  const Exchange general = fuzzing::decode_with(dialect, false, streamed, feed);
   CHECK(fast == general);
   return fast_events;
 }
@@ -129,7 +115,7 @@ TEST_CASE("Fast and general decoding agree on every event of the shape corpus") 
   const Dialect dialects[] = {Dialect::openai_completions, Dialect::openai_chat, Dialect::unknown,
                               Dialect::llamacpp_completion, Dialect::tgi_generate};
   for (const fs::path& path : all) {
-    const std::string bytes = read_file(path);
+    const std::string bytes = testing::read_path(path.string());
     ++files;
     for (Dialect dialect : dialects) {
       INFO(path.string() << " as " << to_string(dialect));
@@ -163,7 +149,7 @@ TEST_CASE("Fast and general decoding agree on every input of the fuzz corpora") 
   }
   std::size_t checked = 0;
   for (const fs::path& path : inputs) {
-    const std::string bytes = read_file(path);
+    const std::string bytes = testing::read_path(path.string());
     for (char first = 0; first < 32; ++first) {  // every dialect, streamed or not, wrapped or not
       std::string input = first + bytes.substr(bytes.empty() ? 0 : 1);
       INFO(path.string() << " first byte " << int(first));
