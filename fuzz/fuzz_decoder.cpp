@@ -1,70 +1,14 @@
 // Every dialect's decoder on arbitrary bytes, as a whole body and as a stream of SSE events,
-// with the SAX fast path on and off: both paths must decode the same (a differential target).
-// The first byte picks the dialect, streamed or not, and whether each event is wrapped as a
-// choice's "logprobs" value (so the fuzzer spends its time inside the fast path's logprobs
-// reader; fuzz.sh seeds that mode with both OpenAI shapes).
+// with the fast path on and off: both paths must decode the same (a differential target; the
+// check is fuzz/decoder_differential.hpp, which tests/llm_fast_equivalence_test.cpp also runs on the
+// corpus this target grew).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <string>
-#include <string_view>
-#include <vector>
 
-#include "format/trace.hpp"
-#include "llm/llm.hpp"
-
-namespace {
-using retrace::llm::Dialect;
-using retrace::llm::ResponseDecoder;
-
-retrace::Exchange decode(Dialect dialect, bool fast, bool streamed, std::string_view bytes,
-                         const std::vector<std::string>& events) {
-  ResponseDecoder decoder(dialect, fast);
-  if (streamed) {
-    std::int64_t offset = 0;
-    for (const auto& data : events) decoder.on_event(data, offset += 1000);
-  } else {
-    decoder.on_body(bytes, 1000);
-  }
-  retrace::Exchange out;
-  // A 200 response, so that finish() also classifies failures (server_error, truncated): both
-  // paths must agree on those too.
-  out.response.status = 200;
-  out.response.streamed = streamed;
-  decoder.finish(out);
-  return out;
-}
-}  // namespace
+#include "fuzz/decoder_differential.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size == 0) return 0;
-  const Dialect dialects[] = {Dialect::unknown,          Dialect::openai_completions, Dialect::openai_chat,
-                              Dialect::llamacpp_completion, Dialect::tgi_generate,    Dialect::openai_responses,
-                              Dialect::anthropic_messages, Dialect::openai_embeddings};
-  constexpr unsigned kDialects = sizeof dialects / sizeof dialects[0];
-  Dialect dialect = dialects[data[0] % kDialects];
-  bool streamed = (data[0] / kDialects) % 2 == 1;
-  const bool as_logprobs = (data[0] / (2 * kDialects)) % 2 == 1;
-  std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
-  std::vector<std::string> events;
-  retrace::llm::SseParser parser;
-  parser.feed(bytes, [&](const retrace::llm::SseEvent& event) { events.emplace_back(event.data); });
-  // Also every line as one event's data: most inputs are JSON, not SSE.
-  for (std::size_t start = 0; start < bytes.size();) {
-    auto end = bytes.find('\n', start);
-    if (end == std::string_view::npos) end = bytes.size();
-    events.emplace_back(bytes.substr(start, end - start));
-    start = end + 1;
-  }
-  if (as_logprobs) {
-    for (std::string& event : events) {
-      event = (dialect == Dialect::openai_chat ? R"({"choices":[{"index":0,"delta":{"content":"a\u00e9b"},"logprobs":)"
-                                               : R"({"choices":[{"index":0,"text":"a\u00e9b","logprobs":)") +
-              event + "}]}";
-    }
-  }
-  auto fast = decode(dialect, true, streamed, bytes, events);
-  auto general = decode(dialect, false, streamed, bytes, events);
-  if (!(fast == general)) std::abort();
+  if (!retrace::fuzzing::decoders_agree(data, size)) std::abort();
   return 0;
 }

@@ -51,6 +51,18 @@ for body in '\x10{"tokens":["a","\\u00e9","bytes:\\\\xc3"],"token_logprobs":[-1,
             '\x11{"content":[{"token":"a","logprob":-1,"bytes":[97],"id":4,"top_logprobs":[{"token":"b","logprob":-2,"bytes":[98]},{"token":"token_id:9","logprob":-3}]},{"token":"\\u00e9b","logprob":-0.5}],"refusal":null}'; do
   printf "$body" >"$out/corpus/decoder/seed-$(printf "$body" | sha1sum | cut -c1-16)"
 done
+# fast_event: the first 50 events of each sample stream, first byte 0 (chat) or 1 (completions).
+mkdir -p "$out/corpus/fast_event"
+for file in tests/data/**/*.sse; do
+  n=0
+  while IFS= read -r line && (( n < 50 )); do
+    [[ $line == "data: {"* ]] || continue
+    for d in 0 1; do
+      { printf "\\x0$d"; printf '%s' "${line#data: }"; } >"$out/corpus/fast_event/seed-${file//\//-}-$n-$d"
+    done
+    n=$((n + 1))
+  done <"$file"
+done
 mkdir -p "$out/corpus/sim_request"
 for body in '0{"prompt":"Hello","max_tokens":8,"temperature":0,"logprobs":2}' \
             '1{"messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true},"n":2}' \
