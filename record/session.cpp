@@ -312,6 +312,7 @@ void ClientSession::on_read_header(error_code ec) {
     // Decoded on the trace thread; the client gets the bytes as the upstream sent them.
     capture_.content_encoding = std::string(response[http::field::content_encoding]);
     if (capture_.event_stream) reserve_capture();
+    if (options_.on_answered) capture_.tag = options_.on_answered(exchange.request);
   }
   if (status >= 400)
     exchange.error = {ErrorKind::http_status,
