@@ -1,24 +1,22 @@
 // retrace shadow's parts that need no server: the statistics of its verdict, the headers a mirror
 // sends, and the pairing of mirrored exchanges with their primary ones.
-#include <catch2/catch_test_macros.hpp>
-#include <catch2/matchers/catch_matchers_floating_point.hpp>
+#include <catch2/catch.hpp>
 
 #include "metrics/statistics.hpp"
 #include "shadow/mirror.hpp"
 #include "shadow/verdict.hpp"
 
-using Catch::Matchers::WithinAbs;
 using namespace retrace;
 
 TEST_CASE("Wilson's interval matches the published values and stays inside 0 to 1") {
   // Newcombe (1998), table I: 81/263 -> 0.2553 to 0.3662; 0/10 -> 0 to 0.2775.
   auto a = metrics::wilson_interval(81, 263);
   REQUIRE(a);
-  CHECK_THAT(a->low, WithinAbs(0.2553, 1e-4));
-  CHECK_THAT(a->high, WithinAbs(0.3662, 1e-4));
+  CHECK(a->low == Approx(0.2553).margin(1e-4));
+  CHECK(a->high == Approx(0.3662).margin(1e-4));
   auto b = metrics::wilson_interval(0, 10);
   CHECK(b->low == 0);
-  CHECK_THAT(b->high, WithinAbs(0.2775, 1e-4));
+  CHECK(b->high == Approx(0.2775).margin(1e-4));
   CHECK_FALSE(metrics::wilson_interval(0, 0));
 }
 
@@ -26,9 +24,9 @@ TEST_CASE("Newcombe's interval for a difference of proportions matches the publi
   // Newcombe (1998), table II, example (a): 56/70 - 48/80 -> 0.0524 to 0.3339 (method 10).
   auto d = metrics::newcombe_difference(56, 70, 48, 80);
   REQUIRE(d);
-  CHECK_THAT(d->estimate, WithinAbs(0.2, 1e-9));
-  CHECK_THAT(d->low, WithinAbs(0.0524, 1e-4));
-  CHECK_THAT(d->high, WithinAbs(0.3339, 1e-4));
+  CHECK(d->estimate == Approx(0.2).margin(1e-9));
+  CHECK(d->low == Approx(0.0524).margin(1e-4));
+  CHECK(d->high == Approx(0.3339).margin(1e-4));
   // Equal rates: the interval holds 0.
   auto same = metrics::newcombe_difference(0, 50, 0, 50);
   CHECK(same->low < 0);
@@ -81,5 +79,5 @@ TEST_CASE("Pairs are compared whichever half arrives first and drops are counted
   CHECK(control.identical == 1);
   CHECK(control.dropped == 1);
   REQUIRE(verdict.excess);
-  CHECK_THAT(verdict.excess->estimate, WithinAbs(0.5, 1e-9));
+  CHECK(verdict.excess->estimate == Approx(0.5).margin(1e-9));
 }
