@@ -50,7 +50,12 @@ Exchange answered(std::string text) {
   Exchange exchange;
   exchange.request.method = "POST";
   Choice choice;
-  for (char c : text) choice.tokens.push_back(Token{.bytes = std::string(1, c), .offset_ns = 1000});
+  for (char c : text) {
+    Token token;
+    token.bytes = std::string(1, c);
+    token.offset_ns = 1000;
+    choice.tokens.push_back(std::move(token));
+  }
   exchange.choices.push_back(std::move(choice));
   return exchange;
 }
