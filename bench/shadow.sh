@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # retrace shadow's cost to the client (issue 41): the latency a client sees through `shadow` (two
 # mirrors, both fast) against plain `record`, and against the server directly, in the same run,
-# alternating setups per round; then the same with a candidate 10x slower (--decode-step-ms), whose
+# alternating setups per round; then the same with a slow candidate (--decode-step-ms 100, --mirror-queue 8), whose
 # drops are counted while the client's figures should not move; and the online comparison's pace
 # (candidate pairs compared per second of shadow's CPU, from its summary and /proc).
 # The client is `retrace replay -c CONCURRENCY` over streamed completions made here; TTFT and
@@ -31,14 +31,14 @@ SERVE=(serve --listen 127.0.0.1:0 --latency-model off --prefix-cache off)
 start primary "$RETRACE" "${SERVE[@]}"; PRIMARY=$(url_of primary)
 start control "$RETRACE" "${SERVE[@]}"; CONTROL=$(url_of control)
 start candidate "$RETRACE" "${SERVE[@]}"; CANDIDATE=$(url_of candidate)
-start slow "$RETRACE" serve --listen 127.0.0.1:0 --prefix-cache off --decode-step-ms 10; SLOW=$(url_of slow)
+start slow "$RETRACE" serve --listen 127.0.0.1:0 --prefix-cache off --decode-step-ms 100; SLOW=$(url_of slow)
 start record "$RETRACE" record --upstream "$PRIMARY" --out "$WORK/recorded/" --listen 127.0.0.1:0 --no-server-info
 RECORD=$(url_of record)
 start shadow "$RETRACE" shadow --primary "$PRIMARY" --control "$CONTROL" --candidate "$CANDIDATE" \
   --out "$WORK/shadow" --listen 127.0.0.1:0 --report-every 1s
 SHADOW=$(url_of shadow); SHADOW_PID=${PIDS[-1]}
 start shadow_slow "$RETRACE" shadow --primary "$PRIMARY" --candidate "$SLOW" \
-  --out "$WORK/shadow-slow" --listen 127.0.0.1:0 --report-every 1s --mirror-queue 64
+  --out "$WORK/shadow-slow" --listen 127.0.0.1:0 --report-every 1s --mirror-queue 8
 SHADOW_SLOW=$(url_of shadow_slow)
 
 cpu_seconds() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }

@@ -42,7 +42,12 @@ check_contains "$WORK/sh_down.err" "20 error(s)" "the final lines name the error
 run midstream "$midstream_URL"
 check_eq "$(leg midstream errors)" 20 "a candidate failing mid-stream: 20 errors counted"
 
-run slow "$slow_URL" --mirror-queue 1 --mirror-concurrency 1
+# Each request takes the slow candidate seconds: of the 20 sent at once, one is in flight, one
+# waits, and the queue of one drops the rest while shadow runs (not only when it stops).
+NO_STOP=1 run slow "$slow_URL" --mirror-queue 1 --mirror-concurrency 1
+wait_until "18 requests dropped by the full queue while shadow runs" \
+  test "$(json "$WORK/slow/summary.json" 's.legs.candidate.dropped' 2>/dev/null || echo 0)" -ge 18
+stop "$sh_slow_PID" || true
 dropped=$(leg slow dropped)
 check "a slow candidate behind a queue of one drops requests ($dropped)" test "$dropped" -gt 0
 check_eq "$(( $(leg slow pairs) + $(leg slow errors) + dropped ))" 20 "every request compared, failed or dropped"

@@ -4,7 +4,7 @@
 # reads the run.
 . "$(dirname "$0")/lib.sh"
 mkdir -p "$WORK/bin" "$WORK/guide"
-ln -s "$RETRACE" "$WORK/bin/retrace"
+ln -s "$(realpath "$RETRACE")" "$WORK/bin/retrace"
 ln -s "$ROOT/traces" "$WORK/guide/traces"
 ports=($(python3 -c '
 import socket

@@ -35,7 +35,9 @@ cmp "$WORK/direct.jsonl" "$WORK/through.jsonl" || fail "the openai client parsed
 pairs_of() { json "$WORK/run/summary.json" "s.legs.$1 ? s.legs.$1.pairs + s.legs.$1.not_compared + s.legs.$1.errors : -1"; }
 wait_until "23 candidate pairs compared" test "$(pairs_of candidate 2>/dev/null || echo 0)" = 23
 wait_until "23 control pairs compared" test "$(pairs_of control 2>/dev/null || echo 0)" = 23
-curl -sf "$admin_URL/metrics" >"$WORK/metrics.txt" || fail "GET /metrics"
+# record's own counters count an exchange once its frame is flushed (--flush-interval): wait for it.
+metrics_hold() { curl -sf "$admin_URL/metrics" >"$WORK/metrics.txt" && grep -qF "$1" "$WORK/metrics.txt"; }
+wait_until "record's 23 recorded on /metrics" metrics_hold 'retrace_record_exchanges_total{outcome="recorded"} 23'
 check_contains "$WORK/metrics.txt" 'retrace_shadow_pairs_total{leg="candidate"} 23' "candidate pairs on /metrics"
 check_contains "$WORK/metrics.txt" 'retrace_shadow_pairs_total{leg="control"} 23' "control pairs on /metrics"
 check_contains "$WORK/metrics.txt" 'retrace_shadow_excess{bound="low"}' "the excess interval on /metrics"
