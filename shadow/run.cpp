@@ -31,6 +31,14 @@ std::string leg_settings(const ShadowOptions& options, Leg leg, const net::Url& 
   return boost::json::serialize(settings);
 }
 
+// A leg's trace redacts its own credentials' headers by name, whatever they are called.
+std::vector<std::string> redacted_headers(const ShadowOptions& options, Leg leg) {
+  auto names = options.proxy.redact_headers;
+  for (const auto& header : leg == Leg::control ? options.control_headers : options.candidate_headers)
+    names.push_back(header.name);
+  return names;
+}
+
 // The reporter: summary.json and summary.md rewritten every --report-every, and once at the end.
 class Reporter {
  public:
@@ -139,7 +147,7 @@ ShadowResult run_shadow(const ShadowOptions& options,
     auto sink = std::make_unique<record::TraceSink>(
         leg_directory(options.out, leg), header, options.proxy.writer, segments, clock,
         [&log, leg](const std::string& line) { log << "retrace shadow: " << to_string(leg) << ": " << line << std::endl; },
-        Redactor(options.proxy.keep_secrets, options.proxy.redact_headers));
+        Redactor(options.proxy.keep_secrets, redacted_headers(options, leg)));
     sink->max_response_bytes = options.proxy.max_response_bytes;
     sinks.push_back(std::move(sink));
   }
@@ -214,10 +222,18 @@ ShadowResult run_shadow(const ShadowOptions& options,
     reporter.write(pairing.snapshot(), now);
   });
 
+  // The proxy's stop lives as long as run_recorder: a pair compared during the mirrors' drain
+  // must not reach it afterwards.
+  auto forget_stop = [&] {
+    std::lock_guard lock(stop_mutex);
+    stop_proxy = nullptr;
+  };
   ShadowResult result;
   try {
     result.primary = record::run_recorder(proxy, on_listening, log, clock);
+    forget_stop();
   } catch (...) {
+    forget_stop();
     reporter.stop();
     for (auto& mirror : mirrors) mirror->stop(std::chrono::milliseconds(0));
     for (auto& sink : sinks) sink->close();

@@ -3,7 +3,7 @@
 # the client's answers equal a direct replay's and the mirror's losses are counted (errors,
 # drops). An identical candidate puts 0 inside the excess interval and passes the gate; --max-pairs
 # stops the run. Bad input: a candidate on the primary's URL is refused, and with the primary
-# down the client gets record's 502 and no mirror is sent.
+# down the client gets record's 502 and no mirror is sent, nor for a body over --max-body (413).
 . "$(dirname "$0")/lib.sh"
 GOLD="$ROOT/traces/gold-intents.rtrace"
 SERVE=(serve --listen 127.0.0.1:0 --latency-model off --prefix-cache off)
@@ -71,9 +71,13 @@ check_eq "$status" 2 "a candidate equal to the primary is refused"
 check_contains "$WORK/bad.err" "is the primary's URL" "the refusal says why"
 check "nothing written for a refused run" test ! -e "$WORK/bad"
 
-# The primary down: the client gets record's 502, and no mirror is sent.
+# The primary down: the client gets record's 502, and no mirror is sent; nor is a body over
+# --max-body, which record answers 413 itself.
 start_listening sh_nop "$RETRACE" shadow --primary "$gone_URL" --candidate "$same_URL" \
-  --out "$WORK/nop" --listen 127.0.0.1:0 --report-every 50ms
+  --out "$WORK/nop" --listen 127.0.0.1:0 --report-every 50ms --max-body 200
+code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+  -d "{\"model\":\"m\",\"prompt\":\"$(printf 'x%.0s' $(seq 300))\"}" "$sh_nop_URL/v1/completions")
+check_eq "$code" 413 "a body over --max-body gets record's 413"
 code=$(curl -s -o "$WORK/nop.body" -w '%{http_code}' -H 'Content-Type: application/json' \
   -d '{"model":"m","prompt":"hi","max_tokens":4}' "$sh_nop_URL/v1/completions")
 check_eq "$code" 502 "the primary down: the client gets 502"

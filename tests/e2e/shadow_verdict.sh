@@ -17,7 +17,9 @@ start_listening candidate "$RETRACE" "${SERVE[@]}" --weights-seed 1
   { cat "$WORK/direct.err" >&2; fail "direct replay"; }
 node "$ROOT/tests/e2e/record_openai_client.mjs" "$primary_URL/v1" sk-client-key session=c conv-1 >"$WORK/direct.jsonl"
 
+export CANDIDATE_TOKEN="candidate-secret-$RANDOM$RANDOM"
 start_listening shadow "$RETRACE" shadow --primary "$primary_URL" --control "$control_URL" \
+  --candidate-header X-Deploy-Token=CANDIDATE_TOKEN \
   --candidate "$candidate_URL" --out "$WORK/run" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
   --report-every 100ms --fail-if-excess 0.5
 admin_URL=$(grep -m1 -oE 'admin on http://[^ ]+' "$WORK/shadow.out" | sed 's/^admin on //')
@@ -66,4 +68,9 @@ check_eq "$(json "$WORK/diff.json" 's.runs[1].divergent')" 23 "candidate differs
 # Each leg is a segment set any reader reads (inspect predates shadow).
 "$RETRACE" inspect "$WORK/run/candidate" >"$WORK/inspect.txt" || fail "inspect a leg"
 check_contains "$WORK/inspect.txt" "exchanges     23" "the candidate leg holds 23 exchanges"
+# The candidate's own credential, under a name no secret pattern knows, never reaches its trace.
+if grep -rqF "$CANDIDATE_TOKEN" "$WORK/run"; then fail "the candidate's credential is in the shadow run's files"; fi
+"$RETRACE" export "$WORK/run/candidate" >"$WORK/candidate.jsonl"
+check_contains "$WORK/candidate.jsonl" '"X-Deploy-Token"' "the credential header is in the candidate's trace, redacted"
+if grep -qF "$CANDIDATE_TOKEN" "$WORK/candidate.jsonl"; then fail "the candidate's credential is in its trace"; fi
 echo "ok"
