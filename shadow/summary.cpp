@@ -124,6 +124,15 @@ std::string metrics_text(const Verdict& verdict) {
           [](const LegFigures& f) { return f.errors; });
   per_leg("retrace_shadow_dropped_total", "Requests not sent to a mirror: its queue was full, or shadow stopped.",
           [](const LegFigures& f) { return f.dropped; });
+  constexpr std::string_view first = "retrace_shadow_first_divergence_total";
+  text.family(first, "counter",
+              "Differing pairs by the token index of their first divergence, in buckets from_token "
+              "0, 1, 2, 4, 8, ... (each up to the next).");
+  for (std::size_t leg = 0; leg < 2; ++leg)
+    for (auto [bucket, count] : verdict.legs[leg].first_divergence) {
+      auto from = std::to_string(bucket);
+      text.sample(first, {{"leg", kLegNames[leg]}, {"from_token", from}}, count);
+    }
   constexpr std::string_view rate = "retrace_shadow_difference_rate";
   text.family(rate, "gauge", "Each leg's difference rate against the primary, with its 95 % Wilson bounds.");
   for (std::size_t leg = 0; leg < 2; ++leg) {

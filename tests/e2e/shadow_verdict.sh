@@ -43,6 +43,7 @@ wait_until "record's 23 recorded on /metrics" metrics_hold 'retrace_record_excha
 check_contains "$WORK/metrics.txt" 'retrace_shadow_pairs_total{leg="candidate"} 23' "candidate pairs on /metrics"
 check_contains "$WORK/metrics.txt" 'retrace_shadow_pairs_total{leg="control"} 23' "control pairs on /metrics"
 check_contains "$WORK/metrics.txt" 'retrace_shadow_excess{bound="low"}' "the excess interval on /metrics"
+check_contains "$WORK/metrics.txt" 'retrace_shadow_first_divergence_total{leg="candidate",from_token=' "the first-divergence histogram on /metrics"
 check_contains "$WORK/metrics.txt" 'retrace_record_exchanges_total{outcome="recorded"} 23' "record's own figures still there"
 
 status=0
