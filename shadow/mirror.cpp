@@ -14,6 +14,7 @@
 #include "net/arrived_body.hpp"
 #include "net/field_bounded_parser.hpp"
 #include "net/http_rules.hpp"
+#include "net/upstream_retry.hpp"
 
 namespace retrace::shadow {
 
@@ -45,7 +46,6 @@ std::vector<HttpHeader> mirror_headers(const std::vector<HttpHeader>& client,
 }
 
 namespace {
-constexpr std::size_t kResponseHeaderLimit = 256u << 10;
 std::int64_t ns_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
 }
@@ -110,7 +110,7 @@ class MirrorExchange : public std::enable_shared_from_this<MirrorExchange> {
   }
 
   bool retry(error_code ec) {
-    if (!reused_ || retried_ || cut_ || ec == beast::error::timeout) return false;
+    if (!net::may_retry_on_fresh_connection(reused_, retried_, cut_, ec)) return false;
     connection_->close();
     connection_.reset();
     retried_ = true;
@@ -121,7 +121,7 @@ class MirrorExchange : public std::enable_shared_from_this<MirrorExchange> {
 
   void read_header() {
     parser_.emplace();
-    parser_->header_limit(kResponseHeaderLimit);
+    parser_->header_limit(net::kUpstreamResponseHeaderLimit);
     parser_->body_limit(boost::none);
     if (head_) parser_->skip(true);
     connection_->expires_after(options_.timeout);
