@@ -9,6 +9,7 @@
 #include "cli/output_flags.hpp"
 #include "diff/diff.hpp"
 #include "report/diff_report.hpp"
+#include "shadow/shadow.hpp"
 
 namespace retrace::cli {
 
@@ -60,7 +61,24 @@ int run_diff(const DiffArgs& args) {
   render.color = !args.json && !args.markdown && !args.csv && ::isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
 
   std::vector<std::filesystem::path> candidates(args.candidates.begin(), args.candidates.end());
-  diff::Result result = diff::compare_files(args.baseline, candidates, options);
+  std::filesystem::path baseline = args.baseline;
+  // A shadow run's directory alone: baseline = its primary, runs = its control and candidate.
+  auto legs = candidates.empty() ? shadow::shadow_legs(baseline) : std::nullopt;
+  if (candidates.empty() && !legs) {
+    std::cerr << "retrace diff: give a baseline and at least one candidate trace (or one directory "
+                 "`retrace shadow --out` wrote)\n";
+    return kExitError;
+  }
+  if (legs) {
+    baseline = legs->primary;
+    for (const auto& [name, path] : legs->runs) candidates.push_back(path);
+  }
+  diff::Result result = diff::compare_files(baseline, candidates, options);
+  if (legs) {
+    result.baseline_name = "primary";
+    for (std::size_t i = 0; i < result.runs.size() && i < legs->runs.size(); ++i)
+      result.runs[i].name = legs->runs[i].first;
+  }
   for (const auto& warning : result.warnings) std::cerr << "retrace diff: warning: " << warning << "\n";
 
   if (args.json) report::render_diff_json(result, render, std::cout);
@@ -82,7 +100,10 @@ void add_diff(CLI::App& root, Registry& registry) {
       "(reasoning, answer, each tool call, embeddings). Exit 0 when no output differs (under "
       "--fail-on), 1 when some do or some could not be compared, 2 on error.");
   command->add_option("baseline", args->baseline, "Baseline trace (.rtrace, or a segment directory)")->required()->check(CLI::ExistingPath);
-  command->add_option("candidates", args->candidates, "Candidate traces (.rtrace, or segment directories)")->required()->check(CLI::ExistingPath);
+  command->add_option("candidates", args->candidates,
+                      "Candidate traces (.rtrace, or segment directories); none when the baseline is a "
+                      "`retrace shadow` run's directory (its primary against its control and candidate)")
+      ->check(CLI::ExistingPath);
   auto* json = command->add_flag("--json", args->json, "Everything as one JSON document");
   auto* markdown = command->add_flag("--markdown", args->markdown, "A Markdown summary for pull requests")
                        ->excludes(json);

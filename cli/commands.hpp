@@ -44,6 +44,7 @@ void add_study(CLI::App& root, Registry& registry);
 void add_bisect(CLI::App& root, Registry& registry);
 void add_demo(CLI::App& root, Registry& registry);
 void add_record(CLI::App& root, Registry& registry);
+void add_shadow(CLI::App& root, Registry& registry);
 void add_replay(CLI::App& root, Registry& registry);
 void add_merge(CLI::App& root, Registry& registry);
 void add_stats(CLI::App& root, Registry& registry);

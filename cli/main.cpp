@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   // Commands are listed in the help in this order, under these headings.
   retrace::cli::Registry registry;
   retrace::cli::add_record(app, registry);
+  retrace::cli::add_shadow(app, registry);
   retrace::cli::add_import(app, registry);
   retrace::cli::add_replay(app, registry);
   retrace::cli::add_merge(app, registry);
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   retrace::cli::add_completion(app, registry);
   retrace::cli::group_commands(
       app, {{"Capture", {{"record", "Record traffic through a reverse proxy in front of a server"},
+                         {"shadow", "Try a candidate on live traffic: mirror, compare, gate"},
                          {"import", "Turn a dataset or a public serving trace into a trace of requests"}}},
             {"Replay", {{"replay", "Re-issue a trace at a concurrency, rate or recorded timing"},
                         {"merge", "Join the shards of one sharded replay into one run"}}},

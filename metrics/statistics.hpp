@@ -23,6 +23,18 @@ std::optional<double> clopper_pearson_upper(std::size_t k, std::size_t n, double
 // The matching one-sided lower bound: 0 when k == 0, nullopt when n == 0.
 std::optional<double> clopper_pearson_lower(std::size_t k, std::size_t n, double confidence = 0.95);
 
+// Two-sided interval (default 95 %) on a rate: Wilson's score interval, and Newcombe's hybrid
+// score interval for a difference of two rates p1 - p2 built from the two Wilson intervals
+// (Newcombe 1998, method 10): good coverage at small n and at rates of 0 or 1, where the normal
+// approximation fails. `shadow` bounds the candidate's excess over the control with it.
+struct Interval {
+  double estimate = 0, low = 0, high = 0;
+};
+std::optional<Interval> wilson_interval(std::size_t k, std::size_t n, double confidence = 0.95);
+// nullopt when either n is 0.
+std::optional<Interval> newcombe_difference(std::size_t k1, std::size_t n1, std::size_t k2, std::size_t n2,
+                                            double confidence = 0.95);
+
 // Two-sided Student t quantile t(1 − alpha/2, degrees) for a 95 % interval (alpha = 0.05).
 double student_t_95(std::size_t degrees);
 

@@ -81,6 +81,18 @@ struct RecordOptions {
   bool admin_listen_any = false;  // --admin-listen-any: a non-loopback admin address allowed
   // Called with the admin endpoint's URL once it listens (before on_listening).
   std::function<void(const std::string&)> on_admin_listening;
+
+  // Hooks for a command built on this proxy (`retrace shadow`, shadow/); unset for record.
+  // on_answered: on the proxy worker, for each recorded exchange once the upstream's response
+  // header arrived, with the request as the client sent it (before redaction); what it returns
+  // is the exchange's tag. It must not block (the client waits for the relay).
+  std::function<std::uint64_t(const Request& request)> on_answered;
+  // on_written: on the trace thread, each exchange written, with its tag (0 without on_answered).
+  std::function<void(std::uint64_t tag, const Exchange& exchange)> on_written;
+  // on_started: once the proxy runs, with a function (any thread) that stops it for `reason`.
+  std::function<void(std::function<void(const std::string& reason)> stop)> on_started;
+  // extra_metrics: appended to the admin endpoint's /metrics text (admin thread).
+  std::function<std::string()> extra_metrics;
 };
 
 // --include-path / --exclude-path: fnmatch globs on the target's path (query ignored); '*' also
@@ -96,6 +108,7 @@ struct CapturedExchange {
   std::vector<Chunk> chunks;        // one per read from upstream
   bool event_stream = false;  // Content-Type text/event-stream
   std::string content_encoding;  // the response's Content-Encoding, "" when none
+  std::uint64_t tag = 0;  // RecordOptions::on_answered's, handed to on_written
 };
 
 // Runs on the trace thread: redaction, the body's content coding undone, SSE events (raw, with

@@ -89,7 +89,9 @@ AdminHandlers admin_handlers(const ProxyShared& shared, const TraceSink& sink,
                      std::chrono::steady_clock::now().time_since_epoch()).count();
       counters.flush_lag_seconds = std::max<std::int64_t>(now - since, 0) / 1e9;
     }
-    return metrics_text(counters);
+    auto text = metrics_text(counters);
+    if (shared.options.extra_metrics) text += shared.options.extra_metrics();
+    return text;
   };
   handlers.not_ready = [&shared, &sink, &upstream]() -> std::string {
     if (sink.write_failed) return "the trace cannot be written (a write failed; record's log says why)";
@@ -164,6 +166,8 @@ class Controller {
         if (!ec) begin_shutdown("--duration elapsed");
       });
     }
+    if (options_.on_started)
+      options_.on_started([this](const std::string& reason) { post([this, reason] { begin_shutdown(reason); }); });
     if (options_.live_status) {
       last_status_ = shared_.clock.now();
       do_status();
@@ -374,6 +378,7 @@ RecordSummary run_recorder(const RecordOptions& options,
                  [&log](const std::string& line) { log << "retrace record: " << line << std::endl; },
                  Redactor(options.keep_secrets, options.redact_headers));
   sink.max_response_bytes = options.max_response_bytes;
+  sink.on_written = options.on_written;
   ProxyShared shared{options, tls, clock, clock.now(), {}, {}};
   shared.sampler = SessionSampler(options.sample, options.seed);
   shared.submit = [&](CapturedExchange&& captured) { sink.submit(std::move(captured)); };

@@ -9,13 +9,14 @@
 #include <boost/json/value.hpp>
 
 #include "net/http_rules.hpp"
+#include "net/upstream_retry.hpp"
 
 namespace retrace::record {
 
 namespace {
 
 constexpr auto kClientIdleTimeout = std::chrono::seconds(300);
-constexpr std::size_t kResponseHeaderLimit = 256u << 10;
+constexpr std::size_t kResponseHeaderLimit = net::kUpstreamResponseHeaderLimit;
 
 http::response<http::string_body> make_error_response(http::status status, const std::string& message,
                                                       const std::string& type, bool keep_alive) {
@@ -250,7 +251,7 @@ void ClientSession::do_write_upstream() {
 }
 
 bool ClientSession::retry_on_fresh_connection(error_code ec) {
-  if (!reused_ || retried_ || cut_ || ec == beast::error::timeout) return false;
+  if (!net::may_retry_on_fresh_connection(reused_, retried_, cut_, ec)) return false;
   upstream_->close();
   upstream_.reset();
   retried_ = true;
@@ -312,6 +313,7 @@ void ClientSession::on_read_header(error_code ec) {
     // Decoded on the trace thread; the client gets the bytes as the upstream sent them.
     capture_.content_encoding = std::string(response[http::field::content_encoding]);
     if (capture_.event_stream) reserve_capture();
+    if (options_.on_answered) capture_.tag = options_.on_answered(exchange.request);
   }
   if (status >= 400)
     exchange.error = {ErrorKind::http_status,

@@ -100,6 +100,7 @@ void TraceSink::run() {
         continue;
       }
       const std::size_t decode_limit = net::decode_limit_for(max_response_bytes, captured.event_stream);
+      const std::uint64_t tag = captured.tag;
       finish_exchange(std::move(captured), redactor_, next_id++, exchange, decode_limit);
       try {
         output_.write(exchange);
@@ -107,6 +108,7 @@ void TraceSink::run() {
         unflushed = true;
         unflushed_kinds_.push_back(exchange.error.kind);
         note_progress();
+        if (on_written) on_written(tag, exchange);
       } catch (const std::exception& e) {
         fail(e.what());
         ++lost;

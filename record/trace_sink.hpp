@@ -62,6 +62,8 @@ class TraceSink {
   // --max-response-bytes, which bounds an exchange decoded too (net::decode_limit_for); set
   // before start().
   std::size_t max_response_bytes = net::kDefaultMaxResponseBytes;
+  // Each exchange written, with its capture's tag, on the trace thread; set before start().
+  std::function<void(std::uint64_t tag, const Exchange&)> on_written;
 
   std::atomic<std::uint64_t> written{0};
   std::atomic<std::uint64_t> tokens{0};

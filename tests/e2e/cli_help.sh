@@ -7,7 +7,7 @@
 for heading in Capture Replay Compare Experiment Inspect Simulate; do
   grep -qx "$heading:" "$WORK/help" || fail "no '$heading:' heading in retrace help"
 done
-commands=(record import replay merge diff sweep bisect inspect cat export stats serve demo)
+commands=(record shadow import replay merge diff sweep bisect inspect cat export stats serve demo)
 for command in "${commands[@]}"; do
   line=$(grep -E "^  $command +[A-Z]" "$WORK/help") || fail "retrace help does not list $command"
   (( ${#line} <= 80 )) || fail "the help line of $command is wider than 80 columns: $line"
@@ -37,6 +37,13 @@ done
 for text in "--find" "--slo" "--attainment" "--stable" "--precision" "--max-probes" "--find-from" \
     "feasible_max" "search_history.json" "3 not resolved within --max-probes"; do
   check_contains "$WORK/help-sweep" "$text" "retrace help sweep describes the capacity search"
+done
+
+# retrace shadow's gate, its mirrors' credentials and its exit statuses are in its help.
+"$RETRACE" help shadow >"$WORK/help-shadow"
+for text in "--primary" "--candidate" "--control" "--fail-if-excess" "--candidate-header" "NAME=ENV" \
+    "--mirror-queue" "--max-pairs" "--report-every" "1 when --fail-if-excess fails" "retrace diff shadow-run"; do
+  check_contains "$WORK/help-shadow" "$text" "retrace help shadow describes shadow"
 done
 
 # -V and --version: the version and the commit built.
