@@ -107,7 +107,7 @@ void concurrency_axis(BisectArgs& args, Probes& probes, sweep::BisectAxis& axis,
   for (int level : probes.levels) axis.point_labels.push_back("concurrency " + std::to_string(level));
   axis.run_for = [&](std::size_t index) {
     int level = probes.levels[index];
-    return sweep::replay_at(*probes.trace, args.replay, args.target, level,
+    return sweep::replay_at(*probes.trace, args.trace, args.replay, args.target, level,
                             {{"run", "bisect-c" + std::to_string(level)}, {"concurrency", std::to_string(level)}},
                             probes.dir / ("c" + std::to_string(level) + ".rtrace"), &stop, probes.checked);
   };
@@ -165,7 +165,7 @@ void values_axis(BisectArgs& args, Probes& probes, sweep::BisectAxis& axis, std:
       throw std::runtime_error("--run command failed for value " + value + " (exit " +
                                std::to_string(result.exit_code) + "): " + shell_command +
                                "\n--- its output:\n" + result.output + "--- end of output");
-    return sweep::replay_at(*probes.trace, args.replay, args.target, args.concurrency,
+    return sweep::replay_at(*probes.trace, args.trace, args.replay, args.target, args.concurrency,
                             {{"run", "bisect-" + file_safe(value)}, {"value", value}},
                             probes.dir / probe_file(index, value), &stop, nullptr);
   };

@@ -64,8 +64,7 @@ replay::Options make_options(const ReplayArgs& args) {
   if (args.concurrency || all_at_once) {
     options.schedule.kind = replay::ScheduleKind::concurrency;
     options.schedule.concurrency = args.concurrency.value_or(0);  // 0: one per request, set by run()
-    if (args.concurrency && *args.concurrency < 1)
-      throw std::invalid_argument("-c/--concurrency must be at least 1");
+    if (args.concurrency) replay::check_concurrency(*args.concurrency, "-c/--concurrency");
   } else if (args.rate) {
     options.schedule.kind = replay::ScheduleKind::rate;
     options.schedule.rate = replay::parse_rate(*args.rate);  // "inf" was taken above
@@ -122,7 +121,8 @@ int run(const ReplayArgs& args) {
   // chain comes up (replay/planner.hpp).
   auto input = replay::scan_input(args.input, options, std::cerr, "retrace");
   if (options.schedule.kind == replay::ScheduleKind::concurrency && options.schedule.concurrency == 0)
-    options.schedule.concurrency = static_cast<int>(std::max(input.exchanges, options.requests.value_or(0)));
+    options.schedule.concurrency = static_cast<int>(std::min<std::size_t>(
+        std::max(input.exchanges, options.requests.value_or(0)), replay::kMaxInFlight));
 
   // Once for every repeat: nothing answering, or an ambiguous model, stops here (exit 2).
   options.preflight = std::make_shared<const replay::Preflight>(
@@ -213,10 +213,10 @@ void add_replay(CLI::App& root, Registry& registry) {
   command->add_option("--out,-o", args->out, "Output trace of this run")->required();
   add_force_flag(*command, args->force, "Replace an existing --out (never the input trace)");
   command->add_option("-c,--concurrency,--max-concurrency", args->concurrency,
-                      "Closed loop: N requests in flight");
+                      "Closed loop: N requests in flight (at most 100000)");
   command->add_option("--rate,--request-rate", args->rate,
-                      "Open loop: requests (sessions, with --sessions) per second; inf: all at once "
-                      "(with -c N: N at a time)")
+                      "Open loop: requests (sessions, with --sessions) per second; inf: all at once, "
+                      "up to 100000 (with -c N: N at a time)")
       ->type_name("R|inf");
   add_schedule_flags(*command, args->schedule, "Open-loop arrivals");
   command->add_option("--timing", args->timing, "'recorded': the trace's own send times");

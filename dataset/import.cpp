@@ -7,7 +7,9 @@
 #include <cstring>
 #include <fstream>
 
+#include "base/described_json.hpp"
 #include "dataset/import_endpoints.hpp"
+#include "dataset/import_settings.hpp"
 #include "dataset/json_errors.hpp"
 #include "format/header.hpp"
 #include "dataset/staged_output.hpp"
@@ -252,15 +254,15 @@ std::uint64_t import_dataset(const std::filesystem::path& in, const std::filesys
   if (!input) throw TraceError("cannot open " + in.string() + ": " + std::strerror(errno));
   StagedOutput staged(in, out);
 
-  TraceHeader header = new_trace_header(
-      Source::imported, options.tool_version, in.string(),
-      json::serialize(json::object{{"from", options.from},
-                                   {"endpoint", options.endpoint},
-                                   {"model", options.model.empty() ? json::value(nullptr)
-                                                                   : json::value(options.model)},
-                                   {"max_tokens", options.max_tokens},
-                                   {"greedy", options.greedy}}),
-      *options.writer.clock);
+  DatasetImportSettings settings;
+  settings.from = options.from;
+  settings.endpoint = options.endpoint;
+  if (!options.model.empty()) settings.model = options.model;
+  settings.max_tokens = options.max_tokens;
+  settings.greedy = options.greedy;
+  TraceHeader header = new_trace_header(Source::imported, options.tool_version, in.string(),
+                                        json::serialize(described_json::to_json(settings)),
+                                        *options.writer.clock);
 
   std::uint64_t written = 0;
   {

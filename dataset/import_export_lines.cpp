@@ -5,6 +5,8 @@
 #include <boost/json.hpp>
 #include <string>
 
+#include "base/described_json.hpp"
+#include "dataset/import_settings.hpp"
 #include "dataset/json_errors.hpp"
 #include "dataset/compressed_input.hpp"
 #include "format/header.hpp"
@@ -76,8 +78,10 @@ std::uint64_t import_export_lines(const std::filesystem::path& in, const std::fi
       throw TraceError(rows::where(input) + e.what());
     }
   } else {
+    DatasetImportSettings settings;
+    settings.from = "export";
     header = new_trace_header(Source::imported, options.tool_version, in.string(),
-                              json::serialize(json::object{{"from", "export"}}), *options.writer.clock);
+                              json::serialize(described_json::to_json(settings)), *options.writer.clock);
   }
 
   StagedOutput staged(in, out);

@@ -6,7 +6,9 @@
 #include <unordered_set>
 
 #include "base/ascii.hpp"
+#include "base/described_json.hpp"
 #include "base/time.hpp"
+#include "dataset/import_settings.hpp"
 #include "dataset/compressed_input.hpp"
 #include "dataset/json_errors.hpp"
 #include "format/header.hpp"
@@ -171,27 +173,24 @@ class RowClock {
 };
 
 std::string settings_json(const TraceImportOptions& options) {
-  json::object settings{{"from", options.from},
-                        {"endpoint", options.endpoint},
-                        {"ignore_eos", true},
-                        {"offsets", "from the trace's first row"}};
+  TraceImportSettings settings;
+  settings.from = options.from;
+  settings.endpoint = options.endpoint;
   if (options.from == "sharegpt") {
-    settings["prompts"] = "the conversations' own text";
-    settings["max_turns"] = options.max_turns;
-    settings["max_tokens"] = options.count_tokens
-                                 ? "the recorded answer's tokens, counted by " + options.tokenizer_url
-                                 : std::string("the recorded answer's words / 0.75 (approximate)");
+    settings.prompts = "the conversations' own text";
+    settings.max_turns = options.max_turns;
+    settings.max_tokens = options.count_tokens ? "the recorded answer's tokens, counted by " + options.tokenizer_url
+                                               : std::string("the recorded answer's words / 0.75 (approximate)");
   } else {
-    settings["prompts"] = "synthetic, one block of text per hash id";
-    settings["prompt_tokens"] = options.count_tokens ? "exact" : "approximate";
-    settings["prompt_tokens_rule"] = options.count_tokens
-                                         ? "counted by " + options.tokenizer_url
-                                         : std::string("one word per token");
-    settings["max_tokens"] = "the recorded output length";
+    settings.prompts = "synthetic, one block of text per hash id";
+    settings.prompt_tokens = options.count_tokens ? "exact" : "approximate";
+    settings.prompt_tokens_rule = options.count_tokens ? "counted by " + options.tokenizer_url
+                                                       : std::string("one word per token");
+    settings.max_tokens = "the recorded output length";
   }
-  if (options.count_tokens) settings["tokenizer_url"] = options.tokenizer_url;
-  if (options.from == "burstgpt") settings["skips"] = "rows with Response tokens 0 (failed in production)";
-  return json::serialize(settings);
+  if (options.count_tokens) settings.tokenizer_url = options.tokenizer_url;
+  if (options.from == "burstgpt") settings.skips = "rows with Response tokens 0 (failed in production)";
+  return json::serialize(described_json::to_json(settings));
 }
 
 void read_rows(const TraceImportOptions& options, CompressedInput& input, const rows::RowSink& sink,

@@ -182,7 +182,7 @@ class Demo {
     std::string recorder_url = recorder.wait_listening(30'000);
     stage_.say("recorder (pid " + std::to_string(recorder.pid()) + ") listening on " + recorder_url);
     LoadedTrace trace = load_requests(gold);
-    replay_at(trace, record_args_, recorder_url, 1, {{"run", "through-recorder"}},
+    replay_at(trace, gold.string(), record_args_, recorder_url, 1, {{"run", "through-recorder"}},
               dir_ / "gold-client-side.rtrace", options_.stop, nullptr);
     int status = recorder.stop(10'000);
     if (status != 0)
@@ -277,7 +277,7 @@ class Demo {
     args.set.push_back("cache_prompt=false");
     axis.run_for = [&](std::size_t index) -> fs::path {
       int concurrency = values[index];
-      return replay_at(trace, args, url, concurrency,
+      return replay_at(trace, open_ended.string(), args, url, concurrency,
                        {{"run", "bisect-c" + std::to_string(concurrency)}},
                        bisect_dir / ("c" + std::to_string(concurrency) + ".rtrace"), options_.stop,
                        nullptr);

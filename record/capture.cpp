@@ -8,6 +8,8 @@
 #include "llm/llm.hpp"
 #include "net/arrived_body.hpp"
 #include "record/record.hpp"
+#include "record/settings.hpp"
+#include "base/described_json.hpp"
 
 namespace retrace::record {
 
@@ -56,34 +58,40 @@ void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std:
   out.decode_note = join(std::move(note), out.decode_note);
 }
 
-std::string settings_json(const RecordOptions& options) {
-  boost::json::object settings;
-  settings["command"] = "record";
-  settings["upstream"] = options.upstream.str();
-  settings["listen"] = options.listen.host + ":" + std::to_string(options.listen.port);
-  settings["session_header"] = options.session_header;
-  boost::json::array redacted;
+RecordSettings record_settings(const RecordOptions& options) {
+  RecordSettings settings;
+  settings.upstream = options.upstream.str();
+  settings.listen = options.listen.host + ":" + std::to_string(options.listen.port);
+  settings.session_header = options.session_header;
   if (!options.keep_secrets) {
-    for (auto name : secret_header_names()) redacted.emplace_back(name);
-    for (const auto& name : options.redact_headers) redacted.emplace_back(name);
+    for (auto name : secret_header_names()) settings.redacted_headers.emplace_back(name);
+    for (const auto& name : options.redact_headers) settings.redacted_headers.push_back(name);
   }
-  settings["redacted_headers"] = std::move(redacted);
-  settings["keep_secrets"] = options.keep_secrets;
-  boost::json::array include, exclude;
-  for (const auto& glob : options.include_paths) include.emplace_back(glob);
-  for (const auto& glob : options.exclude_paths) exclude.emplace_back(glob);
-  settings["include_paths"] = std::move(include);
-  settings["exclude_paths"] = std::move(exclude);
-  settings["max_body"] = options.max_body;
-  settings["sample"] = options.sample;
-  settings["seed"] = options.seed;
-  settings["max_response_bytes"] = options.max_response_bytes;
-  settings["flush_every"] = options.writer.flush_every;
-  settings["flush_ms"] = options.writer.flush_ms;
-  settings["upstream_timeout_ms"] = options.upstream_timeout.count();
-  settings["insecure"] = options.tls.insecure;
-  settings["ca_file"] = options.tls.ca_file;
-  return boost::json::serialize(settings);
+  settings.keep_secrets = options.keep_secrets;
+  settings.include_paths = options.include_paths;
+  settings.exclude_paths = options.exclude_paths;
+  settings.max_body = options.max_body;
+  settings.sample = options.sample;
+  settings.seed = options.seed;
+  settings.max_response_bytes = options.max_response_bytes;
+  settings.flush_every = options.writer.flush_every;
+  settings.flush_ms = options.writer.flush_ms;
+  settings.upstream_timeout_ms = options.upstream_timeout.count();
+  settings.insecure = options.tls.insecure;
+  settings.ca_file = options.tls.ca_file;
+  return settings;
+}
+
+RecordSettings parse_record_settings(const std::string& settings) {
+  RecordSettings out;
+  boost::system::error_code ec;
+  auto value = boost::json::parse(settings, ec);
+  if (!ec) described_json::read_json(value, out);
+  return out;
+}
+
+std::string settings_json(const RecordOptions& options) {
+  return boost::json::serialize(described_json::to_json(record_settings(options)));
 }
 
 }  // namespace retrace::record

@@ -23,6 +23,7 @@
 #include "net/run_handlers.hpp"
 #include "replay/client_usage.hpp"
 #include "replay/feed.hpp"
+#include "replay/flags.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
 #include "replay/run_input.hpp"
@@ -150,8 +151,7 @@ void check_options(const Options& options) {
   if (options.shard_count == 0 || options.shard_index >= options.shard_count)
     throw std::invalid_argument("bad shard: index must be below count");
   const auto& schedule = options.schedule;
-  if (schedule.kind == ScheduleKind::concurrency && schedule.concurrency < 1)
-    throw std::invalid_argument("--concurrency must be at least 1");
+  if (schedule.kind == ScheduleKind::concurrency) check_concurrency(schedule.concurrency);
   if (schedule.kind == ScheduleKind::rate && !(schedule.rate > 0))
     throw std::invalid_argument("--rate must be above 0");
   if (schedule.kind == ScheduleKind::recorded && !(schedule.speed > 0))
@@ -440,7 +440,9 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
   }
 
   StatsBuilder stats(options.schedule.kind != ScheduleKind::concurrency, options.slo);
-  stats.reserve(input.count());
+  // Room for a run's figures up front, but not for --requests 4000000000's: a streamed run's
+  // figures grow with the requests it finished, not with those it was asked for.
+  stats.reserve(std::min<std::size_t>(input.count(), std::size_t{1} << 20));
   std::unique_ptr<Scraper> scraper;
   if (options.scrape.enabled)
     scraper = std::make_unique<Scraper>(options.scrape, url, tls, shared.clock, shared.in_flight,

@@ -5,10 +5,12 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <vector>
 
+#include "base/time.hpp"
 #include "replay/shard.hpp"
 
 // GCC 12 inlines a coroutine frame's allocation (Asio's aligned_alloc) but not its deallocation,
@@ -48,13 +50,18 @@ StreamedInput scan_input(const std::string& path, const Options& options, std::o
   InputIdentity identity;
   ModelReader model_of;
   Exchange exchange;
+  if (planner && planner->windowed()) {  // the whole trace's clock and sessions, before planning
+    TraceReader first_pass(path);
+    while (first_pass.next_request(exchange)) planner->learn(exchange);
+  }
   bool more = true;
   while (more && (whole || planner || !selection.full()) && reader.next_request(exchange)) {
     ++input.exchanges;
     if (exchange.error.kind == ErrorKind::rejected) ++input.facts.rejected;
     identity.add(exchange);
     if (planner) {
-      planner->add(exchange, reader.position(), model_of(exchange));
+      if (planner->windowed() && !planner->in_window(exchange)) planner->leave_out(exchange);
+      else planner->add(exchange, reader.position(), model_of(exchange));
       more = !enough || !enough(exchange);
       continue;
     }
@@ -73,10 +80,15 @@ StreamedInput scan_input(const std::string& path, const Options& options, std::o
   input.selected = selection.taken();
   // The arrivals the run will draw, as check_schedule lays them out for a loaded run: a rate too
   // low for them fails here, before any traffic.
+  // Past a million arrivals whose mean span is under a tenth of the bound, their sum cannot reach
+  // it (its spread shrinks with the count), and --requests 4000000000 would draw for a minute.
   if (options.schedule.kind == ScheduleKind::rate && input.count(options) > 0) {
     Arrivals arrivals(options.schedule, options.seed);
     auto needed = options.shard_index + (input.count(options) - 1) * options.shard_count + 1;
-    for (std::size_t i = 0; i < needed; ++i) arrivals.next();
+    double mean_span_s = static_cast<double>(needed) / options.schedule.rate;
+    bool far_below = needed > (1u << 20) &&
+                     mean_span_s < std::chrono::duration<double>(kMaxScheduleSpan).count() / 10;
+    for (std::size_t i = 0; i < needed && !far_below; ++i) arrivals.next();
   }
   return input;
 }

@@ -31,6 +31,15 @@ double check_speed(double speed, std::string_view flag) {
   return speed;
 }
 
+int check_concurrency(long long concurrency, std::string_view flag) {
+  if (concurrency < 1) throw std::invalid_argument(std::string(flag) + " must be at least 1");
+  if (concurrency > kMaxInFlight)
+    throw std::invalid_argument(std::string(flag) + " " + std::to_string(concurrency) + " is above " +
+                                std::to_string(kMaxInFlight) + ", the most requests a closed loop keeps in "
+                                "flight (each holds a connection and its buffers, ~10 KB)");
+  return static_cast<int>(concurrency);
+}
+
 void apply_schedule_flags(const ScheduleFlags& flags, Schedule& schedule) {
   // vllm bench serve draws gamma arrivals whose shape is --burstiness; alone, it selects them.
   auto arrival = arrival_from_string(flags.arrival.value_or(flags.burstiness ? "gamma" : "poisson"));

@@ -58,6 +58,9 @@ double parse_rate(std::string_view text, std::string_view flag = "--rate");
 // --speed S from 1e-6 to 1e6 (recorded offsets divided by it stay within int64 nanoseconds).
 // Returns it, or throws std::invalid_argument naming `flag`.
 double check_speed(double speed, std::string_view flag = "--speed");
+// A closed loop's requests in flight: 1 to kMaxInFlight (replay/replay.hpp), else
+// std::invalid_argument naming `flag`.
+int check_concurrency(long long concurrency, std::string_view flag = "--concurrency");
 // The open loop's shape from the flags into `schedule` (arrival, burstiness); throws
 // std::invalid_argument naming the flag and what to write instead.
 void apply_schedule_flags(const ScheduleFlags& flags, Schedule& schedule);

@@ -199,14 +199,59 @@ std::vector<Shard> open_shards(const std::vector<std::filesystem::path>& paths, 
 }
 
 // --trace: the trace the shards replayed, refused when its identity is not theirs.
-std::optional<LoadedTrace> load_source(const MergeOptions& options, const Shard& first) {
+// What --trace says of each shard: the ids of the exchanges its selection sends, sorted, and for
+// each absent shard how many it was to send. Read as the source is streamed, requests only, one at
+// a time (8 bytes a selected exchange kept, not the trace: loading it whole took 687 MiB at 1M).
+struct SourceSelection {
+  std::vector<std::vector<std::uint64_t>> selected;  // by position in the shards
+  std::vector<std::size_t> absent_selected;          // by position in result.absent_shards
+};
+
+std::optional<SourceSelection> read_source(const MergeOptions& options, const std::vector<Shard>& shards,
+                                           const MergeResult& result) {
   if (!options.source_trace) return std::nullopt;
-  LoadedTrace source = load_trace(*options.source_trace);
-  auto identity = input_identity(source);
-  if (identity != first.settings.input_identity)
+  const auto& first = shards.front();
+  // Each shard's selection by replay's own rule (Selection, as select_exchanges applies it), then
+  // the absent shards' under the first shard's settings.
+  std::vector<Options> rules;
+  std::vector<bool> by_session;
+  for (const auto& shard : shards) {
+    rules.push_back(selection_of(shard));
+    by_session.push_back(shard.settings.sessions);
+  }
+  Shard absent;
+  absent.count = first.count;
+  absent.settings = first.settings;
+  for (auto index : result.absent_shards) {
+    absent.index = index;
+    rules.push_back(selection_of(absent));
+    by_session.push_back(absent.settings.sessions);
+  }
+  std::vector<Selection> selections;
+  selections.reserve(rules.size());
+  for (std::size_t r = 0; r < rules.size(); ++r) selections.emplace_back(rules[r], by_session[r]);
+
+  SourceSelection source;
+  source.selected.resize(shards.size());
+  source.absent_selected.resize(result.absent_shards.size());
+  TraceReader reader(*options.source_trace);
+  InputIdentity identity;
+  Exchange exchange;
+  while (reader.next_request(exchange)) {
+    identity.add(exchange);
+    for (std::size_t r = 0; r < selections.size(); ++r) {
+      if (!selections[r].take(exchange)) continue;
+      if (r < shards.size()) source.selected[r].push_back(exchange.id);
+      else ++source.absent_selected[r - shards.size()];
+    }
+  }
+  auto whole = identity.identity(reader.header().created_unix_ns);
+  if (whole != first.settings.input_identity)
     throw MergeRefused("--trace " + name(*options.source_trace) + " is not the trace the shards "
-                       "replayed (its identity " + identity_text(identity) + " is not " +
+                       "replayed (its identity " + identity_text(whole) + " is not " +
                        identity_text(*first.settings.input_identity) + ")");
+  for (const auto& selection : selections) selection.check_filters_matched();
+  for (auto& ids : source.selected) std::sort(ids.begin(), ids.end());
   return source;
 }
 
@@ -363,7 +408,7 @@ std::uint64_t write_merged(std::vector<Shard>& shards, const MergedRun& merged_r
 }
 
 // Each shard's exchanges found, the total missing, and with a source trace the missing ids.
-void count_missing(const std::vector<Shard>& shards, const std::optional<LoadedTrace>& source,
+void count_missing(const std::vector<Shard>& shards, const std::optional<SourceSelection>& source,
                    std::vector<std::vector<std::uint64_t>>& present_ids, MergeResult& result) {
   for (std::size_t s = 0; s < shards.size(); ++s) {
     result.shards[s].present = shards[s].present;
@@ -371,19 +416,12 @@ void count_missing(const std::vector<Shard>& shards, const std::optional<LoadedT
     if (!source) continue;
     auto& present = present_ids[s];
     std::sort(present.begin(), present.end());
-    for (auto index : select_exchanges(source->exchanges, selection_of(shards[s]), shards[s].settings.sessions)) {
-      auto id = source->exchanges[index].id;
+    for (auto id : source->selected[s])
       if (!std::binary_search(present.begin(), present.end(), id)) result.shards[s].missing_ids.push_back(id);
-    }
   }
   // A shard with no output: every exchange it was to send is missing (known with the source).
   if (!source) return;
-  Shard absent;
-  absent.count = shards.front().count;
-  absent.settings = shards.front().settings;
-  for (auto index : result.absent_shards) {
-    absent.index = index;
-    auto count = select_exchanges(source->exchanges, selection_of(absent), absent.settings.sessions).size();
+  for (auto count : source->absent_selected) {
     result.absent_selected.push_back(count);
     result.missing += count;
   }
@@ -395,7 +433,7 @@ MergeResult merge_shards(const std::vector<std::filesystem::path>& paths,
                          const std::filesystem::path& out, const MergeOptions& options) {
   MergeResult result;
   std::vector<Shard> shards = open_shards(paths, result);
-  std::optional<LoadedTrace> source = load_source(options, shards.front());
+  std::optional<SourceSelection> source = read_source(options, shards, result);
   std::vector<std::vector<std::uint64_t>> present_ids(source ? shards.size() : 0);
   auto common_start = align_clocks(shards);
   MergedRun merged_run = merged_header(shards, common_start, out, result);

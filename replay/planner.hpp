@@ -8,7 +8,10 @@
 //
 // What a plan holds: each exchange's candidate, position and model index, each session id once,
 // and each chosen request's send and place in a chain: ~300 bytes an input exchange with the
-// run's figures (bench/RESULTS.md, "Planned runs"); never a body.
+// run's figures (bench/RESULTS.md, "Planned runs"); never a body. A time window's run reads the
+// trace once more first (learn()): the whole trace's clock and each session's first send, so the
+// pass that plans keeps only the exchanges of the window (and of the sessions starting in it) and
+// reads past the rest: its plan grows with the window, not with the trace.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +21,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <unordered_set>
 #include <vector>
 
@@ -27,7 +32,8 @@ namespace retrace::replay {
 
 struct Plan {
   std::unordered_set<std::string> session_ids;  // each once; the candidates' sessions view them
-  std::vector<Candidate> candidates;            // every exchange read, in input order
+  std::vector<Candidate> candidates;  // every exchange planned (read, or in the window), in input order
+  std::optional<LeftOut> left_out;    // a window's run: the exchanges read past
   std::vector<RecordPosition> at;               // where each one's record is
   // The sends, in selection order (cycled by --requests); only input_index and cycle are set.
   std::vector<Prepared> sends;
@@ -42,6 +48,13 @@ struct Plan {
 class Planner {
  public:
   explicit Planner(const Options& options) : options_(options), plan_(std::make_shared<Plan>()) {}
+  // Whether the run is a time window's, which reads the input twice: learn() each exchange of a
+  // first pass, then offer each of the second to in_window(), add() those it keeps, leave_out()
+  // the others.
+  bool windowed() const { return options_.window_from || options_.window_to; }
+  void learn(const Exchange& exchange);
+  bool in_window(const Exchange& exchange) const;
+  void leave_out(const Exchange& exchange);
   // One exchange, read at `at`, in input order; `model` its ModelReader answer.
   void add(const Exchange& exchange, RecordPosition at, const std::optional<std::string>& model);
   // The selection and the chains (throws std::invalid_argument for a schedule that cannot be laid
@@ -54,6 +67,10 @@ class Planner {
   std::vector<std::uint32_t> model_of_;  // per exchange: 0 none, else 1 + its index in models_
   std::vector<std::string> models_;
   std::map<std::size_t, std::string> refused_;  // exchanges method_of refuses: why
+  // A window's first pass: each session's earliest recorded offset and start (the trace's clock
+  // is only known after the pass, so both are kept; TraceClock::offset chooses).
+  std::unordered_map<std::string, std::pair<std::int64_t, std::int64_t>> session_first_;
+  LeftOut left_out_;
 };
 
 }  // namespace retrace::replay

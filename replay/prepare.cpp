@@ -165,7 +165,7 @@ std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepa
 }
 
 std::vector<Chain> make_chains(const std::vector<Candidate>& input, const std::vector<Prepared>& prepared,
-                               const Options& options) {
+                               const Options& options, const LeftOut* left_out) {
   std::vector<Chain> chains;
   bool sessions = options.sessions || options.live_sessions;
   std::unordered_map<std::string, std::size_t> chain_of_session;
@@ -194,14 +194,14 @@ std::vector<Chain> make_chains(const std::vector<Candidate>& input, const std::v
     // The trace's own clock, relative to the window's start, else to the earliest chosen send;
     // for a shard, to the earliest of the whole selection, and idle gaps capped over the whole
     // selection too, so that every shard keeps the unsharded run's times.
-    auto clock = trace_clock_ns(input);
+    auto clock = trace_clock_ns(input, left_out ? &left_out->clock : nullptr);
     std::vector<std::size_t> reference;
     if (options.shard_count > 1) {
       Options whole = options;
       whole.shard_count = 1;
       whole.shard_index = 0;
       whole.limit.reset();
-      reference = select_candidates(input, whole, options.sessions || options.live_sessions);
+      reference = select_candidates(input, whole, options.sessions || options.live_sessions, left_out);
     } else {
       for (const auto& p : prepared) reference.push_back(p.input_index);
     }

@@ -102,9 +102,9 @@ std::vector<Prepared> prepare_requests(const LoadedTrace& input,
 std::vector<Chain> make_chains(const LoadedTrace& input, const std::vector<Prepared>& prepared,
                                const Options& options);
 // The same over the input's candidates (what a plan keeps: replay/planner.hpp); only each
-// prepared item's input_index and cycle are read.
+// prepared item's input_index and cycle are read. `left_out` as select_candidates takes it.
 std::vector<Chain> make_chains(const std::vector<Candidate>& input, const std::vector<Prepared>& prepared,
-                               const Options& options);
+                               const Options& options, const LeftOut* left_out = nullptr);
 
 // Throws std::invalid_argument when the schedule cannot be laid out for the exchanges `options`
 // selects (an arrival past int64 nanoseconds, ...): the preflight checks it before any network.

@@ -89,6 +89,20 @@ std::string_view to_string(ScheduleKind);
 std::string_view to_string(Arrival);
 std::optional<Arrival> arrival_from_string(std::string_view);
 
+// The most requests a closed loop keeps in flight: each slot holds a coroutine, a connection and
+// its buffers (~10 KB: --rate inf --requests 4000000000 peaked at 1.0 GB with 100,000 slots;
+// -c 1,000,000 took 1.5 GB for 10 requests before any connection), and more connections than
+// this pass most descriptor limits. -c above it is refused (check_concurrency, replay/flags.hpp);
+// --rate inf without -c sends at most this many at once.
+inline constexpr int kMaxInFlight = 100'000;
+
+// The most requests a run lays out before it starts: a planned run (sessions, a time window,
+// recorded timing) and every run of sweep, bisect and study hold each request's place, chain and
+// offsets (~130 bytes a request: --sessions --requests 1,000,000 peaked at 136 MB), so --requests
+// and --warmup above it are refused there. A streamed replay (none of those) reads its requests
+// as it sends them and holds ~64 bytes a finished one for its figures, whatever --requests says.
+inline constexpr std::size_t kMaxLaidOutRequests = 10'000'000;
+
 struct Schedule {
   ScheduleKind kind = ScheduleKind::concurrency;
   int concurrency = 1;     // closed loop: requests in flight (rate and recorded schedules have no cap)
@@ -268,9 +282,33 @@ struct Candidate {
 // `exchange` as a candidate under `options`' filters; its session views the exchange's.
 Candidate candidate_of(const Exchange& exchange, const Options& options);
 std::vector<Candidate> candidates_of(const std::vector<Exchange>& exchanges, const Options& options);
-// select_exchanges over candidates (the same order of selection).
+// The origin of the trace's clock (trace_clock_ns), learnt from every exchange of the trace, so
+// that a part of it is placed on the whole trace's clock.
+class TraceClock {
+ public:
+  void add(const Candidate& candidate);
+  // The candidate's offset on the clock of every candidate add()ed; `actual_send_ns` and
+  // `start_unix_ns` are a session's earliest when it is asked for a session's start.
+  std::int64_t offset(std::int64_t actual_send_ns, std::int64_t start_unix_ns) const;
+
+ private:
+  bool have_offsets_ = false;
+  std::int64_t earliest_offset_ = std::numeric_limits<std::int64_t>::max();
+  std::int64_t earliest_start_ = std::numeric_limits<std::int64_t>::max();
+};
+
+// What a run planned from part of its trace (a time window's exchanges and sessions: the rest
+// read past, not planned) knows of the whole: its clock, and how many exchanges it left out and
+// how many of those passed the filters (for check_filters_matched).
+struct LeftOut {
+  TraceClock clock;
+  std::size_t exchanges = 0, matched = 0;
+};
+
+// select_exchanges over candidates (the same order of selection). With `left_out`, `input` is the
+// part of a trace inside its time window, placed on the whole trace's clock.
 std::vector<std::size_t> select_candidates(const std::vector<Candidate>& input, const Options& options,
-                                           bool by_session);
+                                           bool by_session, const LeftOut* left_out = nullptr);
 
 // The order of selection above, one exchange at a time in input order (the window is the
 // caller's: it needs the whole trace's clock): what select_exchanges and a streamed input
@@ -283,6 +321,12 @@ class Selection {
   bool take(const Candidate& candidate, bool in_window = true);
   bool full() const;
   std::size_t taken() const { return taken_; }
+  // Exchanges read past without being offered (outside a time window), `matched` of them eligible:
+  // counted as offered for check_filters_matched.
+  void left_out(std::size_t exchanges, std::size_t matched) {
+    offered_ += exchanges;
+    matched_ += matched;
+  }
   // Once every exchange was offered to take(): throws invalid_argument "--filter F matched none
   // of the N exchanges" when there are filters and no exchange offered passed them (a valid
   // filter that selects nothing is a mistake to name, not an empty run).
@@ -300,7 +344,8 @@ class Selection {
 // recorded offsets (actual_send_ns, which an import sets from the dataset's timestamps) when any
 // exchange has one, else the wall-clock starts.
 std::vector<std::int64_t> trace_clock_ns(const std::vector<Exchange>& exchanges);
-std::vector<std::int64_t> trace_clock_ns(const std::vector<Candidate>& input);
+std::vector<std::int64_t> trace_clock_ns(const std::vector<Candidate>& input,
+                                         const TraceClock* whole = nullptr);
 
 // Whether --sample-sessions `fraction` keeps the session `key` under `seed`: a splitmix64 of the
 // key's FNV-1a hash and the seed, below fraction × 2^64. The same on every machine.

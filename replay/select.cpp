@@ -78,15 +78,25 @@ bool matches_filter(const Exchange& exchange, std::string_view filter) {
   return false;
 }
 
-std::vector<std::int64_t> trace_clock_ns(const std::vector<Candidate>& input) {
-  bool have_offsets = std::any_of(input.begin(), input.end(),
-                                  [](const Candidate& c) { return c.actual_send_ns != 0; });
+void TraceClock::add(const Candidate& candidate) {
+  have_offsets_ = have_offsets_ || candidate.actual_send_ns != 0;
+  earliest_offset_ = std::min(earliest_offset_, candidate.actual_send_ns);
+  earliest_start_ = std::min(earliest_start_, candidate.start_unix_ns);
+}
+
+std::int64_t TraceClock::offset(std::int64_t actual_send_ns, std::int64_t start_unix_ns) const {
+  return have_offsets_ ? actual_send_ns - earliest_offset_ : start_unix_ns - earliest_start_;
+}
+
+std::vector<std::int64_t> trace_clock_ns(const std::vector<Candidate>& input, const TraceClock* whole) {
+  TraceClock own;
+  if (!whole) {
+    for (const auto& c : input) own.add(c);
+    whole = &own;
+  }
   std::vector<std::int64_t> clock;
   clock.reserve(input.size());
-  for (const auto& c : input) clock.push_back(have_offsets ? c.actual_send_ns : c.start_unix_ns);
-  if (clock.empty()) return clock;
-  auto earliest = *std::min_element(clock.begin(), clock.end());
-  for (auto& offset : clock) offset -= earliest;
+  for (const auto& c : input) clock.push_back(whole->offset(c.actual_send_ns, c.start_unix_ns));
   return clock;
 }
 
@@ -246,15 +256,36 @@ std::vector<std::size_t> select_exchanges(const std::vector<Exchange>& exchanges
   return select_candidates(candidates_of(exchanges, options), options, by_session);
 }
 
+namespace {
+
+// select_candidates lays its requests out (a loaded or planned run), and --warmup's with them:
+// refused past the bound before anything is allocated (replay/replay.hpp, kMaxLaidOutRequests).
+void check_laid_out(const Options& options) {
+  auto refuse = [](std::string_view flag, std::size_t count) {
+    throw std::invalid_argument(
+        std::string(flag) + " " + std::to_string(count) + " is above the " +
+        std::to_string(kMaxLaidOutRequests) + " requests a run lays out before it starts (about 130 "
+        "bytes each): sessions, a time window, recorded timing, sweep, bisect and study plan every "
+        "request first. Give fewer, or replay without --sessions and a time window, which reads "
+        "its requests as it sends them and takes any number");
+  };
+  if (options.requests && *options.requests > kMaxLaidOutRequests) refuse("--requests", *options.requests);
+  if (options.warmup > kMaxLaidOutRequests) refuse("--warmup", options.warmup);
+}
+
+}  // namespace
+
 std::vector<std::size_t> select_candidates(const std::vector<Candidate>& input, const Options& options,
-                                           bool by_session) {
+                                           bool by_session, const LeftOut* left_out) {
+  check_laid_out(options);
   Selection selection(options, by_session);
+  if (left_out) selection.left_out(left_out->exchanges, left_out->matched);
   bool windowed = options.window_from || options.window_to;
   std::vector<std::int64_t> clock;
   // A session is kept or left whole, by its first turn's offset.
   std::unordered_map<std::string_view, std::int64_t> session_start;
   if (windowed) {
-    clock = trace_clock_ns(input);
+    clock = trace_clock_ns(input, left_out ? &left_out->clock : nullptr);
     for (std::size_t i = 0; i < input.size(); ++i) {
       if (input[i].session.empty()) continue;
       auto [it, inserted] = session_start.try_emplace(input[i].session, clock[i]);

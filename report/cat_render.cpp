@@ -65,7 +65,17 @@ void write_exchange_text(const Exchange& exchange, std::ostream& out) {
     out << "  error: " << to_string(exchange.error.kind) << ": "
         << printable(exchange.error.message, kCatShownBytes) << "\n";
   out << "  request: " << printable(request_summary(exchange.request), kCatShownBytes) << "\n";
-  for (const auto& choice : exchange.choices) write_choice(choice, out);
+  // The decoder keeps each choice's content part (its finish reason, "the answer" live sessions
+  // and --expect read); a choice that answered with tool calls alone has it empty, and a line
+  // for it read as an empty answer: it is shown only when the choice has nothing else.
+  const auto& choices = exchange.choices;
+  for (std::size_t at = 0; at < choices.size(); ++at) {
+    const Choice& choice = choices[at];
+    bool beside_others = (at > 0 && choices[at - 1].index == choice.index) ||
+                         (at + 1 < choices.size() && choices[at + 1].index == choice.index);
+    if (choice.part == Part::content && choice.tokens.empty() && beside_others) continue;
+    write_choice(choice, out);
+  }
   if (!exchange.choices.empty() || exchange.usage.completion_tokens >= 0) {
     auto tokens = output_tokens(exchange);
     out << "  output tokens: " << tokens.count << (tokens.from_usage ? " (server usage)" : " (counted)")

@@ -55,6 +55,19 @@ window.onerror=function(message){document.body.setAttribute('data-error',String(
     document.querySelectorAll('[data-class="near-tie"]').forEach(function(node){node.hidden=toggle.checked;});
   });}
   document.body.setAttribute('data-divergences',String(articles.length));
+  // Drawn boxes (a legend's, any text) that cross their chart's title, as the browser laid them
+  // out: 0 expected.
+  var overlaps=0;
+  document.querySelectorAll('svg.chart').forEach(function(chart){
+    var title=chart.querySelector('.chart-title');if(!title)return;
+    var t=title.getBoundingClientRect();
+    chart.querySelectorAll('text,rect').forEach(function(node){
+      if(node===title)return;
+      var b=node.getBoundingClientRect();
+      if(b.left<t.right&&t.left<b.right&&b.top<t.bottom&&t.top<b.bottom)overlaps++;
+    });
+  });
+  document.body.setAttribute('data-chart-title-overlaps',String(overlaps));
   document.body.setAttribute('data-ready','1');
 })();
 )";

@@ -57,16 +57,43 @@ std::string axes(double y_max, const std::string& x_caption, const std::string& 
   return out;
 }
 
-std::string legend(const std::vector<std::string>& labels) {
-  std::string out;
-  double x = kLeft + kPlotWidth;
-  for (std::size_t i = labels.size(); i-- > 0;) {
-    double width = 18 + 7.0 * double(labels[i].size());
-    x -= width;
-    out += "<rect x=\"" + fixed(x, 1) + "\" y=\"10\" width=\"10\" height=\"10\" fill=\"" +
-           colour(i) + "\"/>" + text_at(x + 13, 19, labels[i], "start");
+// A chart's legend, and how much taller it makes the chart. On the title's line, right-aligned,
+// when it fits beside the title; else in rows under the chart, so that it never covers the title
+// (widths estimated: 8 px a character of the 13 px title, 7 of an 11 px label).
+struct Legend {
+  std::string svg;
+  int extra_height = 0;
+};
+Legend legend(const std::string& title, const std::vector<std::string>& labels) {
+  auto width_of = [](const std::string& label) { return 18 + 7.0 * double(label.size()); };
+  double total = 0;
+  for (const auto& label : labels) total += width_of(label);
+  double title_end = kLeft + 8.0 * double(title.size()) + 12;
+  std::string out = "<g class=\"legend\">";
+  auto item = [&](std::size_t i, double x, double y) {
+    out += "<rect x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" width=\"10\" height=\"10\" fill=\"" +
+           colour(i) + "\"/>" + text_at(x + 13, y + 9, labels[i], "start");
+  };
+  if (kLeft + kPlotWidth - total >= title_end) {
+    double x = kLeft + kPlotWidth;
+    for (std::size_t i = labels.size(); i-- > 0;) {
+      x -= width_of(labels[i]);
+      item(i, x, 10);
+    }
+    return {out + "</g>", 0};
   }
-  return out;
+  constexpr int kRow = 16;
+  double x = kLeft;
+  int row = 0;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (x > kLeft && x + width_of(labels[i]) > kLeft + kPlotWidth) {
+      x = kLeft;
+      ++row;
+    }
+    item(i, x, kHeight + 2 + row * kRow);
+    x += width_of(labels[i]);
+  }
+  return {out + "</g>", (row + 1) * kRow + 4};
 }
 
 }  // namespace
@@ -108,7 +135,13 @@ std::string cdf_chart(const std::string& title, const std::string& unit, const s
     out += "<path class=\"cdf\" data-series=\"" + html_escape(series[s].label) + "\" d=\"" + path +
            "\" stroke=\"" + colour(s) + "\"/>";
   }
-  return out + legend(labels) + "</svg>";
+  auto key = legend(title, labels);
+  if (key.extra_height > 0) {  // the rows under the chart: a taller viewBox to hold them
+    const std::string box = "viewBox=\"0 0 " + std::to_string(kWidth) + " " + std::to_string(kHeight) + "\"";
+    out.replace(out.find(box), box.size(),
+                "viewBox=\"0 0 " + std::to_string(kWidth) + " " + std::to_string(kHeight + key.extra_height) + "\"");
+  }
+  return out + key.svg + "</svg>";
 }
 
 std::string bar_chart(const std::string& title, const std::string& unit, const std::vector<Bar>& bars) {

@@ -10,12 +10,13 @@
 
 namespace retrace::sweep {
 
-std::filesystem::path replay_at(const LoadedTrace& trace, const ReplayArgs& args,
-                                const std::string& target, int concurrency,
+std::filesystem::path replay_at(const LoadedTrace& trace, const std::string& trace_path,
+                                const ReplayArgs& args, const std::string& target, int concurrency,
                                 const std::vector<Label>& labels, const std::filesystem::path& out,
                                 const std::atomic<bool>* stop,
                                 std::shared_ptr<const replay::Preflight> checked) {
   auto options = to_replay_options(args, target, concurrency, labels);
+  options.input = trace_path;  // the probe's report names its trace, not "trace unknown"
   options.preflight = std::move(checked);
   auto result = replay::run_replay(trace, options, out, stop);
   if (result.interrupted) throw std::runtime_error("interrupted while replaying into " + out.string());

@@ -38,7 +38,7 @@ double parse_level(std::string_view item, Axis axis) {
     auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (ec != std::errc{} || end != item.data() + item.size() || value < 1)
       throw std::invalid_argument(flag + ": '" + std::string(item) + "' is not a positive integer");
-    return value;
+    return replay::check_concurrency(value, flag);  // replay's bound, replay's rule
   }
   if (axis == Axis::rate) return replay::parse_rate(item, flag);  // replay's bounds, replay's rule
   double value = 0;

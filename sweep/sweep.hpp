@@ -257,10 +257,11 @@ BisectResult run_bisect(const BisectAxis& axis, std::ostream& out);
 std::string bisect_json(const BisectAxis& axis, const BisectResult& result,
                         const std::filesystem::path& runs_dir);
 
-// The replay side of bisect --over concurrency: replays `trace` at `concurrency` into `out`, with
-// the preflight made once for all probes. Throws when the run was interrupted.
-std::filesystem::path replay_at(const LoadedTrace& trace, const ReplayArgs& args,
-                                const std::string& target, int concurrency,
+// The replay side of bisect --over concurrency: replays `trace` (read from `trace_path`, which
+// the run's settings name as its input) at `concurrency` into `out`, with the preflight made once
+// for all probes. Throws when the run was interrupted.
+std::filesystem::path replay_at(const LoadedTrace& trace, const std::string& trace_path,
+                                const ReplayArgs& args, const std::string& target, int concurrency,
                                 const std::vector<Label>& labels, const std::filesystem::path& out,
                                 const std::atomic<bool>* stop,
                                 std::shared_ptr<const replay::Preflight> checked);

@@ -4,6 +4,7 @@
 
 #include "llm/llm.hpp"
 #include "record/record.hpp"
+#include "record/settings.hpp"
 #include "tests/encoders.hpp"
 
 using namespace retrace;
@@ -244,6 +245,29 @@ TEST_CASE("the settings JSON names the upstream and what is redacted", "[record]
   auto kept = boost::json::parse(settings_json(options)).as_object();
   CHECK(kept.at("redacted_headers").as_array().empty());
   CHECK(kept.at("keep_secrets").as_bool());
+}
+
+TEST_CASE("the settings JSON reads back into the typed settings it was written from", "[record][settings]") {
+  RecordOptions options;
+  options.upstream = net::parse_url("http://127.0.0.1:9000");
+  options.include_paths = {"/v1/*"};
+  options.sample = 0.25;
+  options.seed = 7;
+  options.upstream_timeout = std::chrono::milliseconds(1500);
+  auto written = record_settings(options);
+  auto read = parse_record_settings(settings_json(options));
+  CHECK(read.command == "record");
+  CHECK(read.upstream == "http://127.0.0.1:9000");
+  CHECK(read.include_paths == std::vector<std::string>{"/v1/*"});
+  CHECK(read.sample == 0.25);
+  CHECK(read.seed == 7);
+  CHECK(read.upstream_timeout_ms == 1500);
+  CHECK(read.redacted_headers == written.redacted_headers);
+  CHECK(read.max_response_bytes == written.max_response_bytes);
+  // Every key of the struct, and no other, in the JSON (nobody writes one by hand).
+  auto object = boost::json::parse(settings_json(options)).as_object();
+  CHECK(object.size() == boost::mp11::mp_size<boost::describe::describe_members<
+                             RecordSettings, boost::describe::mod_public>>::value);
 }
 
 TEST_CASE("a stream of tiny events counts their bookkeeping against the decode limit and is kept as received",

@@ -58,7 +58,8 @@ struct Setup {
   }
 };
 
-// What a loaded run makes of the same file and options: its chains, by input index.
+// What a loaded run makes of the same file and options: its chains, by input exchange id (a
+// window's plan holds only the window's exchanges, so its indexes are not the input's).
 struct LoadedPlan {
   std::vector<std::vector<std::size_t>> items;
   std::vector<std::vector<std::int64_t>> offsets;
@@ -73,7 +74,7 @@ LoadedPlan loaded_plan(const std::filesystem::path& path, const Options& options
   LoadedPlan plan;
   for (const auto& chain : make_chains(loaded, sends, options)) {
     auto& items = plan.items.emplace_back();
-    for (auto item : chain.items) items.push_back(sends[item].input_index);
+    for (auto item : chain.items) items.push_back(loaded.exchanges[sends[item].input_index].id);
     plan.offsets.push_back(chain.offsets_ns);
     plan.starts.push_back(chain.start_ns);
   }
@@ -84,7 +85,7 @@ LoadedPlan planned(const Plan& plan) {
   LoadedPlan out;
   for (const auto& chain : plan.chains) {
     auto& items = out.items.emplace_back();
-    for (auto item : chain.items) items.push_back(plan.sends[item].input_index);
+    for (auto item : chain.items) items.push_back(plan.candidates[plan.sends[item].input_index].id);
     out.offsets.push_back(chain.offsets_ns);
     out.starts.push_back(chain.start_ns);
   }
@@ -160,6 +161,20 @@ TEST_CASE("a planned run lays out the chains a loaded run lays out") {
     options.window_from = 5s;
     options.window_to = 40s;
     options.max_idle_gap = 300ms;
+  }
+  SECTION("a window of sessions arriving at a rate") {
+    options.schedule.kind = ScheduleKind::rate;
+    options.schedule.rate = 5;
+    options.window_from = 2s;
+    options.window_to = 30s;
+  }
+  SECTION("recorded timing of one shard of three in a window") {
+    options.schedule.kind = ScheduleKind::recorded;
+    options.shard_index = 2;
+    options.shard_count = 3;
+    options.window_from = 10s;
+    options.window_to = 50s;
+    options.max_idle_gap = 500ms;
   }
   SECTION("recorded timing of one shard of three") {
     options.schedule.kind = ScheduleKind::recorded;
@@ -247,4 +262,38 @@ TEST_CASE("a planned run refuses an unknown method only among the requests it se
   setup.options.filters = {"session:s[013]"};
   auto input = scan_input((dir / "in.rtrace").string(), setup.options, warnings, "test");
   CHECK(input.plan->sends.size() == 3);
+}
+
+TEST_CASE("a window's plan holds the window's exchanges and its sessions not the rest of the trace") {
+  TempDir dir;
+  write_turns(dir / "in.rtrace", 400);
+  Setup setup;
+  auto& options = setup.options;
+  options.schedule.kind = ScheduleKind::recorded;
+  options.window_from = 100s;
+  options.window_to = 110s;
+  std::ostringstream warnings;
+  auto input = scan_input((dir / "in.rtrace").string(), options, warnings, "test");
+  REQUIRE(input.plan);
+  CHECK(input.exchanges == 400);
+  // Exchanges 0 to 10 start the five sessions (and 4 has none), all before 100 s: only the ones
+  // without a session whose own offset is in the window are planned (each 11th from 4, at i s).
+  std::vector<std::uint64_t> planned_ids;
+  for (const auto& candidate : input.plan->candidates) planned_ids.push_back(candidate.id);
+  CHECK(planned_ids == std::vector<std::uint64_t>{103});
+  REQUIRE(input.plan->left_out);
+  CHECK(input.plan->left_out->exchanges == 399);
+  CHECK(planned(*input.plan).items == loaded_plan(dir / "in.rtrace", options).items);
+
+  SECTION("a filter that matches only exchanges outside the window is not said to match none") {
+    options.filters = {"session:s1"};
+    auto filtered = scan_input((dir / "in.rtrace").string(), options, warnings, "test");
+    CHECK(filtered.plan->candidates.size() == 1);  // 103, in the window, planned but not eligible
+    CHECK(filtered.plan->sends.empty());
+  }
+  SECTION("a filter that matches no exchange of the trace is named with the trace's count") {
+    options.filters = {"session:nobody"};
+    CHECK_THROWS_WITH(scan_input((dir / "in.rtrace").string(), options, warnings, "test"),
+                      Catch::Contains("matched none of the 400 exchanges"));
+  }
 }

@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "base/described_json.hpp"
+#include "dataset/import_settings.hpp"
 #include "dataset/synthetic_prompt.hpp"
 #include "dataset/trace_import.hpp"
 #include "dataset/trace_rows.hpp"
@@ -113,6 +115,22 @@ TEST_CASE("Mooncake bursts of equal timestamps go out together and milliseconds 
   CHECK_FALSE(body.contains("model"));
   CHECK(trace.header.source == Source::imported);
   CHECK(json::parse(trace.header.settings).as_object()["prompt_tokens"] == "approximate");
+}
+
+TEST_CASE("an imported trace's settings read back into the typed settings they were written from") {
+  TempDir dir;
+  auto trace = import(dir, write(dir, "mooncake.jsonl", kMooncake), "mooncake");
+  TraceImportSettings settings;
+  REQUIRE(described_json::read_json(json::parse(trace.header.settings), settings));
+  CHECK(settings.from == "mooncake");
+  CHECK(settings.ignore_eos);
+  CHECK(settings.prompt_tokens == std::optional<std::string>("approximate"));
+  CHECK(settings.max_tokens == "the recorded output length");
+  CHECK_FALSE(settings.skips);
+  CHECK_FALSE(settings.max_turns);
+  // Every key written is a member (nobody writes one by hand).
+  auto written = json::parse(trace.header.settings).as_object();
+  CHECK(json::serialize(described_json::to_json(settings)) == json::serialize(written));
 }
 
 TEST_CASE("equal hash ids give byte-identical prompt blocks and different ids different text") {

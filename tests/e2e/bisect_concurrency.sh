@@ -24,6 +24,13 @@ if (( boundary > 2 )); then
     || fail "the boundary's lower neighbour was not probed"
 fi
 check_contains "$WORK/b1.out" "concurrency $((boundary - 1)) does not" "the lower neighbour is named"
+# Each probe's run names the trace it replayed (its reports said "trace unknown").
+for probe in "$WORK"/b1/c*.rtrace; do
+  check_eq "$("$RETRACE" export "$probe" | head -1 | jq -r '.header.settings | fromjson | .input')" \
+    "$WORK/open.rtrace" "the trace $probe's settings name"
+done
+"$RETRACE" report "$WORK/b1/c1.rtrace" -o "$WORK/probe.html" >/dev/null
+check_contains "$WORK/probe.html" "$WORK/open.rtrace" "a probe's report names its trace"
 
 status=0
 "$RETRACE" bisect --over concurrency --range 1..8 --trace "$WORK/open.rtrace" \

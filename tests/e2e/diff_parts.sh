@@ -41,6 +41,10 @@ check_contains "$WORK/proxy.err" "recorded 14 exchange(s)" "every exchange recor
 check_contains "$WORK/rec.cat" "choice 0 reasoning (9 tokens" "chat reasoning a part of its own"
 check_contains "$WORK/rec.cat" "choice 0 tool call 0 get_weather" "a chat tool call a part of its own"
 check_contains "$WORK/rec.cat" "choice 0 embedding" "an embedding"
+# The chat answer of tool calls alone (exchange #1) shows its calls, not an empty answer beside them.
+awk '/^#1 /{on=1; next} /^#/{on=0} on' "$WORK/rec.cat" >"$WORK/rec1.cat"
+check_contains "$WORK/rec1.cat" "choice 0 tool call 0 get_weather" "exchange #1's first call"
+if grep -q "choice 0 (0 tokens" "$WORK/rec1.cat"; then cat "$WORK/rec1.cat" >&2; fail "cat shows an empty answer beside the tool calls"; fi
 "$RETRACE" export "$WORK/rec.rtrace" >"$WORK/rec.jsonl"
 python3 - "$WORK/rec.jsonl" <<'PY' || fail "the recording's parts"
 import json, sys

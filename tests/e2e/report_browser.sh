@@ -18,6 +18,8 @@ render() {
   grep -q 'data-ready="1"' "$WORK/$1.dom" || { tail -20 "$WORK/$1.log" >&2; fail "$1: the page's script did not finish"; }
   if grep -q 'data-error=' "$WORK/$1.dom"; then fail "$1: script error: $(grep -o 'data-error="[^"]*"' "$WORK/$1.dom")"; fi
   if grep -iE 'Uncaught|CONSOLE\(.*(error|refused)' "$WORK/$1.log"; then fail "$1: the console shows an error"; fi
+  # No legend (nor any other text or box) over a chart's title, by the boxes Chromium laid out.
+  [[ ${2##*/} == crafted.html ]] || check_contains "$WORK/$1.dom" 'data-chart-title-overlaps="0"' "$1: nothing covers a chart's title"
 }
 
 "$RETRACE" import "$ROOT/traces/open-ended.jsonl" --out "$WORK/open.rtrace" 2>/dev/null
@@ -33,6 +35,11 @@ check_eq "$("$RETRACE" report "$WORK/sweep" -o "$WORK/again.html")" "$WORK/again
 cmp -s "$WORK/sweep/report.html" "$WORK/again.html" || fail "report DIR differs from the sweep's report.html"
 
 render sweep "$WORK/sweep/report.html"
+# The check itself sees an overlap: a text drawn over the first chart's title is counted.
+sed '0,/<text class="chart-title" x="64" y="20">/s//<text x="70" y="18">covering the title<\/text>&/' \
+  "$WORK/sweep/report.html" >"$WORK/crafted.html"
+render crafted "$WORK/crafted.html"
+grep -q 'data-chart-title-overlaps="[1-9]' "$WORK/crafted.dom" || fail "a text over a chart's title was not counted"
 articles=$(grep -o '<article class="divergence"' "$WORK/sweep.dom" | wc -l)
 (( articles > 0 )) || fail "the sweep report shows no divergent output"
 check_contains "$WORK/sweep.dom" "data-divergences=\"$articles\"" "the script counted every divergent output"
