@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# run-serial: another llama-server on the same 2 cores (ctest -j2) stalls this one's batch steps by hundreds of ms at a time (each spins 2 threads), and a stall inside a free slot's TTFT fails it; the first version of this test, beside real.seed_experiment, had its knee moved so (issue 43)
+# sweep --find concurrency against llama.cpp's llama-server with 4 slots (-np 4): the knee is at
+# 4 ± 1, by the structure of a server with 4 slots rather than by its speed.
+#
+# Every request asks for the same number of tokens (max_tokens 128, ignore_eos), so a request that
+# finds a free slot has its first token after a step or two of the batch, and one that finds the 4
+# slots busy waits for a slot to finish: at concurrency 5 the requests started after each
+# completion wait, in all, a whole request's time (128 steps) per round of 4 (one waits it all
+# when the slots finish together; each waits a quarter when they finish evenly spread), so a
+# quarter of them or more wait 32 steps or more. The SLO measures that wait in steps, the
+# request's own TPOT (--slo ttft:16tpot), so it holds whatever this shared machine's speed does
+# during the search (seen here: 14 times slower from one minute to the next, under other
+# engineers' builds; an SLO in ms calibrated at the start then failed concurrency 3): a free slot
+# meets it (1-3 TPOTs; 7 at the worst seen), a request waiting for a slot does not. Hence 5 fails
+# or barely passes and 6 fails (a third or more wait), 3 and 4 pass, at attainment 0.9 of 40
+# requests a probe. e2e:60s is there too (every completed request meets it: the --timeout), so the
+# binding constraint is named from two.
+# About 60-100 s on 2 idle cores (5 probes of 40 requests, 2 to 8, then 6 and 5); bounded at 7
+# minutes.
+. "$(dirname "$0")/lib.sh"
+
+start_llama LLAMA -np 4 -c 4096
+"$RETRACE" import "$ROOT/traces/open-ended.jsonl" --out "$WORK/open.rtrace" 2>/dev/null || fail "import"
+SLO="ttft:16tpot,e2e:60s"
+status=0
+started=$SECONDS
+timeout -s INT -k 30 420 "$RETRACE" sweep "$WORK/open.rtrace" --target "$LLAMA_URL" --find concurrency \
+  --find-from 2 --slo "$SLO" --attainment 0.9 --max-probes 10 --requests 40 --set max_tokens=128 --set ignore_eos=true \
+  --timeout 60s --out "$WORK/cap" >"$WORK/cap.out" 2>"$WORK/cap.err" || status=$?
+[[ $status != 124 ]] || { cat "$WORK/cap.err" >&2; fail "the search took more than 420 s"; }
+[[ $status == 0 ]] || { cat "$WORK/cap.err" >&2; fail "the search: exit $status, want 0"; }
+S="$WORK/cap/summary.json"
+feasible=$(jq .feasible_max "$S")
+echo "feasible_max $feasible, infeasible_min $(jq .infeasible_min "$S") in $(jq .runs "$S") runs, $((SECONDS - started)) s;" \
+  "attainment by concurrency: $(jq -r '[.probes[] | "\(.level)=\(.met)/\(.requests)"] | join(" ")' "$S")" >&2
+(( feasible >= 3 && feasible <= 5 )) || { cat "$WORK/cap.err" "$WORK/cap.out" >&2; fail "the knee at $feasible, want 4 ± 1"; }
+check_eq "$(jq -r .binding_constraint.name "$S")" "ttft/tpot" "the binding constraint: the wait for a slot"
+check_eq "$(jq .binding_constraint.threshold_tpots "$S")" "16" "the binding constraint's limit"
+check_contains "$WORK/cap.out" "Binding constraint: ttft/tpot ≤ 16.0: met by" "the binding constraint on stdout"
+echo "PASS real.sweep_find_llama"
