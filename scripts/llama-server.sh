@@ -10,7 +10,7 @@
 #            start on a free 127.0.0.1 port, wait until GET /health is ok, print the base URL;
 #            defaults: -np 32 -c 16384 (512 tokens per slot), -t $(nproc) threads, --metrics,
 #            continuous batching. -t 1 on a loaded machine: 2 threads wait for each other at every
-#            step, and one descheduled stalls both (5-10 times slower on 2 shared cores, issue 43)
+#            step, and one descheduled stalls both (3-8 times slower on 2 shared cores, issue 43)
 #        scripts/llama-server.sh stop PIDFILE    stop a server started with --pidfile
 #
 # Cache: ${RETRACE_CACHE:-/var/cache/retrace}/llama.cpp/<commit>-<arch>-portable (falls back to

@@ -16,7 +16,7 @@
 # 0.85 of 32 requests a probe, 5 fails or barely passes, 6 fails (a third or more wait), 4 passes.
 # e2e:60s is there too (every request that completes meets it: the --timeout), so the binding
 # constraint is named from two.
-# One thread (-t 1): under other engineers' builds two threads ran 5-10 times slower than one (each
+# One thread (-t 1): under other engineers' builds two threads ran 3-8 times slower than one (each
 # step waits for both, and one is often descheduled). About 40-60 s on 2 quiet cores: 4 probes
 # (4, 8, then 6 and 5); the search is bounded at 5 minutes.
 . "$(dirname "$0")/lib.sh"
