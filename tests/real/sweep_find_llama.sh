@@ -17,8 +17,10 @@
 # e2e:60s is there too (every request that completes meets it: the --timeout), so the binding
 # constraint is named from two.
 # One thread (-t 1): under other engineers' builds two threads ran 3-8 times slower than one (each
-# step waits for both, and one is often descheduled). About 40-60 s on 2 quiet cores: 4 probes
-# (4, 8, then 6 and 5); the search is bounded at 5 minutes.
+# step waits for both, and one is often descheduled; bench/RESULTS.md). 4 or 5 runs (4, 8, then 6
+# and 5, one of them run again when undecided): 23-30 s alone on this machine under other
+# engineers' builds (load 9-12), 41-64 s beside another llama-server test; the search is bounded
+# at 5 minutes.
 . "$(dirname "$0")/lib.sh"
 
 start_llama LLAMA -np 4 -c 4096 -t 1  # one thread: two wait for each other at every step
