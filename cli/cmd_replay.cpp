@@ -231,7 +231,8 @@ void add_replay(CLI::App& root, Registry& registry) {
   command->add_option("--repeat", args->repeat, "Run K times into K traces")->capture_default_str();
   add_request_flags(*command, args->request);
   command->add_option("--run-name", args->run_name, "Label 'run' (default: the output's name)");
-  command->add_option("--slo", args->slo, "Goodput objective, e.g. ttft:200ms,tpot:50ms,e2e:2s");
+  command->add_option("--slo", args->slo, "Goodput objective, e.g. ttft:200ms,tpot:50ms,e2e:2s; ttft:16tpot: the first token within 16 of the "
+                      "request's own TPOT (a wait measured in the server's pace, whatever the machine's speed)");
   command->add_option("--shard", args->shard,
                       "I/N: only every N-th exchange (session) from I; --rate and --timing recorded "
                       "keep the whole trace's send times, -c is per shard; join with `retrace merge`");

@@ -69,7 +69,8 @@ void add_stats(CLI::App& root, Registry& registry) {
   add_output_flags(*command, args->output,
                    "Print one CSV row per request (ttft_ms, e2e_ms, tokens, ...), every trace's "
                    "rows under one header");
-  command->add_option("--slo", args->slo, "Goodput objective, e.g. ttft:200ms,tpot:50ms,e2e:2s");
+  command->add_option("--slo", args->slo, "Goodput objective, e.g. ttft:200ms,tpot:50ms,e2e:2s; ttft:16tpot: the first token within 16 of the "
+                      "request's own TPOT (a wait measured in the server's pace, whatever the machine's speed)");
   registry.add(command, [args] { return run(*args); });
 }
 

@@ -376,7 +376,10 @@ void add_sweep(CLI::App& root, Registry& registry) {
                       "Search instead of sweeping: the largest concurrency, rate or speed whose runs meet --slo "
                       "(and, with --stable, keep the answers). Doubles from --find-from, then bisects")
       ->type_name("AXIS");
-  command->add_option("--slo", args->slo, "With --find: the limits each request must meet, e.g. ttft:500ms,tpot:50ms,e2e:10s")
+  command->add_option("--slo", args->slo,
+                      "With --find: the limits each request must meet, e.g. ttft:500ms,tpot:50ms,e2e:10s; "
+                      "ttft:16tpot: the first token within 16 of the request's own TPOT (a wait for a slot, "
+                      "whatever the machine's speed)")
       ->type_name("LIMITS");
   command->add_option("--attainment", args->attainment,
                       "With --find: the fraction of a probe's requests that must meet every --slo limit")

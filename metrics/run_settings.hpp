@@ -46,9 +46,10 @@ BOOST_DESCRIBE_STRUCT(ScheduleSettings, (),
 
 struct SloSettings {
   std::optional<double> ttft_ms, tpot_ms, e2e_ms;
+  std::optional<double> ttft_tpots;  // --slo ttft:16tpot (metrics::Slo::ttft_tpots)
   friend bool operator==(const SloSettings&, const SloSettings&) = default;
 };
-BOOST_DESCRIBE_STRUCT(SloSettings, (), (ttft_ms, tpot_ms, e2e_ms))
+BOOST_DESCRIBE_STRUCT(SloSettings, (), (ttft_ms, tpot_ms, e2e_ms, ttft_tpots))
 
 // The trace a sharded run replayed (replay/shard.hpp): shards of one trace agree on it.
 struct TraceIdentity {

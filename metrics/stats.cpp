@@ -170,6 +170,8 @@ bool within_slo(const Slo& slo, std::int64_t ttft_ns, double tpot_ns, std::int64
   if (slo.ttft && (ttft_ns >= 0 ? ttft_ns : end_ns) + counted_slip > slo.ttft->count()) return false;
   if (slo.tpot && tpot_ns >= 0 && tpot_ns > static_cast<double>(slo.tpot->count())) return false;
   if (slo.e2e && end_ns + counted_slip > slo.e2e->count()) return false;
+  if (slo.ttft_tpots && (ttft_ns < 0 || tpot_ns <= 0 || double(ttft_ns + counted_slip) > *slo.ttft_tpots * tpot_ns))
+    return false;
   return true;
 }
 

@@ -27,7 +27,11 @@ struct Slo {
   std::optional<std::chrono::nanoseconds> ttft;
   std::optional<std::chrono::nanoseconds> tpot;
   std::optional<std::chrono::nanoseconds> e2e;
-  bool any() const { return ttft || tpot || e2e; }
+  // TTFT at most this many of the request's own TPOT (--slo ttft:16tpot): the time a request
+  // waited before its first token, in the server's own pace, so a machine that runs faster or
+  // slower moves both sides alike. Not met without a TPOT (not streamed, or one token).
+  std::optional<double> ttft_tpots;
+  bool any() const { return ttft || tpot || e2e || ttft_tpots; }
 };
 // Latency/throughput figures of one run (or of any trace: `retrace stats`); each latency
 // figure's Percentiles come from a Distribution (metrics/distribution.hpp).

@@ -163,7 +163,19 @@ Slo parse_slo(std::string_view text) {
       throw std::invalid_argument("bad --slo part '" + std::string(part) +
                                   "': expected METRIC:DURATION, e.g. ttft:200ms");
     auto metric = net::trim_ows(part.substr(0, colon));
-    auto limit = parse_duration(part.substr(colon + 1), "--slo " + std::string(metric));
+    auto value = net::trim_ows(part.substr(colon + 1));
+    if (value.ends_with("tpot")) {  // relative to the request's own pace: ttft:16tpot
+      auto number = value.substr(0, value.size() - 4);
+      double times = 0;
+      auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), times);
+      if (metric != "ttft" || error != std::errc() || end != number.data() + number.size() || !(times > 0) ||
+          !std::isfinite(times))
+        throw std::invalid_argument("bad --slo part '" + std::string(part) +
+                                    "': a limit in TPOTs is a positive number of them on ttft, e.g. ttft:16tpot");
+      slo.ttft_tpots = times;
+      continue;
+    }
+    auto limit = parse_duration(value, "--slo " + std::string(metric));
     if (metric == "ttft") slo.ttft = limit;
     else if (metric == "tpot") slo.tpot = limit;
     else if (metric == "e2e") slo.e2e = limit;

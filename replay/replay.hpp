@@ -112,8 +112,8 @@ struct Schedule {
   double speed = 1;        // recorded timing: 2 = twice as fast
 };
 
-// "ttft:200ms,tpot:50ms,e2e:2s" (every limit with a unit); throws std::invalid_argument naming
-// the bad part.
+// "ttft:200ms,tpot:50ms,e2e:2s" (every limit with a unit), and "ttft:16tpot" (TTFT within 16 of
+// the request's own TPOT: Slo::ttft_tpots); throws std::invalid_argument naming the bad part.
 Slo parse_slo(std::string_view text);
 
 struct Options {

@@ -81,7 +81,8 @@ RunSettings run_settings(const Options& options, std::string_view input_path) {
   for (const auto& label : options.labels) settings.labels[label.key] = label.value;
   if (!options.run_name.empty()) settings.run = options.run_name;
   if (options.repeat_index > 0) settings.repeat = options.repeat_index;
-  settings.slo = {milliseconds(options.slo.ttft), milliseconds(options.slo.tpot), milliseconds(options.slo.e2e)};
+  settings.slo = {milliseconds(options.slo.ttft), milliseconds(options.slo.tpot), milliseconds(options.slo.e2e),
+                  options.slo.ttft_tpots};
   settings.shard = std::to_string(options.shard_index) + "/" + std::to_string(options.shard_count);
   settings.threads = options.threads;
   if (!options.ca_file.empty()) settings.ca_file = options.ca_file;

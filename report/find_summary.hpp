@@ -17,13 +17,16 @@ namespace retrace::report {
 
 // One SLO limit's own attainment at a probe: the fraction of requests within `threshold_ms`, and
 // the figure observed at the target attainment's percentile (e.g. p95 e2e for --attainment 0.95).
+// "ttft/tpot" (--slo ttft:16tpot) is a limit on TTFT in the request's own TPOTs: its threshold is
+// `threshold_tpots` (threshold_ms 0), its observed figure the TTFT's in ms.
 struct ConstraintFigure {
-  std::string name;  // "ttft", "tpot", "e2e"
+  std::string name;  // "ttft", "tpot", "e2e", "ttft/tpot"
   double threshold_ms = 0;
   std::size_t met = 0;
   double observed_ms = 0;
+  std::optional<double> threshold_tpots;
 };
-BOOST_DESCRIBE_STRUCT(ConstraintFigure, (), (name, threshold_ms, met, observed_ms))
+BOOST_DESCRIBE_STRUCT(ConstraintFigure, (), (name, threshold_ms, met, observed_ms, threshold_tpots))
 
 // A probe: every run made at one load, pooled (an undecided probe is extended by another run).
 struct FindProbe {

@@ -6,9 +6,11 @@
 # Usage: scripts/llama-server.sh build           fetch and build (once), print the bin directory
 #        scripts/llama-server.sh model           make the tiny model (once), print its path
 #        scripts/llama-server.sh check           make the model twice more, fail unless all 3 are equal
-#        scripts/llama-server.sh start [-np N] [-c N] [--log FILE] [--pidfile FILE]
+#        scripts/llama-server.sh start [-np N] [-c N] [-t N] [--log FILE] [--pidfile FILE]
 #            start on a free 127.0.0.1 port, wait until GET /health is ok, print the base URL;
-#            defaults: -np 32 -c 16384 (512 tokens per slot), --metrics, continuous batching
+#            defaults: -np 32 -c 16384 (512 tokens per slot), -t $(nproc) threads, --metrics,
+#            continuous batching. -t 1 on a loaded machine: 2 threads wait for each other at every
+#            step, and one descheduled stalls both (3-8 times slower on 2 shared cores, issue 43)
 #        scripts/llama-server.sh stop PIDFILE    stop a server started with --pidfile
 #
 # Cache: ${RETRACE_CACHE:-/var/cache/retrace}/llama.cpp/<commit>-<arch>-portable (falls back to
@@ -114,11 +116,13 @@ free_port() {
 }
 
 start() {
-  local slots=32 context=16384 log=/dev/null pidfile=""
+  local slots=32 context=16384 threads log=/dev/null pidfile=""
+  threads=$(nproc)
   while (( $# )); do
     case "$1" in
       -np) slots=$2; shift 2 ;;
       -c) context=$2; shift 2 ;;
+      -t) threads=$2; shift 2 ;;
       --log) log=$2; shift 2 ;;
       --pidfile) pidfile=$2; shift 2 ;;
       *) die "start: unknown option '$1' (see the usage at the top of $0)" ;;
@@ -130,7 +134,7 @@ start() {
   port=$(free_port)
   url="http://127.0.0.1:$port"
   "$BIN/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$port" -np "$slots" -c "$context" \
-    --cont-batching --metrics --alias tiny-random-llama -t "$(nproc)" >"$log" 2>&1 &
+    --cont-batching --metrics --alias tiny-random-llama -t "$threads" >"$log" 2>&1 &
   pid=$!
   [[ -z "$pidfile" ]] || echo "$pid" >"$pidfile"
   # Wait for the event: /health answers 503 while the model loads and 200 once it serves.

@@ -37,16 +37,19 @@ struct Limit {
 };
 std::vector<Limit> limits_of(const metrics::Slo& slo) {
   std::vector<Limit> limits;
-  if (slo.ttft) limits.push_back({"ttft", metrics::Slo{slo.ttft, {}, {}}, &metrics::Stats::ttft});
-  if (slo.tpot) limits.push_back({"tpot", metrics::Slo{{}, slo.tpot, {}}, &metrics::Stats::tpot});
-  if (slo.e2e) limits.push_back({"e2e", metrics::Slo{{}, {}, slo.e2e}, &metrics::Stats::e2e});
+  if (slo.ttft) limits.push_back({"ttft", metrics::Slo{slo.ttft, {}, {}, {}}, &metrics::Stats::ttft});
+  if (slo.tpot) limits.push_back({"tpot", metrics::Slo{{}, slo.tpot, {}, {}}, &metrics::Stats::tpot});
+  if (slo.e2e) limits.push_back({"e2e", metrics::Slo{{}, {}, slo.e2e, {}}, &metrics::Stats::e2e});
+  if (slo.ttft_tpots)
+    limits.push_back({"ttft/tpot", metrics::Slo{{}, {}, {}, slo.ttft_tpots}, &metrics::Stats::ttft});
   return limits;
 }
 
 double ms(std::chrono::nanoseconds value) { return double(value.count()) / 1e6; }
+// A limit in ms; 0 for one in TPOTs (not a time).
 double limit_ms(const Limit& limit) {
   const auto& slo = limit.slo;
-  return ms(slo.ttft ? *slo.ttft : slo.tpot ? *slo.tpot : *slo.e2e);
+  return slo.ttft ? ms(*slo.ttft) : slo.tpot ? ms(*slo.tpot) : slo.e2e ? ms(*slo.e2e) : 0;
 }
 
 // A finished run's figures: every limit's attainment read from the trace, and with a baseline its
@@ -63,8 +66,8 @@ RunOutcome measure(const fs::path& run, const std::string& name, const metrics::
   outcome.output_tokens_per_s = stats.output_tokens_per_s;
   for (const auto& limit : limits_of(slo)) {
     auto alone = metrics::stats_of_trace(run, limit.slo);
-    outcome.constraints.push_back(
-        {limit.name, limit_ms(limit), alone.slo_met.value_or(0), (stats.*limit.figure).at(attainment * 100)});
+    outcome.constraints.push_back({limit.name, limit_ms(limit), alone.slo_met.value_or(0),
+                                   (stats.*limit.figure).at(attainment * 100), limit.slo.ttft_tpots});
   }
   if (baseline) {
     auto base = diff::open_trace_source(*baseline);

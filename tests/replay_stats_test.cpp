@@ -109,6 +109,23 @@ TEST_CASE("goodput counts completed requests meeting every SLO - from the intend
   CHECK(*closed.slo_met == 2);
 }
 
+TEST_CASE("a ttft limit in TPOTs compares each request's TTFT with its own TPOT") {
+  std::vector<ExchangeMetrics> metrics;
+  metrics.push_back(streamed(0, 0, {30, 40, 50}, 50));        // ttft 30, tpot 10: 3 TPOTs
+  metrics.push_back(streamed(0, 0, {300, 400, 500}, 500));    // ttft 300, tpot 100: 3 TPOTs, 10 times slower
+  metrics.push_back(streamed(0, 0, {40, 45, 50}, 50));        // ttft 40, tpot 5: 8 TPOTs
+  metrics.push_back(streamed(0, 0, {30}, 30));                // one token: no TPOT, not met
+  ExchangeMetrics whole;                                      // not streamed: no TTFT, not met
+  whole.end_ns = 20'000'000;
+  metrics.push_back(whole);
+  auto stats = compute_stats(false, metrics, parse_slo("ttft:4tpot"));
+  REQUIRE(stats.slo_met);
+  CHECK(*stats.slo_met == 2);
+  CHECK(*compute_stats(false, metrics, parse_slo("ttft:8tpot")).slo_met == 3);
+  // With an absolute limit beside it, a request meets both.
+  CHECK(*compute_stats(false, metrics, parse_slo("ttft:4tpot,ttft:100ms")).slo_met == 1);
+}
+
 TEST_CASE("stats of a trace header know open-loop runs from the settings") {
   TraceHeader header;
   header.source = Source::replayed;

@@ -51,6 +51,20 @@ TEST_CASE("an SLO names ttft - tpot and e2e limits and rejects anything else") {
   CHECK_THROWS_AS(parse_slo(""), std::invalid_argument);
 }
 
+TEST_CASE("an SLO's ttft limit in TPOTs is a positive number of the request's own TPOT") {
+  auto slo = parse_slo("ttft:16tpot,e2e:2s");
+  REQUIRE(slo.ttft_tpots);
+  CHECK(*slo.ttft_tpots == 16);
+  CHECK_FALSE(slo.ttft);
+  CHECK(slo.e2e == std::chrono::seconds(2));
+  CHECK(slo.any());
+  CHECK(*parse_slo("ttft:2.5tpot").ttft_tpots == 2.5);
+  auto both = parse_slo("ttft:500ms,ttft:8tpot");
+  CHECK((both.ttft == std::chrono::milliseconds(500) && both.ttft_tpots == 8.0));
+  for (auto bad : {"e2e:16tpot", "tpot:2tpot", "ttft:tpot", "ttft:0tpot", "ttft:-1tpot", "ttft:1e999tpot", "ttft:x2tpot"})
+    CHECK_THROWS_WITH(parse_slo(bad), Catch::Matchers::Contains("a limit in TPOTs is a positive number of them on ttft"));
+}
+
 TEST_CASE("a shard is I/N with I below N") {
   CHECK(parse_shard("0/4") == std::pair<std::size_t, std::size_t>{0, 4});
   CHECK(parse_shard("3/4") == std::pair<std::size_t, std::size_t>{3, 4});

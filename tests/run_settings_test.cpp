@@ -45,6 +45,7 @@ Options every_flag() {
   options.repeat_index = 2;
   options.slo.ttft = 200ms;
   options.slo.e2e = 2s;
+  options.slo.ttft_tpots = 16;
   options.shard_index = 1;
   options.shard_count = 4;
   options.threads = 2;
@@ -91,7 +92,7 @@ TEST_CASE("every flag given is under the key replay has always written it") {
     CHECK(object.contains(key));
   CHECK(object.at("schedule") == boost::json::parse(R"({"kind":"rate","rate":2.5,"arrival":"poisson","burstiness":0.5,"seed":7})"));
   CHECK(object.at("window_to_ms") == 2500.0);
-  CHECK(object.at("slo") == boost::json::parse(R"({"ttft_ms":200.0,"e2e_ms":2000.0})"));
+  CHECK(object.at("slo") == boost::json::parse(R"({"ttft_ms":200.0,"e2e_ms":2000.0,"ttft_tpots":16.0})"));
   CHECK(object.at("headers") == boost::json::parse(R"(["X-Team: blue","Authorization: [redacted]"])"));
   CHECK(object.at("session_mode") == "live");
 }

@@ -32,7 +32,7 @@ RunOutcome outcome(std::size_t requests, std::size_t met) {
   run.name = "run";
   run.requests = requests;
   run.met = met;
-  run.constraints = {{"e2e", 2000, met, 1500}};
+  run.constraints = {{"e2e", 2000, met, 1500, {}}};
   return run;
 }
 
@@ -301,4 +301,26 @@ TEST_CASE("with an SLO and --stable both boundaries are found in one search") {
   CHECK_FALSE(same.answer.unstable_min);
   CHECK(same.probes.back().level == 32);
   CHECK(report::find_exit_status(same.answer) == report::kFindFound);
+}
+
+TEST_CASE("a ttft limit in TPOTs is named as the binding constraint with its threshold in TPOTs") {
+  auto summary = search("concurrency");
+  summary.slo = "ttft:16tpot";
+  auto run = [](std::size_t met) {
+    RunOutcome outcome;
+    outcome.name = "run";
+    outcome.requests = 40;
+    outcome.met = met;
+    outcome.constraints = {{"ttft/tpot", 0, met, 812.3, 16.0}};
+    return outcome;
+  };
+  add_run(summary, 4, false, run(40));
+  add_run(summary, 5, false, run(29));
+  REQUIRE(summary.answer.binding);
+  CHECK(summary.answer.binding->name == "ttft/tpot");
+  CHECK(summary.answer.binding->threshold_tpots == 16.0);
+  CHECK_THAT(report::find_to_markdown(summary),
+             Catch::Matchers::Contains("Binding constraint: ttft/tpot ≤ 16.0: met by 72.5 % at 5 (p95 TTFT 812.3 ms)"));
+  CHECK_THAT(report::find_to_json(summary), Catch::Matchers::Contains("\"threshold_tpots\":1.6E1") ||
+                                                Catch::Matchers::Contains("\"threshold_tpots\":16"));
 }

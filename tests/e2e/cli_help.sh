@@ -35,7 +35,7 @@ done
 # The capacity search's flags and exit statuses are in `retrace help sweep`.
 "$RETRACE" help sweep >"$WORK/help-sweep"
 for text in "--find" "--slo" "--attainment" "--stable" "--precision" "--max-probes" "--find-from" \
-    "feasible_max" "search_history.json" "3 not resolved within --max-probes"; do
+    "feasible_max" "search_history.json" "3 not resolved within --max-probes" "ttft:16tpot"; do
   check_contains "$WORK/help-sweep" "$text" "retrace help sweep describes the capacity search"
 done
 

@@ -19,7 +19,7 @@ _real_cleanup() {
 }
 trap _real_cleanup EXIT
 
-# start_llama NAME [llama-server.sh start options...]: starts llama-server on a free loopback
+# start_llama NAME [llama-server.sh start options: -np N -c N -t N]: starts llama-server on a free loopback
 # port (building it and the model first if this machine has not yet), waits until GET /health
 # is ok, and sets ${NAME}_URL. Its log goes to $WORK/NAME.log.
 start_llama() {
