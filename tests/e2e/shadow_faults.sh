@@ -1,5 +1,6 @@
 # retrace shadow never lets a mirror touch a client's answer: with a candidate that is down, one
-# that fails every stream mid-way, and one much slower than the primary behind a queue of one,
+# that fails every stream mid-way, one that closes every connection mid-response (a real serve
+# behind shadow_cut_front.py, which resets each connection after 16 bytes of body), and one much slower than the primary behind a queue of one,
 # the client's answers equal a direct replay's and the mirror's losses are counted (errors,
 # drops). An identical candidate puts 0 inside the excess interval and passes the gate; --max-pairs
 # stops the run. Bad input: a candidate on the primary's URL is refused, and with the primary
@@ -12,6 +13,7 @@ start_listening primary "$RETRACE" "${SERVE[@]}"
 start_listening same "$RETRACE" "${SERVE[@]}"
 start_listening midstream "$RETRACE" "${SERVE[@]}" --fail-mid-stream 1 --fail-after-tokens 2
 start_listening slow "$RETRACE" serve --listen 127.0.0.1:0 --prefix-cache off --decode-step-ms 40
+start_listening cut python3 "$ROOT/tests/e2e/shadow_cut_front.py" "${same_URL##*:}" 16
 # A port nothing listens on: a server started and stopped.
 start_listening gone "$RETRACE" "${SERVE[@]}"
 stop "$gone_PID" || true
@@ -41,6 +43,11 @@ check_contains "$WORK/sh_down.err" "20 error(s)" "the final lines name the error
 
 run midstream "$midstream_URL"
 check_eq "$(leg midstream errors)" 20 "a candidate failing mid-stream: 20 errors counted"
+
+run cut "$cut_URL"
+check_eq "$(leg cut errors)" 20 "a candidate closing every connection mid-response: 20 errors counted"
+check_eq "$(leg cut pairs)" 0 "a candidate closing every connection mid-response: nothing compared"
+check_contains "$WORK/cut.err" "cut after 16 body bytes" "the front really cut connections"
 
 # Each request takes the slow candidate seconds: of the 20 sent at once, one is in flight, one
 # waits, and the queue of one drops the rest while shadow runs (not only when it stops).
