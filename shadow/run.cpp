@@ -39,7 +39,7 @@ std::vector<std::string> redacted_headers(const ShadowOptions& options, Leg leg)
   return names;
 }
 
-// The reporter: summary.json and summary.md rewritten every --report-every, and once at the end.
+// The reporter: summary.json, summary.md and report.html rewritten every --report-every, and once at the end.
 class Reporter {
  public:
   Reporter(const std::filesystem::path& dir, std::chrono::milliseconds every, std::ostream& log)
@@ -68,6 +68,7 @@ class Reporter {
     try {
       write_private_file(dir_ / "summary.json", summary_json(verdict, facts));
       write_private_file(dir_ / "summary.md", summary_markdown(verdict, facts));
+      write_private_file(dir_ / "report.html", summary_html(verdict, facts));
     } catch (const std::exception& e) {
       std::lock_guard lock(mutex_);
       log_ << "retrace shadow: the summary could not be written: " << e.what() << std::endl;

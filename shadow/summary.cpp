@@ -31,6 +31,39 @@ boost::json::value interval_json(const std::optional<metrics::Interval>& interva
 
 }  // namespace
 
+std::string_view leg_name(std::size_t leg) { return kLegNames[leg]; }
+
+std::string excess_text(const Verdict& verdict) {
+  return std::string(verdict.excess_against_control ? "Candidate's excess over the control: "
+                                                    : "Candidate's difference rate (no control given): ") +
+         interval_text(verdict.excess) + ".";
+}
+
+std::string gate_text(const Verdict& verdict, const RunFacts& facts) {
+  if (!facts.fail_if_excess) return "";
+  return "Gate --fail-if-excess " + percent(*facts.fail_if_excess) + ": " +
+         (gate_fails(verdict, facts) ? "FAIL (the interval's lower bound is above it)"
+                                     : "pass (the interval's lower bound is not above it)") + ".";
+}
+
+const std::vector<std::string>& verdict_columns() {
+  static const std::vector<std::string> columns{
+      "leg", "pairs", "identical", "differing", "near ties", "real changes", "errors", "dropped",
+      "difference rate", "TTFT Δ p50 / p99 ms", "ITL Δ p50 / p99 ms"};
+  return columns;
+}
+
+std::vector<std::string> verdict_cells(const Verdict& verdict, std::size_t leg) {
+  const auto& f = verdict.legs[leg];
+  char ttft[64], itl[64];
+  std::snprintf(ttft, sizeof ttft, "%.2f / %.2f", verdict.ttft_delta[leg].p50, verdict.ttft_delta[leg].p99);
+  std::snprintf(itl, sizeof itl, "%.3f / %.3f", verdict.itl_delta[leg].p50, verdict.itl_delta[leg].p99);
+  return {std::string(kLegNames[leg]), std::to_string(f.pairs), std::to_string(f.identical),
+          std::to_string(f.differing), std::to_string(f.near_ties), std::to_string(f.real_changes),
+          std::to_string(f.errors), std::to_string(f.dropped),
+          interval_text(leg == 0 ? verdict.control_rate : verdict.candidate_rate), ttft, itl};
+}
+
 bool gate_fails(const Verdict& verdict, const RunFacts& facts) {
   return facts.fail_if_excess && verdict.excess && verdict.excess->low > *facts.fail_if_excess;
 }
@@ -76,28 +109,20 @@ std::string summary_markdown(const Verdict& verdict, const RunFacts& facts) {
   md += "State: " + facts.state + " after " + std::to_string(static_cast<long long>(facts.elapsed_seconds)) +
         " s. Primary " + facts.primary + ": " + std::to_string(facts.forwarded) + " requests answered, " +
         std::to_string(verdict.primary_written) + " mirrored and recorded.\n\n";
-  md += "| leg | pairs | identical | differing | near ties | real changes | errors | dropped | "
-        "difference rate | TTFT Δ p50 / p99 ms | ITL Δ p50 / p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (std::size_t leg = 0; leg < 2; ++leg) {
-    const auto& f = verdict.legs[leg];
-    if (!f.enabled) continue;
-    char deltas[128];
-    std::snprintf(deltas, sizeof deltas, "%.2f / %.2f | %.3f / %.3f", verdict.ttft_delta[leg].p50,
-                  verdict.ttft_delta[leg].p99, verdict.itl_delta[leg].p50, verdict.itl_delta[leg].p99);
-    md += "| " + std::string(kLegNames[leg]) + " | " + std::to_string(f.pairs) + " | " +
-          std::to_string(f.identical) + " | " + std::to_string(f.differing) + " | " +
-          std::to_string(f.near_ties) + " | " + std::to_string(f.real_changes) + " | " +
-          std::to_string(f.errors) + " | " + std::to_string(f.dropped) + " | " +
-          interval_text(leg == 0 ? verdict.control_rate : verdict.candidate_rate) + " | " + deltas + " |\n";
-  }
+  auto row = [&md](const std::vector<std::string>& cells) {
+    md += "|";
+    for (const auto& cell : cells) md += " " + cell + " |";
+    md += "\n";
+  };
+  row(verdict_columns());
+  md += "|";
+  for (std::size_t i = 0; i < verdict_columns().size(); ++i) md += "---|";
   md += "\n";
-  md += verdict.excess_against_control ? "Candidate's excess over the control: "
-                                       : "Candidate's difference rate (no control given): ";
-  md += interval_text(verdict.excess) + ".\n";
-  if (facts.fail_if_excess)
-    md += "\nGate --fail-if-excess " + percent(*facts.fail_if_excess) + ": " +
-          (gate_fails(verdict, facts) ? "FAIL (the interval's lower bound is above it)"
-                                      : "pass (the interval's lower bound is not above it)") + ".\n";
+  for (std::size_t leg = 0; leg < 2; ++leg)
+    if (verdict.legs[leg].enabled) row(verdict_cells(verdict, leg));
+  md += "\n";
+  md += excess_text(verdict) + "\n";
+  if (facts.fail_if_excess) md += "\n" + gate_text(verdict, facts) + "\n";
   md += "\nEach pair's first divergent token and part: `retrace diff` on this directory.\n";
   return md;
 }
