@@ -187,7 +187,7 @@ ShadowResult run_shadow(const ShadowOptions& options,
     mirrors.push_back(std::make_unique<Mirror>(
         std::move(mirror), clock, run_start,
         [sink](record::CapturedExchange&& captured) { sink->submit(std::move(captured)); },
-        [&pairing, leg](std::uint64_t tag) { pairing.on_dropped(leg, tag); }));
+        [&pairing, leg](std::uint64_t tag, DropReason why) { pairing.on_dropped(leg, tag, why); }));
     mirrors.back()->start();
   }
 
