@@ -1,8 +1,11 @@
 // DIR/report.html: the verdict as report/'s self-contained page (kind "shadow": a header, charts,
 // tables), rewritten with summary.json and summary.md. The excess (which may be below 0) is said in
 // words; the chart draws the legs' rates, bars from 0.
+#include <chrono>
 #include <cstdio>
 
+#include "base/clock.hpp"
+#include "report/header.hpp"
 #include "report/html.hpp"
 #include "report/svg.hpp"
 #include "shadow/summary.hpp"
@@ -32,6 +35,9 @@ std::string summary_html(const Verdict& verdict, const RunFacts& facts) {
   page.generator = kToolVersion;
   page.header.server = facts.primary;
   page.header.tool_version = kToolVersion;
+  page.header.trace = "none: live traffic";
+  page.header.when = report::utc_time(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::system().wall().time_since_epoch()).count());
   char elapsed[64];
   std::snprintf(elapsed, sizeof elapsed, "%.0f s", facts.elapsed_seconds);
   page.header.schedule = "live traffic, " + facts.state + " after " + elapsed + ", " +
