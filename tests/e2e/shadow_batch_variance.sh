@@ -31,6 +31,7 @@ S="$WORK/run/summary.json"
 check_eq "$(json "$S" 's.legs.candidate.pairs')" $COUNT "every candidate pair compared"
 check_eq "$(json "$S" 's.legs.control.differing')" 0 "the deterministic control never differs"
 differing=$(json "$S" 's.legs.candidate.differing')
+echo "the candidate differs on $differing of $COUNT pairs; excess $(json "$S" 'JSON.stringify(s.excess)')"
 check "some candidate answers differ and some do not ($differing of $COUNT)" \
   test "$differing" -gt 0 -a "$differing" -lt $COUNT
 check_eq "$(json "$S" "s.excess.estimate === $differing / $COUNT")" true "the excess is the candidate's difference rate minus the control's 0"
