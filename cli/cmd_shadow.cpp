@@ -125,7 +125,7 @@ void add_shadow(CLI::App& root, Registry& registry) {
                       "A second replica of the primary's deployment: its differences are the noise floor");
   command->add_option("--out,-o", args->out,
                       "A new directory: DIR/primary/, DIR/control/, DIR/candidate/ (segments, as `record "
-                      "--out DIR/`), DIR/summary.json and DIR/summary.md")
+                      "--out DIR/`), DIR/summary.json, DIR/summary.md and DIR/report.html")
       ->required();
   command->add_option("--listen", args->listen, "HOST:PORT to listen on; port 0 picks a free one")
       ->capture_default_str();
@@ -152,7 +152,7 @@ void add_shadow(CLI::App& root, Registry& registry) {
                       "control (Newcombe) is above this, e.g. 0.02")
       ->check(CLI::Range(-1.0, 1.0));
   add_duration_option(*command, "--report-every", args->report_every,
-                      "Rewrite DIR/summary.json and summary.md this often", std::chrono::milliseconds(10))
+                      "Rewrite DIR/summary.json, summary.md and report.html this often", std::chrono::milliseconds(10))
       ->default_str(format_duration(args->report_every));
   command->add_option("--admin-listen", args->admin_listen,
                       "HOST:PORT for /healthz, /readyz and /metrics (with the verdict's figures)");

@@ -351,7 +351,7 @@ std::string render_html(const HtmlReport& report) {
       << "<title>" << e(report.title) << "</title><style>" << kStyle << "</style></head>\n"
       << "<body data-report-kind=\"" << e(report.kind) << "\">\n";
   header_section(report, out);
-  if (report.kind == "search") {  // a capacity search: its charts and its probe table
+  if (report.kind == "search" || report.kind == "shadow") {  // its charts and its tables
     out << "<section id=\"search\"><h2>" << e(report.charts_title) << "</h2><div class=\"charts\">";
     for (const auto& chart : report.charts) out << chart;  // drawn by svg.cpp, escaped there
     out << "</div></section>\n";

@@ -45,7 +45,7 @@ struct HtmlTable {
 };
 
 struct HtmlReport {
-  std::string kind = "run";  // "run", "sweep", "diff" or "search" (sweep --find: charts and tables only)
+  std::string kind = "run";  // "run", "sweep", "diff" or "search" (sweep --find) or "shadow" (retrace shadow): charts and tables only
   std::string title;
   ReportHeader header;
   std::string generator;  // the retrace version writing the report

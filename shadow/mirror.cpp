@@ -225,7 +225,7 @@ class MirrorExchange : public std::enable_shared_from_this<MirrorExchange> {
 
 Mirror::Mirror(MirrorOptions options, const Clock& clock, Clock::time_point run_start,
                std::function<void(record::CapturedExchange&&)> submit,
-               std::function<void(std::uint64_t tag)> on_dropped)
+               std::function<void(std::uint64_t tag, DropReason why)> on_dropped)
     : options_(std::move(options)),
       clock_(clock),
       run_start_(run_start),
@@ -256,7 +256,7 @@ bool Mirror::offer(std::uint64_t tag, std::shared_ptr<const Request> request) {
     std::lock_guard lock(mutex_);
     if (stopping_ || queue_.size() >= options_.queue) {
       dropped.fetch_add(1, std::memory_order_relaxed);
-      if (on_dropped_) on_dropped_(tag);
+      if (on_dropped_) on_dropped_(tag, stopping_ ? DropReason::stopped : DropReason::queue_full);
       return false;
     }
     queue_.push_back({tag, std::move(request)});
@@ -298,10 +298,10 @@ void Mirror::stop(std::chrono::milliseconds drain) {
     std::unique_lock lock(mutex_);
     stopping_ = true;
     idle_.wait_for(lock, drain, [this] { return queue_.empty() && active_ == 0; });
-    // What is still queued is not sent: dropped, as a full queue's would be.
+    // What is still queued is not sent: dropped, counted apart from a full queue's drops.
     for (const auto& job : queue_) {
       dropped.fetch_add(1, std::memory_order_relaxed);
-      if (on_dropped_) on_dropped_(job.tag);
+      if (on_dropped_) on_dropped_(job.tag, DropReason::stopped);
     }
     queue_.clear();
   }

@@ -56,13 +56,17 @@ std::vector<HttpHeader> mirror_headers(const std::vector<HttpHeader>& client,
 
 class MirrorExchange;
 
+// Why a request was never sent to a mirror: its queue was full (--mirror-queue; the mirror falls
+// behind), or shadow was stopping (refused at the door, or still queued when --drain-timeout ran out).
+enum class DropReason { queue_full, stopped };
+
 class Mirror {
  public:
   // `submit` takes each finished exchange (tag set) to the leg's trace thread; `on_dropped` hears
-  // of each tag dropped for a full queue (any thread).
+  // of each tag dropped, and why (any thread).
   Mirror(MirrorOptions options, const Clock& clock, Clock::time_point run_start,
          std::function<void(record::CapturedExchange&&)> submit,
-         std::function<void(std::uint64_t tag)> on_dropped);
+         std::function<void(std::uint64_t tag, DropReason why)> on_dropped);
   ~Mirror();
   Mirror(const Mirror&) = delete;
   Mirror& operator=(const Mirror&) = delete;
@@ -91,7 +95,7 @@ class Mirror {
   const Clock& clock_;
   Clock::time_point run_start_;
   std::function<void(record::CapturedExchange&&)> submit_;
-  std::function<void(std::uint64_t)> on_dropped_;
+  std::function<void(std::uint64_t, DropReason)> on_dropped_;
   std::mutex mutex_;
   std::condition_variable idle_;
   std::deque<Job> queue_;           // guarded by mutex_

@@ -39,7 +39,7 @@ std::vector<std::string> redacted_headers(const ShadowOptions& options, Leg leg)
   return names;
 }
 
-// The reporter: summary.json and summary.md rewritten every --report-every, and once at the end.
+// The reporter: summary.json, summary.md and report.html rewritten every --report-every, and once at the end.
 class Reporter {
  public:
   Reporter(const std::filesystem::path& dir, std::chrono::milliseconds every, std::ostream& log)
@@ -68,6 +68,7 @@ class Reporter {
     try {
       write_private_file(dir_ / "summary.json", summary_json(verdict, facts));
       write_private_file(dir_ / "summary.md", summary_markdown(verdict, facts));
+      write_private_file(dir_ / "report.html", summary_html(verdict, facts));
     } catch (const std::exception& e) {
       std::lock_guard lock(mutex_);
       log_ << "retrace shadow: the summary could not be written: " << e.what() << std::endl;
@@ -186,7 +187,7 @@ ShadowResult run_shadow(const ShadowOptions& options,
     mirrors.push_back(std::make_unique<Mirror>(
         std::move(mirror), clock, run_start,
         [sink](record::CapturedExchange&& captured) { sink->submit(std::move(captured)); },
-        [&pairing, leg](std::uint64_t tag) { pairing.on_dropped(leg, tag); }));
+        [&pairing, leg](std::uint64_t tag, DropReason why) { pairing.on_dropped(leg, tag, why); }));
     mirrors.back()->start();
   }
 

@@ -31,6 +31,40 @@ boost::json::value interval_json(const std::optional<metrics::Interval>& interva
 
 }  // namespace
 
+std::string_view leg_name(std::size_t leg) { return kLegNames[leg]; }
+
+std::string excess_text(const Verdict& verdict) {
+  return std::string(verdict.excess_against_control ? "Candidate's excess over the control: "
+                                                    : "Candidate's difference rate (no control given): ") +
+         interval_text(verdict.excess) + ".";
+}
+
+std::string gate_text(const Verdict& verdict, const RunFacts& facts) {
+  if (!facts.fail_if_excess) return "";
+  return "Gate --fail-if-excess " + percent(*facts.fail_if_excess) + ": " +
+         (gate_fails(verdict, facts) ? "FAIL (the interval's lower bound is above it)"
+                                     : "pass (the interval's lower bound is not above it)") + ".";
+}
+
+const std::vector<std::string>& verdict_columns() {
+  static const std::vector<std::string> columns{
+      "leg", "pairs", "identical", "differing", "near ties", "real changes", "errors", "dropped: full queue / at stop",
+      "difference rate", "TTFT Δ p50 / p99 ms", "ITL Δ p50 / p99 ms"};
+  return columns;
+}
+
+std::vector<std::string> verdict_cells(const Verdict& verdict, std::size_t leg) {
+  const auto& f = verdict.legs[leg];
+  char ttft[64], itl[64];
+  std::snprintf(ttft, sizeof ttft, "%.2f / %.2f", verdict.ttft_delta[leg].p50, verdict.ttft_delta[leg].p99);
+  std::snprintf(itl, sizeof itl, "%.3f / %.3f", verdict.itl_delta[leg].p50, verdict.itl_delta[leg].p99);
+  return {std::string(kLegNames[leg]), std::to_string(f.pairs), std::to_string(f.identical),
+          std::to_string(f.differing), std::to_string(f.near_ties), std::to_string(f.real_changes),
+          std::to_string(f.errors),
+          std::to_string(f.dropped_queue_full) + " / " + std::to_string(f.dropped_at_stop),
+          interval_text(leg == 0 ? verdict.control_rate : verdict.candidate_rate), ttft, itl};
+}
+
 bool gate_fails(const Verdict& verdict, const RunFacts& facts) {
   return facts.fail_if_excess && verdict.excess && verdict.excess->low > *facts.fail_if_excess;
 }
@@ -53,7 +87,8 @@ std::string summary_json(const Verdict& verdict, const RunFacts& facts) {
         {"near_ties", figures.near_ties}, {"real_changes", figures.real_changes},
         {"unknown_changes", figures.unknown_changes}, {"not_compared", figures.not_compared},
         {"errors", figures.errors}, {"primary_errors", figures.primary_errors},
-        {"dropped", figures.dropped}, {"unpaired", figures.unpaired},
+        {"dropped", figures.dropped}, {"dropped_queue_full", figures.dropped_queue_full},
+        {"dropped_at_stop", figures.dropped_at_stop}, {"unpaired", figures.unpaired},
         {"difference_rate", interval_json(leg == 0 ? verdict.control_rate : verdict.candidate_rate)},
         {"first_divergence_histogram", std::move(histogram)},
         {"ttft_delta_ms", {{"count", verdict.ttft_delta[leg].count}, {"p50", verdict.ttft_delta[leg].p50},
@@ -76,28 +111,20 @@ std::string summary_markdown(const Verdict& verdict, const RunFacts& facts) {
   md += "State: " + facts.state + " after " + std::to_string(static_cast<long long>(facts.elapsed_seconds)) +
         " s. Primary " + facts.primary + ": " + std::to_string(facts.forwarded) + " requests answered, " +
         std::to_string(verdict.primary_written) + " mirrored and recorded.\n\n";
-  md += "| leg | pairs | identical | differing | near ties | real changes | errors | dropped | "
-        "difference rate | TTFT Δ p50 / p99 ms | ITL Δ p50 / p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (std::size_t leg = 0; leg < 2; ++leg) {
-    const auto& f = verdict.legs[leg];
-    if (!f.enabled) continue;
-    char deltas[128];
-    std::snprintf(deltas, sizeof deltas, "%.2f / %.2f | %.3f / %.3f", verdict.ttft_delta[leg].p50,
-                  verdict.ttft_delta[leg].p99, verdict.itl_delta[leg].p50, verdict.itl_delta[leg].p99);
-    md += "| " + std::string(kLegNames[leg]) + " | " + std::to_string(f.pairs) + " | " +
-          std::to_string(f.identical) + " | " + std::to_string(f.differing) + " | " +
-          std::to_string(f.near_ties) + " | " + std::to_string(f.real_changes) + " | " +
-          std::to_string(f.errors) + " | " + std::to_string(f.dropped) + " | " +
-          interval_text(leg == 0 ? verdict.control_rate : verdict.candidate_rate) + " | " + deltas + " |\n";
-  }
+  auto row = [&md](const std::vector<std::string>& cells) {
+    md += "|";
+    for (const auto& cell : cells) md += " " + cell + " |";
+    md += "\n";
+  };
+  row(verdict_columns());
+  md += "|";
+  for (std::size_t i = 0; i < verdict_columns().size(); ++i) md += "---|";
   md += "\n";
-  md += verdict.excess_against_control ? "Candidate's excess over the control: "
-                                       : "Candidate's difference rate (no control given): ";
-  md += interval_text(verdict.excess) + ".\n";
-  if (facts.fail_if_excess)
-    md += "\nGate --fail-if-excess " + percent(*facts.fail_if_excess) + ": " +
-          (gate_fails(verdict, facts) ? "FAIL (the interval's lower bound is above it)"
-                                      : "pass (the interval's lower bound is not above it)") + ".\n";
+  for (std::size_t leg = 0; leg < 2; ++leg)
+    if (verdict.legs[leg].enabled) row(verdict_cells(verdict, leg));
+  md += "\n";
+  md += excess_text(verdict) + "\n";
+  if (facts.fail_if_excess) md += "\n" + gate_text(verdict, facts) + "\n";
   md += "\nEach pair's first divergent token and part: `retrace diff` on this directory.\n";
   return md;
 }
@@ -122,8 +149,16 @@ std::string metrics_text(const Verdict& verdict) {
   }
   per_leg("retrace_shadow_errors_total", "Mirror exchanges that failed where the primary's did not.",
           [](const LegFigures& f) { return f.errors; });
-  per_leg("retrace_shadow_dropped_total", "Requests not sent to a mirror: its queue was full, or shadow stopped.",
-          [](const LegFigures& f) { return f.dropped; });
+  constexpr std::string_view dropped = "retrace_shadow_dropped_total";
+  text.family(dropped, "counter",
+              "Requests not sent to a mirror, per leg and reason: queue_full (--mirror-queue was full: the "
+              "mirror falls behind), stopped (shadow was stopping: refused, or still queued at --drain-timeout).");
+  for (std::size_t leg = 0; leg < 2; ++leg) {
+    const auto& f = verdict.legs[leg];
+    if (!f.enabled) continue;
+    text.sample(dropped, {{"leg", kLegNames[leg]}, {"reason", "queue_full"}}, f.dropped_queue_full);
+    text.sample(dropped, {{"leg", kLegNames[leg]}, {"reason", "stopped"}}, f.dropped_at_stop);
+  }
   constexpr std::string_view first = "retrace_shadow_first_divergence_total";
   text.family(first, "counter",
               "Differing pairs by the token index of their first divergence, in buckets from_token "
@@ -176,7 +211,9 @@ std::string final_lines(const Verdict& verdict, const RunFacts& facts) {
     text += "retrace shadow: " + std::string(kLegNames[leg]) + " " + f.url + ": compared " +
             std::to_string(f.pairs) + " pair(s), " + std::to_string(f.differing) + " differing (" +
             std::to_string(f.near_ties) + " near ties, " + std::to_string(f.real_changes) + " real changes), " +
-            std::to_string(f.errors) + " error(s), " + std::to_string(f.dropped) + " dropped, " +
+            std::to_string(f.errors) + " error(s), " + std::to_string(f.dropped) + " dropped (" +
+            std::to_string(f.dropped_queue_full) + " at the full queue, " + std::to_string(f.dropped_at_stop) +
+            " at stop), " +
             std::to_string(f.not_compared + f.primary_errors + f.unpaired) + " not compared\n";
   }
   text += std::string("retrace shadow: ") +

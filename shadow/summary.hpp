@@ -1,9 +1,12 @@
-// The verdict in words and numbers: DIR/summary.json, DIR/summary.md, and the shadow_* families
-// of the admin endpoint's /metrics. One snapshot (verdict.hpp) feeds all three, so they agree.
+// The verdict in words and numbers: DIR/summary.json, DIR/summary.md, DIR/report.html
+// (summary_html.cpp) and the shadow_* families of the admin endpoint's /metrics. One snapshot
+// (verdict.hpp) feeds all four, so they agree.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "shadow/verdict.hpp"
 
@@ -25,7 +28,19 @@ bool gate_fails(const Verdict& verdict, const RunFacts& facts);
 std::string summary_json(const Verdict& verdict, const RunFacts& facts);
 std::string summary_markdown(const Verdict& verdict, const RunFacts& facts);
 std::string metrics_text(const Verdict& verdict);
+// The self-contained HTML page (report/html.hpp's machinery): the verdict table, the excess and
+// gate in words, each leg's first-divergence histogram and the difference rates with their bounds.
+std::string summary_html(const Verdict& verdict, const RunFacts& facts);
 // The final lines shadow prints: what was compared and what was dropped, and the gate's outcome.
 std::string final_lines(const Verdict& verdict, const RunFacts& facts);
+
+// Shared by the summaries (internal to shadow/): a leg's name (control 0, candidate 1), the
+// verdict table's columns and one enabled leg's cells, the excess and the gate in a sentence
+// ("" without --fail-if-excess).
+std::string_view leg_name(std::size_t leg);
+const std::vector<std::string>& verdict_columns();
+std::vector<std::string> verdict_cells(const Verdict& verdict, std::size_t leg);
+std::string excess_text(const Verdict& verdict);
+std::string gate_text(const Verdict& verdict, const RunFacts& facts);
 
 }  // namespace retrace::shadow

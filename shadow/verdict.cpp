@@ -134,10 +134,11 @@ void Pairing::on_mirror(Leg which, std::uint64_t tag, const Exchange& exchange) 
   bound();
 }
 
-void Pairing::on_dropped(Leg which, std::uint64_t tag) {
+void Pairing::on_dropped(Leg which, std::uint64_t tag, DropReason why) {
   auto leg = leg_index(which);
   std::lock_guard lock(mutex_);
   ++legs_[leg].dropped;
+  ++(why == DropReason::queue_full ? legs_[leg].dropped_queue_full : legs_[leg].dropped_at_stop);
   auto slot = pending_.try_emplace(tag).first;
   slot->second.done[leg] = true;
   settle(slot);

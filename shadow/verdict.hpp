@@ -41,7 +41,9 @@ struct LegFigures {
   std::uint64_t not_compared = 0;  // both answered, no output to compare
   std::uint64_t errors = 0;        // the mirror's exchange failed where the primary's did not
   std::uint64_t primary_errors = 0;  // the primary's failed: not compared
-  std::uint64_t dropped = 0;       // never sent: the queue was full, or shadow stopped first
+  std::uint64_t dropped = 0;       // never sent: the sum of the two below
+  std::uint64_t dropped_queue_full = 0;  // the queue was full (--mirror-queue): the mirror fell behind
+  std::uint64_t dropped_at_stop = 0;     // shadow was stopping: refused, or still queued at --drain-timeout
   std::uint64_t unpaired = 0;      // given up waiting for the other half
   std::map<std::size_t, std::uint64_t> first_divergence;  // bucket (0, 1, 2-3, 4-7, ...) -> pairs
   std::vector<double> ttft_delta_ms, itl_delta_ms;  // mirror minus primary, per pair
@@ -68,8 +70,8 @@ class Pairing {
   // The leg traces' trace threads, each exchange written.
   void on_primary(std::uint64_t tag, const Exchange& exchange);
   void on_mirror(Leg leg, std::uint64_t tag, const Exchange& exchange);
-  // A mirror dropped this tag: its half will never come.
-  void on_dropped(Leg leg, std::uint64_t tag);
+  // A mirror dropped this tag (why: counted apart): its half will never come.
+  void on_dropped(Leg leg, std::uint64_t tag, DropReason why);
   void set_url(Leg leg, std::string url);
   std::uint64_t candidate_pairs() const;
   Verdict snapshot() const;

@@ -61,14 +61,17 @@ Exchange answered(std::string text) {
 }
 }  // namespace
 
-TEST_CASE("Pairs are compared whichever half arrives first and drops are counted per leg") {
+TEST_CASE("Pairs are compared whichever half arrives first and drops are counted per leg and reason") {
   shadow::Pairing pairing(true, diff::Options{});
   pairing.on_mirror(shadow::Leg::candidate, 1, answered("abd"));  // before its primary
   pairing.on_primary(1, answered("abc"));
   pairing.on_mirror(shadow::Leg::control, 1, answered("abc"));
   pairing.on_primary(2, answered("xyz"));
   pairing.on_mirror(shadow::Leg::candidate, 2, answered("xyz"));
-  pairing.on_dropped(shadow::Leg::control, 2);
+  pairing.on_dropped(shadow::Leg::control, 2, shadow::DropReason::queue_full);
+  pairing.on_primary(4, answered("w"));
+  pairing.on_dropped(shadow::Leg::control, 4, shadow::DropReason::stopped);
+  pairing.on_mirror(shadow::Leg::candidate, 4, answered("w"));
   auto failed = answered("");
   failed.error = {ErrorKind::reset, "reset"};
   pairing.on_primary(3, answered("q"));
@@ -76,13 +79,15 @@ TEST_CASE("Pairs are compared whichever half arrives first and drops are counted
   auto verdict = pairing.snapshot();
   const auto& control = verdict.legs[0];
   const auto& candidate = verdict.legs[1];
-  CHECK(candidate.pairs == 2);
+  CHECK(candidate.pairs == 3);
   CHECK(candidate.differing == 1);
   CHECK(candidate.first_divergence.at(2) == 1);  // the third token, bucket 2-3
   CHECK(candidate.errors == 1);
   CHECK(control.pairs == 1);
   CHECK(control.identical == 1);
-  CHECK(control.dropped == 1);
+  CHECK(control.dropped == 2);
+  CHECK(control.dropped_queue_full == 1);
+  CHECK(control.dropped_at_stop == 1);
   REQUIRE(verdict.excess);
-  CHECK(verdict.excess->estimate == Approx(0.5).margin(1e-9));
+  CHECK(verdict.excess->estimate == Approx(1.0 / 3).margin(1e-9));
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The HTML reports open in a real browser (Debian's headless Chromium): for a sweep with
-# divergences, a diff and a single run, the page's script builds its view (data-ready="1" on
+# divergences, a diff, a single run, a study, a capacity search and retrace shadow's verdict, the page's script builds its view (data-ready="1" on
 # <body>, one index row per divergent output), no script error is raised (window.onerror writes
 # data-error; Chromium's console log is searched for "Uncaught"), and the page loads nothing.
 . "$(dirname "$0")/lib.sh"
@@ -86,6 +86,22 @@ check_contains "$WORK/search.dom" 'data-report-kind="search"' "a search page"
 check_contains "$WORK/search.dom" '<line class="boundary"' "the boundary is marked"
 check_contains "$WORK/search.dom" 'id="probes"' "the probe table"
 check_contains "$WORK/search.dom" "Largest concurrency whose answers stay the same" "the answer on the page"
+
+# retrace shadow's page (DIR/report.html, rewritten with summary.json): the verdict table and each
+# leg's first-divergence histogram, the candidate with other weights so that every pair differs.
+start_listening PRIMARY "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
+start_listening OTHER "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --weights-seed 1
+start_listening SHADOW "$RETRACE" shadow --primary "$PRIMARY_URL" --control "$VARIANCE_URL" \
+  --candidate "$OTHER_URL" --out "$WORK/shadow" --listen 127.0.0.1:0 --report-every 50ms --max-pairs 4
+"$RETRACE" replay "$WORK/open.rtrace" --target "$SHADOW_URL" --requests 4 -c 1 --out "$WORK/shadow.rtrace" \
+  >/dev/null 2>"$WORK/shadow.replay.err" || { cat "$WORK/shadow.replay.err" >&2; fail "replay through shadow"; }
+wait "$SHADOW_PID" || true
+render shadow "$WORK/shadow/report.html"
+check_contains "$WORK/shadow.dom" 'data-report-kind="shadow"' "a shadow page"
+check_contains "$WORK/shadow.dom" '<td>candidate</td><td>4</td><td>0</td><td>4</td>' "the verdict table: 4 candidate pairs, 4 differing"
+check_contains "$WORK/shadow.dom" 'candidate: first divergent token index' "the candidate's first-divergence histogram"
+check_contains "$WORK/shadow.dom" "Candidate's excess over the control" "the excess on the page"
+if grep -oE '(src|href)="[^"#][^"]*"' "$WORK/shadow/report.html" | grep -v 'xmlns'; then fail "the shadow page references outside resources"; fi
 
 # Nothing outside the page is referenced: no src= or href= leaving the file.
 if grep -oE '(src|href)="[^"#][^"]*"' "$WORK/sweep/report.html" | grep -v 'xmlns'; then fail "the report references outside resources"; fi

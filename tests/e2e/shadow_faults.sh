@@ -1,7 +1,8 @@
 # retrace shadow never lets a mirror touch a client's answer: with a candidate that is down, one
-# that fails every stream mid-way, and one much slower than the primary behind a queue of one,
+# that fails every stream mid-way, one that closes every connection mid-response (a real serve
+# behind shadow_cut_front.py, which resets each connection after 16 bytes of body), and one much slower than the primary behind a queue of one,
 # the client's answers equal a direct replay's and the mirror's losses are counted (errors,
-# drops). An identical candidate puts 0 inside the excess interval and passes the gate; --max-pairs
+# drops, the full queue's apart from those at stop). An identical candidate puts 0 inside the excess interval and passes the gate; --max-pairs
 # stops the run. Bad input: a candidate on the primary's URL is refused, and with the primary
 # down the client gets record's 502 and no mirror is sent, nor for a body over --max-body (413).
 . "$(dirname "$0")/lib.sh"
@@ -12,6 +13,7 @@ start_listening primary "$RETRACE" "${SERVE[@]}"
 start_listening same "$RETRACE" "${SERVE[@]}"
 start_listening midstream "$RETRACE" "${SERVE[@]}" --fail-mid-stream 1 --fail-after-tokens 2
 start_listening slow "$RETRACE" serve --listen 127.0.0.1:0 --prefix-cache off --decode-step-ms 40
+start_listening cut python3 "$ROOT/tests/e2e/shadow_cut_front.py" "${same_URL##*:}" 16
 # A port nothing listens on: a server started and stopped.
 start_listening gone "$RETRACE" "${SERVE[@]}"
 stop "$gone_PID" || true
@@ -42,6 +44,11 @@ check_contains "$WORK/sh_down.err" "20 error(s)" "the final lines name the error
 run midstream "$midstream_URL"
 check_eq "$(leg midstream errors)" 20 "a candidate failing mid-stream: 20 errors counted"
 
+run cut "$cut_URL"
+check_eq "$(leg cut errors)" 20 "a candidate closing every connection mid-response: 20 errors counted"
+check_eq "$(leg cut pairs)" 0 "a candidate closing every connection mid-response: nothing compared"
+check_contains "$WORK/cut.err" "cut after 16 body bytes" "the front really cut connections"
+
 # Each request takes the slow candidate seconds: of the 20 sent at once, one is in flight, one
 # waits, and the queue of one drops the rest while shadow runs (not only when it stops).
 NO_STOP=1 run slow "$slow_URL" --mirror-queue 1 --mirror-concurrency 1
@@ -52,6 +59,32 @@ dropped=$(leg slow dropped)
 check "a slow candidate behind a queue of one drops requests ($dropped)" test "$dropped" -gt 0
 check_eq "$(( $(leg slow pairs) + $(leg slow errors) + dropped ))" 20 "every request compared, failed or dropped"
 check_contains "$WORK/sh_slow.err" "$dropped dropped" "the final lines name the drops"
+
+# Drops at the full queue and drops at stop, counted apart: a candidate that never answers (the
+# fault upstream's stall) holds one request in flight and five queued (--mirror-queue 5), so of
+# ten requests four are dropped by the full queue while shadow runs; at stop the five still queued
+# when --drain-timeout runs out are dropped at stop, and the one in flight is cut.
+start_listening stall python3 "$ROOT/tests/e2e/record_faults_upstream.py"
+start_listening sh_stall "$RETRACE" shadow --primary "$primary_URL" --candidate "$stall_URL" \
+  --out "$WORK/stall" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --report-every 50ms \
+  --drain-timeout 200ms --mirror-queue 5 --mirror-concurrency 1
+stall_admin=$(grep -m1 -oE 'admin on http://[^ ]+' "$WORK/sh_stall.out" | sed 's/^admin on //')
+ask() { curl -sf -o /dev/null -H 'Content-Type: application/json' \
+  -d '{"model":"retrace-sim","prompt":"fault:stall","max_tokens":4}' "$sh_stall_URL/v1/completions" || fail "a client request through shadow"; }
+ask
+wait_for_line "$WORK/stall.err" "request POST /v1/completions" "$stall_PID"
+for i in $(seq 2 10); do ask; done
+metrics_hold() { curl -sf "$stall_admin/metrics" >"$WORK/stall.metrics" && grep -qF "$1" "$WORK/stall.metrics"; }
+wait_until "4 drops at the full queue on /metrics" \
+  metrics_hold 'retrace_shadow_dropped_total{leg="candidate",reason="queue_full"} 4'
+check_contains "$WORK/stall.metrics" 'retrace_shadow_dropped_total{leg="candidate",reason="stopped"} 0' "no drop at stop while running"
+wait_until "summary.json counts the full queue's drops" \
+  test "$(json "$WORK/stall/summary.json" 's.legs.candidate.dropped_queue_full' 2>/dev/null || echo 0)" = 4
+check_eq "$(json "$WORK/stall/summary.json" 's.legs.candidate.dropped_at_stop')" 0 "summary.json: no drop at stop while running"
+stop "$sh_stall_PID" || true
+check_eq "$(leg stall dropped_queue_full)/$(leg stall dropped_at_stop)/$(leg stall dropped)" 4/5/9 \
+  "after stop: 4 dropped at the full queue, 5 at stop, 9 in all"
+check_contains "$WORK/sh_stall.err" "9 dropped (4 at the full queue, 5 at stop)" "the final lines name both"
 
 # An identical candidate: 0 inside the interval, the gate passes, --max-pairs ends the run.
 NO_STOP=1 run same "$same_URL" --fail-if-excess 0 --max-pairs 20

@@ -58,6 +58,10 @@ check_eq "$(json "$WORK/run/summary.json" 's.excess.estimate')" 1 "the candidate
 low=$(json "$WORK/run/summary.json" 's.excess.low')
 check "the excess's lower bound ($low) is above 75 % (Newcombe, 23 pairs a leg)" node -e "process.exit($low > 0.75 ? 0 : 1)"
 check_contains "$WORK/run/summary.md" "Candidate's excess over the control" "summary.md"
+# report.html, rewritten with them (the browser opens it in report_browser.sh): the same figures.
+check_contains "$WORK/run/report.html" '<td>candidate</td><td>23</td><td>0</td><td>23</td>' "report.html's verdict table"
+check_contains "$WORK/run/report.html" '<td>control</td><td>23</td><td>23</td><td>0</td>' "report.html's control row"
+check_contains "$WORK/run/report.html" "--fail-if-excess 50.0 %: FAIL" "report.html names the gate"
 
 # diff reads the run: baseline primary, runs control (identical) and candidate (every one differs).
 status=0
