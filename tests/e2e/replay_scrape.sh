@@ -124,7 +124,15 @@ deltas = [l["value"] for l in lines if l.get("series") == "odd_requests_total"]
 assert deltas[:3] == [0, 100, 5], deltas   # 100 -> 200 -> 5: a reset counted from 0
 notes = [l["note"] for l in lines if "note" in l]
 assert any("counter reset" in n and "odd_requests_total" in n for n in notes), notes
-assert all("1 malformed line skipped (line 5: " in n for n in notes), notes
+assert all("1 malformed line skipped (line 9: " in n for n in notes), notes
+# One kept-alive connection for the loop's GETs (the header's two GETs have their own).
+assert counts["scrapes"] >= 6 and counts["connections"] <= 3, counts
+# A histogram is read at the baseline and the last scrape only: its count moves once, by the
+# pages served between them.
+times = sorted({l["t_us"] for l in lines})
+latency = [(l["t_us"], l["value"]) for l in lines if l.get("series") == "odd_latency_count"]
+assert [t for t, _ in latency] == [times[0], times[-1]], (latency, times[0], times[-1])
+assert latency[0][1] == 0 and latency[1][1] >= 3, latency
 PY
       ;;
   esac
