@@ -1,4 +1,5 @@
 // Trace records as JSON (format/json.hpp): what `retrace export` prints.
+#include "base/described_json.hpp"
 #include "base/json_text.hpp"
 #include "format/json.hpp"
 
@@ -131,6 +132,10 @@ json::object to_json(const Exchange& exchange) {
   // Only where known (format 1.5, replay), so an older trace's export reads as it did.
   if (exchange.in_flight_at_send >= 0) object["in_flight_at_send"] = exchange.in_flight_at_send;
   if (exchange.in_flight_max >= 0) object["in_flight_max"] = exchange.in_flight_max;
+  // Likewise (format 1.6): what the server said, and the run's series joined to the exchange.
+  if (exchange.server != ServerSaid{}) object["server"] = described_json::to_object(exchange.server);
+  if (exchange.server_state != ServerState{})
+    object["server_state"] = described_json::to_object(exchange.server_state);
   return object;
 }
 
