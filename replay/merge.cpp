@@ -346,6 +346,9 @@ std::uint64_t write_merged(std::vector<Shard>& shards, const MergedRun& merged_r
       exchange.id = next_id++;
       exchange.intended_send_ns = shifted(exchange.intended_send_ns, shards[s].shift_ns, shards[s], exchange);
       exchange.actual_send_ns = shifted(exchange.actual_send_ns, shards[s].shift_ns, shards[s], exchange);
+      auto& state = exchange.server_state;  // the join's samples are on the shard's clock too
+      for (auto* sample : {&state.at_send, &state.at_first_token, &state.at_end})
+        if (sample->scrape_ns >= 0) sample->scrape_ns = shifted(sample->scrape_ns, shards[s].shift_ns, shards[s], exchange);
       set_label(exchange.labels, "run", merged_run.run);
       if (merged_run.closed_loop) set_label(exchange.labels, "concurrency", concurrency);
       writer->write(exchange);

@@ -2,7 +2,7 @@
 """An OpenAI-shaped upstream whose /metrics is what a test needs (test-only, loopback only):
 
   GET  /v1/models            one model
-  POST /v1/completions       a fixed non-streamed completion
+  POST /v1/completions       a fixed non-streamed completion, with vLLM's per-request metrics
   GET  /metrics              by mode (the second argument):
          none   404, as a server started without its metrics
          huge   a 50 MB page of valid samples
@@ -78,7 +78,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.rfile.read(length)
         body = {"id": "cmpl-1", "object": "text_completion", "model": "test-model",
                 "choices": [{"index": 0, "text": " fine", "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4,
+                          "prompt_tokens_details": {"cached_tokens": 2}},
+                # vLLM's --enable-per-request-metrics
+                "metrics": {"time_to_first_token_ms": 3.5, "generation_time_ms": 1.25,
+                            "queue_time_ms": 2.0, "mean_itl_ms": None, "tokens_per_second": 800.0}}
         reply(self, 200, "application/json", json.dumps(body).encode())
 
 

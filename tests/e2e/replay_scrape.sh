@@ -7,7 +7,7 @@
 #    the run's first two sends (which went out at 1 and 2 and then ran in the batch the other
 #    fourteen joined), and the terminal report says where they were. export --metrics: the
 #    baseline scrape before the first send, one after the last answer, the sim's `running` and
-#    the client's in-flight line.
+#    the client's in-flight line; each exchange's server state at send, first token and end.
 # 2. A target without /metrics: one line on stderr, the run goes on and is whole.
 # 3. A /metrics of 50 MB: bounded (8 MiB read at most), said, the run goes on.
 # 4. Malformed text and a counter reset: both in the scrapes' notes, the deltas clamped.
@@ -76,6 +76,19 @@ assert all(e["in_flight_at_send"] >= 1 and e["in_flight_max"] >= e["in_flight_at
 assert max(e["in_flight_max"] for e in exchanges) == 16, [e["in_flight_max"] for e in exchanges]
 csv = open(sys.argv[3]).read().splitlines()
 assert csv[0] == "t_us,series,kind,value" and len(csv) == len(series) + 1, csv[:3]
+# The join (format 1.6): each exchange's server state at send, first token and end is the latest
+# scrape at or before each moment, with its time; the sim exposes no preemptions counter.
+scrape_times = {s["t_us"] * 1000 for s in series}
+for e in exchanges:
+    state = e["server_state"]
+    send = e["actual_send_ns"]
+    for moment, at in (("at_send", send), ("at_first_token", send + e["first_byte_ns"]), ("at_end", send + e["end_ns"])):
+        sample = state[moment]
+        assert 0 <= sample["scrape_ns"] <= at and sample["running"] >= 0 and sample["waiting"] >= 0, (moment, state, at)
+        assert any(abs(sample["scrape_ns"] - t) < 1000 for t in scrape_times), (moment, sample)
+    assert state["at_send"]["scrape_ns"] <= state["at_first_token"]["scrape_ns"] <= state["at_end"]["scrape_ns"], state
+    assert state["preemptions"] == -1, state
+assert max(e["server_state"]["at_end"]["running"] for e in exchanges) >= 3, [e["server_state"] for e in exchanges]
 PY
 # The stock tools read the new records (Record.metrics), and a trace from before 1.5 exports as it
 # did: no in-flight fields, no series.
@@ -114,6 +127,15 @@ for mode in none huge odd; do
       check_contains "$WORK/$mode.series" "passed 8 MiB and was not read" "50 MB: the note";;
     odd)
       grep -q "metrics" "$WORK/$mode.rtrace.err" && { cat "$WORK/$mode.rtrace.err" >&2; fail "odd: a usable page was said unusable"; }
+      # What the server said of each exchange (vLLM's per-request metrics), typed in the trace.
+      "$RETRACE" export "$WORK/$mode.rtrace" | grep '"exchange"' | head -1 >"$WORK/$mode.first"
+      check_eq "$(json "$WORK/$mode.first" 'JSON.stringify(s.exchange.server)')" \
+        '{"source":"vllm","queue_ms":2,"ttft_ms":3.5,"decode_ms":1.25,"e2e_ms":-1,"prompt_computed":-1,"cached_tokens":2}' \
+        "odd: the server's own words"
+      "$RETRACE" diff --json "$WORK/$mode.rtrace" "$WORK/$mode.rtrace" >"$WORK/$mode.self.json" || fail "odd: diff with itself"
+      check_eq "$(json "$WORK/$mode.self.json" 's.runs[0].by_cache.map(b => [b.cache, b.compared, b.differing]).join(" ")')" \
+        "hit,40,0" "odd: by_cache"
+
       python3 - "$WORK/$mode.series" "$WORK/$mode.scrapes" <<'PY' || fail "odd: resets and malformed lines"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
