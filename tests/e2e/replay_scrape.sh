@@ -128,7 +128,8 @@ for mode in none huge odd; do
     odd)
       grep -q "metrics" "$WORK/$mode.rtrace.err" && { cat "$WORK/$mode.rtrace.err" >&2; fail "odd: a usable page was said unusable"; }
       # What the server said of each exchange (vLLM's per-request metrics), typed in the trace.
-      "$RETRACE" export "$WORK/$mode.rtrace" | grep '"exchange"' | head -1 >"$WORK/$mode.first"
+      "$RETRACE" export "$WORK/$mode.rtrace" >"$WORK/$mode.jsonl" || fail "odd: export"
+      grep -m1 '"exchange"' "$WORK/$mode.jsonl" >"$WORK/$mode.first"
       check_eq "$(json "$WORK/$mode.first" 'JSON.stringify(s.exchange.server)')" \
         '{"source":"vllm","queue_ms":2,"ttft_ms":3.5,"decode_ms":1.25,"e2e_ms":-1,"prompt_computed":-1,"cached_tokens":2}' \
         "odd: the server's own words"
