@@ -1,7 +1,6 @@
 #include "net/kept_get.hpp"
 
-#include <boost/beast/http.hpp>
-
+#include "net/fetch_exchange.hpp"
 #include "net/http_rules.hpp"
 #include "version.hpp"
 
@@ -31,7 +30,7 @@ Fetched KeptGet::attempt(std::chrono::steady_clock::duration timeout, bool& reus
     connection_ = std::make_unique<UpstreamConnection>(io_.get_executor(), url_, tls_);
     ++connections_;
   }
-  http::request<http::empty_body> request{http::verb::get, target_, 11};
+  http::request<http::string_body> request{http::verb::get, target_, 11};
   request.set(http::field::host, url_.host_header());
   request.set(http::field::user_agent, std::string("retrace/") + kToolVersion);
   request.set(kProbeHeader, kProbeHeaderValue);  // not trace traffic: record keeps it out
@@ -42,30 +41,17 @@ Fetched KeptGet::attempt(std::chrono::steady_clock::duration timeout, bool& reus
   Fetched result;
   auto& connection = *connection_;
   bool keep = false;
-  auto fail = [&](error_code ec, Phase phase) { result.error = describe(ec, phase, url_.str()); };
   auto exchange = [&] {
-    result.connected = true;
-    connection.expires_after(timeout);
-    connection.visit([&](auto& stream) {
-      http::async_write(stream, request, [&](error_code ec, std::size_t) {
-        if (ec) return fail(ec, Phase::write_request);
-        http::async_read(stream, connection.buffer(), parser, [&](error_code ec, std::size_t) {
-          if (ec) return fail(ec, parser.is_header_done() ? Phase::read_body : Phase::read_header);
-          auto& response = parser.get();
-          result.status = static_cast<int>(response.result_int());
-          if (auto server = response.find(http::field::server); server != response.end())
-            result.server = std::string(server->value());
-          keep = response.keep_alive();
-          result.body = std::move(response.body());
-        });
-      });
-    });
+    detail::start_exchange(connection, request, parser, timeout, url_, result, [&](bool alive) { keep = alive; });
   };
   if (reused) {
     exchange();
   } else {
     connection.async_connect(timeout, [&](error_code ec, Phase phase) {
-      if (ec) return fail(ec, phase);
+      if (ec) {
+        result.error = describe(ec, phase, url_.str());
+        return;
+      }
       exchange();
     });
   }

@@ -69,6 +69,20 @@ std::string legend(const std::vector<std::string>& labels) {
   return out;
 }
 
+// The axes of a chart of y against a numeric x from 0: y's scale rounded up to a tick when it is
+// the data's (`data_scale`), x's to a tick past 105 % of its largest; both maxima updated.
+std::string xy_axes(double& x_max, double& y_max, bool data_scale, const std::string& x_caption,
+                    const std::string& unit) {
+  if (y_max <= 0) y_max = 1;
+  if (data_scale) y_max = std::ceil(y_max / tick_step(y_max)) * tick_step(y_max);
+  double x_step = tick_step(x_max > 0 ? x_max : 1);
+  x_max = std::max(x_step, std::ceil(x_max * 1.05 / x_step) * x_step);
+  std::string out = axes(y_max, x_caption, unit);
+  for (double tick = x_step; tick <= x_max * 1.0001; tick += x_step)
+    out += text_at(kLeft + tick / x_max * kPlotWidth, kTop + kPlotHeight + 16, fixed(tick, digits_for(x_step)), "middle");
+  return out;
+}
+
 }  // namespace
 
 const char* colour(std::size_t index) {
@@ -156,13 +170,7 @@ std::string line_chart(const std::string& title, const std::string& x_caption, c
     x_max = std::max(x_max, point.x);
     if (data_scale) y_max = std::max({y_max, point.y, point.high.value_or(0)});
   }
-  if (y_max <= 0) y_max = 1;
-  if (data_scale) y_max = std::ceil(y_max / tick_step(y_max)) * tick_step(y_max);
-  double x_step = tick_step(x_max > 0 ? x_max : 1);
-  x_max = std::max(x_step, std::ceil(x_max * 1.05 / x_step) * x_step);
-  out += axes(y_max, x_caption, unit);
-  for (double tick = x_step; tick <= x_max * 1.0001; tick += x_step)
-    out += text_at(kLeft + tick / x_max * kPlotWidth, kTop + kPlotHeight + 16, fixed(tick, digits_for(x_step)), "middle");
+  out += xy_axes(x_max, y_max, data_scale, x_caption, unit);
   auto x_of = [&](double x) { return kLeft + x / x_max * kPlotWidth; };
   auto y_of = [&](double y) { return kTop + kPlotHeight - std::clamp(y, 0.0, y_max) / y_max * kPlotHeight; };
   if (marks.target)
@@ -205,13 +213,7 @@ std::string lines_chart(const std::string& title, const std::string& x_caption, 
       if (data_scale) y_max = std::max(y_max, y);
     }
   if (!any) return out + text_at(kWidth / 2.0, kHeight / 2.0, "no data", "middle") + "</svg>";
-  if (y_max <= 0) y_max = 1;
-  if (data_scale) y_max = std::ceil(y_max / tick_step(y_max)) * tick_step(y_max);
-  double x_step = tick_step(x_max > 0 ? x_max : 1);
-  x_max = std::max(x_step, std::ceil(x_max * 1.05 / x_step) * x_step);
-  out += axes(y_max, x_caption, unit);
-  for (double tick = x_step; tick <= x_max * 1.0001; tick += x_step)
-    out += text_at(kLeft + tick / x_max * kPlotWidth, kTop + kPlotHeight + 16, fixed(tick, digits_for(x_step)), "middle");
+  out += xy_axes(x_max, y_max, data_scale, x_caption, unit);
   auto x_of = [&](double x) { return kLeft + x / x_max * kPlotWidth; };
   auto y_of = [&](double y) { return kTop + kPlotHeight - std::clamp(y, 0.0, y_max) / y_max * kPlotHeight; };
   std::vector<std::string> labels;
