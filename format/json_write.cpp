@@ -98,6 +98,19 @@ json::object to_json(const TraceHeader& header) {
   return object;
 }
 
+namespace {
+
+// Every negative number of `object` (and of the objects in it) made null.
+json::object unknown_as_null(json::object object) {
+  for (auto& [key, value] : object) {
+    if (value.is_object()) value = unknown_as_null(std::move(value.get_object()));
+    else if ((value.is_double() && value.get_double() < 0) || (value.is_int64() && value.get_int64() < 0)) value = nullptr;
+  }
+  return object;
+}
+
+}  // namespace
+
 json::object to_json(const Exchange& exchange) {
   json::object object;
   object["id"] = exchange.id;
@@ -133,9 +146,11 @@ json::object to_json(const Exchange& exchange) {
   if (exchange.in_flight_at_send >= 0) object["in_flight_at_send"] = exchange.in_flight_at_send;
   if (exchange.in_flight_max >= 0) object["in_flight_max"] = exchange.in_flight_max;
   // Likewise (format 1.6): what the server said, and the run's series joined to the exchange.
-  if (exchange.server != ServerSaid{}) object["server"] = described_json::to_object(exchange.server);
+  // A figure not known is -1 in the trace and null here (the JSON rule, base/json_text.hpp); a
+  // reader takes null as not known again.
+  if (exchange.server != ServerSaid{}) object["server"] = unknown_as_null(described_json::to_object(exchange.server));
   if (exchange.server_state != ServerState{})
-    object["server_state"] = described_json::to_object(exchange.server_state);
+    object["server_state"] = unknown_as_null(described_json::to_object(exchange.server_state));
   return object;
 }
 

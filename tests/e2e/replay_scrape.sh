@@ -87,7 +87,7 @@ for e in exchanges:
         assert 0 <= sample["scrape_ns"] <= at and sample["running"] >= 0 and sample["waiting"] >= 0, (moment, state, at)
         assert any(abs(sample["scrape_ns"] - t) < 1000 for t in scrape_times), (moment, sample)
     assert state["at_send"]["scrape_ns"] <= state["at_first_token"]["scrape_ns"] <= state["at_end"]["scrape_ns"], state
-    assert state["preemptions"] == -1, state
+    assert state["preemptions"] is None, state
 assert max(e["server_state"]["at_end"]["running"] for e in exchanges) >= 3, [e["server_state"] for e in exchanges]
 PY
 # The stock tools read the new records (Record.metrics), and a trace from before 1.5 exports as it
@@ -131,7 +131,7 @@ for mode in none huge odd; do
       "$RETRACE" export "$WORK/$mode.rtrace" >"$WORK/$mode.jsonl" || fail "odd: export"
       grep -m1 '"exchange"' "$WORK/$mode.jsonl" >"$WORK/$mode.first"
       check_eq "$(json "$WORK/$mode.first" 'JSON.stringify(s.exchange.server)')" \
-        '{"source":"vllm","queue_ms":2,"ttft_ms":3.5,"decode_ms":1.25,"e2e_ms":-1,"prompt_computed":-1,"cached_tokens":2}' \
+        '{"source":"vllm","queue_ms":2,"ttft_ms":3.5,"decode_ms":1.25,"e2e_ms":null,"prompt_computed":null,"cached_tokens":2}' \
         "odd: the server's own words"
       "$RETRACE" diff --json "$WORK/$mode.rtrace" "$WORK/$mode.rtrace" >"$WORK/$mode.self.json" || fail "odd: diff with itself"
       check_eq "$(json "$WORK/$mode.self.json" 's.runs[0].by_cache.map(b => [b.cache, b.compared, b.differing]).join(" ")')" \
