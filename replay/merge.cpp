@@ -337,6 +337,14 @@ std::uint64_t write_merged(std::vector<Shard>& shards, const MergedRun& merged_r
   const std::string concurrency = std::to_string(result.total_concurrency);
   std::uint64_t next_id = 0;
   auto writer = std::make_unique<TraceWriter>(out, merged_run.header, options.writer);
+  // The server's /metrics series (format 1.5): the first shard's, on the common clock. Every shard
+  // scraped the same server, so one view of it is kept: its counters' deltas counted once.
+  if (!shards.empty() && shards.front().reader)
+    shards.front().reader->on_metrics([&](const MetricScrape& scrape) {
+      MetricScrape shifted_scrape = scrape;
+      shifted_scrape.offset_ns = shifted(scrape.offset_ns, shards.front().shift_ns, shards.front(), shards.front().current);
+      writer->write(shifted_scrape);
+    });
   try {
     for (std::size_t s = 0; s < shards.size(); ++s) advance(s);
     while (!heads.empty()) {
