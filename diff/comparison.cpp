@@ -42,6 +42,8 @@ PairResult aligned_pair(Verdict verdict, const Summary& baseline, std::size_t ba
   pair.baseline_matches_expected = baseline.matches_expected;
   pair.candidate_matches_expected = candidate.matches_expected;
   pair.candidate_in_flight = candidate.in_flight_at_send;
+  pair.candidate_cached = candidate.cached_tokens;
+  pair.candidate_preemptions = candidate.preemptions;
   return pair;
 }
 
@@ -51,6 +53,17 @@ InFlightTally* in_flight_tally(RunComparison& run, std::int32_t in_flight) {
   auto at = std::min<std::size_t>(static_cast<std::size_t>(in_flight), kMaxInFlightTallied);
   if (run.by_in_flight.size() <= at) run.by_in_flight.resize(at + 1);
   return &run.by_in_flight[at];
+}
+
+// Counts a compared candidate (and, when `differing`, a differing one; -1 takes one back) in the
+// server's tallies its trace says it belongs to.
+void tally_server(RunComparison& run, std::int64_t cached, double preemptions, int compared, int differing) {
+  auto add = [&](InFlightTally& tally) {
+    tally.compared += compared;
+    tally.differing += differing;
+  };
+  if (cached >= 0) add(cached > 0 ? run.by_server.cache_hit : run.by_server.cache_miss);
+  if (preemptions >= 0) add(preemptions > 0 ? run.by_server.preempted : run.by_server.not_preempted);
 }
 
 }  // namespace
@@ -168,7 +181,9 @@ std::optional<std::size_t> Comparison::place(std::size_t r, const ExchangeOutput
   state.completions[j] = summary.completion_hash;
   auto* tally = in_flight_tally(run, summary.in_flight_at_send);
   if (tally) ++tally->compared;
-  if (same_output(b, summary)) {
+  const bool same = same_output(b, summary);
+  tally_server(run, summary.cached_tokens, summary.preemptions, 1, same ? 0 : 1);
+  if (same) {
     run.matrix[j] = '.';
     ++run.identical;
     if (options.keep_identical) run.pairs.push_back(aligned_pair(Verdict::identical, b, j, summary, position));
@@ -192,6 +207,7 @@ void Comparison::look_closely(std::size_t r, std::size_t pair_index, const Excha
   run.matrix[*pair.baseline_position] = '.';
   --run.divergent;
   if (auto* tally = in_flight_tally(run, pair.candidate_in_flight)) --tally->differing;
+  tally_server(run, pair.candidate_cached, pair.candidate_preemptions, 0, -1);
   ++run.identical;
 }
 

@@ -213,6 +213,8 @@ struct PairResult {
   std::vector<Divergence> divergences;  // one per differing choice
   std::optional<bool> baseline_matches_expected, candidate_matches_expected;
   std::int32_t candidate_in_flight = -1;  // the candidate's requests in flight at its send
+  std::int64_t candidate_cached = -1;     // its prefix-cached prompt tokens, as the server said
+  double candidate_preemptions = -1;      // preemptions while it ran, from the run's series
 };
 
 // Compared pairs (identical or divergent) by the candidate's requests in flight when it was sent
@@ -223,6 +225,12 @@ struct InFlightTally {
   std::size_t compared = 0, differing = 0;
 };
 inline constexpr std::size_t kMaxInFlightTallied = 1u << 16;
+// The same by the server's side (format 1.6): the candidate's prefix-cache hit (the server said
+// cached tokens > 0) or miss (it said 0), and whether the server preempted requests while it ran
+// (its series' preemptions > 0) or not. A candidate whose trace does not say is in neither.
+struct ServerTallies {
+  InFlightTally cache_hit, cache_miss, preempted, not_preempted;
+};
 
 struct RunComparison {
   std::string name;  // the candidate trace's path or run label
@@ -251,6 +259,7 @@ struct RunComparison {
   std::string matrix;
   std::vector<PairResult> pairs;
   std::vector<InFlightTally> by_in_flight;
+  ServerTallies by_server;
 };
 
 // "N not compared (why: count; ...)" of a run, "" when everything was compared: how sweep and

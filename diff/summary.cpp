@@ -6,6 +6,8 @@ namespace retrace::diff {
 void Summarizer::summarize(const ExchangeOutputs& exchange, const std::string* fallback_expected, Summary& out) {
   out.id = exchange.id;
   out.in_flight_at_send = exchange.in_flight_at_send;
+  out.cached_tokens = exchange.cached_tokens;
+  out.preemptions = exchange.preemptions;
   out.source_id = exchange.source_id;
   out.key = exchange.key;
   out.occurrence = occurrences_[exchange.key]++;

@@ -39,6 +39,8 @@ struct Summary {
   std::optional<std::string> expected;  // kept only with Options::expect
   std::optional<bool> matches_expected;
   std::int32_t in_flight_at_send = -1;  // the exchange's (format 1.5), -1 when not known
+  std::int64_t cached_tokens = -1;      // the exchange's (format 1.6), -1 when not known
+  double preemptions = -1;              // likewise
 };
 
 struct KeyHash {

@@ -15,6 +15,8 @@ void outputs_of(const Exchange& exchange, ExchangeOutputs& out) {
   out.method = exchange.request.method;
   out.target = exchange.request.target;
   out.in_flight_at_send = exchange.in_flight_at_send;
+  out.cached_tokens = exchange.server.cached_tokens;
+  out.preemptions = exchange.server_state.preemptions;
   out.choices.resize(exchange.choices.size());
   for (std::size_t c = 0; c < exchange.choices.size(); ++c) {
     const Choice& choice = exchange.choices[c];

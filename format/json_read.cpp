@@ -5,6 +5,7 @@
 #include <charconv>
 #include <concepts>
 
+#include "base/described_json.hpp"
 #include "base/json_fields.hpp"
 #include "format/json.hpp"
 #include "format/wire_syntax.hpp"
@@ -200,6 +201,8 @@ void read_exchange(const StrictFields& fields, Exchange& out) {
   read(fields, "retries", out.retries);
   read(fields, "in_flight_at_send", out.in_flight_at_send);
   read(fields, "in_flight_max", out.in_flight_max);
+  if (const auto* server = fields.object("server")) described_json::read_object(*server, out.server);
+  if (const auto* state = fields.object("server_state")) described_json::read_object(*state, out.server_state);
 }
 
 }  // namespace

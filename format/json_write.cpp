@@ -1,4 +1,5 @@
 // Trace records as JSON (format/json.hpp): what `retrace export` prints.
+#include "base/described_json.hpp"
 #include "base/json_text.hpp"
 #include "format/json.hpp"
 
@@ -97,6 +98,19 @@ json::object to_json(const TraceHeader& header) {
   return object;
 }
 
+namespace {
+
+// Every negative number of `object` (and of the objects in it) made null.
+json::object unknown_as_null(json::object object) {
+  for (auto& [key, value] : object) {
+    if (value.is_object()) value = unknown_as_null(std::move(value.get_object()));
+    else if ((value.is_double() && value.get_double() < 0) || (value.is_int64() && value.get_int64() < 0)) value = nullptr;
+  }
+  return object;
+}
+
+}  // namespace
+
 json::object to_json(const Exchange& exchange) {
   json::object object;
   object["id"] = exchange.id;
@@ -131,6 +145,12 @@ json::object to_json(const Exchange& exchange) {
   // Only where known (format 1.5, replay), so an older trace's export reads as it did.
   if (exchange.in_flight_at_send >= 0) object["in_flight_at_send"] = exchange.in_flight_at_send;
   if (exchange.in_flight_max >= 0) object["in_flight_max"] = exchange.in_flight_max;
+  // Likewise (format 1.6): what the server said, and the run's series joined to the exchange.
+  // A figure not known is -1 in the trace and null here (the JSON rule, base/json_text.hpp); a
+  // reader takes null as not known again.
+  if (exchange.server != ServerSaid{}) object["server"] = unknown_as_null(described_json::to_object(exchange.server));
+  if (exchange.server_state != ServerState{})
+    object["server_state"] = unknown_as_null(described_json::to_object(exchange.server_state));
   return object;
 }
 

@@ -6,6 +6,7 @@
 #   zstd frame 0:      [segment table | segments] of Record{header}      (the header alone)
 #   zstd frame k > 0:  [segment table | segments] of Record{exchange} ...  (one frame per flush)
 #                      (1.5: Record{metrics}, a /metrics scrape, among them; not in the index's keys)
+#                      (1.6: Exchange.server and serverState)
 #   skippable frame:   u32le 0x184D2A5E, u32le size, [segment table | segments] of TraceIndex
 #
 # - zstd frames start with u32le 0xFD2FB528; skippable frames with u32le 0x184D2A5? (any low
@@ -195,6 +196,37 @@ struct Exchange {
   inFlightAtSend @22 :Int32 = -1; # (1.5) the client's requests in flight when this one was sent,
                                   # itself included; -1: not known (recorded, imported, older)
   inFlightMax @23 :Int32 = -1;    # (1.5) the most in flight at once while it ran, itself included
+  server @24 :ServerSaid;         # (1.6) what the server said of this exchange (format/server_said.hpp)
+  serverState @25 :ServerState;   # (1.6) the run's /metrics series joined to it (replay only)
+}
+
+# (format 1.6) What the server said about one exchange: vLLM's `metrics`
+# (--enable-per-request-metrics), llama.cpp's `timings`, SGLang's `meta_info`, TGI's x-*-time
+# headers, usage's cached tokens. Milliseconds as the server measured them; -1: not said.
+struct ServerSaid {
+  source @0 :Text;                 # "vllm", "llamacpp", "sglang", "tgi", "usage"; "" nothing said
+  queueMs @1 :Float64 = -1;
+  ttftMs @2 :Float64 = -1;
+  decodeMs @3 :Float64 = -1;
+  e2eMs @4 :Float64 = -1;
+  promptComputed @5 :Int64 = -1;   # prompt tokens computed, not served by a cache
+  cachedTokens @6 :Int64 = -1;     # prompt tokens the prefix cache served
+}
+
+# (format 1.6) One moment of the run's /metrics series: the latest scrape sent at or before it
+# whose answer had arrived when the exchange was written. -1: no scrape, or not exposed.
+struct ServerSample {
+  scrapeNs @0 :Int64 = -1;         # that scrape's offsetNs
+  running @1 :Float64 = -1;
+  waiting @2 :Float64 = -1;
+  kvUsage @3 :Float64 = -1;
+}
+
+struct ServerState {
+  atSend @0 :ServerSample;
+  atFirstToken @1 :ServerSample;
+  atEnd @2 :ServerSample;
+  preemptions @3 :Float64 = -1;    # the preemptions counter's increase over scrapes in (send, end]
 }
 
 # (format 1.5) One scrape of the target's Prometheus /metrics during a run: a Record of its own,

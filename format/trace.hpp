@@ -43,14 +43,16 @@
 #include "base/clock.hpp"
 #include "base/enum_names.hpp"
 #include "format/metric_scrape.hpp"
+#include "format/server_said.hpp"
 
 namespace retrace {
 
 inline constexpr std::uint16_t kFormatMajor = 1;
 // 1.1: Exchange.retries; 1.2: ErrorKind.rejected; 1.3: ErrorKind.server_error, ErrorKind.truncated;
 // 1.4: output parts (Choice.part, toolCall, toolName, values; Usage.reasoningTokens); 1.5: the
-// /metrics series (MetricScrape records), Exchange.inFlightAtSend and inFlightMax
-inline constexpr std::uint16_t kFormatMinor = 5;
+// /metrics series (MetricScrape records), Exchange.inFlightAtSend and inFlightMax; 1.6:
+// Exchange.server (what the server said of it) and serverState (its series joined to it)
+inline constexpr std::uint16_t kFormatMinor = 6;
 
 // Their names are the enumerators' own (base/enum_names.hpp); the values are the schema's.
 enum class Source : std::uint8_t { recorded, replayed, imported };
@@ -61,15 +63,10 @@ BOOST_DESCRIBE_ENUM(TokenKind, none, text_deltas, logprob_tokens, token_ids)
 enum class Part : std::uint8_t { content, reasoning, refusal, tool_call, embedding };
 BOOST_DESCRIBE_ENUM(Part, content, reasoning, refusal, tool_call, embedding)
 // Position of a part in the order a model generates them (Choice order within an index).
-constexpr int part_rank(Part part) {
-  switch (part) {
-    case Part::reasoning: return 0;
-    case Part::content: return 1;
-    case Part::refusal: return 2;
-    case Part::tool_call: return 3;
-    case Part::embedding: return 4;
-  }
-  return 5;
+constexpr int part_rank(Part part) {  // reasoning, content, refusal, tool_call, embedding
+  constexpr int kRank[] = {1, 0, 2, 3, 4};  // by Part's value
+  auto at = static_cast<std::size_t>(part);
+  return at < std::size(kRank) ? kRank[at] : 5;
 }
 // `rejected`: the request never went upstream; record answered it itself (400, 413, 431).
 // `server_error`: a 2xx response whose body or stream says the server failed ({"error": ...},
@@ -236,6 +233,8 @@ struct Exchange {
   // Replay's client: requests in flight when it was sent and the most while it ran, itself
   // included; -1 when not known (recorded, imported, written before 1.5).
   std::int32_t in_flight_at_send = -1, in_flight_max = -1;
+  ServerSaid server;         // (1.6) format/server_said.hpp
+  ServerState server_state;  // (1.6) replay's join to the run's /metrics series
   bool operator==(const Exchange&) const = default;
 
   // The value of a label, or nullptr.
@@ -267,6 +266,8 @@ struct ExchangeOutputs {
   std::string dialect;  // as Exchange::dialect: "" when nothing was decoded
   std::string method, target;  // the request's (what a "not compared" says it was)
   std::int32_t in_flight_at_send = -1;  // as Exchange's
+  std::int64_t cached_tokens = -1;      // Exchange's server.cached_tokens
+  double preemptions = -1;              // Exchange's server_state.preemptions
   bool operator==(const ExchangeOutputs&) const = default;
 };
 // The outputs of a whole exchange: what TraceReader::next(ExchangeOutputs&) reads of its record.

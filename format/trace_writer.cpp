@@ -273,6 +273,8 @@ Exchange exchange_without_bodies(const Exchange& exchange) {
   slim.retries = exchange.retries;
   slim.in_flight_at_send = exchange.in_flight_at_send;
   slim.in_flight_max = exchange.in_flight_max;
+  slim.server = exchange.server;
+  slim.server_state = exchange.server_state;
   return slim;
 }
 

@@ -240,6 +240,7 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
   out.setRetries(exchange.retries);
   out.setInFlightAtSend(exchange.in_flight_at_send);
   out.setInFlightMax(exchange.in_flight_max);
+  fill_server(out, exchange.server, exchange.server_state);
 }
 
 // Which part a choice is (1.3 fields; a 1.2 record reads as content).
@@ -298,6 +299,7 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& bu
   exchange.retries = in.getRetries();
   exchange.in_flight_at_send = in.getInFlightAtSend();
   exchange.in_flight_max = in.getInFlightMax();
+  read_server(in, exchange.server, exchange.server_state);
 }
 
 static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget) {
@@ -360,6 +362,8 @@ void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudge
   assign(outputs.method, request.getMethod());
   assign(outputs.target, request.getTarget());
   outputs.in_flight_at_send = in.getInFlightAtSend();
+  outputs.cached_tokens = in.getServer().getCachedTokens();
+  outputs.preemptions = in.getServerState().getPreemptions();
   auto choices = in.getChoices();
   outputs.choices.resize(parts_read(budget.take(choices.size(), "choices")));
   for (unsigned c = 0; c < outputs.choices.size(); ++c) {

@@ -56,6 +56,9 @@ void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudge
 // A /metrics scrape record (format 1.5; wire_metrics.cpp).
 void fill_metrics(wire::MetricScrape::Builder out, const MetricScrape& scrape);
 void read_metrics(wire::MetricScrape::Reader in, MetricScrape& scrape, ListBudget& budget);
+// An exchange's server fields (format 1.6; wire_server.cpp).
+void fill_server(wire::Exchange::Builder out, const ServerSaid& said, const ServerState& state);
+void read_server(wire::Exchange::Reader in, ServerSaid& said, ServerState& state);
 
 inline std::string errno_text(int error) { return std::strerror(error); }
 

@@ -36,6 +36,7 @@ bool looks_like_sse(std::string_view body) {
 void decode_exchange(Exchange& exchange) {
   exchange.choices.clear();
   exchange.usage = Usage{};
+  exchange.server = ServerSaid{};
   exchange.decode_note.clear();
   // The error kinds the decoder itself finds (ResponseDecoder::finish) are found again from the
   // bytes: a decode of changed bytes must not keep the last decode's verdict.

@@ -6,6 +6,7 @@
 #include <boost/json/serialize.hpp>
 
 #include "llm/decoder_impl.hpp"
+#include "llm/server_said.hpp"
 
 namespace retrace::llm {
 
@@ -309,6 +310,7 @@ void ResponseDecoder::finish(Exchange& out) {
   out.choices = std::move(impl.choices);
   impl.choices.clear();
   out.usage = impl.usage;
+  out.server = server_said(out.response);
   out.dialect = std::string(to_string(impl.dialect));
   std::string note;
   for (const std::string& part : impl.notes) {

@@ -108,11 +108,11 @@ MetricType type_from(std::string_view word) {
 // A sample's family: its name, or its name less a histogram's or summary's suffix when the
 // family with that base name was typed so.
 MetricType type_of(std::string_view name,
-                   const std::unordered_map<std::string, MetricType>& types) {
-  if (auto found = types.find(std::string(name)); found != types.end()) return found->second;
+                   const std::unordered_map<std::string_view, MetricType>& types) {
+  if (auto found = types.find(name); found != types.end()) return found->second;
   for (std::string_view suffix : {"_bucket", "_sum", "_count", "_total", "_created"}) {
     if (name.size() <= suffix.size() || name.substr(name.size() - suffix.size()) != suffix) continue;
-    auto found = types.find(std::string(name.substr(0, name.size() - suffix.size())));
+    auto found = types.find(name.substr(0, name.size() - suffix.size()));
     if (found != types.end()) return found->second;
   }
   return MetricType::untyped;
@@ -120,9 +120,9 @@ MetricType type_of(std::string_view name,
 
 }  // namespace
 
-Exposition parse_exposition(std::string_view text, std::size_t max_samples) {
+Exposition parse_exposition(std::string_view text, std::size_t max_samples, bool distributions) {
   Exposition out;
-  std::unordered_map<std::string, MetricType> types;
+  std::unordered_map<std::string_view, MetricType> types;  // views into `text`
   std::size_t line_number = 0;
   auto malformed = [&](const std::string& what) {
     ++out.malformed;
@@ -145,7 +145,7 @@ Exposition parse_exposition(std::string_view text, std::size_t max_samples) {
       auto family = take_token(rest);
       auto type = take_token(rest);
       if (family.empty() || type.empty()) malformed("# TYPE needs a metric name and a type");
-      else if (types.size() < max_samples) types[std::string(family)] = type_from(type);
+      else if (types.size() < max_samples) types[family] = type_from(type);
       continue;
     }
     ExpositionSample sample;
@@ -154,7 +154,13 @@ Exposition parse_exposition(std::string_view text, std::size_t max_samples) {
       malformed("a metric name was expected");
       continue;
     }
+    auto type = type_of(name, types);
+    if (!distributions && (type == MetricType::histogram || type == MetricType::summary)) {
+      ++out.skipped;
+      continue;
+    }
     sample.name = name;
+    sample.type = type;
     if (!rest.empty() && rest.front() == '{') {
       rest.remove_prefix(1);
       if (auto error = parse_labels(rest, sample); !error.empty()) {
@@ -193,7 +199,6 @@ Exposition parse_exposition(std::string_view text, std::size_t max_samples) {
       ++out.dropped;
       continue;
     }
-    sample.type = type_of(sample.name, types);
     out.samples.push_back(std::move(sample));
   }
   return out;

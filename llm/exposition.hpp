@@ -43,9 +43,15 @@ struct Exposition {
   std::size_t malformed = 0;        // lines that were none of the above
   std::vector<std::string> errors;  // "line N: what", the first kMaxNamedErrors malformed lines
   std::size_t dropped = 0;          // samples past max_samples
+  std::size_t skipped = 0;          // histogram and summary samples not read (distributions off)
 };
 
-Exposition parse_exposition(std::string_view text, std::size_t max_samples = 20000);
+// `distributions` false: the samples of a family typed histogram or summary are skipped as soon
+// as their name is read (no labels, no value; counted in `skipped`), which is most of a vLLM
+// page and nothing the alias table names. A scrape loop reads its pages so after the first.
+inline constexpr std::size_t kMaxPageSamples = 20000;
+Exposition parse_exposition(std::string_view text, std::size_t max_samples = kMaxPageSamples,
+                            bool distributions = true);
 
 // `name{a="b",c="d"}` with the label values escaped again (or `name` alone): a sample's series
 // name as the trace keeps an unknown series. parse_exposition of it, with a value, gives the

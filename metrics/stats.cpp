@@ -43,6 +43,8 @@ ExchangeMetrics summarize(const Exchange& exchange) {
   metrics.output_tokens = output_tokens(exchange);
   metrics.reasoning_tokens = reasoning_tokens(exchange);
   metrics.input_tokens = exchange.usage.prompt_tokens;
+  metrics.server_ttft_ms = exchange.server.ttft_ms;
+  metrics.server_queue_ms = exchange.server.queue_ms;
   metrics.sent = exchange.response.status != 0 || exchange.error.kind != ErrorKind::none;
   // A request record rejected itself never reached the server: listed apart, not a request of
   // the run, whatever its path.
@@ -127,6 +129,9 @@ void StatsBuilder::add(ExchangeMetrics m, std::int64_t start_unix_ns) {
       if (auto ttfot = ttfot_of(m)) ttfot_.add(static_cast<double>(*ttfot) / kMs);
       for (auto gap : m.token_gaps_ns) itl_.add(static_cast<double>(gap) / kMs);
       if (tpot) tpot_.add(*tpot / kMs);
+      const double client_ms = static_cast<double>(*ttft) / kMs;
+      if (m.server_ttft_ms >= 0) ttft_minus_server_.add(std::max(0.0, client_ms - m.server_ttft_ms));
+      if (m.server_queue_ms >= 0 && client_ms > 0) queue_share_.add(std::min(100.0, 100 * m.server_queue_ms / client_ms));
     }
     if (m.end_ns >= 0) e2e_.add(static_cast<double>(m.end_ns) / kMs);
   }
@@ -248,6 +253,8 @@ Stats StatsBuilder::finish() && {
   if (stats.duration_s > 0) stats.mean_in_flight = busy_ns / 1e9 / stats.duration_s;
   stats.ttft = std::move(ttft_).percentiles();
   stats.ttfot = std::move(ttfot_).percentiles();
+  stats.ttft_minus_server = std::move(ttft_minus_server_).percentiles();
+  stats.queue_share = std::move(queue_share_).percentiles();
   stats.itl = std::move(itl_).percentiles();
   stats.tpot = std::move(tpot_).percentiles();
   stats.e2e = std::move(e2e_).percentiles();

@@ -67,6 +67,10 @@ struct Stats {
   Percentiles ttfot;
   Percentiles ttft_intended, e2e_intended;  // from the intended send (open-loop schedules)
   Percentiles schedule_slip;                // actual - intended
+  // Where the server said its own (format 1.6, ServerSaid): the client's TTFT minus the server's
+  // (the network, a proxy, the server's HTTP front; 0 when the server's is the larger), and its
+  // queue time as a share of the client's TTFT, in percent (held in Percentiles' fields as is).
+  Percentiles ttft_minus_server, queue_share;
   bool open_loop = false;
   std::optional<double> goodput_per_s;      // requests/s meeting the SLO, where one is given
   std::optional<std::size_t> slo_met;
@@ -91,6 +95,7 @@ struct ExchangeMetrics {
   bool sent = true;                  // has a response or an error
   std::string endpoint;              // "METHOD path" when not inference
   std::vector<std::int64_t> token_gaps_ns;  // between successive token-carrying events (choice 0)
+  double server_ttft_ms = -1, server_queue_ms = -1;  // what the server said; -1 not said
 };
 ExchangeMetrics summarize(const Exchange& exchange);
 // TTFT in ns by the definition above; absent for a non-streamed response or one without a token.
@@ -131,7 +136,7 @@ class StatsBuilder {
   std::map<ErrorKind, std::size_t> errors_;
   std::map<std::string, std::size_t> other_requests_;
   OutputTokenTally tokens_, reasoning_;
-  Distribution ttft_, ttfot_, itl_, tpot_, e2e_;
+  Distribution ttft_, ttfot_, itl_, tpot_, e2e_, ttft_minus_server_, queue_share_;
   std::vector<Kept> kept_;
   std::size_t added_ = 0;
   bool any_offset_ = false;

@@ -4,6 +4,7 @@
 #include <boost/beast/http.hpp>
 
 #include "net/connection.hpp"
+#include "net/fetch_exchange.hpp"
 #include "net/http_rules.hpp"
 #include "version.hpp"
 
@@ -29,31 +30,43 @@ Fetched send_once(const Url& url, const std::shared_ptr<asio::ssl::context>& tls
 
   // The handlers below run inside io.run(), so every local outlives them.
   Fetched result;
-  auto fail = [&](error_code ec, Phase phase) { result.error = describe(ec, phase, url.str()); };
   connection.async_connect(timeout, [&](error_code ec, Phase phase) {
-    if (ec) return fail(ec, phase);
-    result.connected = true;
-    connection.expires_after(timeout);
-    connection.visit([&](auto& stream) {
-      http::async_write(stream, request, [&](error_code ec, std::size_t) {
-        if (ec) return fail(ec, Phase::write_request);
-        http::async_read(stream, connection.buffer(), parser, [&](error_code ec, std::size_t) {
-          if (ec) return fail(ec, parser.is_header_done() ? Phase::read_body : Phase::read_header);
-          auto& response = parser.get();
-          result.status = static_cast<int>(response.result_int());
-          if (auto server = response.find(http::field::server); server != response.end())
-            result.server = std::string(server->value());
-          result.body = std::move(response.body());
-          connection.close();
-        });
-      });
-    });
+    if (ec) {
+      result.error = describe(ec, phase, url.str());
+      return;
+    }
+    detail::start_exchange(connection, request, parser, timeout, url, result,
+                           [&](bool) { connection.close(); });
   });
   io.run();
   return result;
 }
 
 }  // namespace
+
+void detail::start_exchange(UpstreamConnection& connection, const http::request<http::string_body>& request,
+                            http::response_parser<http::string_body>& parser,
+                            std::chrono::steady_clock::duration timeout, const Url& url, Fetched& result,
+                            std::function<void(bool keep_alive)> done) {
+  auto fail = [&result, &url](error_code ec, Phase phase) { result.error = describe(ec, phase, url.str()); };
+  result.connected = true;
+  connection.expires_after(timeout);
+  connection.visit([&, fail, done = std::move(done)](auto& stream) {
+    http::async_write(stream, request, [&, fail, done](error_code ec, std::size_t) {
+      if (ec) return fail(ec, Phase::write_request);
+      http::async_read(stream, connection.buffer(), parser, [&, fail, done](error_code ec, std::size_t) {
+        if (ec) return fail(ec, parser.is_header_done() ? Phase::read_body : Phase::read_header);
+        auto& response = parser.get();
+        result.status = static_cast<int>(response.result_int());
+        if (auto server = response.find(http::field::server); server != response.end())
+          result.server = std::string(server->value());
+        bool keep_alive = response.keep_alive();
+        result.body = std::move(response.body());
+        done(keep_alive);
+      });
+    });
+  });
+}
 
 Fetched fetch(const Url& url, const std::shared_ptr<asio::ssl::context>& tls,
               std::string_view path, std::chrono::steady_clock::duration timeout,

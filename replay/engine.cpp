@@ -27,6 +27,7 @@
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
 #include "replay/run_input.hpp"
+#include "replay/server_join.hpp"
 #include "replay/shard.hpp"
 #include "replay/worker.hpp"
 #include "version.hpp"
@@ -305,9 +306,13 @@ void warm_up(RunInput& input, Shared& shared, std::vector<std::unique_ptr<Worker
   shared.errors = 0;
 }
 
-// The /metrics scrapes taken since the last call, into the trace among the exchanges.
-void write_scrapes(TraceWriter& writer, Scraper& scraper) {
-  for (const auto& scrape : scraper.take()) writer.write(scrape);
+// The /metrics scrapes taken since the last call, into the trace among the exchanges (and into
+// the series exchanges are joined to, when given).
+void write_scrapes(TraceWriter& writer, Scraper& scraper, ServerSeries* series = nullptr) {
+  for (const auto& scrape : scraper.take()) {
+    if (series) series->add(scrape);
+    writer.write(scrape);
+  }
 }
 
 // The writer thread: assigns ids in arrival order, writes each exchange and gathers the run's
@@ -334,8 +339,10 @@ class RunWriter {
     std::uint64_t next_id = 0;
     bool failed = false;
     while (queue_.pop_all(batch)) {
+      if (!failed && scraper_) write_scrapes(writer, *scraper_, &series_);  // the latest, for the join
       for (auto& exchange : batch) {
         exchange.id = next_id++;
+        if (scraper_) exchange.server_state = series_.join(exchange);
         stats.add(summarize(exchange));  // its offsets are the run's own: no wall-clock start
         if (failed) continue;
         try {
@@ -345,12 +352,13 @@ class RunWriter {
           failed = true;
         }
       }
-      if (!failed && scraper_) write_scrapes(writer, *scraper_);
+      if (!failed && scraper_) write_scrapes(writer, *scraper_, &series_);
     }
   }
 
   WriteQueue queue_;
   Scraper* scraper_;  // null: the run is not scraped
+  ServerSeries series_;  // the writer thread's
   std::exception_ptr failure_;
   std::thread thread_;  // last: started once the rest is ready
 };

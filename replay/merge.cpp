@@ -382,6 +382,14 @@ std::uint64_t write_merged(std::vector<Shard>& shards, const MergedRun& merged_r
   const std::string concurrency = std::to_string(result.total_concurrency);
   std::uint64_t next_id = 0;
   auto writer = std::make_unique<TraceWriter>(out, merged_run.header, options.writer);
+  // The server's /metrics series (format 1.5): the first shard's, on the common clock. Every shard
+  // scraped the same server, so one view of it is kept: its counters' deltas counted once.
+  if (!shards.empty() && shards.front().reader)
+    shards.front().reader->on_metrics([&](const MetricScrape& scrape) {
+      MetricScrape shifted_scrape = scrape;
+      shifted_scrape.offset_ns = shifted(scrape.offset_ns, shards.front().shift_ns, shards.front(), shards.front().current);
+      writer->write(shifted_scrape);
+    });
   try {
     for (std::size_t s = 0; s < shards.size(); ++s) advance(s);
     while (!heads.empty()) {
@@ -391,6 +399,9 @@ std::uint64_t write_merged(std::vector<Shard>& shards, const MergedRun& merged_r
       exchange.id = next_id++;
       exchange.intended_send_ns = shifted(exchange.intended_send_ns, shards[s].shift_ns, shards[s], exchange);
       exchange.actual_send_ns = shifted(exchange.actual_send_ns, shards[s].shift_ns, shards[s], exchange);
+      auto& state = exchange.server_state;  // the join's samples are on the shard's clock too
+      for (auto* sample : {&state.at_send, &state.at_first_token, &state.at_end})
+        if (sample->scrape_ns >= 0) sample->scrape_ns = shifted(sample->scrape_ns, shards[s].shift_ns, shards[s], exchange);
       set_label(exchange.labels, "run", merged_run.run);
       if (merged_run.closed_loop) set_label(exchange.labels, "concurrency", concurrency);
       writer->write(exchange);

@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include "llm/exposition.hpp"
-#include "net/fetch.hpp"
 #include "replay/worker.hpp"  // nanoseconds()
 
 namespace retrace::replay {
@@ -44,18 +43,18 @@ Scraper::~Scraper() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Scraper::scrape_once() {
+void Scraper::scrape_once(bool whole_page) {
   if (given_up_) return;
   MetricScrape scrape;
   auto sent = clock_.now();
   scrape.offset_ns = nanoseconds(sent - run_start_);
   scrape.in_flight = in_flight_.now();
   auto timeout = std::max<std::chrono::steady_clock::duration>(settings_.interval * 4, std::chrono::seconds(2));
-  auto page = net::fetch(url_, tls_, path_, timeout, settings_.body_limit);  // marked X-Retrace-Probe
+  auto page = get_->get(timeout);  // marked X-Retrace-Probe
   scrape.took_ns = nanoseconds(clock_.now() - sent);
   std::string where = url_.str() + (path_ == "/" ? "" : path_);
   if (page.status == 200) {
-    deltas_.take(llm::parse_exposition(page.body), scrape);
+    deltas_.take(llm::parse_exposition(page.body, llm::kMaxPageSamples, whole_page), scrape);
   } else {
     bool too_large = page.error.find("body limit") != std::string::npos;
     scrape.note = too_large ? "the page passed " + mib(settings_.body_limit) + " and was not read"
@@ -78,7 +77,8 @@ void Scraper::scrape_once() {
 
 void Scraper::begin(Clock::time_point run_start) {
   run_start_ = run_start;
-  scrape_once();
+  get_ = std::make_unique<net::KeptGet>(url_, tls_, path_, settings_.body_limit);
+  scrape_once(true);
   if (given_up_) return;
   thread_ = std::thread([this] { loop(); });
 }
@@ -90,7 +90,7 @@ void Scraper::loop() {
       std::unique_lock lock(mutex_);
       if (wake_.wait_until(lock, next, [&] { return stopping_; })) return;
     }
-    scrape_once();
+    scrape_once(false);
     if (given_up_) return;
     auto now = std::chrono::steady_clock::now();
     while (next <= now) next += settings_.interval;  // a tick missed while scraping is skipped
@@ -104,7 +104,7 @@ void Scraper::end() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  if (baseline_taken_) scrape_once();
+  if (baseline_taken_) scrape_once(true);
 }
 
 std::vector<MetricScrape> Scraper::take() {

@@ -7,6 +7,11 @@
 // it out of its trace. Its time is when the GET was sent, on the run's clock (the offsets every
 // exchange's actual_send_ns is on); took_ns says how long the answer took.
 //
+// One connection is kept alive for the loop's GETs (net/kept_get.hpp). The baseline and the last
+// scrape read the whole page; the loop's skip the samples of histogram and summary families
+// unread (nothing the alias table names is one, and they are most of a vLLM page), so a
+// distribution's counters move from the baseline to the last scrape in one delta, the run's.
+//
 // A target without a /metrics (no answer, or not 200 at the baseline) is one line on stderr and
 // one scrape with its note; the run goes on unscraped. A page over Options::Scrape::body_limit
 // is the same: said once, and no more are asked for. A failure later in the run is that scrape's
@@ -28,6 +33,7 @@
 #include "base/clock.hpp"
 #include "format/metric_scrape.hpp"
 #include "llm/server_metrics.hpp"
+#include "net/kept_get.hpp"
 #include "net/url.hpp"
 #include "replay/in_flight.hpp"
 #include "replay/replay.hpp"
@@ -55,12 +61,13 @@ class Scraper {
   std::vector<MetricScrape> take();
 
  private:
-  void scrape_once();
+  void scrape_once(bool whole_page);
   void loop();
 
   Options::Scrape settings_;
   net::Url url_;
   std::string path_;
+  std::unique_ptr<net::KeptGet> get_;  // made at begin(): the loop's thread only, as deltas_
   std::shared_ptr<boost::asio::ssl::context> tls_;
   const Clock& clock_;
   InFlight& in_flight_;

@@ -6,6 +6,7 @@
 #include "report/diff_internal.hpp"
 #include "report/diff_report.hpp"
 #include "report/in_flight_breakdown.hpp"
+#include "report/server_breakdown.hpp"
 #include "metrics/statistics.hpp"
 #include "report/text.hpp"
 
@@ -144,6 +145,8 @@ boost::json::object run_json(const diff::RunComparison& run) {
   object["differ_rate_upper95"] = json_number(clopper_pearson_upper(differ, total));
   object["matrix"] = run.matrix;
   object["by_in_flight"] = in_flight_json(in_flight_buckets(run.by_in_flight));
+  object["by_cache"] = by_cache_json(run.by_server);
+  object["by_preempted"] = by_preempted_json(run.by_server);
   boost::json::array pairs;
   for (const auto& pair : run.pairs) pairs.push_back(pair_json(pair));
   object["pairs"] = std::move(pairs);

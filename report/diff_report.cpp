@@ -3,6 +3,7 @@
 #include "report/diff_report.hpp"
 #include "report/diff_internal.hpp"
 #include "report/in_flight_breakdown.hpp"
+#include "report/server_breakdown.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -199,6 +200,7 @@ void terminal_run(const RunComparison& run, const Styles& styles, std::ostream& 
       << " in baseline\n";
   if (auto load = in_flight_sentence(in_flight_buckets(run.by_in_flight)); !load.empty())
     out << "  " << load << "\n";
+  if (auto server = server_sentence(run.by_server); !server.empty()) out << "  " << server << "\n";
   if (run.not_compared > 0) {
     out << "  " << styles.yellow() << run.not_compared << " exchanges not compared" << styles.reset() << ":\n";
     for (const auto& [reason, count] : run.not_compared_why) out << "    " << count << "  " << reason << "\n";

@@ -362,6 +362,11 @@ std::string render_html(const HtmlReport& report) {
   throughput_section(report, out);
   tables_section(report, out);
   latency_section(report, out);
+  if (!report.charts.empty()) {  // a run's server (report/server_charts.hpp)
+    out << "<section id=\"server\"><h2>" << e(report.charts_title) << "</h2><div class=\"charts\">";
+    for (const auto& chart : report.charts) out << chart;  // drawn by svg.cpp, escaped there
+    out << "</div></section>\n";
+  }
   differences_section(report, out);
   errors_section(report, out);
   if (report.kind != "run") {

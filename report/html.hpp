@@ -58,8 +58,8 @@ struct HtmlReport {
   std::vector<std::string> notes;  // warnings (torn tails and the like)
   std::vector<std::string> paragraphs;  // shown under the header: a study's scope
   std::vector<HtmlTable> tables;        // shown after the throughput section, in order
-  std::string charts_title;             // kind "search": the charts' section
-  std::vector<std::string> charts;      // kind "search": SVG drawn by report/svg.cpp
+  std::string charts_title;             // the charts' section: kind "search"'s, or a run's server
+  std::vector<std::string> charts;      // SVG drawn by report/svg.cpp; none: no section
 };
 
 std::string render_html(const HtmlReport& report);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "report/html.hpp"
+#include "report/server_charts.hpp"
 #include "version.hpp"
 
 namespace retrace::report {
@@ -25,9 +26,12 @@ struct SeriesPass {
   StreamedRun run;
   HtmlSeries series;
 };
-SeriesPass series_pass(const std::filesystem::path& path, const std::string& label, const diff::Options& options) {
+SeriesPass series_pass(const std::filesystem::path& path, const std::string& label, const diff::Options& options,
+                       ServerCharts* server = nullptr) {
   LatencySampler latency;
-  auto run = stream_run(path, options, kShownFailedQuestions, {.prepare = {}, .latency = &latency});
+  StreamSinks sinks{.prepare = {}, .latency = &latency};
+  if (server) sinks.scrapes = [server](const MetricScrape& scrape) { server->add(scrape); };
+  auto run = stream_run(path, options, kShownFailedQuestions, sinks);
   auto series = series_of(label, run.stats, std::move(latency).finish());
   return {std::move(run), std::move(series)};
 }
@@ -78,7 +82,8 @@ HtmlReport sweep_report(const Summary& summary) {
 }
 
 HtmlReport run_report(const std::filesystem::path& path) {
-  auto [run, series] = series_pass(path, path.filename().string(), diff::Options{});
+  ServerCharts server;
+  auto [run, series] = series_pass(path, path.filename().string(), diff::Options{}, &server);
   HtmlReport report;
   report.kind = "run";
   report.title = "retrace run report: " + path.filename().string();
@@ -87,6 +92,8 @@ HtmlReport run_report(const std::filesystem::path& path) {
   report.generator = kToolVersion;
   report.series.push_back(std::move(series));
   report.errors_by_kind = run.stats.errors_by_kind;
+  report.charts = server.charts(run.stats);
+  report.charts_title = "The server over the run";
   const auto& questions = run.questions;
   if (questions.with_expected() > 0)
     report.gold.push_back(gold_of(path.filename().string(), questions.with_expected() - questions.failed(),

@@ -35,6 +35,11 @@ std::vector<LatencyRow> latency_rows(const metrics::Stats& stats) {
     rows.push_back({"e2e (intended)", "e2e_intended_ms", &stats.e2e_intended});
     rows.push_back({"schedule slip", "schedule_slip_ms", &stats.schedule_slip});
   }
+  // Where the server said its own TTFT or queue time (format 1.6).
+  if (stats.ttft_minus_server.count > 0)
+    rows.push_back({"TTFT − server's", "ttft_minus_server_ms", &stats.ttft_minus_server});
+  if (stats.queue_share.count > 0)
+    rows.push_back({"queue % of TTFT", "queue_share_of_ttft_pct", &stats.queue_share});
   return rows;
 }
 

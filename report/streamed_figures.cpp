@@ -38,6 +38,7 @@ void FailedQuestions::add(const Exchange& exchange) {
 StreamedRun stream_run(const std::filesystem::path& path, const diff::Options& options,
                        std::size_t keep_failed, const StreamSinks& sinks) {
   TraceReader reader(path);
+  if (sinks.scrapes) reader.on_metrics(sinks.scrapes);
   metrics::StatsBuilder builder(metrics::is_open_loop(reader.header()));
   StreamedRun run{reader.header(), {}, FailedQuestions(options, keep_failed), {}};
   Exchange exchange;

@@ -12,6 +12,7 @@
 
 #include "report/client.hpp"
 #include "report/in_flight_breakdown.hpp"
+#include "report/server_breakdown.hpp"
 #include "report/study_internal.hpp"
 #include "report/text.hpp"
 
@@ -336,6 +337,8 @@ json::object study_json(const StudySummary& summary) {
       {"differing", summary.differing()},
       {"differing_rate_upper95", json_number(clopper_pearson_upper(summary.differing(), summary.compared()))},
       {"by_in_flight", in_flight_json(in_flight_buckets(summary.by_in_flight))},
+      {"by_cache", by_cache_json(summary.by_server)},
+      {"by_preempted", by_preempted_json(summary.by_server)},
       {"differs", summary.any_differs()},
       {"errors", summary.errors},
       {"client", study_client_json(summary)},
@@ -357,6 +360,7 @@ std::string study_to_markdown(const StudySummary& summary) {
       << study_client_line(summary) << "\n\n";
   if (auto load = in_flight_sentence(in_flight_buckets(summary.by_in_flight)); !load.empty())
     out << "Load: " << load << ".\n\n";
+  if (auto server = server_sentence(summary.by_server); !server.empty()) out << "Server: " << server << ".\n\n";
   out << "## Cells\n\n";
   if (summary.sampling.all_greedy())
     out << "At temperature 0 an output that differs from the baseline's is nondeterminism of the "

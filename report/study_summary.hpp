@@ -97,6 +97,7 @@ struct StudySummary {
   // Every run's compared outputs by the requests in flight when each was sent (report/
   // in_flight_breakdown.hpp): empty when no run's trace says (format 1.4 and older).
   std::vector<diff::InFlightTally> by_in_flight;
+  diff::ServerTallies by_server;  // likewise by prefix-cache hit and preemption (format 1.6)
   std::size_t compared() const;
   std::size_t differing() const;
   bool any_differs() const { return differing() > 0; }

@@ -96,6 +96,20 @@ Legend legend(const std::string& title, const std::vector<std::string>& labels) 
   return {out + "</g>", (row + 1) * kRow + 4};
 }
 
+// The axes of a chart of y against a numeric x from 0: y's scale rounded up to a tick when it is
+// the data's (`data_scale`), x's to a tick past 105 % of its largest; both maxima updated.
+std::string xy_axes(double& x_max, double& y_max, bool data_scale, const std::string& x_caption,
+                    const std::string& unit) {
+  if (y_max <= 0) y_max = 1;
+  if (data_scale) y_max = std::ceil(y_max / tick_step(y_max)) * tick_step(y_max);
+  double x_step = tick_step(x_max > 0 ? x_max : 1);
+  x_max = std::max(x_step, std::ceil(x_max * 1.05 / x_step) * x_step);
+  std::string out = axes(y_max, x_caption, unit);
+  for (double tick = x_step; tick <= x_max * 1.0001; tick += x_step)
+    out += text_at(kLeft + tick / x_max * kPlotWidth, kTop + kPlotHeight + 16, fixed(tick, digits_for(x_step)), "middle");
+  return out;
+}
+
 }  // namespace
 
 const char* colour(std::size_t index) {
@@ -189,13 +203,7 @@ std::string line_chart(const std::string& title, const std::string& x_caption, c
     x_max = std::max(x_max, point.x);
     if (data_scale) y_max = std::max({y_max, point.y, point.high.value_or(0)});
   }
-  if (y_max <= 0) y_max = 1;
-  if (data_scale) y_max = std::ceil(y_max / tick_step(y_max)) * tick_step(y_max);
-  double x_step = tick_step(x_max > 0 ? x_max : 1);
-  x_max = std::max(x_step, std::ceil(x_max * 1.05 / x_step) * x_step);
-  out += axes(y_max, x_caption, unit);
-  for (double tick = x_step; tick <= x_max * 1.0001; tick += x_step)
-    out += text_at(kLeft + tick / x_max * kPlotWidth, kTop + kPlotHeight + 16, fixed(tick, digits_for(x_step)), "middle");
+  out += xy_axes(x_max, y_max, data_scale, x_caption, unit);
   auto x_of = [&](double x) { return kLeft + x / x_max * kPlotWidth; };
   auto y_of = [&](double y) { return kTop + kPlotHeight - std::clamp(y, 0.0, y_max) / y_max * kPlotHeight; };
   if (marks.target)
@@ -223,6 +231,40 @@ std::string line_chart(const std::string& title, const std::string& x_caption, c
            colour(0) + "\"><title>" + html_escape(point.label) + "</title></circle>";
   }
   return out + "</svg>";
+}
+
+std::string lines_chart(const std::string& title, const std::string& x_caption, const std::string& unit,
+                        const std::vector<Line>& lines, double y_max) {
+  std::string out = open_svg(title);
+  double x_max = 0;
+  bool data_scale = y_max <= 0;
+  bool any = false;
+  for (const auto& line : lines)
+    for (const auto& [x, y] : line.points) {
+      any = true;
+      x_max = std::max(x_max, x);
+      if (data_scale) y_max = std::max(y_max, y);
+    }
+  if (!any) return out + text_at(kWidth / 2.0, kHeight / 2.0, "no data", "middle") + "</svg>";
+  out += xy_axes(x_max, y_max, data_scale, x_caption, unit);
+  auto x_of = [&](double x) { return kLeft + x / x_max * kPlotWidth; };
+  auto y_of = [&](double y) { return kTop + kPlotHeight - std::clamp(y, 0.0, y_max) / y_max * kPlotHeight; };
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto& points = lines[i].points;
+    labels.push_back(lines[i].label);
+    if (points.empty()) continue;
+    std::size_t every = (points.size() + kMostLinePoints - 1) / kMostLinePoints;
+    std::string path;
+    for (std::size_t p = 0; p < points.size(); p += every) {
+      const auto& [x, y] = points[p];
+      path += path.empty() ? "M" + fixed(x_of(x), 1) + " " + fixed(y_of(y), 1)
+                           : "H" + fixed(x_of(x), 1) + "V" + fixed(y_of(y), 1);
+    }
+    out += "<path class=\"line\" data-series=\"" + html_escape(lines[i].label) + "\" fill=\"none\" stroke=\"" +
+           colour(i) + "\" d=\"" + path + "\"/>";
+  }
+  return out + legend(labels) + "</svg>";
 }
 
 }  // namespace retrace::report::svg

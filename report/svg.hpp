@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "metrics/distribution.hpp"
@@ -49,6 +50,17 @@ struct LineMarks {
 };
 std::string line_chart(const std::string& title, const std::string& x_caption, const std::string& unit,
                        const std::vector<Point>& points, double y_max = 0, const LineMarks& marks = {});
+
+// Lines over a numeric x (a run's series over time), each held at its value until its next point
+// (a sample's value stands until the next sample), with a legend. y from 0 to `y_max` (0: the
+// data's largest). At most kMostLinePoints points a line are drawn (every k-th past that).
+struct Line {
+  std::string label;
+  std::vector<std::pair<double, double>> points;  // (x, y), x growing
+};
+inline constexpr std::size_t kMostLinePoints = 1000;
+std::string lines_chart(const std::string& title, const std::string& x_caption, const std::string& unit,
+                        const std::vector<Line>& lines, double y_max = 0);
 
 // The colour of series `index` (a fixed palette, distinguishable in print and for most colour
 // vision deficiencies).

@@ -86,6 +86,7 @@ struct StreamSinks {
   std::function<void(Exchange&)> prepare;
   LatencySampler* latency = nullptr;
   metrics::StatsBuilder* pooled = nullptr;
+  std::function<void(const MetricScrape&)> scrapes = {};  // each /metrics scrape the trace holds
 };
 StreamedRun stream_run(const std::filesystem::path& path, const diff::Options& options,
                        std::size_t keep_failed, const StreamSinks& sinks = {});

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/private_file.hpp"
+#include "report/server_breakdown.hpp"
 #include "report/text.hpp"
 #include "sweep/study.hpp"
 
@@ -277,6 +278,7 @@ report::StudySummary summarize_study(const Plan& plan, const StudySettings& sett
           tallies[n].compared += comparison.by_in_flight[n].compared;
           tallies[n].differing += comparison.by_in_flight[n].differing;
         }
+        report::add_tallies(summary.by_server, comparison.by_server);
         summary.errors += figures.errors;
         summary.runs.push_back(std::move(figures));
       }

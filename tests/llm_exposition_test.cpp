@@ -53,6 +53,32 @@ TEST_CASE("exposition parser reads every sample type with its family's type") {
   CHECK(page.samples[8].type == MetricType::untyped);
 }
 
+TEST_CASE("exposition parser without distributions skips histogram and summary samples unread") {
+  std::string page_text =
+      "# TYPE vllm:num_requests_running gauge\n"
+      "vllm:num_requests_running{model_name=\"m\"} 3\n"
+      "# TYPE ttft histogram\n"
+      "ttft_bucket{le=\"0.1\"} 2\n"
+      "ttft_bucket{le=\"+Inf\" 5\n"  // malformed, but never read
+      "ttft_count 5\n"
+      "# TYPE lat summary\n"
+      "lat{quantile=\"0.5\"} 0.2\n"
+      "lat_sum 9\n"
+      "# TYPE served counter\n"
+      "served_total 4\n"
+      "plain 1\n";
+  auto page = parse_exposition(page_text, kMaxPageSamples, false);
+  CHECK(page.malformed == 0);
+  CHECK(page.skipped == 5);
+  REQUIRE(page.samples.size() == 3);
+  CHECK(page.samples[0].name == "vllm:num_requests_running");
+  CHECK(page.samples[1].name == "served_total");
+  CHECK(page.samples[2].name == "plain");
+  auto whole = parse_exposition(page_text);
+  CHECK(whole.malformed == 1);
+  CHECK(whole.samples.size() == 7);
+}
+
 TEST_CASE("exposition parser unescapes label values and series_name escapes them again") {
   auto page = parse_exposition("x{path=\"a\\\\b\",say=\"\\\"hi\\\"\",lines=\"1\\n2\",} 1\n");
   REQUIRE(page.malformed == 0);

@@ -7,7 +7,7 @@
 #    the run's first two sends (which went out at 1 and 2 and then ran in the batch the other
 #    fourteen joined), and the terminal report says where they were. export --metrics: the
 #    baseline scrape before the first send, one after the last answer, the sim's `running` and
-#    the client's in-flight line.
+#    the client's in-flight line; each exchange's server state at send, first token and end.
 # 2. A target without /metrics: one line on stderr, the run goes on and is whole.
 # 3. A /metrics of 50 MB: bounded (8 MiB read at most), said, the run goes on.
 # 4. Malformed text and a counter reset: both in the scrapes' notes, the deltas clamped.
@@ -76,6 +76,19 @@ assert all(e["in_flight_at_send"] >= 1 and e["in_flight_max"] >= e["in_flight_at
 assert max(e["in_flight_max"] for e in exchanges) == 16, [e["in_flight_max"] for e in exchanges]
 csv = open(sys.argv[3]).read().splitlines()
 assert csv[0] == "t_us,series,kind,value" and len(csv) == len(series) + 1, csv[:3]
+# The join (format 1.6): each exchange's server state at send, first token and end is the latest
+# scrape at or before each moment, with its time; the sim exposes no preemptions counter.
+scrape_times = {s["t_us"] * 1000 for s in series}
+for e in exchanges:
+    state = e["server_state"]
+    send = e["actual_send_ns"]
+    for moment, at in (("at_send", send), ("at_first_token", send + e["first_byte_ns"]), ("at_end", send + e["end_ns"])):
+        sample = state[moment]
+        assert 0 <= sample["scrape_ns"] <= at and sample["running"] >= 0 and sample["waiting"] >= 0, (moment, state, at)
+        assert any(abs(sample["scrape_ns"] - t) < 1000 for t in scrape_times), (moment, sample)
+    assert state["at_send"]["scrape_ns"] <= state["at_first_token"]["scrape_ns"] <= state["at_end"]["scrape_ns"], state
+    assert state["preemptions"] is None, state
+assert max(e["server_state"]["at_end"]["running"] for e in exchanges) >= 3, [e["server_state"] for e in exchanges]
 PY
 # The stock tools read the new records (Record.metrics), and a trace from before 1.5 exports as it
 # did: no in-flight fields, no series.
@@ -114,6 +127,16 @@ for mode in none huge odd; do
       check_contains "$WORK/$mode.series" "passed 8 MiB and was not read" "50 MB: the note";;
     odd)
       grep -q "metrics" "$WORK/$mode.rtrace.err" && { cat "$WORK/$mode.rtrace.err" >&2; fail "odd: a usable page was said unusable"; }
+      # What the server said of each exchange (vLLM's per-request metrics), typed in the trace.
+      "$RETRACE" export "$WORK/$mode.rtrace" >"$WORK/$mode.jsonl" || fail "odd: export"
+      grep -m1 '"exchange"' "$WORK/$mode.jsonl" >"$WORK/$mode.first"
+      check_eq "$(json "$WORK/$mode.first" 'JSON.stringify(s.exchange.server)')" \
+        '{"source":"vllm","queue_ms":2,"ttft_ms":3.5,"decode_ms":1.25,"e2e_ms":null,"prompt_computed":null,"cached_tokens":2}' \
+        "odd: the server's own words"
+      "$RETRACE" diff --json "$WORK/$mode.rtrace" "$WORK/$mode.rtrace" >"$WORK/$mode.self.json" || fail "odd: diff with itself"
+      check_eq "$(json "$WORK/$mode.self.json" 's.runs[0].by_cache.map(b => [b.cache, b.compared, b.differing]).join(" ")')" \
+        "hit,40,0" "odd: by_cache"
+
       python3 - "$WORK/$mode.series" "$WORK/$mode.scrapes" <<'PY' || fail "odd: resets and malformed lines"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
@@ -124,7 +147,15 @@ deltas = [l["value"] for l in lines if l.get("series") == "odd_requests_total"]
 assert deltas[:3] == [0, 100, 5], deltas   # 100 -> 200 -> 5: a reset counted from 0
 notes = [l["note"] for l in lines if "note" in l]
 assert any("counter reset" in n and "odd_requests_total" in n for n in notes), notes
-assert all("1 malformed line skipped (line 5: " in n for n in notes), notes
+assert all("1 malformed line skipped (line 9: " in n for n in notes), notes
+# One kept-alive connection for the loop's GETs (the header's two GETs have their own).
+assert counts["scrapes"] >= 6 and counts["connections"] <= 3, counts
+# A histogram is read at the baseline and the last scrape only: its count moves once, by the
+# pages served between them.
+times = sorted({l["t_us"] for l in lines})
+latency = [(l["t_us"], l["value"]) for l in lines if l.get("series") == "odd_latency_count"]
+assert [t for t, _ in latency] == [times[0], times[-1]], (latency, times[0], times[-1])
+assert latency[0][1] == 0 and latency[1][1] >= 3, latency
 PY
       ;;
   esac

@@ -33,6 +33,12 @@ run_shards c "$(( $(date +%s) + 4 ))" -c 1
   || fail "merge of four complete shards exited non-zero"
 check_contains "$WORK/merge.out" "merged 20 exchanges from 4 shards" "merge summary"
 check_contains "$WORK/merge.out" "total concurrency 4" "total concurrency in the summary"
+# The server's /metrics series is kept: the first shard's, as many scrapes as it took.
+"$RETRACE" export --metrics "$WORK/merged.rtrace" >"$WORK/merged.series" 2>/dev/null || fail "export --metrics of the merge"
+"$RETRACE" export --metrics "$WORK/c0.rtrace" >"$WORK/c0.series" 2>/dev/null || fail "export --metrics of shard 0"
+[[ -s "$WORK/merged.series" ]] || fail "the merge dropped the series"
+check_eq "$(grep -c '"series":"running"' "$WORK/merged.series")" "$(grep -c '"series":"running"' "$WORK/c0.series")" \
+  "the merge keeps the first shard's scrapes"
 "$RETRACE" diff "$WORK/whole.rtrace" "$WORK/merged.rtrace" >"$WORK/diff.out" \
   || { cat "$WORK/diff.out" >&2; fail "the merged run differs from the unsharded one"; }
 ex "$WORK/merged.rtrace" >"$WORK/merged.jsonl"

@@ -2,7 +2,8 @@
 # The HTML reports open in a real browser (Debian's headless Chromium): for a sweep with
 # divergences, a diff, a single run, a study, a capacity search and retrace shadow's verdict, the page's script builds its view (data-ready="1" on
 # <body>, one index row per divergent output), no script error is raised (window.onerror writes
-# data-error; Chromium's console log is searched for "Uncaught"), and the page loads nothing.
+# data-error; Chromium's console log is searched for "Uncaught"), and the page loads nothing. The
+# run's page charts the server's /metrics series over the run.
 . "$(dirname "$0")/lib.sh"
 
 browser=$(command -v chromium || command -v chromium-browser || true)
@@ -60,6 +61,11 @@ check_contains "$WORK/diff.dom" 'data-report-kind="diff"' "a diff report"
 "$RETRACE" report "$WORK/sweep/c16-r1.rtrace" -o "$WORK/run.html" >/dev/null
 render run "$WORK/run.html"
 check_contains "$WORK/run.dom" 'data-report-kind="run"' "a run report"
+# The run scraped the server's /metrics (#42): its series over the run, charted beside the
+# client's requests in flight.
+check_contains "$WORK/run.dom" '<section id="server">' "the run report's server section"
+check_contains "$WORK/run.dom" '<path class="line" data-series="running"' "the server's running line"
+check_contains "$WORK/run.dom" 'data-series="client in flight"' "the client's in-flight line"
 
 # A study's page: the same script over a column per cell, with the scope on top.
 status=0

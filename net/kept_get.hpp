@@ -1,0 +1,51 @@
+// One page asked for again and again (the /metrics a run scrapes) on one kept-alive connection:
+// connected once, reconnected when the server closed it, the request built once. Blocking: it
+// runs an io_context of its own, one get() at a time (one thread). Every request carries
+// X-Retrace-Probe: 1 (net/http_rules.hpp), as fetch()'s do. What net::fetch costs a GET
+// (an io_context, a resolve, a connect, for https a handshake) is paid once here, not per GET.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
+
+#include "net/connection.hpp"
+#include "net/fetch.hpp"
+
+namespace retrace::net {
+
+class KeptGet {
+ public:
+  // `tls` must be non-null for an https:// url.
+  KeptGet(const Url& url, std::shared_ptr<asio::ssl::context> tls, std::string_view path,
+          std::size_t body_limit);
+  KeptGet(const KeptGet&) = delete;
+  KeptGet& operator=(const KeptGet&) = delete;
+  ~KeptGet();
+
+  // GET the page: on the kept connection when it is still open and clean, else on a new one
+  // (connecting within `timeout`); then writing and reading within `timeout`. A reused connection
+  // that fails before any byte of the answer arrived is retried once on a new one (the server
+  // may have closed it while idle). The body is moved into the result.
+  Fetched get(std::chrono::steady_clock::duration timeout);
+  // How many connections get() has opened (1 while the server keeps the connection alive).
+  std::size_t connections() const { return connections_; }
+
+ private:
+  Fetched attempt(std::chrono::steady_clock::duration timeout, bool& reused);
+
+  Url url_;
+  std::shared_ptr<asio::ssl::context> tls_;
+  std::string target_;
+  std::size_t body_limit_;
+  asio::io_context io_;
+  std::unique_ptr<UpstreamConnection> connection_;
+  std::size_t connections_ = 0;
+};
+
+}  // namespace retrace::net
