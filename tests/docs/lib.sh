@@ -161,7 +161,7 @@ run_guide() {
 
 # Guides that parallel branches add (issue 41's shadow, 45's Python, 42's server state): linked
 # already, said rather than failed while absent. Remove a name once its guide is in the tree.
-GUIDES_ARRIVING="docs/server-state.md"
+GUIDES_ARRIVING=""
 
 _GUIDE_PGID=""
 _guide_cleanup() {
