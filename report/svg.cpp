@@ -96,6 +96,18 @@ Legend legend(const std::string& title, const std::vector<std::string>& labels) 
   return {out + "</g>", (row + 1) * kRow + 4};
 }
 
+// A chart closed with its legend: when the legend takes rows under the chart, a taller viewBox
+// holds them.
+std::string closed_with_legend(std::string out, const std::string& title, const std::vector<std::string>& labels) {
+  auto key = legend(title, labels);
+  if (key.extra_height > 0) {
+    const std::string box = "viewBox=\"0 0 " + std::to_string(kWidth) + " " + std::to_string(kHeight) + "\"";
+    out.replace(out.find(box), box.size(),
+                "viewBox=\"0 0 " + std::to_string(kWidth) + " " + std::to_string(kHeight + key.extra_height) + "\"");
+  }
+  return out + key.svg + "</svg>";
+}
+
 // The axes of a chart of y against a numeric x from 0: y's scale rounded up to a tick when it is
 // the data's (`data_scale`), x's to a tick past 105 % of its largest; both maxima updated.
 std::string xy_axes(double& x_max, double& y_max, bool data_scale, const std::string& x_caption,
@@ -149,13 +161,7 @@ std::string cdf_chart(const std::string& title, const std::string& unit, const s
     out += "<path class=\"cdf\" data-series=\"" + html_escape(series[s].label) + "\" d=\"" + path +
            "\" stroke=\"" + colour(s) + "\"/>";
   }
-  auto key = legend(title, labels);
-  if (key.extra_height > 0) {  // the rows under the chart: a taller viewBox to hold them
-    const std::string box = "viewBox=\"0 0 " + std::to_string(kWidth) + " " + std::to_string(kHeight) + "\"";
-    out.replace(out.find(box), box.size(),
-                "viewBox=\"0 0 " + std::to_string(kWidth) + " " + std::to_string(kHeight + key.extra_height) + "\"");
-  }
-  return out + key.svg + "</svg>";
+  return closed_with_legend(std::move(out), title, labels);
 }
 
 std::string bar_chart(const std::string& title, const std::string& unit, const std::vector<Bar>& bars) {
@@ -264,7 +270,7 @@ std::string lines_chart(const std::string& title, const std::string& x_caption, 
     out += "<path class=\"line\" data-series=\"" + html_escape(lines[i].label) + "\" fill=\"none\" stroke=\"" +
            colour(i) + "\" d=\"" + path + "\"/>";
   }
-  return out + legend(labels) + "</svg>";
+  return closed_with_legend(std::move(out), title, labels);
 }
 
 }  // namespace retrace::report::svg
