@@ -4,8 +4,7 @@
 // sampling as sent and the cached tokens sweep/'s study audit (what `study` reads of a body and
 // a response); nothing here defines a figure of its own.
 #include "python/tables.hpp"
-
-#include <charconv>
+#include "python/sampling.hpp"
 
 #include "metrics/distribution.hpp"
 #include "metrics/stats.hpp"
@@ -20,21 +19,6 @@ constexpr double kMs = 1e6;
 double ms_or_nan(std::optional<double> ns) { return ns ? *ns / kMs : kNaN; }
 std::optional<std::int64_t> known(std::int64_t value) {
   return value < 0 ? std::nullopt : std::optional<std::int64_t>(value);
-}
-
-// A number the body gave as JSON text ("0.7", "42"); NaN when absent or not a number.
-double number_of(const std::optional<std::string>& text) {
-  if (!text) return kNaN;
-  double value = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-  return ec == std::errc() && end == text->data() + text->size() ? value : kNaN;
-}
-std::optional<std::int64_t> integer_of(const std::optional<std::string>& text) {
-  if (!text) return std::nullopt;
-  std::int64_t value = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (ec == std::errc() && end == text->data() + text->size()) return value;
-  return std::nullopt;
 }
 
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
@@ -56,6 +40,8 @@ struct ExchangeColumns {
   NumberColumn<double> ttft_ms, ttfot_ms, tpot_ms, e2e_ms, itl_p50_ms, itl_p99_ms;
   NumberColumn<std::uint32_t> events, retries;
   NullableColumn in_flight_at_send, in_flight_max;
+
+  SamplingReader sampling_reader;
 
   void add(const Exchange& exchange, std::vector<double>& gaps);
   py::object frame() &&;
@@ -86,12 +72,12 @@ void ExchangeColumns::add(const Exchange& exchange, std::vector<double>& gaps) {
   send_ms.push(static_cast<double>(exchange.actual_send_ns) / kMs);
   intended_send_ms.push(static_cast<double>(exchange.intended_send_ns) / kMs);
 
-  const sweep::ExchangeAudit audit = sweep::audit_body(exchange.request.body);
-  temperature.push(number_of(audit.temperature));
-  top_p.push(number_of(audit.top_p));
-  top_k.push(integer_of(audit.top_k));
-  seed.push(integer_of(audit.seed));
-  n.push(integer_of(audit.n));
+  const SamplingAsSent sampling = sampling_reader.read(exchange.request.body);
+  temperature.push(sampling.temperature);
+  top_p.push(sampling.top_p);
+  top_k.push(sampling.top_k);
+  seed.push(sampling.seed);
+  n.push(sampling.n);
   cached_tokens.push(sweep::cached_tokens_of(exchange));
 
   prompt_tokens.push(known(figures.input_tokens));

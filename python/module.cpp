@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "python/diff_table.hpp"
+#include "python/sampling.hpp"
 #include "python/tables.hpp"
 
 namespace retrace::python {
@@ -155,4 +156,15 @@ PYBIND11_MODULE(retrace, module) {
   module.def("load_summary", &retrace::python::load_summary, "dir"_a,
              "A sweep, study or search directory's summary: dict of summary (dict), table and exchanges "
              "(DataFrames)");
+  // For tests/python/test_sampling.py: exchanges()' sampling columns of one body, read by the
+  // fast reader and by the study audit it must equal, as (temperature, top_p, top_k, seed, n).
+  auto as_tuple = [](const retrace::python::SamplingAsSent& s) {
+    return py::make_tuple(s.temperature, s.top_p, s.top_k, s.seed, s.n);
+  };
+  module.def("_sampling_as_sent", [as_tuple](std::string_view body) {
+    return as_tuple(retrace::python::SamplingReader().read(body));
+  });
+  module.def("_sampling_audited", [as_tuple](std::string_view body) {
+    return as_tuple(retrace::python::audited_sampling(body));
+  });
 }
