@@ -4,11 +4,10 @@
 // sampling as sent and the cached tokens sweep/'s study audit (what `study` reads of a body and
 // a response); nothing here defines a figure of its own.
 #include "python/tables.hpp"
-#include "python/sampling.hpp"
+#include "python/audit_reader.hpp"
 
 #include "metrics/distribution.hpp"
 #include "metrics/stats.hpp"
-#include "sweep/study.hpp"
 
 namespace retrace::python {
 
@@ -42,6 +41,7 @@ struct ExchangeColumns {
   NullableColumn in_flight_at_send, in_flight_max;
 
   SamplingReader sampling_reader;
+  CachedTokensReader cached_reader;
 
   void add(const Exchange& exchange, std::vector<double>& gaps);
   py::object frame() &&;
@@ -78,7 +78,7 @@ void ExchangeColumns::add(const Exchange& exchange, std::vector<double>& gaps) {
   top_k.push(sampling.top_k);
   seed.push(sampling.seed);
   n.push(sampling.n);
-  cached_tokens.push(sweep::cached_tokens_of(exchange));
+  cached_tokens.push(cached_reader.read(exchange));
 
   prompt_tokens.push(known(figures.input_tokens));
   output_tokens.push(failed || !figures.sent ? std::nullopt : std::optional<std::int64_t>(figures.output_tokens.count));
