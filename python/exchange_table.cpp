@@ -25,7 +25,7 @@ std::string_view path_of(std::string_view target) { return target.substr(0, targ
 struct ExchangeColumns {
   NumberColumn<std::uint64_t> id;
   NullableColumn source_id;
-  TextColumn request_key;
+  KeyTextColumn request_key;
   CategoryColumn session, method, endpoint, dialect, error_kind, finish_reason;
   TextColumn error_message, decode_note;
   NullableColumn status;
@@ -53,7 +53,7 @@ void ExchangeColumns::add(const Exchange& exchange, std::vector<double>& gaps) {
   id.push(exchange.id);
   source_id.push(exchange.source_id ? std::optional<std::int64_t>(static_cast<std::int64_t>(*exchange.source_id))
                                     : std::nullopt);
-  request_key.push(exchange.key.hex());
+  request_key.push(exchange.key.hi, exchange.key.lo);
   session.push(exchange.session_id);
   method.push(exchange.request.method);
   endpoint.push(path_of(exchange.request.target));
@@ -112,7 +112,8 @@ py::object ExchangeColumns::frame() && {
   Table table;
   table.add("id", std::move(id.values));
   table.add("source_id", std::move(source_id));
-  table.add("request_key", std::move(request_key));
+  table.add("request_key", std::move(request_key),
+            [](std::uint64_t hi, std::uint64_t lo) { return RequestKey{hi, lo}.hex(); });
   table.add("session", std::move(session));
   table.add("method", std::move(method));
   table.add("endpoint", std::move(endpoint));
