@@ -2,7 +2,8 @@
 // exchange in memory at a time) and handed to pandas at the end. The figures are metrics/'s
 // (summarize: TTFT, TPOT, the inter-token gaps, output tokens as `stats` counts them), the
 // sampling as sent and the cached tokens sweep/'s study audit (what `study` reads of a body and
-// a response); nothing here defines a figure of its own.
+// a response, by audit_reader.hpp's one-pass readers of its rules); nothing here defines a
+// figure of its own.
 #include "python/tables.hpp"
 #include "python/audit_reader.hpp"
 
