@@ -5,6 +5,8 @@
 # before the module), and the zstd -dc floor; then chunks() and diff() beside `retrace diff`.
 #
 # Usage: bench/python.sh [BUILD_DIR] (default build/release; the module in BUILD/python/)
+# BASELINE=DIR: a directory holding another build of the module (retrace.cpython-*.so, e.g. the
+# commit before a change): its exchanges() rows are measured beside this build's, in the same run.
 #
 # Workload: scale.sh's (512 distinct streamed completions of MAX_TOKENS=8 tokens against
 # `retrace serve --latency-model off`, -c 64), replayed N=100000 times into one trace, which is
@@ -50,6 +52,8 @@ echo "| step | rows | CPU (s) | wall (s) | peak RSS (MiB) | CPU per row (µs) |"
 echo "|---|---:|---:|---:|---:|---:|"
 measure "python3 + import retrace, numpy, pandas (nothing read; per row: n/a)" 1 "$PYTHON" -c "import retrace, numpy, pandas"
 measure "**retrace.open(set).exchanges()**" "$rows" "$PYTHON" -c "import sys, retrace; f = retrace.open(sys.argv[1]).exchanges(); assert len(f) == $rows" "$WORK/set"
+[[ -z ${BASELINE:-} ]] || PYTHONPATH=$BASELINE measure "retrace.open(set).exchanges(), BASELINE's module" "$rows" \
+  "$PYTHON" -c "import sys, retrace; f = retrace.open(sys.argv[1]).exchanges(); assert len(f) == $rows" "$WORK/set"
 measure "retrace stats set (same reader and figures)" "$rows" "$RETRACE" stats "$WORK/set"
 measure "retrace export set --csv | pandas.read_csv" "$rows" bash -c \
   "'$RETRACE' export '$WORK/set' --csv | '$PYTHON' -c 'import sys, pandas; f = pandas.read_csv(sys.stdin); assert len(f) == $rows'"
@@ -61,6 +65,8 @@ if [[ -n ${IMPORT:-} ]]; then  # IMPORT=1: production.python_million's trace, 1,
   python3 "$ROOT/tests/production/public_traces.py" burstgpt "$WORK/burst.csv" 0 1 >/dev/null
   "$RETRACE" import "$WORK/burst.csv" --out "$WORK/burst.rtrace" 2>/dev/null
   measure "retrace.open(burstgpt).exchanges()" 1404046 "$PYTHON" -c "import sys, retrace; f = retrace.open(sys.argv[1]).exchanges(); assert len(f) == 1404046" "$WORK/burst.rtrace"
+  [[ -z ${BASELINE:-} ]] || PYTHONPATH=$BASELINE measure "retrace.open(burstgpt).exchanges(), BASELINE's module" 1404046 \
+    "$PYTHON" -c "import sys, retrace; f = retrace.open(sys.argv[1]).exchanges(); assert len(f) == 1404046" "$WORK/burst.rtrace"
   measure "retrace stats burstgpt" 1404046 "$RETRACE" stats "$WORK/burst.rtrace"
 fi
 echo "load average at end $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -23,9 +23,16 @@ py::module_ pandas() { return py::module_::import("pandas"); }
 }  // namespace
 
 void CategoryColumn::push(std::string_view text) {
-  auto [at, added] = index.try_emplace(std::string(text), static_cast<std::int32_t>(categories.size()));
-  if (added) categories.emplace_back(text);
-  codes.push_back(at->second);
+  if (last >= 0 && categories[static_cast<std::size_t>(last)] == text) {
+    codes.push_back(last);
+    return;
+  }
+  auto at = index.find(text);
+  if (at == index.end()) {
+    at = index.emplace(std::string(text), static_cast<std::int32_t>(categories.size())).first;
+    categories.emplace_back(text);
+  }
+  codes.push_back(last = at->second);
 }
 
 py::array to_numpy(std::vector<double>&& values) { return owned(std::move(values), py::dtype::of<double>()); }
@@ -73,6 +80,25 @@ void Table::add(std::string name, TextColumn&& column) {
     begin = end;
   }
   std::string().swap(column.bytes);
+  add_array(std::move(name), std::move(array));
+}
+
+void Table::add(std::string name, KeyTextColumn&& column, std::string (*text_of)(std::uint64_t, std::uint64_t)) {
+  std::vector<py::object> texts(column.keys.size());
+  py::array array = py::module_::import("numpy").attr("empty")(column.codes.size(), "dtype"_a = "object");
+  auto** cells = static_cast<PyObject**>(array.mutable_data());
+  for (std::size_t i = 0; i < column.codes.size(); ++i) {
+    py::object& text = texts[column.codes[i]];
+    if (!text) {
+      const auto& [hi, lo] = column.keys[column.codes[i]];
+      std::string bytes = text_of(hi, lo);
+      text = py::reinterpret_steal<py::object>(
+          PyUnicode_DecodeUTF8(bytes.data(), static_cast<py::ssize_t>(bytes.size()), "replace"));
+      if (!text) throw py::error_already_set();
+    }
+    Py_XDECREF(cells[i]);  // numpy.empty's object arrays hold None
+    cells[i] = text.inc_ref().ptr();
+  }
   add_array(std::move(name), std::move(array));
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -44,14 +45,41 @@ struct NullableColumn {
   }
 };
 
-// Few distinct texts: each row a code into `categories` (-1: absent).
+// Few distinct texts: each row a code into `categories` (-1: absent). Looked up by the text's view
+// (no string made a row).
 struct CategoryColumn {
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
+  };
   std::vector<std::int32_t> codes;
   std::vector<std::string> categories;
-  std::unordered_map<std::string, std::int32_t> index;
+  std::unordered_map<std::string, std::int32_t, Hash, std::equal_to<>> index;
+  std::int32_t last = -1;  // the previous row's code: rows in a run of one value skip the lookup
   void reserve(std::size_t n) { codes.reserve(n); }
   void push(std::string_view text);
   void push_absent() { codes.push_back(-1); }
+};
+
+// Texts named by a 128-bit key (request keys): an object column as TextColumn's, but a key seen
+// among the recent ones shares their Python str (a replay repeats a few hundred keys a million
+// times: one str each, not one a row). The recent keys are a direct-mapped table of fixed size,
+// so a trace of all-distinct keys costs one probe a row and no map of them all.
+struct KeyTextColumn {
+  static constexpr std::size_t kRecent = 4096;
+  std::vector<std::uint32_t> codes;                           // each row's index into `keys`
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> keys;  // the keys given a str
+  std::vector<std::uint32_t> recent = std::vector<std::uint32_t>(kRecent, UINT32_MAX);
+  void push(std::uint64_t hi, std::uint64_t lo) {
+    const std::size_t slot = (hi ^ (lo * 0x9e3779b97f4a7c15ULL)) % kRecent;
+    std::uint32_t code = recent[slot];
+    if (code == UINT32_MAX || keys[code] != std::pair(hi, lo)) {
+      code = static_cast<std::uint32_t>(keys.size());
+      keys.emplace_back(hi, lo);
+      recent[slot] = code;
+    }
+    codes.push_back(code);
+  }
 };
 
 // Many distinct texts: one Python str a row, made at the end (bytes that are not UTF-8 are
@@ -93,6 +121,8 @@ class Table {
   void add(std::string name, NullableColumn&& column);
   void add(std::string name, CategoryColumn&& column);
   void add(std::string name, TextColumn&& column);
+  // `text_of(hi, lo)`: a key's text (made once a str).
+  void add(std::string name, KeyTextColumn&& column, std::string (*text_of)(std::uint64_t, std::uint64_t));
   // Nanoseconds since the epoch as pandas datetime64[ns] (UTC), 0 as NaT.
   void add_time(std::string name, std::vector<std::int64_t>&& unix_ns);
   void add_array(std::string name, py::object array);

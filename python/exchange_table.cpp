@@ -2,14 +2,13 @@
 // exchange in memory at a time) and handed to pandas at the end. The figures are metrics/'s
 // (summarize: TTFT, TPOT, the inter-token gaps, output tokens as `stats` counts them), the
 // sampling as sent and the cached tokens sweep/'s study audit (what `study` reads of a body and
-// a response); nothing here defines a figure of its own.
+// a response, by audit_reader.hpp's one-pass readers of its rules); nothing here defines a
+// figure of its own.
 #include "python/tables.hpp"
-
-#include <charconv>
+#include "python/audit_reader.hpp"
 
 #include "metrics/distribution.hpp"
 #include "metrics/stats.hpp"
-#include "sweep/study.hpp"
 
 namespace retrace::python {
 
@@ -22,27 +21,12 @@ std::optional<std::int64_t> known(std::int64_t value) {
   return value < 0 ? std::nullopt : std::optional<std::int64_t>(value);
 }
 
-// A number the body gave as JSON text ("0.7", "42"); NaN when absent or not a number.
-double number_of(const std::optional<std::string>& text) {
-  if (!text) return kNaN;
-  double value = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-  return ec == std::errc() && end == text->data() + text->size() ? value : kNaN;
-}
-std::optional<std::int64_t> integer_of(const std::optional<std::string>& text) {
-  if (!text) return std::nullopt;
-  std::int64_t value = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (ec == std::errc() && end == text->data() + text->size()) return value;
-  return std::nullopt;
-}
-
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
 
 struct ExchangeColumns {
   NumberColumn<std::uint64_t> id;
   NullableColumn source_id;
-  TextColumn request_key;
+  KeyTextColumn request_key;
   CategoryColumn session, method, endpoint, dialect, error_kind, finish_reason;
   TextColumn error_message, decode_note;
   NullableColumn status;
@@ -57,6 +41,9 @@ struct ExchangeColumns {
   NumberColumn<std::uint32_t> events, retries;
   NullableColumn in_flight_at_send, in_flight_max;
 
+  SamplingReader sampling_reader;
+  CachedTokensReader cached_reader;
+
   void add(const Exchange& exchange, std::vector<double>& gaps);
   py::object frame() &&;
 };
@@ -67,7 +54,7 @@ void ExchangeColumns::add(const Exchange& exchange, std::vector<double>& gaps) {
   id.push(exchange.id);
   source_id.push(exchange.source_id ? std::optional<std::int64_t>(static_cast<std::int64_t>(*exchange.source_id))
                                     : std::nullopt);
-  request_key.push(exchange.key.hex());
+  request_key.push(exchange.key.hi, exchange.key.lo);
   session.push(exchange.session_id);
   method.push(exchange.request.method);
   endpoint.push(path_of(exchange.request.target));
@@ -86,13 +73,13 @@ void ExchangeColumns::add(const Exchange& exchange, std::vector<double>& gaps) {
   send_ms.push(static_cast<double>(exchange.actual_send_ns) / kMs);
   intended_send_ms.push(static_cast<double>(exchange.intended_send_ns) / kMs);
 
-  const sweep::ExchangeAudit audit = sweep::audit_body(exchange.request.body);
-  temperature.push(number_of(audit.temperature));
-  top_p.push(number_of(audit.top_p));
-  top_k.push(integer_of(audit.top_k));
-  seed.push(integer_of(audit.seed));
-  n.push(integer_of(audit.n));
-  cached_tokens.push(sweep::cached_tokens_of(exchange));
+  const SamplingAsSent sampling = sampling_reader.read(exchange.request.body);
+  temperature.push(sampling.temperature);
+  top_p.push(sampling.top_p);
+  top_k.push(sampling.top_k);
+  seed.push(sampling.seed);
+  n.push(sampling.n);
+  cached_tokens.push(cached_reader.read(exchange));
 
   prompt_tokens.push(known(figures.input_tokens));
   output_tokens.push(failed || !figures.sent ? std::nullopt : std::optional<std::int64_t>(figures.output_tokens.count));
@@ -126,7 +113,8 @@ py::object ExchangeColumns::frame() && {
   Table table;
   table.add("id", std::move(id.values));
   table.add("source_id", std::move(source_id));
-  table.add("request_key", std::move(request_key));
+  table.add("request_key", std::move(request_key),
+            [](std::uint64_t hi, std::uint64_t lo) { return RequestKey{hi, lo}.hex(); });
   table.add("session", std::move(session));
   table.add("method", std::move(method));
   table.add("endpoint", std::move(endpoint));

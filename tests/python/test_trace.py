@@ -45,6 +45,8 @@ def test_exchanges_has_one_row_per_exchange_with_the_figures_export_csv_prints(r
     frame = retrace.open(str(path)).exchanges()
     rows = list(csv.DictReader(io.StringIO(run("export", path, "--csv").stdout)))
     assert len(frame) == len(rows) == 32
+    records = [json.loads(line) for line in run("export", path).stdout.splitlines()]
+    exported = {r["exchange"]["id"]: r["exchange"]["key"] for r in records if "exchange" in r}
     by_id = frame.set_index("id")
     for row in rows:
         mine = by_id.loc[int(row["id"])]
@@ -55,12 +57,14 @@ def test_exchanges_has_one_row_per_exchange_with_the_figures_export_csv_prints(r
         assert close(mine["send_ms"], row["send_ms"])
         assert mine["output_tokens"] == int(row["output_tokens"])
         assert mine["prompt_tokens"] == int(row["input_tokens"])
+        assert mine["request_key"] == exported[int(row["id"])], "the request key export prints"
         assert mine["session"] == row["session_id"] or (row["session_id"] == "" and mine["session"] == "")
     # Columns are typed arrays, not Python objects per row (strings aside).
     assert frame["ttft_ms"].dtype == numpy.float64
     assert frame["id"].dtype == numpy.uint64
     assert str(frame["output_tokens"].dtype) == "Int64"
     assert isinstance(frame["endpoint"].dtype, pandas.CategoricalDtype)
+    assert frame["request_key"].dtype == object
     assert set(frame["endpoint"]) == {"/v1/completions"}
     assert set(frame["error_kind"]) == {"none"}
     assert (frame["temperature"] == 0).all(), "the sampling as sent: temperature 0"
@@ -113,6 +117,10 @@ def test_a_directory_of_segments_reads_as_one_trace(runs):
     frame = retrace.open(str(runs / "segments")).exchanges()
     assert len(frame) == 64
     assert frame["id"].is_unique, "ids go on across segments"
+    keys = frame["request_key"].tolist()
+    assert len({id(k) for k in keys}) == len(set(keys)) < len(keys), "a str a distinct key, shared by its rows"
+    records = [json.loads(line) for segment in segments for line in run("export", segment).stdout.splitlines()]
+    assert sorted(keys) == sorted(r["exchange"]["key"] for r in records if "exchange" in r), "the keys export prints"
     ids_cli = sorted(export(runs / "segments"))
     assert sorted(frame["id"].tolist()) == ids_cli
     first = retrace.open(str(segments[0])).exchanges()
