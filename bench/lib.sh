@@ -86,3 +86,13 @@ gnu_time() {  # CMD... : runs CMD (stdout dropped, stderr to $WORK/cmd.err) unde
     cat "$WORK/cmd.err" >&2; exit 1; }
   cat "$WORK/time.txt"
 }
+
+soak_workload_and_serve() {  # the soaks' workload, $WORK/workload.rtrace (512 streamed 32-token
+  # completions), and `retrace serve` on loopback at $serve_url (soak.sh, soak_segments.sh)
+  for i in $(seq 1 512); do
+    printf '{"request":{"model":"retrace-sim","prompt":"Soak request %d: tell a story about the sea.","max_tokens":32,"temperature":0,"stream":true}}\n' "$i"
+  done >"$WORK/workload.jsonl"
+  "$RETRACE" import "$WORK/workload.jsonl" --out "$WORK/workload.rtrace" --endpoint completions >/dev/null
+  start serve "$RETRACE" serve --listen 127.0.0.1:0
+  serve_url=$(url_of serve)
+}

@@ -19,13 +19,7 @@ CONCURRENCY=${CONCURRENCY:-64}
 bench_workdir soak
 
 
-for i in $(seq 1 512); do
-  printf '{"request":{"model":"retrace-sim","prompt":"Soak request %d: tell a story about the sea.","max_tokens":32,"temperature":0,"stream":true}}\n' "$i"
-done >"$WORK/workload.jsonl"
-"$RETRACE" import "$WORK/workload.jsonl" --out "$WORK/workload.rtrace" --endpoint completions >/dev/null
-
-start serve "$RETRACE" serve --listen 127.0.0.1:0
-serve_url=$(url_of serve)
+soak_workload_and_serve  # $WORK/workload.rtrace, serve_url
 start record "$RETRACE" record --upstream "$serve_url" --out "$WORK/soak.rtrace" --listen 127.0.0.1:0 --no-server-info
 record_url=$(url_of record)
 mkdir -p "$WORK/runs"

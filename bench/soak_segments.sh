@@ -29,13 +29,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 dir_bytes() { du -sb "$1" 2>/dev/null | awk '{print $1}'; }
 load() { awk '{print $1, $2, $3}' /proc/loadavg; }
 
-for i in $(seq 1 512); do
-  printf '{"request":{"model":"retrace-sim","prompt":"Soak request %d: tell a story about the sea.","max_tokens":32,"temperature":0,"stream":true}}\n' "$i"
-done >"$WORK/workload.jsonl"
-"$RETRACE" import "$WORK/workload.jsonl" --out "$WORK/workload.rtrace" --endpoint completions >/dev/null
-
-start serve "$RETRACE" serve --listen 127.0.0.1:0
-serve_url=$(url_of serve)
+soak_workload_and_serve  # $WORK/workload.rtrace, serve_url
 
 echo "soak of segments: $PHASES phases of ${PHASE}s alternating A (--out DIR/ --rotate-every $ROTATE" \
   "--max-disk $MAX_DISK) and B (one file), replay -c $CONCURRENCY -> record -> serve; sampled every ${INTERVAL}s"
