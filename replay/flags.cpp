@@ -19,14 +19,14 @@ double parse_rate(std::string_view text, std::string_view flag) {
   const std::string typed(text);
   char* end = nullptr;
   const double rate = std::strtod(typed.c_str(), &end);
-  if (end == typed.c_str() || *end != '\0' || !(rate >= 1e-9 && rate <= 1e9))
+  if (end == typed.c_str() || *end != '\0' || !(rate >= kMinRate && rate <= kMaxRate))
     throw std::invalid_argument(std::string(flag) + ": '" + typed +
                                 "' is not requests per second from 0.000000001 to 1000000000 (e.g. 5 or 0.5)");
   return rate;
 }
 
 double check_speed(double speed, std::string_view flag) {
-  if (!(speed >= 1e-6 && speed <= 1e6))
+  if (!(speed >= kMinSpeed && speed <= kMaxSpeed))
     throw std::invalid_argument(std::string(flag) + " must be between 0.000001 and 1000000 (2 = twice as fast)");
   return speed;
 }

@@ -53,7 +53,10 @@ struct ScheduleFlags {
   std::optional<double> burstiness;    // --burstiness B: the gamma shape (1 = Poisson, < 1 burstier)
 };
 
-// --rate R: requests per second, from 1e-9 to 1e9. Throws std::invalid_argument naming `flag`.
+// The widest --rate and --speed a run takes (a capacity search doubles up to them).
+inline constexpr double kMinRate = 1e-9, kMaxRate = 1e9;
+inline constexpr double kMinSpeed = 1e-6, kMaxSpeed = 1e6;
+// --rate R: requests per second, from kMinRate to kMaxRate. Throws std::invalid_argument naming `flag`.
 double parse_rate(std::string_view text, std::string_view flag = "--rate");
 // --speed S from 1e-6 to 1e6 (recorded offsets divided by it stay within int64 nanoseconds).
 // Returns it, or throws std::invalid_argument naming `flag`.

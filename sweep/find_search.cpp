@@ -21,7 +21,17 @@ bool resolved(const FindSummary& summary, double low, double high) {
   return high - low <= summary.precision * low * (1 + 1e-9);
 }
 
-double grow(double level) { return level * 2; }
+// The largest load replay runs on the axis (replay/flags.hpp): the doubling stops there.
+double ceiling(const FindSummary& summary) {
+  if (is_concurrency(summary)) return replay::kMaxInFlight;
+  return summary.axis == "speed" ? replay::kMaxSpeed : replay::kMaxRate;
+}
+
+// Above `level`: twice it, at most the axis's ceiling; nullopt at the ceiling.
+std::optional<double> grow(const FindSummary& summary, double level) {
+  if (level >= ceiling(summary)) return std::nullopt;
+  return std::min(level * 2, ceiling(summary));
+}
 
 // Below `level`: half of it (concurrency at least 1); nullopt at the axis's floor.
 std::optional<double> shrink(const FindSummary& summary, double level) {
@@ -96,6 +106,9 @@ void judge_slo(FindSummary& summary, std::vector<FindProbe*>& probes) {
                              " straddles the target after its extensions; more requests per probe "
                              "(--requests) would settle it");
   }
+  if (last_pass && !first_fail && probes[*last_pass]->level >= ceiling(summary))
+    answer.notes.push_back("every load probed met the SLOs up to " + report::level_text(ceiling(summary)) +
+                           ", the most replay runs on this axis: the capacity is at least that");
   for (const auto* probe : probes)
     if (probe->oversaturated)
       answer.notes.push_back("at " + report::level_text(probe->level) +
@@ -126,6 +139,9 @@ void judge_stable(FindSummary& summary, std::vector<FindProbe*>& probes) {
     if (!differs) answer.stable_max = compared[i]->level;
     else if (!answer.unstable_min) answer.unstable_min = compared[i]->level;
   }
+  if (answer.stable_max && !answer.unstable_min && *answer.stable_max >= ceiling(summary))
+    answer.notes.push_back("the answers stayed the same up to " + report::level_text(ceiling(summary)) +
+                           ", the most replay runs on this axis");
   if (answer.stable_max && answer.unstable_min && resolved(summary, *answer.stable_max, *answer.unstable_min))
     answer.stable_status = "found";
   else if (answer.stable_max && !answer.unstable_min && !summary.slo.empty() && answer.infeasible_min &&
@@ -148,7 +164,10 @@ std::optional<NextProbe> extension(const FindSummary& summary, std::initializer_
 // the way is settled by the probes around it, through the fit).
 std::optional<NextProbe> slo_step(const FindSummary& summary) {
   const auto& answer = summary.answer;
-  if (!answer.infeasible_min) return NextProbe{grow(*answer.feasible_max)};
+  if (!answer.infeasible_min) {
+    if (auto higher = grow(summary, *answer.feasible_max)) return NextProbe{*higher};
+    return std::nullopt;  // every load up to the ceiling met the SLOs (judge_slo says so)
+  }
   if (!answer.feasible_max) {
     if (auto lower = shrink(summary, *answer.infeasible_min)) return NextProbe{*lower};
     return extension(summary, {answer.infeasible_min});
@@ -162,10 +181,11 @@ std::optional<NextProbe> stable_step(const FindSummary& summary) {
   const auto& answer = summary.answer;
   if (!answer.stable_max) return std::nullopt;
   if (!answer.unstable_min) {
-    double next = grow(*answer.stable_max);
-    if (!summary.slo.empty() && (!answer.infeasible_min || next >= *answer.infeasible_min))
+    auto next = grow(summary, *answer.stable_max);
+    if (!next) return std::nullopt;  // the same answers up to the ceiling (judge_stable says so)
+    if (!summary.slo.empty() && (!answer.infeasible_min || *next >= *answer.infeasible_min))
       return std::nullopt;  // past the SLO boundary the answers no longer matter
-    return NextProbe{next};
+    return NextProbe{*next};
   }
   if (resolved(summary, *answer.stable_max, *answer.unstable_min)) return std::nullopt;
   return NextProbe{middle(summary, *answer.stable_max, *answer.unstable_min)};

@@ -324,3 +324,19 @@ TEST_CASE("a ttft limit in TPOTs is named as the binding constraint with its thr
   CHECK_THAT(report::find_to_json(summary), Catch::Matchers::Contains("\"threshold_tpots\":1.6E1") ||
                                                 Catch::Matchers::Contains("\"threshold_tpots\":16"));
 }
+
+TEST_CASE("a search whose every load passes stops at the axis's ceiling and says so") {
+  auto concurrency = drive(search("concurrency", 40), [](double) { return 1.0; });
+  std::vector<double> levels;
+  for (const auto& probe : concurrency.probes) levels.push_back(probe.level);
+  REQUIRE(levels.back() == double(replay::kMaxInFlight));  // 65,536 then the ceiling, not 131,072
+  CHECK(levels[levels.size() - 2] == 65536);
+  CHECK(concurrency.runs < 40);  // it stopped by itself, not at its budget
+  CHECK(*concurrency.answer.feasible_max == double(replay::kMaxInFlight));
+  REQUIRE_FALSE(concurrency.answer.notes.empty());
+  CHECK_THAT(concurrency.answer.notes.back(), Catch::Contains("the most replay runs on this axis"));
+
+  auto rate = drive(search("rate", 60), [](double) { return 1.0; });
+  CHECK(rate.probes.back().level == replay::kMaxRate);
+  CHECK(rate.runs < 60);
+}
