@@ -7,6 +7,7 @@
 #include "python/tables.hpp"
 #include "python/audit_reader.hpp"
 
+#include "format/exchange_rows.hpp"
 #include "metrics/distribution.hpp"
 #include "metrics/stats.hpp"
 
@@ -158,7 +159,7 @@ py::object exchanges_table(const std::filesystem::path& path, Warnings& warnings
   ExchangeColumns columns;
   {
     py::gil_scoped_release unlocked;
-    TraceReader reader(path);
+    RowReader reader(path);  // what a row shows, not every token's and event's strings
     Exchange exchange;
     std::vector<double> gaps;
     while (reader.next(exchange)) columns.add(exchange, gaps);
