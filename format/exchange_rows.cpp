@@ -95,13 +95,14 @@ bool read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget
 
 }  // namespace
 
-RowReader::RowReader(const std::filesystem::path& path, ReaderOptions options)
-    : reader_(path, options), direct_(reader_.header().format_minor <= kRowsReadThrough) {}
+RowReader::RowReader(const std::filesystem::path& path, ReaderOptions options, std::uint16_t reads_through)
+    : reader_(path, options), direct_(reader_.header().format_minor <= reads_through) {}
 
 bool RowReader::next(Exchange& out) {
   if (!direct_) {
-    ++whole_;
-    return reader_.next(out);
+    const bool read = reader_.next(out);
+    whole_ += read;
+    return read;
   }
   return next_exchange_record(reader_, [&](wire::Exchange::Reader in, ListBudget& budget) {
     const ListBudget fresh = budget;

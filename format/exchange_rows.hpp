@@ -32,7 +32,10 @@ inline constexpr std::uint16_t kRowsReadThrough = 6;
 
 class RowReader {
  public:
-  explicit RowReader(const std::filesystem::path& path, ReaderOptions options = {});
+  // `reads_through`: the newest minor version read directly (a test gives an older one to see a
+  // newer file read whole: the writer stamps only the current version).
+  explicit RowReader(const std::filesystem::path& path, ReaderOptions options = {},
+                     std::uint16_t reads_through = kRowsReadThrough);
   const TraceHeader& header() const { return reader_.header(); }
   // The next exchange into `out` (reusing its storage), read as above; false at the end.
   bool next(Exchange& out);
