@@ -6,7 +6,6 @@
 
 #include <string_view>
 
-#include "base/contains.hpp"
 #include "format/parts.hpp"
 #include "format/record_access.hpp"
 
@@ -25,7 +24,7 @@ bool known(E value) {
 // whatever it holds: an object that does not mention a cache (one that does counts only when it
 // parses).
 bool counted_plain(std::string_view data) {
-  return data.find('{') != std::string_view::npos && !contains(data, "cache");
+  return data.find('{') != std::string_view::npos && data.find("cache") == std::string_view::npos;
 }
 
 // The outputs side as exchange_rows.hpp says; false when the record needs read_exchange.

@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "base/contains.hpp"
 #include "base/json_text.hpp"
 #include "sweep/study.hpp"
 
@@ -126,7 +125,7 @@ std::optional<std::int64_t> AuditReader::cached_tokens(const Exchange& exchange)
   // among the four looked at when it holds an object.
   for (std::size_t seen = 0, i = events.size(); i-- > 0 && seen < 4;) {
     std::string_view data = events[i].data;
-    if (!contains(data, "cache")) {
+    if (data.find("cache") == std::string_view::npos) {
       seen += data.find('{') != std::string_view::npos;
       continue;
     }
