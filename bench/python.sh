@@ -7,6 +7,7 @@
 # Usage: bench/python.sh [BUILD_DIR] (default build/release; the module in BUILD/python/)
 # BASELINE=DIR: a directory holding another build of the module (retrace.cpython-*.so, e.g. the
 # commit before a change): its exchanges() rows are measured beside this build's, in the same run.
+# ROUNDS=N: this build's exchanges(), BASELINE's and `retrace stats` alternated N times.
 #
 # Workload: scale.sh's (512 distinct streamed completions of MAX_TOKENS=8 tokens against
 # `retrace serve --latency-model off`, -c 64), replayed N=100000 times into one trace, which is
@@ -51,10 +52,12 @@ echo "$(nproc) cores, load average at start $(cut -d' ' -f1-3 /proc/loadavg); tr
 echo "| step | rows | CPU (s) | wall (s) | peak RSS (MiB) | CPU per row (µs) |"
 echo "|---|---:|---:|---:|---:|---:|"
 measure "python3 + import retrace, numpy, pandas (nothing read; per row: n/a)" 1 "$PYTHON" -c "import retrace, numpy, pandas"
-measure "**retrace.open(set).exchanges()**" "$rows" "$PYTHON" -c "import sys, retrace; f = retrace.open(sys.argv[1]).exchanges(); assert len(f) == $rows" "$WORK/set"
-[[ -z ${BASELINE:-} ]] || PYTHONPATH=$BASELINE measure "retrace.open(set).exchanges(), BASELINE's module" "$rows" \
-  "$PYTHON" -c "import sys, retrace; f = retrace.open(sys.argv[1]).exchanges(); assert len(f) == $rows" "$WORK/set"
-measure "retrace stats set (same reader and figures)" "$rows" "$RETRACE" stats "$WORK/set"
+for round in $(seq 1 "${ROUNDS:-1}"); do  # ROUNDS=N: these three alternated N times
+  measure "**retrace.open(set).exchanges()**" "$rows" "$PYTHON" -c "import sys, retrace; f = retrace.open(sys.argv[1]).exchanges(); assert len(f) == $rows" "$WORK/set"
+  [[ -z ${BASELINE:-} ]] || PYTHONPATH=$BASELINE measure "retrace.open(set).exchanges(), BASELINE's module" "$rows" \
+    "$PYTHON" -c "import sys, retrace; f = retrace.open(sys.argv[1]).exchanges(); assert len(f) == $rows" "$WORK/set"
+  measure "retrace stats set (same reader and figures)" "$rows" "$RETRACE" stats "$WORK/set"
+done
 measure "retrace export set --csv | pandas.read_csv" "$rows" bash -c \
   "'$RETRACE' export '$WORK/set' --csv | '$PYTHON' -c 'import sys, pandas; f = pandas.read_csv(sys.stdin); assert len(f) == $rows'"
 measure "zstd -dc of the set (floor)" "$rows" bash -c "for f in '$WORK'/set/*.rtrace; do zstd -dc \"\$f\"; done >/dev/null"

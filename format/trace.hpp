@@ -473,6 +473,7 @@ class TraceReader {
   std::uint64_t peak_buffer_bytes() const;
 
  private:
+  friend struct RecordAccess;  // format/record_access.hpp: the records themselves, for RowReader
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -14,6 +14,7 @@
 #include <kj/exception.h>
 
 #include "format/frame_reader.hpp"
+#include "format/record_access.hpp"
 #include "format/segments.hpp"
 #include "format/trace.hpp"
 #include "format/wire.hpp"
@@ -413,6 +414,14 @@ const TraceIndex& TraceReader::index() const {
 }
 std::uint64_t TraceReader::peak_buffer_bytes() const {
   return std::max(impl_->peak_buffer, impl_->frames ? impl_->frames->peak_buffer_bytes() : 0);
+}
+
+// format/record_access.hpp: the reader's records walked by another reading of them (RowReader).
+struct RecordAccess {
+  static bool next(TraceReader& reader, const ExchangeRecordRead& read) { return reader.impl_->next_record(std::cref(read)); }
+};
+bool next_exchange_record(TraceReader& reader, const ExchangeRecordRead& read) {
+  return RecordAccess::next(reader, read);
 }
 
 }  // namespace retrace

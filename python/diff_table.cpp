@@ -3,6 +3,9 @@
 // names for the same counts.
 #include "python/diff_table.hpp"
 
+#include "diff/differ_count.hpp"
+#include "metrics/statistics.hpp"
+
 namespace retrace::python {
 
 using namespace pybind11::literals;
@@ -111,6 +114,8 @@ py::dict summary_of(const diff::Result& result, const diff::RunComparison& run) 
   auto maybe = [](std::optional<std::size_t> value) -> py::object {
     return value ? py::object(py::int_(*value)) : py::object(py::none());
   };
+  const auto [differ, compared] = diff::differ_count(run);
+  const std::optional<double> upper = metrics::clopper_pearson_upper(differ, compared);
   return py::dict("baseline"_a = result.baseline_name, "baseline_exchanges"_a = result.baseline_exchanges,
                   "name"_a = run.name, "alignment"_a = std::string(diff::to_string(run.alignment)),
                   "alignment_note"_a = run.alignment_note.empty() ? py::object(py::none()) : py::str(run.alignment_note),
@@ -121,7 +126,8 @@ py::dict summary_of(const diff::Result& result, const diff::RunComparison& run) 
                   "missing_in_candidate"_a = run.missing_in_candidate,
                   "missing_in_baseline"_a = run.missing_in_baseline, "not_compared"_a = run.not_compared,
                   "not_compared_why"_a = not_compared_why, "matches_expected"_a = maybe(run.matches_expected),
-                  "with_expected"_a = maybe(run.with_expected), "matrix"_a = run.matrix,
+                  "with_expected"_a = maybe(run.with_expected), "matrix"_a = run.matrix, "differ"_a = differ,
+                  "differ_rate_upper95"_a = upper ? py::object(py::float_(*upper)) : py::object(py::none()),
                   "failing"_a = diff::failing_outputs(result, diff::FailOn::any),
                   "failing_real"_a = diff::failing_outputs(result, diff::FailOn::real), "warnings"_a = warnings);
 }

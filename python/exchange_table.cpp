@@ -2,11 +2,11 @@
 // exchange in memory at a time) and handed to pandas at the end. The figures are metrics/'s
 // (summarize: TTFT, TPOT, the inter-token gaps, output tokens as `stats` counts them), the
 // sampling as sent and the cached tokens sweep/'s study audit (what `study` reads of a body and
-// a response, by audit_reader.hpp's one-pass readers of its rules); nothing here defines a
-// figure of its own.
+// a response, sweep::AuditReader); nothing here defines a figure of its own.
 #include "python/tables.hpp"
 #include "python/audit_reader.hpp"
 
+#include "format/exchange_rows.hpp"
 #include "metrics/distribution.hpp"
 #include "metrics/stats.hpp"
 
@@ -41,8 +41,7 @@ struct ExchangeColumns {
   NumberColumn<std::uint32_t> events, retries;
   NullableColumn in_flight_at_send, in_flight_max;
 
-  SamplingReader sampling_reader;
-  CachedTokensReader cached_reader;
+  sweep::AuditReader audit;
 
   void add(const Exchange& exchange, std::vector<double>& gaps);
   py::object frame() &&;
@@ -73,13 +72,13 @@ void ExchangeColumns::add(const Exchange& exchange, std::vector<double>& gaps) {
   send_ms.push(static_cast<double>(exchange.actual_send_ns) / kMs);
   intended_send_ms.push(static_cast<double>(exchange.intended_send_ns) / kMs);
 
-  const SamplingAsSent sampling = sampling_reader.read(exchange.request.body);
+  const SamplingAsSent sampling = sampling_as_sent(audit.sampling(exchange.request.body));
   temperature.push(sampling.temperature);
   top_p.push(sampling.top_p);
   top_k.push(sampling.top_k);
   seed.push(sampling.seed);
   n.push(sampling.n);
-  cached_tokens.push(cached_reader.read(exchange));
+  cached_tokens.push(audit.cached_tokens(exchange));
 
   prompt_tokens.push(known(figures.input_tokens));
   output_tokens.push(failed || !figures.sent ? std::nullopt : std::optional<std::int64_t>(figures.output_tokens.count));
@@ -158,7 +157,7 @@ py::object exchanges_table(const std::filesystem::path& path, Warnings& warnings
   ExchangeColumns columns;
   {
     py::gil_scoped_release unlocked;
-    TraceReader reader(path);
+    RowReader reader(path);  // what a row shows, not every token's and event's strings
     Exchange exchange;
     std::vector<double> gaps;
     while (reader.next(exchange)) columns.add(exchange, gaps);

@@ -156,29 +156,15 @@ PYBIND11_MODULE(retrace, module) {
   module.def("load_summary", &retrace::python::load_summary, "dir"_a,
              "A sweep, study or search directory's summary: dict of summary (dict), table and exchanges "
              "(DataFrames)");
-  // For tests/python/test_audit_reader.py: what exchanges() reads of a body (sampling as sent, as
-  // (temperature, top_p, top_k, seed, n)) and of a response (cached tokens), by its readers and
-  // by the study audit they must equal.
+  // For tests/python/test_audit_reader.py: a body's sampling as exchanges() makes it numbers
+  // (temperature, top_p, top_k, seed, n), and as the audit's JSON text of it reads back.
   auto as_tuple = [](const retrace::python::SamplingAsSent& s) {
     return py::make_tuple(s.temperature, s.top_p, s.top_k, s.seed, s.n);
   };
   module.def("_sampling_as_sent", [as_tuple](std::string_view body) {
-    return as_tuple(retrace::python::SamplingReader().read(body));
+    return as_tuple(retrace::python::sampling_as_sent(retrace::sweep::AuditReader().sampling(body)));
   });
   module.def("_sampling_audited", [as_tuple](std::string_view body) {
     return as_tuple(retrace::python::audited_sampling(body));
-  });
-  auto response = [](bool streamed, std::string body, const std::vector<std::string>& events) {
-    retrace::Exchange exchange;
-    exchange.response.streamed = streamed;
-    exchange.response.body = std::move(body);
-    for (const auto& data : events) exchange.response.events.push_back({0, data});
-    return exchange;
-  };
-  module.def("_cached_tokens", [response](bool streamed, std::string body, const std::vector<std::string>& events) {
-    return retrace::python::CachedTokensReader().read(response(streamed, std::move(body), events));
-  });
-  module.def("_cached_tokens_audited", [response](bool streamed, std::string body, const std::vector<std::string>& events) {
-    return retrace::python::audited_cached_tokens(response(streamed, std::move(body), events));
   });
 }

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "diff/diff.hpp"
+#include "diff/differ_count.hpp"
 
 namespace retrace::report {
 
@@ -13,15 +14,7 @@ namespace retrace::report {
 std::string run_label(std::size_t run, const diff::Result& result);
 std::string_view fail_on_name(diff::FailOn fail_on);
 
-// Outputs of a run that differ from the baseline (divergent, failed or missing on either side),
-// out of those compared: the count every renderer states with its bound.
-struct DifferCount {
-  std::size_t differ = 0, total = 0;
-};
-inline DifferCount differ_count(const diff::RunComparison& run) {
-  // Not compared counts as differing: nothing says it is the same.
-  return {run.divergent + run.errors + run.missing_in_candidate + run.missing_in_baseline + run.not_compared,
-          run.aligned + run.missing_in_candidate + run.missing_in_baseline};
-}
+using diff::differ_count;  // diff/differ_count.hpp
+using diff::DifferCount;
 
 }  // namespace retrace::report

@@ -18,6 +18,7 @@
 // Whether a warm cell hit the cache is read from the responses (cached_tokens_of), never assumed.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "base/json_paths.hpp"
 #include "replay/preflight.hpp"
 #include "report/study_summary.hpp"
 #include "report/study_targets.hpp"
@@ -83,10 +85,47 @@ struct ExchangeAudit {
   std::optional<std::int64_t> cached_tokens;  // nullopt: the response did not say
   std::string model;                          // the response's "model"
 };
+// The audit's reading of bodies and responses, one pass of a SAX parser over the key paths it
+// reads (base/json_paths.hpp: no JSON tree, no allocation a text once warm); one per thread,
+// reused. The functions below make one for a call. tests/study_audit_test.cpp checks it against a
+// whole parse of each text.
+class AuditReader {
+ public:
+  // The sampling of a request body (the requests before any traffic): ExchangeAudit's sampling
+  // fields, each the JSON text of the first non-null value at the top level, in SGLang's
+  // sampling_params or TGI's parameters.
+  ExchangeAudit body(std::string_view body);
+  // The same fields as read, before they are written as JSON text (temperature, top_p, top_k,
+  // seed, n): each the first value not null, absent where none is; valid until the next call.
+  // A value of kind `other` (a string, a boolean, an array or an object) is one body() prints
+  // from a whole parse.
+  const std::array<JsonSlot, 5>& sampling(std::string_view body);
+  // What its response says of the prompt cache: the first of usage.prompt_tokens_details.
+  // cached_tokens, meta_info.cached_tokens, timings.cache_n, usage.cached_tokens that is a number,
+  // in the body or in the last four events holding a JSON object; nullopt when none says. A
+  // count written as a whole double (7.0) is that count; a negative, fractional or too large one
+  // (2^63 and over) throws std::runtime_error naming the exchange, the field and the value.
+  std::optional<std::int64_t> cached_tokens(const Exchange& exchange);
+
+ private:
+  // `event`: the event's index, nullopt for the body (named in the error).
+  std::optional<std::int64_t> cached_in(std::string_view text, bool& parsed, const Exchange& exchange,
+                                        std::optional<std::size_t> event);
+  std::array<JsonSlot, 5> fields_;
+  JsonPaths sampling_{{"temperature"}, {"top_p"}, {"top_k"}, {"seed"}, {"n"},
+                      {"sampling_params", "temperature"}, {"sampling_params", "top_p"}, {"sampling_params", "top_k"},
+                      {"sampling_params", "seed"}, {"sampling_params", "n"},
+                      {"parameters", "temperature"}, {"parameters", "top_p"}, {"parameters", "top_k"},
+                      {"parameters", "seed"}, {"parameters", "n"}};
+  JsonPaths cached_{{"usage", "prompt_tokens_details", "cached_tokens"},
+                    {"meta_info", "cached_tokens"},
+                    {"timings", "cache_n"},
+                    {"usage", "cached_tokens"}};
+};
 ExchangeAudit audit_exchange(const Exchange& exchange);
-// The same for a request body alone (the requests before any traffic).
+// The same for a request body alone (AuditReader::body).
 ExchangeAudit audit_body(std::string_view body);
-// Only what its response says of the prompt cache (audit_exchange's cached_tokens).
+// Only what its response says of the prompt cache (AuditReader::cached_tokens).
 std::optional<std::int64_t> cached_tokens_of(const Exchange& exchange);
 void count_sampling(const ExchangeAudit& audit, report::SamplingAudit& into);
 

@@ -1,8 +1,9 @@
-"""exchanges()' sampling and cached_tokens columns come from one-pass readers of each request body
-and response (python/audit_reader.cpp, no JSON tree); they must give what the study audit's parse
-gives (sweep::audit_body, sweep::cached_tokens_of): crafted texts for each rule (scopes and their
-order, paths, null, duplicates, numbers of every kind, text around the object, broken JSON, the
-events looked at), then 20,000 generated bodies and 20,000 generated responses."""
+"""exchanges()' sampling columns are sweep::AuditReader's values of each request body made numbers
+by the module (python/audit_reader.cpp); they must be what the audit's JSON text of them reads
+back as (AuditReader::body, what `study` prints): crafted bodies for each rule (scopes and their
+order, paths, null, duplicates, numbers of every kind, text around the object, broken JSON), then
+20,000 generated ones. That the audit reads what a whole parse would is
+tests/study_audit_test.cpp's."""
 import json
 import math
 import random
@@ -90,58 +91,3 @@ def test_the_reader_gives_the_audit_s_values_on_generated_bodies():
     rng = random.Random(45)
     for _ in range(20_000):
         check(body(rng))
-
-
-def outcome(read, *args):  # the count, or the error raised (the audit's to_number refuses 7.0)
-    try:
-        return read(*args)
-    except RuntimeError as error:
-        return f"raised {error}"
-
-
-def check_cached(streamed, body, events):
-    fast = outcome(retrace._cached_tokens, streamed, body, events)
-    audited = outcome(retrace._cached_tokens_audited, streamed, body, events)
-    assert fast == audited, f"{streamed} {body!r} {events!r}: reader {fast}, audit {audited}"
-
-
-USAGE = '{"usage":{"prompt_tokens":11,"prompt_tokens_details":{"cached_tokens":%s}}}'
-CACHED = [
-    USAGE % "7", USAGE % "null", USAGE % "\"7\"", USAGE % "7.0", USAGE % "-2",
-    '{"meta_info":{"cached_tokens":5}}', '{"timings":{"cache_n":3,"prompt_n":9}}', '{"usage":{"cached_tokens":4}}',
-    '{"usage":{"cached_tokens":4,"prompt_tokens_details":{"cached_tokens":6}}}',
-    '{"usage":{"cached_tokens":4,"prompt_tokens_details":null},"timings":{"cache_n":2}}',
-    '{"usage":{"prompt_tokens_details":{"cached_tokens":6}},"usage":{"cached_tokens":1}}',
-    '{"usage":{"prompt_tokens_details":{"cached_tokens":6}},"usage":5}',
-    '{"usage":[{"cached_tokens":1}],"x":{"usage":{"cached_tokens":2}}}',
-    '{"usage":{"cached_tokens":true},"meta_info":{"cached_tokens":"5"},"timings":{"cache_n":8}}',
-    'data: {"usage":{"cached_tokens":3}}\n\n', '{"usage":{"cached_tokens":3}', '{"cache":1}', '', 'cache',
-]
-
-
-def test_the_cached_tokens_reader_gives_the_audit_s_count():
-    for text in CACHED:
-        check_cached(False, text, [])
-        check_cached(True, "", [text])
-        check_cached(True, "", [text, "data: [DONE]\n\n"])
-    for events in [["data: {\"a\":1}"] * 4 + [CACHED[0]], [CACHED[0]] + ["data: {\"a\":1}"] * 4,
-                   [CACHED[0]] + ["data: {\"a\":1}"] * 3, [CACHED[0], "cache", "cache", "cache", "cache", "cache"],
-                   [CACHED[5], '{"cache":{', '{"cache":1}', '{"cache":2}', CACHED[1]],
-                   [CACHED[5], '{"cache":{', '{"cache":1}', '{"cache":2}'], []]:
-        check_cached(True, "", events)
-
-
-def test_the_cached_tokens_reader_gives_the_audit_s_count_on_generated_responses():
-    rng = random.Random(46)
-    keys = ["usage", "prompt_tokens_details", "cached_tokens", "meta_info", "timings", "cache_n", "x"]
-    def tree(depth):
-        if depth > 3 or rng.randrange(3) == 0:
-            return rng.choice([None, 3, -1, 2**64 - 1, 7.0, "5", True, [1]])
-        return {rng.choice(keys): tree(depth + 1) for _ in range(rng.randrange(4))}
-    def text():
-        pairs = [(rng.choice(keys), tree(1)) for _ in range(rng.randrange(4))]
-        inner = ",".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in pairs)
-        return rng.choice(["", "data: "]) + "{" + inner + "}" + rng.choice(["", "\n\n", "}"])
-    for _ in range(20_000):
-        streamed = rng.randrange(2) == 0
-        check_cached(streamed, text(), [text() for _ in range(rng.randrange(7))])

@@ -15,7 +15,8 @@ def test_diff_has_a_row_per_pair_and_the_counts_retrace_diff_prints(runs):
     pairs, summary = retrace.diff(baseline, candidate)
     cli = json.loads(run("diff", "--json", baseline, candidate, check=False).stdout)["runs"][0]
     for key in ("aligned", "identical", "divergent", "near_ties", "real_changes", "unknown_changes", "errors",
-                "missing_in_candidate", "missing_in_baseline", "not_compared", "alignment", "matrix"):
+                "missing_in_candidate", "missing_in_baseline", "not_compared", "alignment", "matrix", "differ",
+                "differ_rate_upper95"):
         assert summary[key] == cli[key], key
     assert 0 < summary["divergent"] < summary["aligned"] == 32, "batch variance changed some outputs, not all"
     assert len(pairs) == 32

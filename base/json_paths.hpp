@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace retrace::python {
+namespace retrace {
 
 // A path's value: absent (or null, or the text did not parse), a number, or something else.
 struct JsonSlot {
@@ -36,4 +36,4 @@ class JsonPaths {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace retrace::python
+}  // namespace retrace

@@ -1,4 +1,4 @@
-#include "python/json_paths.hpp"
+#include "base/json_paths.hpp"
 
 #include <algorithm>
 #include <array>
@@ -7,7 +7,7 @@
 
 #include <boost/json/basic_parser_impl.hpp>
 
-namespace retrace::python {
+namespace retrace {
 
 namespace {
 
@@ -173,4 +173,4 @@ bool JsonPaths::read(std::string_view text) {
 
 const JsonSlot& JsonPaths::operator[](std::size_t path) const { return impl_->parser.handler().slots[path]; }
 
-}  // namespace retrace::python
+}  // namespace retrace

@@ -1,0 +1,122 @@
+// RowReader: the reading exchange_rows.hpp describes, over TraceReader's records
+// (record_access.hpp). The request side is read_exchange's own (its requests_only reading); the
+// outputs side is read here, field by field in trace.capnp's order, without the strings a row
+// does not show.
+#include "format/exchange_rows.hpp"
+
+#include <string_view>
+
+#include "format/parts.hpp"
+#include "format/record_access.hpp"
+
+namespace retrace {
+
+using detail::ListBudget;
+
+namespace {
+
+template <class E>
+bool known(E value) {
+  return static_cast<unsigned>(value) < enum_count<E>;
+}
+
+// Whether sweep::cached_tokens_of's walk from the end counts `data` among the four it looks at
+// whatever it holds: an object that does not mention a cache (one that does counts only when it
+// parses).
+bool counted_plain(std::string_view data) {
+  return data.find('{') != std::string_view::npos && data.find("cache") == std::string_view::npos;
+}
+
+// The outputs side as exchange_rows.hpp says; false when the record needs read_exchange.
+bool read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget) {
+  auto choices = in.getChoices();
+  if (choices.size() > kMaxParts) return false;
+  for (auto choice : choices)
+    if (!known(static_cast<Part>(choice.getPart())) || !known(static_cast<TokenKind>(choice.getKind())))
+      return false;
+
+  auto response = in.getResponse();
+  exchange.response.status = response.getStatus();
+  exchange.response.headers.clear();
+  exchange.response.streamed = response.getStreamed();
+  auto body = response.getBody();
+  if (exchange.response.streamed) exchange.response.body.clear();
+  else exchange.response.body.assign(reinterpret_cast<const char*>(body.begin()), body.size());
+  auto events = response.getEvents();
+  auto& into = exchange.response.events;
+  into.resize(budget.take(events.size(), "events"));
+  int plain = 0;
+  for (unsigned i = events.size(); i-- > 0;) {
+    auto event = events[i];
+    into[i].offset_ns = event.getOffsetNs();
+    if (plain >= 4) {
+      into[i].data.clear();
+      continue;
+    }
+    auto data = event.getData();
+    into[i].data.assign(reinterpret_cast<const char*>(data.begin()), data.size());
+    plain += counted_plain(into[i].data);
+  }
+
+  exchange.choices.resize(budget.take(choices.size(), "choices"));
+  for (unsigned c = 0; c < choices.size(); ++c) {
+    auto choice_in = choices[c];
+    Choice& choice = exchange.choices[c];
+    choice.index = choice_in.getIndex();
+    choice.kind = static_cast<TokenKind>(choice_in.getKind());
+    auto finish = choice_in.getFinishReason();
+    choice.finish_reason.assign(finish.begin(), finish.size());
+    choice.part = static_cast<Part>(choice_in.getPart());
+    choice.tool_call = choice_in.getToolCall();
+    choice.tool_name.clear();
+    choice.values.clear();
+    auto tokens = choice_in.getTokens();
+    choice.tokens.resize(budget.take(tokens.size(), "tokens"));
+    for (unsigned t = 0; t < tokens.size(); ++t) {
+      auto token_in = tokens[t];
+      Token& token = choice.tokens[t];
+      token.id = token_in.getId();
+      token.bytes.clear();
+      token.has_logprob = token_in.getHasLogprob();
+      token.logprob = token_in.getLogprob();
+      token.offset_ns = token_in.getOffsetNs();
+      token.top.clear();
+    }
+  }
+
+  auto usage = in.getUsage();
+  exchange.usage.prompt_tokens = usage.getPromptTokens();
+  exchange.usage.completion_tokens = usage.getCompletionTokens();
+  exchange.usage.total_tokens = usage.getTotalTokens();
+  exchange.usage.reasoning_tokens = usage.getReasoningTokens();
+  return true;
+}
+
+}  // namespace
+
+RowReader::RowReader(const std::filesystem::path& path, ReaderOptions options, std::uint16_t reads_through)
+    : reader_(path, options), direct_(reader_.header().format_minor <= reads_through) {}
+
+bool RowReader::next(Exchange& out) {
+  if (!direct_) {
+    const bool read = reader_.next(out);
+    whole_ += read;
+    return read;
+  }
+  return next_exchange_record(reader_, [&](wire::Exchange::Reader in, ListBudget& budget) {
+    const ListBudget fresh = budget;
+    // read_exchange's request-side reading empties the response and the choices: their storage
+    // is set aside first and put back, so a reading loop allocates only while records grow.
+    events_.swap(out.response.events);
+    choices_.swap(out.choices);
+    detail::read_exchange(in, out, budget, true);
+    out.response.events.swap(events_);
+    out.choices.swap(choices_);
+    if (read_outputs_side(in, out, budget)) return;
+    ++whole_;
+    ListBudget again = fresh;
+    detail::read_exchange(in, out, again);
+  });
+}
+
+}  // namespace retrace
