@@ -44,7 +44,7 @@ void ClientSession::start_relay() {
 
 // An event stream's capture reserves what the worker's last stream took (net::reserve_like).
 void ClientSession::reserve_capture() {
-  net::reserve_like(capture_.body, capture_.chunks, worker_.last_stream);
+  capture_.body.reserve_like(worker_.last_stream);
 }
 
 void ClientSession::do_read_body() {
@@ -74,8 +74,7 @@ void ClientSession::on_read_body(error_code ec) {
     std::string_view piece(read_buf_.data(), received);
     if (recording_) {
       const std::size_t before = capture_.body.size();
-      past_limit_ = !net::append_within(capture_.body, capture_.chunks, piece, ns_since(sent_at_),
-                                        options_.max_response_bytes);
+      past_limit_ = !capture_.body.append_within(piece, ns_since(sent_at_), options_.max_response_bytes);
       if (past_limit_) piece = piece.substr(0, capture_.body.size() - before);  // the client gets as much
     }
     if (!client_failed_ && !piece.empty()) queue_body(piece);
