@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Memory per streamed token in flight (issue 44 item 4): 64 streamed answers of 16,384 tokens, all
+# in flight at once (`replay -c 64`) against `retrace serve`, with `--token-ids off` and `auto`.
+# A replay holds each body compressed as it arrives (net/arrived_blocks.hpp), so its peak resident
+# set over a one-request replay's, divided by the tokens in flight, stays under a bound set from
+# bench/inflight.sh's measurement with margin (bench/RESULTS.md, "Memory per streamed token in
+# flight") — where holding the raw events would take 280-500 bytes a token. Peak RSS from the
+# kernel (getrusage of the child, peak_rss_mb); no timing is asserted.
+. "$(dirname "$0")/lib.sh"
+
+STREAMS=64
+TOKENS=16384
+BOUND=${INFLIGHT_BOUND:-96}  # bytes a token in flight, in total (measured: see bench/RESULTS.md)
+
+start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --max-model-len 32768
+requests() {  # OUT COUNT MAX_TOKENS
+  for i in $(seq 1 "$2"); do
+    printf '{"request": {"model": "retrace-sim", "messages": [{"role": "user", "content": "think about problem %d"}], "max_tokens": %d, "ignore_eos": true, "temperature": 0, "stream": true}}\n' "$i" "$3"
+  done >"$1"
+}
+requests "$WORK/one.jsonl" 1 16
+requests "$WORK/in.jsonl" "$STREAMS" "$TOKENS"
+"$RETRACE" import "$WORK/one.jsonl" --out "$WORK/one.rtrace" 2>/dev/null
+"$RETRACE" import "$WORK/in.jsonl" --out "$WORK/in.rtrace" 2>/dev/null
+base=$(peak_rss_mb "$WORK/one.txt" "$WORK/one.err" \
+  "$RETRACE" replay "$WORK/one.rtrace" --target "$SIM_URL" --out "$WORK/one_out.rtrace" -c 1)
+
+for ids in off auto; do
+  peak=$(peak_rss_mb "$WORK/$ids.json" "$WORK/$ids.err" "$RETRACE" replay "$WORK/in.rtrace" --target "$SIM_URL" \
+    --out "$WORK/$ids.rtrace" -c "$STREAMS" --token-ids "$ids" --json)
+  check_eq "$(completed "$WORK/$ids.json")" "$STREAMS" "every stream completed (--token-ids $ids)"
+  tokens=$("$RETRACE" export "$WORK/$ids.rtrace" | jq -r 'select(.exchange) | .exchange.choices[0].tokens | length' |
+    awk '{n += $1} END {print n}')
+  check_eq "$tokens" "$((STREAMS * TOKENS))" "every token of every stream is stored (--token-ids $ids)"
+  per_token=$(( (peak - base) * 1048576 / tokens ))
+  echo "--token-ids $ids: peak ${peak} MB over a one-request replay's ${base} MB: $per_token bytes a token in flight"
+  (( per_token <= BOUND )) ||
+    fail "--token-ids $ids: $per_token bytes a token in flight, over the bound of $BOUND (peak $peak MB, base $base MB)"
+done
+echo ok
