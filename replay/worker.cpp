@@ -157,8 +157,9 @@ asio::awaitable<std::optional<SessionAnswer>> Worker::run_exchange(
     }
   }
   // What arrived is decoded even when the transfer failed: the tokens before the failure stay.
-  // Not while the writer holds too much decoded already (WriteQueue::kHeldBytes).
-  co_await wait_for_writer();
+  // Not while the writer holds too much decoded already (WriteQueue::kHeldBytes). Decoded, a
+  // body takes about twice its bytes (its events, their records, the tokens).
+  const std::size_t reserved = co_await wait_for_writer(2 * flight.arrived.size());
   try {
     decode_response(flight);
   } catch (const std::exception& e) {
@@ -171,6 +172,7 @@ asio::awaitable<std::optional<SessionAnswer>> Worker::run_exchange(
     // Out of memory while classifying or queueing: the record cannot be kept; stderr says so.
     report_internal_error("a request's record was lost", e.what());
   }
+  if (reserved) shared_.queue->release(reserved);  // the exchange counts as queued now
   give_decoder(std::move(flight.decoder));
   co_return answer;
 }
