@@ -62,12 +62,13 @@ using Clock = retrace::Clock;
 // counts what is queued or being written, decoded, and what workers are decoding (reserve()), so
 // that a worker decodes its next one only while that is under kHeldBytes: when many long streams
 // end at once, they wait compressed, not decoded, and at most kHeldBytes and one exchange are
-// decoded at once (issue 44 item 4: 16 MiB, not 64, so 64 streams in flight cost < 64 B a token).
+// decoded at once (issue 44 item 4: 8 MiB, not 64: 64 long streams in flight then cost tens of
+// bytes a token in all, where 64 MiB was 64 bytes a token by itself).
 class WriteQueue {
  public:
   static constexpr std::size_t kBatch = 64;
   static constexpr std::chrono::milliseconds kMaxDelay{5};
-  static constexpr std::size_t kHeldBytes = 16u << 20;
+  static constexpr std::size_t kHeldBytes = 8u << 20;
 
   void push(Exchange exchange) {
     auto cost = decoded_bytes(exchange);

@@ -10,10 +10,10 @@
 
 STREAMS=64
 TOKENS=16384
-# Bytes a token in flight, in total: measured 52 (off) and 114 (auto: logprobs with 2
+# Bytes a token in flight, in total: measured 41-50 (off) and 84-95 (auto: logprobs with 2
 # alternatives, ~42 bytes a token compressed) at -c 64 (bench/RESULTS.md); holding the raw events
-# took 313 and 546.
-declare -A BOUND=([off]=80 [auto]=160)
+# took 307-313 and 546.
+declare -A BOUND=([off]=80 [auto]=140)
 
 start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --max-model-len 32768
 requests() {  # OUT COUNT MAX_TOKENS
