@@ -84,9 +84,8 @@ void ArrivedBody::append(std::string_view piece, std::int64_t offset_ns) {
 }
 
 bool ArrivedBody::append_within(std::string_view piece, std::int64_t offset_ns, std::size_t limit) {
-  const std::size_t room = limit > size_ ? limit - size_ : 0;
-  const bool within = piece.size() <= room;
-  if (!within) piece = piece.substr(0, room);
+  const bool within = piece.size() <= room(limit);
+  if (!within) piece = piece.substr(0, room(limit));
   if (!piece.empty()) append(piece, offset_ns);
   return within;
 }
