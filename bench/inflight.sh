@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Memory and CPU per streamed token in flight (issue 28 item 5, issue 33): C streams of TOKENS
-# tokens each (default 16,000), all in flight at once, answered by `retrace serve --latency-model
-# off`, replayed at -c C with `--token-ids off` and `auto` (the default: the simulator gives ids),
-# directly and with `retrace record` in front. For each: the replay's peak RSS (GNU time) and the
-# proxy's (VmHWM), minus their fixed cost (a one-request replay's peak; the idle proxy's), minus
-# the raw bytes of the C streams' events (which a client that keeps the stream must hold),
-# divided by the tokens in flight; and the replay's CPU per token.
+# Memory and CPU per streamed token in flight (issue 28 item 5, issue 33, issue 44 item 4): C
+# streams of TOKENS tokens each (default 16,000), all in flight at once, answered by `retrace
+# serve --latency-model off`, replayed at -c C with `--token-ids off` and `auto` (the default: the
+# simulator gives ids), directly and with `retrace record` in front. For each: the replay's peak
+# RSS (GNU time) and the proxy's (VmHWM), minus their fixed cost (a one-request replay's peak; the
+# idle proxy's), divided by the tokens in flight ("in total"), and the same minus the raw bytes
+# of the C streams' events (which a client that keeps the stream uncompressed must hold, "beyond
+# raw"); and the replay's CPU per token. With BEFORE=OTHER_BINARY each row is run with OTHER_BINARY
+# and then RETRACE_BINARY, alternating, against the same server.
 #
-# Usage: bench/inflight.sh [RETRACE_BINARY] [CONCURRENCY...]   (default 16 64; TOKENS=16000)
+# Usage: [BEFORE=RETRACE_BINARY] bench/inflight.sh [RETRACE_BINARY] [CONCURRENCY...]
+#        (default 16 64; TOKENS=16000; PATHS="direct record" and IDS="off auto" pick the rows)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RETRACE=${1:-$ROOT/build/release/retrace}
@@ -15,6 +18,10 @@ shift || true
 LEVELS=("$@")
 [[ ${#LEVELS[@]} -gt 0 ]] || LEVELS=(16 64)
 TOKENS=${TOKENS:-16000}
+PATHS=${PATHS:-direct record}
+BINARIES=()
+[[ -z "${BEFORE:-}" ]] || BINARIES+=("$BEFORE")
+BINARIES+=("$RETRACE")
 . "$ROOT/bench/lib.sh"
 bench_workdir inflight
 
@@ -48,10 +55,10 @@ for line in sys.stdin:
 print(raw, tokens)'
 }
 
-replay_peak() {  # OUT_PREFIX TARGET ARGS... : "PEAK_KIB CPU_S" of one replay
-  local prefix=$1 target=$2
-  shift 2
-  /usr/bin/time -f '%M %U %S' -o "$prefix.time" "$RETRACE" replay "$WORK/in.rtrace" --target "$target" \
+replay_peak() {  # BINARY OUT_PREFIX TARGET ARGS... : "PEAK_KIB CPU_S" of one replay
+  local binary=$1 prefix=$2 target=$3
+  shift 3
+  /usr/bin/time -f '%M %U %S' -o "$prefix.time" "$binary" replay "$WORK/in.rtrace" --target "$target" \
     --out "$prefix.rtrace" --force "$@" >"$prefix.txt" 2>"$prefix.err" || {
     cat "$prefix.err" >&2; exit 1; }
   awk '{printf "%d %.3f\n", $1, $2 + $3}' "$prefix.time"
@@ -59,41 +66,54 @@ replay_peak() {  # OUT_PREFIX TARGET ARGS... : "PEAK_KIB CPU_S" of one replay
 
 requests "$WORK/one.jsonl" 1 16
 "$RETRACE" import "$WORK/one.jsonl" --out "$WORK/one.rtrace" --force 2>/dev/null
-/usr/bin/time -f '%M' -o "$WORK/base.time" \
-  "$RETRACE" replay "$WORK/one.rtrace" --target "$SIM" --out "$WORK/base.rtrace" --force -c 1 >/dev/null
-BASE=$(cat "$WORK/base.time")
+declare -A BASE
+for binary in "${BINARIES[@]}"; do
+  /usr/bin/time -f '%M' -o "$WORK/base.time" \
+    "$binary" replay "$WORK/one.rtrace" --target "$SIM" --out "$WORK/base.rtrace" --force -c 1 >/dev/null
+  BASE[$binary]=$(cat "$WORK/base.time")
+done
 
-echo "retrace: $RETRACE; $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "fixed cost (a one-request replay's peak RSS): $((BASE / 1024)) MiB; $TOKENS tokens a stream"
+row() {  # C IDS BINARY PATH PEAK_KIB FIXED_KIB RAW TOKENS CPU_S
+  awk -v c="$1" -v ids="$2" -v bin="$3" -v path="$4" -v p="$5" -v b="$6" -v r="$7" -v t="$8" -v u="$9" 'BEGIN {
+    cpu = u == "" ? "" : sprintf("%.2f", u * 1e6 / t)
+    printf "| %d | %s | %s | %s | %.0f | %.1f | %.1f | %.0f | %s |\n", c, ids, path, bin, p / 1024, r / 1048576,
+      (p * 1024 - b * 1024) / t, (p * 1024 - b * 1024 - r) / t, cpu }'
+}
+
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $TOKENS tokens a stream"
+for binary in "${BINARIES[@]}"; do
+  echo "binary $binary: fixed cost (a one-request replay's peak RSS) $((BASE[$binary] / 1024)) MiB"
+done
 echo
-echo "| -c | --token-ids | path | peak RSS (MiB) | raw event bytes (MiB) | bytes/token in flight beyond raw | replay CPU µs/token |"
-echo "|---:|---|---|---:|---:|---:|---:|"
+echo "| -c | --token-ids | path | binary | peak RSS (MiB) | raw event bytes (MiB) | bytes/token in flight, in total | beyond raw | replay CPU µs/token |"
+echo "|---:|---|---|---|---:|---:|---:|---:|---:|"
 for c in "${LEVELS[@]}"; do
   requests "$WORK/in.jsonl" "$c" "$TOKENS"
   "$RETRACE" import "$WORK/in.jsonl" --out "$WORK/in.rtrace" --force 2>/dev/null
-  for ids in off auto; do
-    read -r peak cpu < <(replay_peak "$WORK/direct" "$SIM" -c "$c" --token-ids "$ids")
-    read -r raw tokens < <(sizes "$WORK/direct.rtrace")
-    awk -v c="$c" -v ids="$ids" -v p="$peak" -v b="$BASE" -v r="$raw" -v t="$tokens" -v u="$cpu" 'BEGIN {
-      printf "| %d | %s | replay | %.0f | %.1f | %.0f | %.2f |\n", c, ids, p / 1024, r / 1048576,
-        (p * 1024 - b * 1024 - r) / t, u * 1e6 / t }'
-
-    "$RETRACE" record --upstream "$SIM" --listen 127.0.0.1:0 --out "$WORK/recorded.rtrace" --force \
-      >"$WORK/record.out" 2>"$WORK/record.err" &
-    proxy_pid=$!
-    PIDS+=("$proxy_pid")
-    proxy=$(url_of record)
-    idle=$(awk '/VmHWM/ {print $2}' "/proc/$proxy_pid/status")  # the proxy's own fixed cost
-    read -r rpeak rcpu < <(replay_peak "$WORK/proxied" "$proxy" -c "$c" --token-ids "$ids")
-    hwm=$(awk '/VmHWM/ {print $2}' "/proc/$proxy_pid/status")
-    kill -INT "$proxy_pid"
-    wait "$proxy_pid" || true
-    rm -f "$WORK/record.out"
-    read -r raw tokens < <(sizes "$WORK/proxied.rtrace")
-    awk -v c="$c" -v ids="$ids" -v p="$rpeak" -v h="$hwm" -v i="$idle" -v b="$BASE" -v r="$raw" -v t="$tokens" -v u="$rcpu" 'BEGIN {
-      printf "| %d | %s | replay through record | %.0f | %.1f | %.0f | %.2f |\n", c, ids, p / 1024,
-        r / 1048576, (p * 1024 - b * 1024 - r) / t, u * 1e6 / t
-      printf "| %d | %s | record (the proxy) | %.0f | %.1f | %.0f | |\n", c, ids, h / 1024,
-        r / 1048576, (h * 1024 - i * 1024 - r) / t }'
+  for ids in ${IDS:-off auto}; do
+    raw=""
+    for binary in "${BINARIES[@]}"; do
+      label=$([[ "$binary" == "${BEFORE:-}" && "$binary" != "$RETRACE" ]] && echo before || echo after)
+      if [[ " $PATHS " == *" direct "* ]]; then
+        read -r peak cpu < <(replay_peak "$binary" "$WORK/direct" "$SIM" -c "$c" --token-ids "$ids")
+        [[ -n "$raw" ]] || read -r raw tokens < <(sizes "$WORK/direct.rtrace")
+        row "$c" "$ids" "$label" replay "$peak" "${BASE[$binary]}" "$raw" "$tokens" "$cpu"
+      fi
+      [[ " $PATHS " == *" record "* ]] || continue
+      "$binary" record --upstream "$SIM" --listen 127.0.0.1:0 --out "$WORK/recorded.rtrace" --force \
+        >"$WORK/record.out" 2>"$WORK/record.err" &
+      proxy_pid=$!
+      PIDS+=("$proxy_pid")
+      proxy=$(url_of record)
+      idle=$(awk '/VmHWM/ {print $2}' "/proc/$proxy_pid/status")  # the proxy's own fixed cost
+      read -r rpeak rcpu < <(replay_peak "$binary" "$WORK/proxied" "$proxy" -c "$c" --token-ids "$ids")
+      hwm=$(awk '/VmHWM/ {print $2}' "/proc/$proxy_pid/status")
+      kill -INT "$proxy_pid"
+      wait "$proxy_pid" || true
+      rm -f "$WORK/record.out"
+      [[ -n "$raw" ]] || read -r raw tokens < <(sizes "$WORK/proxied.rtrace")
+      row "$c" "$ids" "$label" "replay through record" "$rpeak" "${BASE[$binary]}" "$raw" "$tokens" "$rcpu"
+      row "$c" "$ids" "$label" "record (the proxy)" "$hwm" "$idle" "$raw" "$tokens" ""
+    done
   done
 done

@@ -38,12 +38,9 @@ record::CapturedExchange as_captured(const Exchange& recorded) {
   captured.exchange.decode_note.clear();
   captured.event_stream = recorded.response.streamed;
   if (recorded.response.streamed) {
-    for (const auto& event : recorded.response.events) {
-      captured.body += event.data;
-      captured.chunks.push_back({event.offset_ns, captured.body.size()});
-    }
+    for (const auto& event : recorded.response.events) captured.body.append(event.data, event.offset_ns);
   } else {
-    captured.body = recorded.response.body;
+    captured.body.assign_unmarked(recorded.response.body);
   }
   return captured;
 }

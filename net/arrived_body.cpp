@@ -6,18 +6,6 @@
 
 namespace retrace::net {
 
-bool append_within(std::string& bytes, std::vector<ArrivedChunk>& chunks, std::string_view piece,
-                   std::int64_t offset_ns, std::size_t limit) {
-  const std::size_t room = limit > bytes.size() ? limit - bytes.size() : 0;
-  const bool within = piece.size() <= room;
-  if (!within) piece = piece.substr(0, room);
-  if (!piece.empty()) {
-    bytes.append(piece);
-    chunks.push_back({offset_ns, bytes.size()});
-  }
-  return within;
-}
-
 std::size_t check_max_response_bytes(std::uint64_t bytes, std::string_view flag) {
   if (bytes < 1 || bytes > kMaxBlobBytes)
     throw std::invalid_argument(std::string(flag) + " " + std::to_string(bytes) + ": expected 1 to " +
@@ -63,70 +51,63 @@ class EventBudget {
   std::size_t bytes_ = 0;  // decoded bytes framed so far
 };
 
-void store_as_received(std::string_view body, std::span<const ArrivedChunk> chunks, bool event_stream,
-                       Response& response) {
+// An event stream as received, in the pieces it arrived in. `body` is emptied.
+void store_stream_as_received(ArrivedBody& body, Response& response) {
   response.body.clear();
   std::vector<Event>().swap(response.events);  // cleared and freed: it may be the bomb
-  if (!event_stream) {
-    response.body = body;
-    return;
-  }
-  response.events.reserve(chunks.size());
-  std::size_t begin = 0;
-  for (const auto& chunk : chunks) {
-    response.events.push_back({chunk.offset_ns, std::string(body.substr(begin, chunk.end - begin))});
-    begin = chunk.end;
-  }
+  response.events.reserve(body.reads());
+  std::string read;
+  body.for_each_read([&](std::string_view piece, std::int64_t offset_ns, bool read_ends) {
+    read.append(piece);
+    if (read_ends) {
+      response.events.push_back({offset_ns, std::move(read)});
+      read.clear();
+    }
+    return true;
+  });
+  body = {};
 }
 
 }  // namespace
 
-void reserve_like(std::string& bytes, std::vector<ArrivedChunk>& chunks, ArrivedSize last) {
-  constexpr std::size_t kMostReserved = 1u << 20;
-  auto with_margin = [](std::size_t n) { return n + n / 8; };
-  bytes.reserve(std::min(with_margin(last.bytes), kMostReserved));
-  chunks.reserve(std::min(with_margin(last.chunks), kMostReserved / sizeof(ArrivedChunk)));
-}
-
-DecodedBody decode_arrived(std::string& body, std::span<const ArrivedChunk> chunks, bool event_stream,
-                           std::string_view content_encoding, Response& response,
-                           llm::ResponseDecoder* decoder, std::int64_t end_ns, std::size_t decode_limit) {
+DecodedBody decode_arrived(ArrivedBody& body, bool event_stream, std::string_view content_encoding,
+                           Response& response, llm::ResponseDecoder* decoder, std::int64_t end_ns,
+                           std::size_t decode_limit) {
   ContentDecoder content(content_encoding, decode_limit);
   bool too_large = false;
+  std::string whole;  // a body that is not a stream, as received
   if (event_stream) {
     response.streamed = true;
     auto& events = response.events;
-    events.reserve(chunks.size() + 1);  // most reads bring one event
+    events.reserve(body.reads() + 1);  // most reads bring one event
     llm::SseParser parser;
     EventBudget budget(events, decode_limit);
     std::string decoded;
-    std::size_t begin = 0;
-    for (const auto& chunk : chunks) {
-      auto text = std::string_view(body).substr(begin, chunk.end - begin);
-      begin = chunk.end;
+    body.for_each_read([&](std::string_view text, std::int64_t offset_ns, bool) {
       if (!content.active()) {  // identity bodies skip this: no copy
-        too_large = !budget.feed(parser, text, chunk.offset_ns, decoder);
+        too_large = !budget.feed(parser, text, offset_ns, decoder);
       } else {
         // Coded bytes in small pieces: what one piece decodes to is held at once.
         constexpr std::size_t kCodedPiece = 16u << 10;
         for (std::size_t at = 0; at < text.size() && !too_large; at += kCodedPiece) {
           decoded.clear();
           content.feed(text.substr(at, kCodedPiece), decoded);
-          too_large = !budget.feed(parser, decoded, chunk.offset_ns, decoder);
+          too_large = !budget.feed(parser, decoded, offset_ns, decoder);
         }
       }
-      if (too_large) break;
-    }
+      return !too_large;
+    });
     if (!too_large) llm::keep_partial_event(parser, end_ns, events);
-  } else if (content.active()) {
-    content.feed(body, response.body);  // straight in: a large body is not held twice
   } else {
-    response.body = std::move(body);
+    whole = body.take_all();
+    if (content.active()) content.feed(whole, response.body);
+    else response.body = std::move(whole);
   }
   bool undecodable = content.active() && !content.finish() && !content.cut_short();
   DecodedBody result;
   result.as_received = too_large || undecodable;
-  if (result.as_received) store_as_received(body, chunks, event_stream, response);
+  if (result.as_received && event_stream) store_stream_as_received(body, response);
+  if (result.as_received && !event_stream) response.body = std::move(whole);
   // Past the limit the content decoder was not fed to the end: its note would say "cut short".
   result.note = too_large ? "the event stream decodes to more than " + std::to_string(decode_limit) +
                                 " bytes with its events' bookkeeping; the stored events are the "

@@ -41,12 +41,13 @@ void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std:
   // arrived: each event keeps the arrival time of the coded bytes that completed it. The rule
   // (and the decode limit's, which counts events' bookkeeping) is replay's too.
   auto* tokens = decoder ? &*decoder : nullptr;
-  std::int64_t last_ns = captured.chunks.empty() ? 0 : captured.chunks.back().offset_ns;
-  auto decoded = net::decode_arrived(captured.body, captured.chunks, captured.event_stream,
+  const bool marked = captured.body.reads() > 0;
+  std::int64_t last_ns = captured.body.last_offset_ns();
+  auto decoded = net::decode_arrived(captured.body, captured.event_stream,
                                      captured.content_encoding, out.response, tokens, last_ns,
                                      decode_limit);
   if (!decoded.as_received && !captured.event_stream && tokens && !out.response.body.empty())
-    tokens->on_body(out.response.body, captured.chunks.empty() ? out.end_ns : last_ns);
+    tokens->on_body(out.response.body, marked ? last_ns : out.end_ns);
   // The proxy's own note (a cut stream) comes first, then the content coding's, then the
   // token decoder's.
   auto join = [](std::string first, const std::string& then) {

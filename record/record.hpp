@@ -103,9 +103,9 @@ bool path_selected(std::string_view target, const std::vector<std::string>& incl
 // What a proxy worker captured, before the trace thread finishes it.
 struct CapturedExchange {
   Exchange exchange;  // request, timing, status, headers and error already filled in
-  std::string body;   // response body bytes as relayed (still coded when content_encoding says so)
-  using Chunk = net::ArrivedChunk;  // its end in `body`, its arrival
-  std::vector<Chunk> chunks;        // one per read from upstream
+  // The response body's bytes as relayed (still coded when content_encoding says so), one mark
+  // per read from upstream, compressed as they arrive (net/arrived_blocks.hpp).
+  net::ArrivedBody body;
   bool event_stream = false;  // Content-Type text/event-stream
   std::string content_encoding;  // the response's Content-Encoding, "" when none
   std::uint64_t tag = 0;  // RecordOptions::on_answered's, handed to on_written

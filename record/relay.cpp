@@ -44,7 +44,7 @@ void ClientSession::start_relay() {
 
 // An event stream's capture reserves what the worker's last stream took (net::reserve_like).
 void ClientSession::reserve_capture() {
-  net::reserve_like(capture_.body, capture_.chunks, worker_.last_stream);
+  capture_.body.reserve_like(worker_.last_stream);
 }
 
 void ClientSession::do_read_body() {
@@ -72,13 +72,16 @@ void ClientSession::on_read_body(error_code ec) {
   std::size_t received = read_buf_.size() - parser.get().body().size;
   if (received > 0) {
     std::string_view piece(read_buf_.data(), received);
-    if (recording_) {
-      const std::size_t before = capture_.body.size();
-      past_limit_ = !net::append_within(capture_.body, capture_.chunks, piece, ns_since(sent_at_),
-                                        options_.max_response_bytes);
-      if (past_limit_) piece = piece.substr(0, capture_.body.size() - before);  // the client gets as much
+    const std::int64_t arrived_ns = recording_ ? ns_since(sent_at_) : 0;
+    if (recording_ && piece.size() > capture_.body.room(options_.max_response_bytes)) {
+      past_limit_ = true;
+      piece = piece.substr(0, capture_.body.room(options_.max_response_bytes));  // the client gets as much
     }
-    if (!client_failed_ && !piece.empty()) queue_body(piece);
+    if (!client_failed_ && !piece.empty()) {
+      queue_body(piece);
+      flush_client();  // the client's bytes leave before the kept copy is appended (and compressed)
+    }
+    if (recording_) capture_.body.append_within(piece, arrived_ns, options_.max_response_bytes);
   }
   if (upstream_stalled_) ec = beast::error::timeout;  // the watchdog closed it
   if (cut_ || client_failed_) return settle();

@@ -365,7 +365,7 @@ void ClientSession::reject(http::status status, const std::string& message) {
     exchange.start_unix_ns = wall_ns();
     exchange.actual_send_ns = exchange.intended_send_ns;
     exchange.response.headers = copy_headers(proxy_response_);
-    capture_.body = proxy_response_.body();
+    capture_.body.assign_unmarked(proxy_response_.body());
   }
   exchange.response.status = static_cast<std::uint16_t>(status);
   exchange.error = {ErrorKind::rejected, "record answered " + std::to_string(static_cast<int>(status)) +
@@ -406,7 +406,7 @@ void ClientSession::hand_over() {
     return;
   }
   recording_ = false;
-  if (capture_.event_stream) worker_.last_stream = {capture_.body.size(), capture_.chunks.size()};
+  if (capture_.event_stream) worker_.last_stream = capture_.body.size_like();
   auto index = shared_.captured.fetch_add(1);
   auto limit = options_.max_exchanges;
   if (limit == 0 || index < limit) shared_.submit(std::move(capture_));

@@ -19,8 +19,7 @@ void TraceSink::start(std::function<void()> on_failure) {
 // at once, so a wake per exchange (a futex call on the proxy thread) would be wasted while it is
 // busy with earlier ones.
 void TraceSink::submit(CapturedExchange&& captured) {
-  std::size_t bytes = captured.body.size() + captured.exchange.request.body.size() +
-                      captured.chunks.size() * sizeof(CapturedExchange::Chunk);
+  std::size_t bytes = captured.body.held_bytes() + captured.exchange.request.body.size();
   bool was_empty;
   {
     std::unique_lock lock(mutex_);

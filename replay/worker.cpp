@@ -71,7 +71,7 @@ struct Flight {
   Exchange exchange;
   llm::ResponseDecoder decoder;  // the worker's, given back when the exchange is finished
   // The body as received, decoded once its last byte is in (net/arrived_body.hpp): in flight, a
-  // token costs its bytes and a 16-byte mark per read, not an Event and a Token.
+  // token costs its bytes compressed and a few bytes of mark per read, not an Event and a Token.
   net::ArrivedBody arrived;
   std::string content_encoding;  // the response's, set with its head
   std::string head;              // the request's head when not the prepared one
@@ -157,8 +157,9 @@ asio::awaitable<std::optional<SessionAnswer>> Worker::run_exchange(
     }
   }
   // What arrived is decoded even when the transfer failed: the tokens before the failure stay.
-  // Not while the writer holds too much decoded already (WriteQueue::kHeldBytes).
-  co_await wait_for_writer();
+  // Not while the writer holds too much decoded already (WriteQueue::kHeldBytes). Decoded, a
+  // body takes about twice its bytes (its events, their records, the tokens).
+  const std::size_t reserved = co_await wait_for_writer(2 * flight.arrived.size());
   try {
     decode_response(flight);
   } catch (const std::exception& e) {
@@ -171,6 +172,7 @@ asio::awaitable<std::optional<SessionAnswer>> Worker::run_exchange(
     // Out of memory while classifying or queueing: the record cannot be kept; stderr says so.
     report_internal_error("a request's record was lost", e.what());
   }
+  if (reserved) shared_.queue->release(reserved);  // the exchange counts as queued now
   give_decoder(std::move(flight.decoder));
   co_return answer;
 }
@@ -378,7 +380,7 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
   auto content_type = header_value(head, http::field::content_type);
   exchange.response.streamed = content_type.find("text/event-stream") != std::string::npos;
   flight.content_encoding = header_value(head, http::field::content_encoding);
-  if (exchange.response.streamed) net::reserve_like(flight.arrived.bytes, flight.arrived.chunks, last_stream_);
+  if (exchange.response.streamed) flight.arrived.reserve_like(last_stream_);
   flight.phase = net::Phase::read_body;
   while (!parser.is_done()) {
     parser.get().body().data = buffer;
@@ -396,7 +398,7 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
   }
   flight.complete = !ec && !flight.past_limit;
   exchange.end_ns = flight.offset();
-  if (exchange.response.streamed) last_stream_ = {flight.arrived.bytes.size(), flight.arrived.chunks.size()};
+  if (exchange.response.streamed) last_stream_ = flight.arrived.size_like();
 }
 
 // Turns the body as received into what the trace stores (net::decode_arrived: the rule record
@@ -405,7 +407,7 @@ void Worker::decode_response(Flight& flight) {
   auto& exchange = flight.exchange;
   auto end = exchange.end_ns >= 0 ? exchange.end_ns : 0;
   auto& arrived = flight.arrived;
-  auto decoded = net::decode_arrived(arrived.bytes, arrived.chunks, exchange.response.streamed,
+  auto decoded = net::decode_arrived(arrived, exchange.response.streamed,
                                      flight.content_encoding, exchange.response, &flight.decoder, end,
                                      net::decode_limit_for(shared_.options.max_response_bytes, exchange.response.streamed));
   arrived = {};  // its bytes are in the response now

@@ -57,15 +57,18 @@ using Clock = retrace::Clock;
 // is queued (or a few milliseconds after the first of one), not per exchange: a wake-up per
 // exchange cost a futex call on each side and a context switch (bench/RESULTS.md, replay (a)).
 //
-// An exchange in flight is its bytes as received (net/arrived_body.hpp); decoded, its Events and
-// Tokens cost several times that, until the writer has written and freed it. held() counts what
-// is queued or being written, decoded, so that a worker decodes its next one only while that is
-// under kHeldBytes: when many long streams end at once, they wait as received, not decoded.
+// An exchange in flight is its bytes as received, compressed (net/arrived_body.hpp); decoded, its
+// Events and Tokens cost tens of times that, until the writer has written and freed it. held()
+// counts what is queued or being written, decoded, and what workers are decoding (reserve()), so
+// that a worker decodes its next one only while that is under kHeldBytes: when many long streams
+// end at once, they wait compressed, not decoded, and at most kHeldBytes and one exchange are
+// decoded at once (issue 44 item 4: 8 MiB, not 64: 64 long streams in flight then cost tens of
+// bytes a token in all, where 64 MiB was 64 bytes a token by itself).
 class WriteQueue {
  public:
   static constexpr std::size_t kBatch = 64;
   static constexpr std::chrono::milliseconds kMaxDelay{5};
-  static constexpr std::size_t kHeldBytes = 64u << 20;
+  static constexpr std::size_t kHeldBytes = 8u << 20;
 
   void push(Exchange exchange) {
     auto cost = decoded_bytes(exchange);
@@ -106,6 +109,15 @@ class WriteQueue {
   }
   // Decoded bytes queued or in the batch being written (any thread; a relaxed estimate).
   std::size_t held() const { return held_.load(std::memory_order_relaxed); }
+  // Counts `bytes` a worker is about to decode as held, if held() is within kHeldBytes; false
+  // (nothing counted) when it is not. The worker release()s them once it has pushed the exchange.
+  bool reserve(std::size_t bytes) {
+    auto now = held_.load(std::memory_order_relaxed);
+    while (now <= kHeldBytes)
+      if (held_.compare_exchange_weak(now, now + bytes, std::memory_order_relaxed)) return true;
+    return false;
+  }
+  void release(std::size_t bytes) { held_.fetch_sub(bytes, std::memory_order_relaxed); }
   // What a decoded exchange holds, roughly: its bodies, its events and its tokens.
   static std::size_t decoded_bytes(const Exchange& exchange) {
     std::size_t bytes = exchange.request.body.size() + exchange.response.body.size() +
@@ -235,7 +247,9 @@ class Worker {
 
   void stamp_send(Flight& flight) const;
   boost::asio::awaitable<bool> wait_until(std::int64_t offset_ns);
-  boost::asio::awaitable<void> wait_for_writer();
+  // Waits until the writer's queue can count `decoding` more bytes (WriteQueue::reserve); returns
+  // what it counted (0 when nothing is written: a warm-up), for WriteQueue::release.
+  boost::asio::awaitable<std::size_t> wait_for_writer(std::size_t decoding);
   // What a worker reuses across its exchanges (worker_pools.cpp): read buffers, decoders, and
   // each response header name's secret verdict.
   std::unique_ptr<char[]> take_buffer();

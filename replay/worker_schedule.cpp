@@ -17,14 +17,17 @@ namespace retrace::replay {
 namespace asio = boost::asio;
 
 // Waits, in short slices, while the writer holds more decoded exchanges than kHeldBytes (or
-// until the run stops). During warmup nothing is written, and nothing waits.
-asio::awaitable<void> Worker::wait_for_writer() {
-  if (!shared_.queue || !shared_.record) co_return;
+// until the run stops), then counts `decoding` as held. During warmup nothing is written, and
+// nothing waits.
+asio::awaitable<std::size_t> Worker::wait_for_writer(std::size_t decoding) {
+  if (!shared_.queue || !shared_.record) co_return 0;
   asio::steady_timer timer(io_);
-  while (!stopping_ && shared_.queue->held() > WriteQueue::kHeldBytes) {
+  while (!stopping_) {
+    if (shared_.queue->reserve(decoding)) co_return decoding;
     timer.expires_after(std::chrono::milliseconds(1));
     co_await timer.async_wait(kTuple);
   }
+  co_return 0;
 }
 
 // Sleeps until `offset_ns` after the run's start, in short slices so that a stop is seen.

@@ -169,8 +169,8 @@ class MirrorExchange : public std::enable_shared_from_this<MirrorExchange> {
     auto& body = parser_->get().body();
     const std::size_t got = buffer_.size() - body.size;
     if (got > 0 &&
-        !net::append_within(capture_.body, capture_.chunks, std::string_view(buffer_.data(), got),
-                            ns_between(sent_at_, mirror_.clock_.now()), options_.max_response_bytes)) {
+        !capture_.body.append_within(std::string_view(buffer_.data(), got),
+                                     ns_between(sent_at_, mirror_.clock_.now()), options_.max_response_bytes)) {
       capture_.exchange.error = net::response_limit_error(options_.max_response_bytes);
       keep_alive_ = false;
       return finish();

@@ -52,9 +52,8 @@ Decoded decode(ArrivedBody arrived, std::string_view coding, std::size_t limit =
   out.exchange.request.body = R"({"model":"m","stream":true,"messages":[]})";
   out.exchange.response.status = 200;
   llm::ResponseDecoder decoder(llm::Dialect::openai_chat);
-  auto end = arrived.chunks.empty() ? 0 : arrived.chunks.back().offset_ns;
-  out.body = decode_arrived(arrived.bytes, arrived.chunks, true, coding, out.exchange.response, &decoder,
-                            end, limit);
+  out.body = decode_arrived(arrived, true, coding, out.exchange.response, &decoder, arrived.last_offset_ns(),
+                            limit);
   decoder.finish(out.exchange);
   return out;
 }
@@ -138,39 +137,37 @@ TEST_CASE("an SSE bomb of tiny events stops at the decode limit counted with its
 }
 
 TEST_CASE("a body that is not a stream is taken as it is - or decoded - and left to the caller's decoder") {
+  auto one_read = [](std::string_view bytes) {
+    ArrivedBody arrived;
+    arrived.append(bytes, 5);
+    return arrived;
+  };
   Response response;
-  std::string body = R"({"choices":[]})";
-  std::vector<ArrivedChunk> chunks{ArrivedChunk{5, body.size()}};
-  auto plain = decode_arrived(body, chunks, false, "", response, nullptr, 5);
+  auto body = one_read(R"({"choices":[]})");
+  auto plain = decode_arrived(body, false, "", response, nullptr, 5);
   CHECK_FALSE(plain.as_received);
   CHECK(response.body == R"({"choices":[]})");
   CHECK_FALSE(response.streamed);
 
   Response coded_response;
-  auto coded = gzip(R"({"choices":[1]})");
-  std::vector<ArrivedChunk> coded_chunks{ArrivedChunk{5, coded.size()}};
-  decode_arrived(coded, coded_chunks, false, "gzip", coded_response, nullptr, 5);
+  auto coded = one_read(gzip(R"({"choices":[1]})"));
+  decode_arrived(coded, false, "gzip", coded_response, nullptr, 5);
   CHECK(coded_response.body == R"({"choices":[1]})");
 
   Response corrupt_response;
-  std::string corrupt = "not gzip at all";
-  std::vector<ArrivedChunk> corrupt_chunks{ArrivedChunk{5, corrupt.size()}};
-  auto corrupt_out = decode_arrived(corrupt, corrupt_chunks, false, "gzip", corrupt_response, nullptr, 5);
+  auto corrupt = one_read("not gzip at all");
+  auto corrupt_out = decode_arrived(corrupt, false, "gzip", corrupt_response, nullptr, 5);
   CHECK(corrupt_out.as_received);
   CHECK(corrupt_response.body == "not gzip at all");
   CHECK_THAT(corrupt_out.note, Catch::Contains("Content-Encoding gzip"));
 }
 
-TEST_CASE("a stream reserves what the worker's last one took plus an eighth - at most a MiB") {
-  std::string bytes;
-  std::vector<ArrivedChunk> chunks;
-  reserve_like(bytes, chunks, {80'000, 800});
-  CHECK(bytes.capacity() >= 90'000);
-  CHECK(bytes.capacity() < 200'000);
-  CHECK(chunks.capacity() >= 900);
-  std::string big;
-  std::vector<ArrivedChunk> many;
-  reserve_like(big, many, {100'000'000, 10'000'000});
-  CHECK(big.capacity() < (2u << 20));
-  CHECK(many.capacity() * sizeof(ArrivedChunk) < (2u << 20));
+TEST_CASE("a stream reserves the marks the worker's last one took plus an eighth - at most a MiB") {
+  ArrivedBody small;
+  small.reserve_like({80'000, 800, 4'000});
+  CHECK(small.held_bytes() >= 4'400 + ArrivedBody::kBlockBytes);
+  CHECK(small.held_bytes() < 2 * ArrivedBody::kBlockBytes);
+  ArrivedBody big;
+  big.reserve_like({100'000'000, 10'000'000, 50'000'000});
+  CHECK(big.held_bytes() < (3u << 20));
 }

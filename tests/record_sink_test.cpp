@@ -19,8 +19,7 @@ CapturedExchange captured_with_body(const std::string& target, std::size_t body_
   captured.exchange.request.method = "GET";
   captured.exchange.request.target = target;
   captured.exchange.response.status = 200;
-  captured.body.assign(body_bytes, 'x');
-  captured.chunks.push_back({0, body_bytes});
+  captured.body.append(std::string(body_bytes, 'x'), 0);
   return captured;
 }
 

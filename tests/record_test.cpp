@@ -32,8 +32,7 @@ CapturedExchange captured_stream(const std::vector<std::string>& pieces) {
   captured.event_stream = true;
   std::int64_t offset = 1000;
   for (const auto& piece : pieces) {
-    captured.body += piece;
-    captured.chunks.push_back({offset, captured.body.size()});
+    captured.body.append(piece, offset);
     offset += 1000;
   }
   return captured;
@@ -151,8 +150,8 @@ TEST_CASE("a non-streamed body is stored whole and decoded", "[record][finish]")
   captured.exchange.request.target = "/v1/completions";
   captured.exchange.request.body = R"({"model":"m","prompt":"x"})";
   captured.exchange.response.status = 200;
-  captured.body = R"({"id":"c","object":"text_completion","choices":[{"index":0,"text":"Hi there","finish_reason":"stop"}]})";
-  captured.chunks.push_back({500, captured.body.size()});
+  captured.body.append(R"({"id":"c","object":"text_completion","choices":[{"index":0,"text":"Hi there","finish_reason":"stop"}]})",
+                       500);
   Exchange out;
   finish_exchange(std::move(captured), Redactor(false, {}), 0, out);
   CHECK_FALSE(out.response.streamed);
@@ -216,8 +215,7 @@ TEST_CASE("a non-streamed br body is stored decoded and an unknown coding is sto
     captured.exchange.request.body = R"({"model":"m","prompt":"x"})";
     captured.exchange.response.status = 200;
     captured.content_encoding = std::move(coding);
-    captured.body = std::move(body);
-    captured.chunks.push_back({500, captured.body.size()});
+    captured.body.append(body, 500);
     return captured;
   };
   Exchange out;

@@ -1,0 +1,79 @@
+// A response body held as it arrives, compressed (issue 44 item 4): every byte as received and
+// every read's arrival time, exact, in a few bytes a streamed token rather than the raw event.
+//
+// The bytes go into a raw tail; each time the tail fills a block (kBlockBytes) it is compressed
+// with zstd in one shot (a context per thread, not a stream per body: 1,000 bodies in flight
+// must not hold 1,000 compressors' windows) and kept at its compressed size. A body smaller than
+// a block (the common non-streamed answer) is never compressed: it stays its raw tail. Each
+// read's mark is two varints, the time since the last read's (zigzag) and the read's length,
+// instead of 16 bytes. Reading back is sequential, one block decompressed at a time.
+//
+// Relaying never waits for this: the relay sends its own read buffer, and only what is kept for
+// the trace goes through here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace retrace::net {
+
+// How much a stream took. A workload's streams are alike in length: a worker's next one reserves
+// about as much (reserve_like), so its marks are not copied again on every doubling.
+struct ArrivedSize {
+  std::size_t bytes = 0;       // raw bytes
+  std::size_t chunks = 0;      // reads
+  std::size_t mark_bytes = 0;  // their marks, encoded
+};
+
+class ArrivedBody {
+ public:
+  // A block's raw size: large enough for zstd to find the events' repetition (a streamed token
+  // compresses to ~10-30 bytes, bench/RESULTS.md), small enough that one block decompressed at
+  // a time and one raw tail per body in flight cost little.
+  static constexpr std::size_t kBlockBytes = 64u << 10;
+
+  // One read's `piece`, arrived at `offset_ns` (from the request's send).
+  void append(std::string_view piece, std::int64_t offset_ns);
+  // The one rule for a response that passes --max-response-bytes (a stream that never ends): the
+  // read's `piece` appended with its mark, cut at `limit` bytes in all. False when the body would
+  // pass the limit: the caller stops reading, closes the connection and gives the exchange
+  // response_limit_error(); what arrived up to the limit is kept and decoded as usual.
+  bool append_within(std::string_view piece, std::int64_t offset_ns, std::size_t limit);
+  // How many more bytes append_within() keeps under `limit` (a relay sends the client as many
+  // before it appends them: compressing a full block never holds a read back).
+  std::size_t room(std::size_t limit) const { return limit > size_ ? limit - size_ : 0; }
+  // A whole body with no read marks (a response retrace wrote itself).
+  void assign_unmarked(std::string body);
+
+  std::size_t size() const { return size_; }      // raw bytes
+  std::size_t reads() const { return reads_; }    // marks
+  std::int64_t last_offset_ns() const { return last_ns_; }
+  std::size_t held_bytes() const;                 // what it takes in memory, about
+  ArrivedSize size_like() const { return {size_, reads_, marks_.size()}; }
+  // Reserves the marks `last` took plus an eighth (at most 1 MiB), and a block's tail when `last`
+  // filled one.
+  void reserve_like(ArrivedSize last);
+
+  // Calls `visit(piece, offset_ns, read_ends)` over the bytes in order: each read in one piece,
+  // or several where it spans blocks (`read_ends` on its last). Stops when visit returns false.
+  // Needs the marks: a body from assign_unmarked() has none (use take_all()).
+  void for_each_read(const std::function<bool(std::string_view, std::int64_t, bool)>& visit) const;
+  // The whole body, raw; leaves this empty.
+  std::string take_all();
+
+ private:
+  void seal();  // compresses the full tail into a block
+
+  std::vector<std::string> blocks_;  // each kBlockBytes raw, compressed, at its exact size
+  std::string tail_;                 // the raw bytes after the last block (< kBlockBytes)
+  std::string marks_;                // per read: varint zigzag(Δ offset_ns), varint length
+  std::size_t size_ = 0;
+  std::size_t reads_ = 0;
+  std::int64_t last_ns_ = 0;
+};
+
+}  // namespace retrace::net
