@@ -4,6 +4,8 @@
 # <body>, one index row per divergent output), no script error is raised (window.onerror writes
 # data-error; Chromium's console log is searched for "Uncaught"), and the page loads nothing. The
 # run's page charts the server's /metrics series over the run.
+# release-only: the browser is most of its time (21 s under ASan); the pages' generators run under
+# the sanitizers in report_test, diff and sweep e2e tests, which write the same pages.
 . "$(dirname "$0")/lib.sh"
 
 browser=$(command -v chromium || command -v chromium-browser || true)
