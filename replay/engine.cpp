@@ -109,7 +109,8 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
     shared.run_start = shared.clock.now();
     shared.run_start_unix_ns = unix_now_ns(shared.clock);
   }
-  if (shared.record && shared.scraper) shared.scraper->begin(shared.run_start);  // the baseline
+  const bool scraping = shared.record && shared.scraper;
+  if (scraping) shared.scraper->begin(shared.run_start);  // the baseline
   auto worker_count = workers.size();
   if (shared.kind == ScheduleKind::concurrency) {
     auto slots = static_cast<std::size_t>(std::max(shared.options.schedule.concurrency, 1));
@@ -131,7 +132,9 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
     });
   bool stop_sent = false;
   while (running.load() > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    if (scraping) shared.scraper->run_until(wake);  // the scrape loop runs in this sleep
+    else std::this_thread::sleep_until(wake);
     if (on_tick) on_tick();
     if (!stop_sent && stop && stop->load()) {
       stop_sent = true;

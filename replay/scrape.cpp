@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "llm/exposition.hpp"
 #include "replay/worker.hpp"  // nanoseconds()
@@ -35,23 +36,29 @@ Scraper::Scraper(const Options::Scrape& settings, const net::Url& target,
 }
 
 Scraper::~Scraper() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (timer_) timer_->cancel();  // a run ended by an exception: its handlers go with get_'s io()
+}
+
+MetricScrape Scraper::started() {
+  MetricScrape scrape;
+  scrape.offset_ns = nanoseconds(clock_.now() - run_start_);
+  scrape.in_flight = in_flight_.now();
+  return scrape;
+}
+
+std::chrono::steady_clock::duration Scraper::timeout() const {
+  return std::max<std::chrono::steady_clock::duration>(settings_.interval * 4, std::chrono::seconds(2));
 }
 
 void Scraper::scrape_once(bool whole_page) {
   if (given_up_) return;
-  MetricScrape scrape;
-  auto sent = clock_.now();
-  scrape.offset_ns = nanoseconds(sent - run_start_);
-  scrape.in_flight = in_flight_.now();
-  auto timeout = std::max<std::chrono::steady_clock::duration>(settings_.interval * 4, std::chrono::seconds(2));
-  auto page = get_->get(timeout);  // marked X-Retrace-Probe
-  scrape.took_ns = nanoseconds(clock_.now() - sent);
+  auto scrape = started();
+  auto page = get_->get(timeout());  // marked X-Retrace-Probe
+  kept(std::move(scrape), std::move(page), whole_page);
+}
+
+void Scraper::kept(MetricScrape scrape, net::Fetched page, bool whole_page) {
+  scrape.took_ns = nanoseconds(clock_.now() - run_start_) - scrape.offset_ns;
   std::string where = url_.str() + (path_ == "/" ? "" : path_);
   if (page.status == 200) {
     deltas_.take(llm::parse_exposition(page.body, llm::kMaxPageSamples, whole_page), scrape);
@@ -80,30 +87,47 @@ void Scraper::begin(Clock::time_point run_start) {
   get_ = std::make_unique<net::KeptGet>(url_, tls_, path_, settings_.body_limit);
   scrape_once(true);
   if (given_up_) return;
-  thread_ = std::thread([this] { loop(); });
+  timer_ = std::make_unique<boost::asio::steady_timer>(get_->io());
+  looping_ = true;
+  next_ = std::chrono::steady_clock::now() + settings_.interval;
+  arm();
 }
 
-void Scraper::loop() {
-  auto next = std::chrono::steady_clock::now() + settings_.interval;
-  for (;;) {
-    {
-      std::unique_lock lock(mutex_);
-      if (wake_.wait_until(lock, next, [&] { return stopping_; })) return;
-    }
-    scrape_once(false);
-    if (given_up_) return;
+void Scraper::arm() {
+  timer_->expires_at(next_);
+  timer_->async_wait([this](boost::system::error_code ec) {
+    if (ec || !looping_) return;
+    tick();
+  });
+}
+
+void Scraper::tick() {
+  get_->async_get(timeout(), [this, scrape = started()](net::Fetched page) mutable {
+    kept(std::move(scrape), std::move(page), false);
+    if (!looping_ || given_up_) return;
     auto now = std::chrono::steady_clock::now();
-    while (next <= now) next += settings_.interval;  // a tick missed while scraping is skipped
+    while (next_ <= now) next_ += settings_.interval;  // a tick missed while scraping is skipped
+    arm();
+  });
+}
+
+void Scraper::run_until(std::chrono::steady_clock::time_point deadline) {
+  if (looping_) {
+    auto& io = get_->io();
+    io.restart();
+    io.run_until(deadline);  // returns early only when the loop has stopped (given up)
   }
+  std::this_thread::sleep_until(deadline);
 }
 
 void Scraper::end() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
+  if (looping_) {
+    looping_ = false;
+    timer_->cancel();
+    auto& io = get_->io();
+    io.restart();
+    io.run();  // the cancelled tick, and a GET under way (within its timeout)
   }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
   if (baseline_taken_) scrape_once(true);
 }
 

@@ -1,11 +1,14 @@
 // The target's Prometheus /metrics scraped over a measured run and kept in the run's trace
 // (format 1.5 MetricScrape records, written by the run's writer thread among the exchanges).
 //
-// A baseline as the run's clock starts (before its first request), then one every interval on a
-// thread of its own (a tick missed while a scrape ran is skipped, not caught up), and one after
-// the last response. Each GET carries `X-Retrace-Probe: 1`, so a recording proxy in between keeps
-// it out of its trace. Its time is when the GET was sent, on the run's clock (the offsets every
-// exchange's actual_send_ns is on); took_ns says how long the answer took.
+// A baseline as the run's clock starts (before its first request), then one every interval (a
+// tick missed while a scrape ran is skipped, not caught up), and one after the last response.
+// The loop has no thread of its own: it runs in the caller's sleep (run_until, the run's control
+// thread between its progress ticks), so a scrape costs no wake-up of its own beyond its GET, and
+// the scrapes reach the trace with the writer's own batches (take()), waking no one. Each GET
+// carries `X-Retrace-Probe: 1`, so a recording proxy in between keeps it out of its trace. Its
+// time is when the GET was sent, on the run's clock (the offsets every exchange's actual_send_ns
+// is on); took_ns says how long the answer took.
 //
 // One connection is kept alive for the loop's GETs (net/kept_get.hpp). The baseline and the last
 // scrape read the whole page; the loop's skip the samples of histogram and summary families
@@ -18,17 +21,16 @@
 // note, and the next tick tries again.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "base/clock.hpp"
 #include "format/metric_scrape.hpp"
@@ -55,33 +57,40 @@ class Scraper {
 
   // Takes the baseline (blocking: one GET) and starts the loop; offsets are from `run_start`.
   void begin(Clock::time_point run_start);
-  // Stops the loop and takes the last scrape (blocking).
+  // Runs the loop until `deadline` (its ticks and GETs; a sleep when it has nothing to do): the
+  // caller's sleep. begin(), run_until() and end() are called from one thread.
+  void run_until(std::chrono::steady_clock::time_point deadline);
+  // Stops the loop (a GET under way finishes first) and takes the last scrape (blocking).
   void end();
   // The scrapes taken and not yet handed out, oldest first. Any thread.
   std::vector<MetricScrape> take();
 
  private:
-  void scrape_once(bool whole_page);
-  void loop();
+  std::chrono::steady_clock::duration timeout() const;  // a GET's
+  MetricScrape started();  // a scrape's time and in-flight count, as its GET is sent
+  void scrape_once(bool whole_page);  // blocking
+  void tick();  // the loop's scrape: its GET started, kept() when it is back
+  void kept(MetricScrape scrape, net::Fetched page, bool whole_page);
+  void arm();  // the timer to the next tick
 
   Options::Scrape settings_;
   net::Url url_;
   std::string path_;
-  std::unique_ptr<net::KeptGet> get_;  // made at begin(): the loop's thread only, as deltas_
+  std::unique_ptr<net::KeptGet> get_;  // made at begin(); the loop runs on its io()
   std::shared_ptr<boost::asio::ssl::context> tls_;
   const Clock& clock_;
   InFlight& in_flight_;
   std::function<void(std::string_view)> say_;
   Clock::time_point run_start_{};
-  llm::SeriesDeltas deltas_;  // the loop's thread only (begin and end run while it does not)
-  bool given_up_ = false;     // likewise
+  llm::SeriesDeltas deltas_;  // the caller's thread only, as everything but taken_
+  bool given_up_ = false;
   bool baseline_taken_ = false;
+  bool looping_ = false;
+  std::chrono::steady_clock::time_point next_{};
+  std::unique_ptr<boost::asio::steady_timer> timer_;  // on get_->io(): destroyed before it
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
+  std::mutex mutex_;  // taken_ is handed to the writer's thread
   std::vector<MetricScrape> taken_;
-  std::thread thread_;
 };
 
 }  // namespace retrace::replay
