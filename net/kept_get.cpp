@@ -20,8 +20,9 @@ struct KeptGet::Pending {
 };
 
 KeptGet::KeptGet(const Url& url, std::shared_ptr<asio::ssl::context> tls, std::string_view path,
-                 std::size_t body_limit)
-    : url_(url), tls_(std::move(tls)), target_(url.join(path)), body_limit_(body_limit) {
+                 std::size_t body_limit, asio::io_context* io)
+    : url_(url), tls_(std::move(tls)), target_(url.join(path)), body_limit_(body_limit),
+      own_io_(io ? nullptr : std::make_unique<asio::io_context>(1)), io_(io ? *io : *own_io_) {
   request_.method(http::verb::get);
   request_.target(target_);
   request_.version(11);

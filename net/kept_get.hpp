@@ -26,9 +26,10 @@ namespace retrace::net {
 
 class KeptGet {
  public:
-  // `tls` must be non-null for an https:// url.
+  // `tls` must be non-null for an https:// url. `io`: run the GETs on the caller's io_context
+  // (async_get only; it outlives this) instead of one of its own.
   KeptGet(const Url& url, std::shared_ptr<asio::ssl::context> tls, std::string_view path,
-          std::size_t body_limit);
+          std::size_t body_limit, asio::io_context* io = nullptr);
   KeptGet(const KeptGet&) = delete;
   KeptGet& operator=(const KeptGet&) = delete;
   ~KeptGet();
@@ -55,7 +56,8 @@ class KeptGet {
   std::string target_;
   std::size_t body_limit_;
   beast::http::request<beast::http::string_body> request_;  // built once: one GET at a time
-  asio::io_context io_;
+  std::unique_ptr<asio::io_context> own_io_;  // null when running on the caller's
+  asio::io_context& io_;
   std::unique_ptr<UpstreamConnection> connection_;
   std::size_t connections_ = 0;
 };

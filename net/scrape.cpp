@@ -1,28 +1,32 @@
-// replay/scrape.hpp: the /metrics loop of a measured run.
-#include "replay/scrape.hpp"
+// net/scrape.hpp: the /metrics loop of a run.
+#include "net/scrape.hpp"
 
 #include <chrono>
 #include <stdexcept>
 #include <thread>
 
 #include "llm/exposition.hpp"
-#include "replay/worker.hpp"  // nanoseconds()
 
-namespace retrace::replay {
+namespace retrace::net {
 namespace {
 
 std::string mib(std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
+std::int64_t nanoseconds(std::chrono::steady_clock::duration duration) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count();
+}
+
 }  // namespace
 
-Scraper::Scraper(const Options::Scrape& settings, const net::Url& target,
-                 std::shared_ptr<boost::asio::ssl::context> tls, const Clock& clock, InFlight& in_flight,
-                 std::function<void(std::string_view)> say)
-    : settings_(settings), url_(target), path_("/metrics"), tls_(std::move(tls)), clock_(clock),
-      in_flight_(in_flight), say_(std::move(say)) {
+Scraper::Scraper(const ScrapeSettings& settings, const Url& target,
+                 std::shared_ptr<boost::asio::ssl::context> tls, const Clock& clock,
+                 std::function<std::int32_t()> in_flight, std::function<void(std::string_view)> say,
+                 boost::asio::io_context* io)
+    : settings_(settings), url_(target), path_("/metrics"), io_(io), tls_(std::move(tls)), clock_(clock),
+      in_flight_(std::move(in_flight)), say_(std::move(say)) {
   if (!settings.url.empty()) {
     try {
-      url_ = net::parse_url(settings.url);
+      url_ = parse_url(settings.url);
     } catch (const std::exception& e) {
       throw std::invalid_argument("--scrape-url " + settings.url + ": " + e.what() +
                                   " (write the page's whole URL, e.g. http://127.0.0.1:9400/metrics)");
@@ -42,7 +46,7 @@ Scraper::~Scraper() {
 MetricScrape Scraper::started() {
   MetricScrape scrape;
   scrape.offset_ns = nanoseconds(clock_.now() - run_start_);
-  scrape.in_flight = in_flight_.now();
+  scrape.in_flight = in_flight_ ? in_flight_() : -1;
   return scrape;
 }
 
@@ -57,7 +61,7 @@ void Scraper::scrape_once(bool whole_page) {
   kept(std::move(scrape), std::move(page), whole_page);
 }
 
-void Scraper::kept(MetricScrape scrape, net::Fetched page, bool whole_page) {
+void Scraper::kept(MetricScrape scrape, Fetched page, bool whole_page) {
   scrape.took_ns = nanoseconds(clock_.now() - run_start_) - scrape.offset_ns;
   std::string where = url_.str() + (path_ == "/" ? "" : path_);
   if (page.status == 200) {
@@ -84,7 +88,7 @@ void Scraper::kept(MetricScrape scrape, net::Fetched page, bool whole_page) {
 
 void Scraper::begin(Clock::time_point run_start) {
   run_start_ = run_start;
-  get_ = std::make_unique<net::KeptGet>(url_, tls_, path_, settings_.body_limit);
+  get_ = std::make_unique<KeptGet>(url_, tls_, path_, settings_.body_limit);
   scrape_once(true);
   if (given_up_) return;
   timer_ = std::make_unique<boost::asio::steady_timer>(get_->io());
@@ -97,18 +101,50 @@ void Scraper::arm() {
   timer_->expires_at(next_);
   timer_->async_wait([this](boost::system::error_code ec) {
     if (ec || !looping_) return;
-    tick();
+    tick(false);
   });
 }
 
-void Scraper::tick() {
-  get_->async_get(timeout(), [this, scrape = started()](net::Fetched page) mutable {
-    kept(std::move(scrape), std::move(page), false);
-    if (!looping_ || given_up_) return;
+void Scraper::tick(bool whole_page) {
+  getting_ = true;
+  get_->async_get(timeout(), [this, whole_page, scrape = started()](Fetched page) mutable {
+    getting_ = false;
+    kept(std::move(scrape), std::move(page), whole_page);
+    after_tick();
+  });
+}
+
+void Scraper::after_tick() {
+  if (looping_ && !given_up_) {
     auto now = std::chrono::steady_clock::now();
     while (next_ <= now) next_ += settings_.interval;  // a tick missed while scraping is skipped
-    arm();
-  });
+    return arm();
+  }
+  if (!on_ended_) return;
+  if (baseline_taken_ && !given_up_ && !ended_) {  // end_async's last scrape
+    ended_ = true;
+    return tick(true);
+  }
+  auto done = std::move(on_ended_);
+  on_ended_ = nullptr;
+  done();
+}
+
+void Scraper::begin_async(Clock::time_point run_start) {
+  run_start_ = run_start;
+  get_ = std::make_unique<KeptGet>(url_, tls_, path_, settings_.body_limit, io_);
+  timer_ = std::make_unique<boost::asio::steady_timer>(get_->io());
+  looping_ = true;
+  next_ = std::chrono::steady_clock::now();
+  tick(true);  // the baseline; after_tick() then arms the loop
+}
+
+void Scraper::end_async(std::function<void()> done) {
+  on_ended_ = std::move(done);
+  if (!looping_) return after_tick();  // never begun
+  looping_ = false;
+  timer_->cancel();
+  if (!getting_) after_tick();  // else the GET under way ends, then after_tick()
 }
 
 void Scraper::run_until(std::chrono::steady_clock::time_point deadline) {
@@ -138,4 +174,4 @@ std::vector<MetricScrape> Scraper::take() {
   return out;
 }
 
-}  // namespace retrace::replay
+}  // namespace retrace::net
