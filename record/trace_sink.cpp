@@ -71,10 +71,12 @@ void TraceSink::run() {
         std::chrono::nanoseconds flush_wait = std::chrono::milliseconds(std::max<std::int64_t>(options_.flush_ms, 1));
         if (!wait || flush_wait < *wait) wait = flush_wait;
       }
+      if (scrapes && (!wait || *wait > std::chrono::seconds(1))) wait = std::chrono::seconds(1);
       if (!wait) {
         wake_.wait(lock, ready);
       } else if (!wake_.wait_for(lock, *wait, ready)) {
         lock.unlock();
+        if (write_scrapes()) unflushed = true;
         if (unflushed) flush();
         unflushed = false;
         tick();
@@ -94,6 +96,7 @@ void TraceSink::run() {
     queued_bytes_ = 0;
     lock.unlock();
     room_.notify_all();
+    if (write_scrapes()) unflushed = true;
     for (auto& captured : batch) {
       if (failed_) {
         ++lost;
@@ -123,7 +126,21 @@ void TraceSink::run() {
     lock.lock();
   }
   lock.unlock();
+  if (write_scrapes()) unflushed = true;
   if (unflushed) flush();
+}
+
+bool TraceSink::write_scrapes() {
+  if (!scrapes || failed_) return false;
+  auto taken = scrapes();
+  try {
+    for (const auto& scrape : taken) output_.write(scrape);
+  } catch (const std::exception& e) {
+    fail(e.what());
+    count_unflushed_as_lost();
+    return false;
+  }
+  return !taken.empty();
 }
 
 void TraceSink::flush() {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "record/record.hpp"
 #include "record/trace_output.hpp"
@@ -62,6 +63,10 @@ class TraceSink {
   // --max-response-bytes, which bounds an exchange decoded too (net::decode_limit_for); set
   // before start().
   std::size_t max_response_bytes = net::kDefaultMaxResponseBytes;
+  // The upstream's /metrics scrapes taken since the last call (record --scrape-interval): the
+  // trace thread writes them with each batch of exchanges, and at least once a second when idle;
+  // set before start().
+  std::function<std::vector<MetricScrape>()> scrapes;
   // Each exchange written, with its capture's tag, on the trace thread; set before start().
   std::function<void(std::uint64_t tag, const Exchange&)> on_written;
 
@@ -87,6 +92,7 @@ class TraceSink {
 
  private:
   void run();
+  bool write_scrapes();  // what `scrapes` gives, written; true when it gave any
   void flush();
   void tick();
   void fail(const std::string& message);
