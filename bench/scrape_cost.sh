@@ -48,5 +48,6 @@ for line in sys.stdin:
 for which in ("after", "before"):
     if (which, "none") not in runs: continue
     per = [1000 * (s[0] - n[0]) / s[1] for n, s in zip(runs[(which, "none")], runs[(which, "10ms")])]
-    print(f"{which}: per scrape {statistics.median(per):.3f} ms of client CPU (each round: {\" \".join(f\"{p:.3f}\" for p in per)})")
+    each = " ".join("%.3f" % p for p in per)
+    print(f"{which}: per scrape {statistics.median(per):.3f} ms of client CPU (each round: {each})")
 '
