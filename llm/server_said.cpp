@@ -79,7 +79,8 @@ bool read_text(std::string_view text, ServerSaid& said) {
     }
   }
   if (text.find("\"meta_info\"") != std::string_view::npos) {
-    if (auto meta = object_after(text, "meta_info"); meta && (meta->contains("e2e_latency") || meta->contains("queue_time"))) {
+    auto meta = object_after(text, "meta_info");
+    if (meta && (meta->contains("e2e_latency") || meta->contains("queue_time"))) {
       said.source = "sglang";
       take(said.e2e_ms, number(*meta, "e2e_latency"), 1000);
       // Seconds from its arrival at the scheduler to its first batch (the scheduler's queue_time

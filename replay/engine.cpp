@@ -132,9 +132,8 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
     });
   bool stop_sent = false;
   while (running.load() > 0) {
-    auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
-    if (scraping) shared.scraper->run_until(wake);  // the scrape loop runs in this sleep
-    else std::this_thread::sleep_until(wake);
+    auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);  // the scrape loop runs in this sleep
+    scraping ? shared.scraper->run_until(wake) : std::this_thread::sleep_until(wake);
     if (on_tick) on_tick();
     if (!stop_sent && stop && stop->load()) {
       stop_sent = true;

@@ -157,9 +157,10 @@ ShadowResult run_shadow(const ShadowOptions& options,
     const auto& scrape = leg == Leg::control ? options.control_scrape : options.candidate_scrape;
     scrapes.push_back(nullptr);
     if (scrape.enabled) {
-      scrapes.back() = std::make_unique<LegScrape>(scrape, url, tls, clock, run_start, [&log, leg](std::string_view line) {
+      auto say = [&log, leg](std::string_view line) {
         log << "retrace shadow: " << to_string(leg) << ": " << line << std::endl;
-      });
+      };
+      scrapes.back() = std::make_unique<LegScrape>(scrape, url, tls, clock, run_start, say);
       sink->scrapes = [leg_scrape = scrapes.back().get()] { return leg_scrape->take(); };
     }
     sinks.push_back(std::move(sink));
