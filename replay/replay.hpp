@@ -176,7 +176,7 @@ struct Options {
   std::string ca_file;
   bool insecure = false;
   WriterOptions writer;
-  // The target's /metrics over the measured run, kept in its trace (replay/scrape.hpp).
+  // The target's /metrics over the measured run, kept in its trace (net/scrape.hpp).
   using Scrape = net::ScrapeSettings;
   Scrape scrape;
   // What the run measures and records its times on (send offsets, TTFT, ends, the run's start);
