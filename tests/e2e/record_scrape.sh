@@ -29,20 +29,7 @@ start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
 record_run scraped "$SIM_URL" --scrape-interval 100ms
 "$RETRACE" export --metrics "$WORK/scraped.rtrace" >"$WORK/scraped.series" || fail "export --metrics"
 "$RETRACE" export "$WORK/scraped.rtrace" >"$WORK/scraped.jsonl" || fail "export"
-python3 - "$WORK/scraped.series" "$WORK/scraped.jsonl" "$COUNT" <<'PY' || fail "the recorded series"
-import json, sys
-series = [json.loads(l) for l in open(sys.argv[1])]
-exchanges = [json.loads(l)["exchange"] for l in open(sys.argv[2]) if '"exchange"' in l]
-count = int(sys.argv[3])
-assert len(exchanges) == count, len(exchanges)
-times = sorted({s["t_us"] for s in series})
-sends = [e["actual_send_ns"] / 1000 for e in exchanges]
-assert times[0] < min(sends), (times[0], min(sends))          # the baseline, before the first send
-served = [s for s in series if s.get("series", "").startswith("retrace_sim_requests_served_total")]
-assert sum(s["value"] for s in served) == count, served          # every request, counted once
-assert times[-1] > max(sends), (times[-1], max(sends))        # the last, after the drain
-assert any(s.get("series") == "running" for s in series)
-PY
+python3 "$(dirname "$0")/served_series.py" "$WORK/scraped.series" "$WORK/scraped.jsonl" "$COUNT" || fail "the recorded series"
 
 # 2. No /metrics: said once, the recording goes on.
 start_listening UP python3 "$(dirname "$0")/metrics_upstream.py" 0 none

@@ -36,17 +36,6 @@ for leg in primary control candidate; do
 done
 check_eq "$(grep -c '"exchange"' "$WORK/candidate.jsonl")" $COUNT "the candidate still mirrored every request"
 for leg in primary control; do
-  python3 - "$WORK/$leg.series" "$WORK/$leg.jsonl" "$COUNT" <<'PY' || fail "$leg: its own series"
-import json, sys
-series = [json.loads(l) for l in open(sys.argv[1])]
-exchanges = [json.loads(l)["exchange"] for l in open(sys.argv[2]) if '"exchange"' in l]
-count = int(sys.argv[3])
-assert len(exchanges) == count, len(exchanges)
-times = sorted({s["t_us"] for s in series})
-sends = [e["actual_send_ns"] / 1000 for e in exchanges]
-assert times[0] < min(sends) and times[-1] > max(sends), (times[0], times[-1], min(sends), max(sends))
-served = [s for s in series if s.get("series", "").startswith("retrace_sim_requests_served_total")]
-assert sum(s["value"] for s in served) == count, served
-PY
+  python3 "$(dirname "$0")/served_series.py" "$WORK/$leg.series" "$WORK/$leg.jsonl" "$COUNT" || fail "$leg: its own series"
 done
 echo "PASS"
