@@ -105,6 +105,7 @@ void TraceSink::run() {
       const std::size_t decode_limit = net::decode_limit_for(max_response_bytes, captured.event_stream);
       const std::uint64_t tag = captured.tag;
       finish_exchange(std::move(captured), redactor_, next_id++, exchange, decode_limit);
+      if (scrapes) exchange.server_state = series_.join(exchange);
       try {
         output_.write(exchange);
         ++written;
@@ -134,7 +135,10 @@ bool TraceSink::write_scrapes() {
   if (!scrapes || failed_) return false;
   auto taken = scrapes();
   try {
-    for (const auto& scrape : taken) output_.write(scrape);
+    for (const auto& scrape : taken) {
+      series_.add(scrape);
+      output_.write(scrape);
+    }
   } catch (const std::exception& e) {
     fail(e.what());
     count_unflushed_as_lost();

@@ -27,7 +27,7 @@
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
 #include "replay/run_input.hpp"
-#include "replay/server_join.hpp"
+#include "metrics/server_join.hpp"
 #include "replay/shard.hpp"
 #include "replay/worker.hpp"
 #include "version.hpp"
@@ -310,7 +310,7 @@ void warm_up(RunInput& input, Shared& shared, std::vector<std::unique_ptr<Worker
 
 // The /metrics scrapes taken since the last call, into the trace among the exchanges (and into
 // the series exchanges are joined to, when given).
-void write_scrapes(TraceWriter& writer, net::Scraper& scraper, ServerSeries* series = nullptr) {
+void write_scrapes(TraceWriter& writer, net::Scraper& scraper, metrics::ServerSeries* series = nullptr) {
   for (const auto& scrape : scraper.take()) {
     if (series) series->add(scrape);
     writer.write(scrape);
@@ -360,7 +360,7 @@ class RunWriter {
 
   WriteQueue queue_;
   net::Scraper* scraper_;  // null: the run is not scraped
-  ServerSeries series_;  // the writer thread's
+  metrics::ServerSeries series_;  // the writer thread's
   std::exception_ptr failure_;
   std::thread thread_;  // last: started once the rest is ready
 };
