@@ -379,10 +379,13 @@ RecordSummary run_recorder(const RecordOptions& options,
   // Bound before the trace too; it starts once what it reads exists.
   std::optional<AdminServer> admin;
   if (options.admin_listen) admin.emplace(*options.admin_listen, options.admin_listen_any);
-  // Before the sink, whose thread takes its scrapes until it closes.
+  // Before the sink, whose thread takes its scrapes until it closes. Its scrapes run on the
+  // control thread, as `proxied` is set, before the controller starts them.
+  const InFlight* proxied = nullptr;
   std::optional<net::Scraper> scraper;
+  auto in_flight = [&proxied] { return proxied ? static_cast<std::int32_t>(proxied->load()) : -1; };
   if (options.scrape.enabled)
-    scraper.emplace(options.scrape, options.upstream, tls, clock, nullptr,
+    scraper.emplace(options.scrape, options.upstream, tls, clock, in_flight,
                     [&log](std::string_view line) { log << "retrace record: " << line << std::endl; }, &control);
   // Writes the header at once: an unwritable --out fails here, before any traffic.
   TraceSink sink(options.out, header, options.writer, options.segments, clock,
@@ -393,6 +396,7 @@ RecordSummary run_recorder(const RecordOptions& options,
   if (scraper) sink.scrapes = [&scraper] { return scraper->take(); };
   ProxyShared shared{options, tls, clock, clock.now(), {}, {}};
   shared.sampler = SessionSampler(options.sample, options.seed);
+  proxied = &shared.in_flight;
   shared.submit = [&](CapturedExchange&& captured) { sink.submit(std::move(captured)); };
 
   std::optional<UpstreamCheck> upstream_check;
