@@ -54,7 +54,7 @@ int run_export_metrics(const std::string& path, bool csv) {
               << count.scrapes << " readable scrapes\n";
   if (count.scrapes == 0)
     std::cerr << "retrace: " << path << " holds no /metrics series (a replay, sweep or study run "
-              << "keeps one when its target serves /metrics; not with --no-scrape)\n";
+              << "keeps one when its target serves /metrics, not with --no-scrape; record with --scrape-interval)\n";
   return kExitOk;
 }
 

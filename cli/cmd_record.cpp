@@ -46,6 +46,9 @@ struct RecordArgs {
   std::uint64_t rotate_size = 0;
   std::uint64_t max_disk = 0;
   std::chrono::milliseconds keep_for{0};
+  std::chrono::milliseconds scrape_interval{0};  // 0: not asked for (record does not scrape unasked)
+  std::string scrape_url;
+  bool no_scrape = false;
 };
 
 // "; N sampled out, N probes, N excluded by path kept out": what was forwarded and not recorded.
@@ -117,6 +120,9 @@ int run_record(const RecordArgs& args) {
   options.threads = args.threads;
   options.fetch_server_info = !args.no_server_info;
   options.live_status = ::isatty(STDERR_FILENO) != 0;
+  options.scrape.enabled = !args.no_scrape && (args.scrape_interval.count() > 0 || !args.scrape_url.empty());
+  if (args.scrape_interval.count() > 0) options.scrape.interval = args.scrape_interval;
+  options.scrape.url = args.scrape_url;
   options.sample = args.sample;
   options.seed = args.seed;
   if (!args.admin_listen.empty()) options.admin_listen = net::parse_listen(args.admin_listen);
@@ -262,6 +268,16 @@ void add_record(CLI::App& root, Registry& registry) {
   command->add_option("--admin-listen", args->admin_listen,
                       "HOST:PORT for GET /healthz, /readyz and /metrics (Prometheus); off by "
                       "default, loopback only unless --admin-listen-any");
+  add_duration_option(*command, "--scrape-interval", args->scrape_interval,
+                      "Scrape the upstream's Prometheus /metrics this often into the trace (a baseline at the "
+                      "start, one at the stop; `retrace export --metrics` prints them). Off unless this or "
+                      "--scrape-url is given; with --scrape-url alone, every 1s",
+                      std::chrono::milliseconds(10));
+  command->add_option("--scrape-url", args->scrape_url,
+                      "The upstream's metrics page's own URL, when it is served on a port of its own "
+                      "(default: the upstream's /metrics); turns scraping on")
+      ->type_name("URL");
+  command->add_flag("--no-scrape", args->no_scrape, "Do not scrape the upstream's /metrics (the default)");
   command->add_flag("--admin-listen-any", args->admin_listen_any,
                     "Allow --admin-listen on a non-loopback address (it has no authentication: "
                     "e.g. for a kubelet's probes on the pod IP)");

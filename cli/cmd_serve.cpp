@@ -41,6 +41,11 @@ void add_serve(CLI::App& root, Registry& registry) {
                     "Make outputs depend on the prefix cache, as a cached prefix's other kernels can: a request "
                     "that reused cached blocks adds its dot products' partial sums in the reverse order, so "
                     "near-tied greedy choices flip between a cold and a warm pass. Off: a hit changes nothing but cached_tokens.");
+  command->add_flag("--per-request-metrics", options->per_request_metrics,
+                    "End each completion's and chat's answer with its own timings as vLLM's "
+                    "--enable-per-request-metrics does: \"metrics\":{queue_time_ms, time_to_first_token_ms, "
+                    "generation_time_ms, mean_itl_ms, tokens_per_second} in the final usage chunk (a chunk of its "
+                    "own without stream_options.include_usage) or the body");
   command->add_option("--max-batch", options->max_batch, "Most sequences in the running batch")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <tuple>
+#include <utility>
 
 #include "cli/commands.hpp"
 #include "cli/durations.hpp"
@@ -37,6 +39,9 @@ struct ShadowArgs {
   std::chrono::milliseconds drain_timeout{5000};
   unsigned threads = 0;
   double near_tie = diff::kDefaultNearTieMargin;
+  std::chrono::milliseconds scrape_interval{0};  // 0: not asked for (as record: not unasked)
+  std::string primary_scrape_url, control_scrape_url, candidate_scrape_url;
+  bool no_scrape = false;
 };
 
 // --candidate-header NAME=ENV: the header NAME with the value of the environment variable ENV.
@@ -82,6 +87,16 @@ int run_shadow(const ShadowArgs& args) {
   options.proxy.drain_timeout = args.drain_timeout;
   options.proxy.threads = args.threads;
   options.proxy.live_status = false;
+  // Every leg's /metrics into its own trace, when any scrape flag asks (record's rule).
+  const bool scrape = !args.no_scrape && (args.scrape_interval.count() > 0 || !args.primary_scrape_url.empty() ||
+                                          !args.control_scrape_url.empty() || !args.candidate_scrape_url.empty());
+  for (auto [settings, url] : {std::pair{&options.proxy.scrape, &args.primary_scrape_url},
+                               std::pair{&options.control_scrape, &args.control_scrape_url},
+                               std::pair{&options.candidate_scrape, &args.candidate_scrape_url}}) {
+    settings->enabled = scrape;
+    settings->interval = args.scrape_interval.count() > 0 ? args.scrape_interval : std::chrono::seconds(1);
+    settings->url = *url;
+  }
   if (!args.admin_listen.empty()) options.proxy.admin_listen = net::parse_listen(args.admin_listen);
   options.proxy.on_admin_listening = [](const std::string& url) { std::cout << "admin on " << url << std::endl; };
   options.candidate_headers = credentials(args.candidate_headers, "--candidate-header");
@@ -156,6 +171,19 @@ void add_shadow(CLI::App& root, Registry& registry) {
       ->default_str(format_duration(args->report_every));
   command->add_option("--admin-listen", args->admin_listen,
                       "HOST:PORT for /healthz, /readyz and /metrics (with the verdict's figures)");
+  add_duration_option(*command, "--scrape-interval", args->scrape_interval,
+                      "Scrape each leg's Prometheus /metrics this often into that leg's trace (a baseline at "
+                      "the start, one after the drain; `retrace export --metrics DIR/LEG` prints them). Off "
+                      "unless this or a --*-scrape-url is given; with a URL alone, every 1s",
+                      std::chrono::milliseconds(10));
+  for (auto [name, leg, url] : {std::tuple{"--primary-scrape-url", "the primary's", &args->primary_scrape_url},
+                                std::tuple{"--control-scrape-url", "the control's", &args->control_scrape_url},
+                                std::tuple{"--candidate-scrape-url", "the candidate's", &args->candidate_scrape_url}})
+    command->add_option(name, *url,
+                        std::string(leg) + " metrics page's own URL, when served on a port of its own (default: "
+                        "its /metrics); turns scraping on")
+        ->type_name("URL");
+  command->add_flag("--no-scrape", args->no_scrape, "Do not scrape the legs' /metrics (the default)");
   command->add_option("--session-header", args->session_header,
                       "Request header whose value names a session (--sample keeps whole sessions)");
   command->add_option("--redact-header", args->redact_headers, "Also redact this header in the traces (repeatable)");

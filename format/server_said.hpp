@@ -38,7 +38,7 @@ struct ServerSample {
 };
 BOOST_DESCRIBE_STRUCT(ServerSample, (), (scrape_ns, running, waiting, kv_usage))
 
-// replay's join of an exchange to its run's series (replay/server_join.hpp).
+// The join of an exchange to its trace's series (metrics/server_join.hpp): replay's, record's, shadow's.
 struct ServerState {
   ServerSample at_send, at_first_token, at_end;
   double preemptions = -1;  // the preemptions counter's increase over scrapes in (send, end]

@@ -79,9 +79,14 @@ bool read_text(std::string_view text, ServerSaid& said) {
     }
   }
   if (text.find("\"meta_info\"") != std::string_view::npos) {
-    if (auto meta = object_after(text, "meta_info"); meta && meta->contains("e2e_latency")) {
+    auto meta = object_after(text, "meta_info");
+    if (meta && (meta->contains("e2e_latency") || meta->contains("queue_time"))) {
       said.source = "sglang";
       take(said.e2e_ms, number(*meta, "e2e_latency"), 1000);
+      // Seconds from its arrival at the scheduler to its first batch (the scheduler's queue_time
+      // per request, passed through the detokenizer into meta_info by SGLang's tokenizer manager;
+      // null or absent on versions and paths that do not time it).
+      take(said.queue_ms, number(*meta, "queue_time"), 1000);
       take(said.cached_tokens, number(*meta, "cached_tokens"));
       found = true;
     }

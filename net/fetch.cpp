@@ -48,7 +48,10 @@ void detail::start_exchange(UpstreamConnection& connection, const http::request<
                             http::response_parser<http::string_body>& parser,
                             std::chrono::steady_clock::duration timeout, const Url& url, Fetched& result,
                             std::function<void(bool keep_alive)> done) {
-  auto fail = [&result, &url](error_code ec, Phase phase) { result.error = describe(ec, phase, url.str()); };
+  auto fail = [&result, &url, done](error_code ec, Phase phase) {
+    result.error = describe(ec, phase, url.str());
+    done(false);
+  };
   result.connected = true;
   connection.expires_after(timeout);
   connection.visit([&, fail, done = std::move(done)](auto& stream) {

@@ -16,7 +16,8 @@ namespace retrace::net::detail {
 namespace http = boost::beast::http;
 
 // Writes `request` and reads the answer with `parser` within `timeout`; then sets `result`'s
-// status, Server header and body (or its error, naming `url`) and calls `done(keep_alive)`.
+// status, Server header and body (or its error, naming `url`) and calls `done(keep_alive)`
+// (`done(false)` after an error).
 void start_exchange(UpstreamConnection& connection, const http::request<http::string_body>& request,
                     http::response_parser<http::string_body>& parser,
                     std::chrono::steady_clock::duration timeout, const Url& url, Fetched& result,

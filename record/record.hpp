@@ -27,6 +27,7 @@
 #include "format/trace.hpp"
 #include "net/arrived_body.hpp"
 #include "net/connection.hpp"
+#include "net/scrape_settings.hpp"
 #include "net/url.hpp"
 
 namespace retrace::record {
@@ -73,6 +74,10 @@ struct RecordOptions {
   unsigned threads = 0;                                // proxy workers; 0 = one per core
   bool fetch_server_info = true;                       // GET /v1/models at start, best effort
   bool live_status = false;                            // one-line status on stderr
+  // --scrape-interval / --scrape-url: the upstream's /metrics into the trace (net/scrape.hpp).
+  // Off unless asked for: a proxy left up for weeks in front of production traffic should not
+  // add a GET a second to its upstream, and series to its retention budget, unasked.
+  net::ScrapeSettings scrape{.enabled = false, .interval = std::chrono::seconds(1), .url = {}, .body_limit = 8u << 20};
   // --sample F / --seed: the fraction of sessions recorded (record/sampling.hpp); 1 = all.
   double sample = 1.0;
   std::uint64_t seed = 0;

@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include <csignal>
+#include <optional>
 #include <ostream>
 #include <thread>
 
@@ -26,6 +27,7 @@
 #include "net/accept_backoff.hpp"
 #include "net/fetch.hpp"
 #include "net/listener.hpp"
+#include "net/scrape.hpp"
 #include "base/stop_signals.hpp"
 #include "record/admin.hpp"
 #include "record/metrics.hpp"
@@ -113,8 +115,9 @@ tcp::acceptor open_listener(asio::io_context& io, const net::ListenAddress& list
 class Controller {
  public:
   Controller(asio::io_context& control, tcp::acceptor& acceptor, ProxyShared& shared,
-             TraceSink& sink, std::ostream& log)
+             TraceSink& sink, std::ostream& log, net::Scraper* scraper)
       : control_(control),
+        scraper_(scraper),
         acceptor_(acceptor),
         shared_(shared),
         options_(shared.options),
@@ -159,6 +162,7 @@ class Controller {
         post([this] { on_worker_finished(); });
       });
     workers_running_ = workers_.size();
+    if (scraper_) scraper_->begin_async(shared_.run_start);  // the baseline, then every interval
     do_accept();
     if (options_.duration.count() > 0) {
       duration_timer_.expires_after(options_.duration);
@@ -310,6 +314,7 @@ class Controller {
   void do_stop() {
     stage_ = Stage::stopping;
     signals_.quit_on_next();
+    if (scraper_) scraper_->end_async([] {});  // the sample after the last exchange; run() waits for it
     status_timer_.cancel();
     duration_timer_.cancel();
     for (auto& worker : workers_) asio::post(worker->io(), [w = worker.get()] { w->finish(); });
@@ -334,6 +339,7 @@ class Controller {
   static constexpr auto kGiveUpDeadline = std::chrono::seconds(3);
 
   asio::io_context& control_;
+  net::Scraper* scraper_;  // null: the upstream is not scraped
   tcp::acceptor& acceptor_;
   ProxyShared& shared_;
   const RecordOptions& options_;
@@ -373,14 +379,24 @@ RecordSummary run_recorder(const RecordOptions& options,
   // Bound before the trace too; it starts once what it reads exists.
   std::optional<AdminServer> admin;
   if (options.admin_listen) admin.emplace(*options.admin_listen, options.admin_listen_any);
+  // Before the sink, whose thread takes its scrapes until it closes. Its scrapes run on the
+  // control thread, as `proxied` is set, before the controller starts them.
+  const InFlight* proxied = nullptr;
+  std::optional<net::Scraper> scraper;
+  auto in_flight = [&proxied] { return proxied ? static_cast<std::int32_t>(proxied->load()) : -1; };
+  if (options.scrape.enabled)
+    scraper.emplace(options.scrape, options.upstream, tls, clock, in_flight,
+                    [&log](std::string_view line) { log << "retrace record: " << line << std::endl; }, &control);
   // Writes the header at once: an unwritable --out fails here, before any traffic.
   TraceSink sink(options.out, header, options.writer, options.segments, clock,
                  [&log](const std::string& line) { log << "retrace record: " << line << std::endl; },
                  Redactor(options.keep_secrets, options.redact_headers));
   sink.max_response_bytes = options.max_response_bytes;
   sink.on_written = options.on_written;
+  if (scraper) sink.scrapes = [&scraper] { return scraper->take(); };
   ProxyShared shared{options, tls, clock, clock.now(), {}, {}};
   shared.sampler = SessionSampler(options.sample, options.seed);
+  proxied = &shared.in_flight;
   shared.submit = [&](CapturedExchange&& captured) { sink.submit(std::move(captured)); };
 
   std::optional<UpstreamCheck> upstream_check;
@@ -401,7 +417,7 @@ RecordSummary run_recorder(const RecordOptions& options,
     if (options.on_admin_listening) options.on_admin_listening(admin->url());
   }
 
-  Controller controller(control, acceptor, shared, sink, log);
+  Controller controller(control, acceptor, shared, sink, log, scraper ? &*scraper : nullptr);
   controller.start();
   on_listening(net::listening_url(acceptor));
   auto stop_reason = controller.run();

@@ -175,6 +175,11 @@ void TraceOutput::write(const Exchange& exchange) {
     apply_retention();
 }
 
+void TraceOutput::write(const MetricScrape& scrape) {
+  if (!writer_) throw TraceError("the trace " + out_.string() + " is closed (an earlier write failed)");
+  writer_->write(scrape);
+}
+
 void TraceOutput::flush() {
   if (!writer_) return;
   writer_->flush();

@@ -56,6 +56,8 @@ class TraceOutput {
 
   // Rotates first when due (time, SIGHUP), writes, then rotates when the size is reached.
   void write(const Exchange& exchange);
+  // A /metrics scrape (--scrape-interval) into the open segment, among its exchanges.
+  void write(const MetricScrape& scrape);
   void flush();
   // Closes the current frame when it is flush_ms old, and rotates when a rotation is due. For the
   // trace thread's idle wake-ups.

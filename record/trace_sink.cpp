@@ -70,10 +70,12 @@ void TraceSink::run() {
         std::chrono::nanoseconds flush_wait = std::chrono::milliseconds(std::max<std::int64_t>(options_.flush_ms, 1));
         if (!wait || flush_wait < *wait) wait = flush_wait;
       }
+      if (scrapes && (!wait || *wait > std::chrono::seconds(1))) wait = std::chrono::seconds(1);
       if (!wait) {
         wake_.wait(lock, ready);
       } else if (!wake_.wait_for(lock, *wait, ready)) {
         lock.unlock();
+        if (write_scrapes()) unflushed = true;
         if (unflushed) flush();
         unflushed = false;
         tick();
@@ -93,6 +95,7 @@ void TraceSink::run() {
     queued_bytes_ = 0;
     lock.unlock();
     room_.notify_all();
+    if (write_scrapes()) unflushed = true;
     for (auto& captured : batch) {
       if (failed_) {
         ++lost;
@@ -101,6 +104,7 @@ void TraceSink::run() {
       const std::size_t decode_limit = net::decode_limit_for(max_response_bytes, captured.event_stream);
       const std::uint64_t tag = captured.tag;
       finish_exchange(std::move(captured), redactor_, next_id++, exchange, decode_limit);
+      if (scrapes) exchange.server_state = series_.join(exchange);
       try {
         output_.write(exchange);
         ++written;
@@ -122,7 +126,24 @@ void TraceSink::run() {
     lock.lock();
   }
   lock.unlock();
+  if (write_scrapes()) unflushed = true;
   if (unflushed) flush();
+}
+
+bool TraceSink::write_scrapes() {
+  if (!scrapes || failed_) return false;
+  auto taken = scrapes();
+  try {
+    for (const auto& scrape : taken) {
+      series_.add(scrape);
+      output_.write(scrape);
+    }
+  } catch (const std::exception& e) {
+    fail(e.what());
+    count_unflushed_as_lost();
+    return false;
+  }
+  return !taken.empty();
 }
 
 void TraceSink::flush() {

@@ -11,7 +11,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "metrics/server_join.hpp"
 #include "record/record.hpp"
 #include "record/trace_output.hpp"
 
@@ -62,6 +64,11 @@ class TraceSink {
   // --max-response-bytes, which bounds an exchange decoded too (net::decode_limit_for); set
   // before start().
   std::size_t max_response_bytes = net::kDefaultMaxResponseBytes;
+  // The upstream's /metrics scrapes taken since the last call (record --scrape-interval): the
+  // trace thread writes them with each batch of exchanges, and at least once a second when idle,
+  // and joins each exchange to them (Exchange::server_state, metrics/server_join.hpp); set
+  // before start().
+  std::function<std::vector<MetricScrape>()> scrapes;
   // Each exchange written, with its capture's tag, on the trace thread; set before start().
   std::function<void(std::uint64_t tag, const Exchange&)> on_written;
 
@@ -87,6 +94,7 @@ class TraceSink {
 
  private:
   void run();
+  bool write_scrapes();  // what `scrapes` gives, written; true when it gave any
   void flush();
   void tick();
   void fail(const std::string& message);
@@ -108,6 +116,7 @@ class TraceSink {
   bool writer_closed_ = false;
   std::deque<ErrorKind> unflushed_kinds_;  // trace thread: written, frame not yet in the file
   std::string error_;
+  metrics::ServerSeries series_;  // the trace thread's: the scrapes exchanges are joined to
   std::thread thread_;
 };
 

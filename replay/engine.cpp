@@ -27,7 +27,7 @@
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
 #include "replay/run_input.hpp"
-#include "replay/server_join.hpp"
+#include "metrics/server_join.hpp"
 #include "replay/shard.hpp"
 #include "replay/worker.hpp"
 #include "version.hpp"
@@ -109,7 +109,8 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
     shared.run_start = shared.clock.now();
     shared.run_start_unix_ns = unix_now_ns(shared.clock);
   }
-  if (shared.record && shared.scraper) shared.scraper->begin(shared.run_start);  // the baseline
+  const bool scraping = shared.record && shared.scraper;
+  if (scraping) shared.scraper->begin(shared.run_start);  // the baseline
   auto worker_count = workers.size();
   if (shared.kind == ScheduleKind::concurrency) {
     auto slots = static_cast<std::size_t>(std::max(shared.options.schedule.concurrency, 1));
@@ -131,7 +132,8 @@ void run_phase(Shared& shared, std::vector<std::unique_ptr<Worker>>& workers,
     });
   bool stop_sent = false;
   while (running.load() > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);  // the scrape loop runs in this sleep
+    scraping ? shared.scraper->run_until(wake) : std::this_thread::sleep_until(wake);
     if (on_tick) on_tick();
     if (!stop_sent && stop && stop->load()) {
       stop_sent = true;
@@ -308,7 +310,7 @@ void warm_up(RunInput& input, Shared& shared, std::vector<std::unique_ptr<Worker
 
 // The /metrics scrapes taken since the last call, into the trace among the exchanges (and into
 // the series exchanges are joined to, when given).
-void write_scrapes(TraceWriter& writer, Scraper& scraper, ServerSeries* series = nullptr) {
+void write_scrapes(TraceWriter& writer, net::Scraper& scraper, metrics::ServerSeries* series = nullptr) {
   for (const auto& scrape : scraper.take()) {
     if (series) series->add(scrape);
     writer.write(scrape);
@@ -319,7 +321,7 @@ void write_scrapes(TraceWriter& writer, Scraper& scraper, ServerSeries* series =
 // figures, until the queue is closed; join() then rethrows what writing failed with.
 class RunWriter {
  public:
-  RunWriter(TraceWriter& writer, StatsBuilder& stats, Scraper* scraper)
+  RunWriter(TraceWriter& writer, StatsBuilder& stats, net::Scraper* scraper)
       : scraper_(scraper), thread_([this, &writer, &stats] { drain(writer, stats); }) {}
   ~RunWriter() {  // when the run ends by an exception: the thread is not left running
     if (!thread_.joinable()) return;
@@ -357,8 +359,8 @@ class RunWriter {
   }
 
   WriteQueue queue_;
-  Scraper* scraper_;  // null: the run is not scraped
-  ServerSeries series_;  // the writer thread's
+  net::Scraper* scraper_;  // null: the run is not scraped
+  metrics::ServerSeries series_;  // the writer thread's
   std::exception_ptr failure_;
   std::thread thread_;  // last: started once the rest is ready
 };
@@ -451,9 +453,10 @@ RunResult run(RunInput& input, const Preflight& checked, const Options& options,
   // Room for a run's figures up front, but not for --requests 4000000000's: a streamed run's
   // figures grow with the requests it finished, not with those it was asked for.
   stats.reserve(std::min<std::size_t>(input.count(), std::size_t{1} << 20));
-  std::unique_ptr<Scraper> scraper;
+  std::unique_ptr<net::Scraper> scraper;
   if (options.scrape.enabled)
-    scraper = std::make_unique<Scraper>(options.scrape, url, tls, shared.clock, shared.in_flight,
+    scraper = std::make_unique<net::Scraper>(options.scrape, url, tls, shared.clock,
+                                        [&in_flight = shared.in_flight] { return in_flight.now(); },
                                         [](std::string_view line) { std::cerr << "retrace: " << line << "\n"; });
   shared.scraper = scraper.get();
   RunWriter run_writer(*writer, stats, scraper.get());

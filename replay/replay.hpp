@@ -70,6 +70,7 @@
 #include "base/duration.hpp"
 #include "format/output_tokens.hpp"
 #include "net/arrived_body.hpp"
+#include "net/scrape_settings.hpp"
 #include "format/redaction.hpp"  // secrets: what the trace and settings never hold
 #include "format/trace.hpp"
 #include "llm/llm.hpp"
@@ -175,13 +176,9 @@ struct Options {
   std::string ca_file;
   bool insecure = false;
   WriterOptions writer;
-  // The target's /metrics over the measured run, kept in its trace (replay/scrape.hpp).
-  struct Scrape {
-    bool enabled = true;                        // --no-scrape turns it off
-    std::chrono::milliseconds interval{250};    // --scrape-interval
-    std::string url;                            // --scrape-url: the page's own URL ("" = target's /metrics)
-    std::size_t body_limit = 8u << 20;          // a larger page is not kept, and scraping stops
-  } scrape;
+  // The target's /metrics over the measured run, kept in its trace (net/scrape.hpp).
+  using Scrape = net::ScrapeSettings;
+  Scrape scrape;
   // What the run measures and records its times on (send offsets, TTFT, ends, the run's start);
   // tests pass a ManualClock. Waiting (timers) runs on real time either way.
   const Clock* clock = &Clock::system();

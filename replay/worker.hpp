@@ -37,7 +37,7 @@
 #include "net/connection.hpp"
 #include "replay/in_flight.hpp"
 #include "replay/response_reader.hpp"
-#include "replay/scrape.hpp"
+#include "net/scrape.hpp"
 #include "replay/feed.hpp"
 #include "replay/prepare.hpp"
 
@@ -183,7 +183,7 @@ struct Shared {
   std::atomic<std::size_t> sent_redacted{0};  // sent with the redaction marker (secret_fill.hpp)
   WriteQueue* queue = nullptr;
   InFlight in_flight;  // requests sent and not yet finished (replay/in_flight.hpp)
-  Scraper* scraper = nullptr;  // the target's /metrics over the measured run; null: not scraped
+  net::Scraper* scraper = nullptr;  // the target's /metrics over the measured run; null: not scraped
 };
 
 struct Flight;

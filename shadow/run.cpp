@@ -11,6 +11,7 @@
 #include "base/private_file.hpp"
 #include "format/header.hpp"
 #include "record/trace_sink.hpp"
+#include "shadow/leg_scrape.hpp"
 #include "shadow/shadow.hpp"
 #include "version.hpp"
 
@@ -132,6 +133,9 @@ ShadowResult run_shadow(const ShadowOptions& options,
   if (options.control) legs.push_back(Leg::control);
   legs.push_back(Leg::candidate);
 
+  // Each mirror leg's /metrics, when scraped (null when not): before the sinks, whose threads
+  // take its scrapes until they close.
+  std::vector<std::unique_ptr<LegScrape>> scrapes;
   // Each mirror leg's trace: a segment set written by record's trace thread.
   std::vector<std::unique_ptr<record::TraceSink>> sinks;
   std::vector<std::unique_ptr<Mirror>> mirrors;
@@ -150,6 +154,15 @@ ShadowResult run_shadow(const ShadowOptions& options,
         [&log, leg](const std::string& line) { log << "retrace shadow: " << to_string(leg) << ": " << line << std::endl; },
         Redactor(options.proxy.keep_secrets, redacted_headers(options, leg)));
     sink->max_response_bytes = options.proxy.max_response_bytes;
+    const auto& scrape = leg == Leg::control ? options.control_scrape : options.candidate_scrape;
+    scrapes.push_back(nullptr);
+    if (scrape.enabled) {
+      auto say = [&log, leg](std::string_view line) {
+        log << "retrace shadow: " << to_string(leg) << ": " << line << std::endl;
+      };
+      scrapes.back() = std::make_unique<LegScrape>(scrape, url, tls, clock, run_start, say);
+      sink->scrapes = [leg_scrape = scrapes.back().get()] { return leg_scrape->take(); };
+    }
     sinks.push_back(std::move(sink));
   }
   write_private_file(options.out / kMarker, boost::json::serialize(marker) + "\n");
@@ -237,12 +250,16 @@ ShadowResult run_shadow(const ShadowOptions& options,
     forget_stop();
     reporter.stop();
     for (auto& mirror : mirrors) mirror->stop(std::chrono::milliseconds(0));
+    for (auto& scrape : scrapes)
+      if (scrape) scrape->stop();
     for (auto& sink : sinks) sink->close();
     throw;
   }
   reporter.stop();
   // The mirrors finish what they hold (up to --drain-timeout); the rest is cut or dropped.
   for (auto& mirror : mirrors) mirror->stop(options.proxy.drain_timeout);
+  for (auto& scrape : scrapes)
+    if (scrape) scrape->stop();  // the sample after the drain
   for (auto& sink : sinks) sink->close();
 
   facts.forwarded = result.primary.forwarded;

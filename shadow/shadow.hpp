@@ -41,6 +41,9 @@ struct ShadowOptions {
   std::uint64_t max_pairs = 0;  // 0: no limit
   std::chrono::milliseconds report_every{10'000};
   std::optional<double> fail_if_excess;
+  // Each mirror leg's /metrics into its trace (shadow/leg_scrape.hpp), as proxy.scrape is the
+  // primary's: --scrape-interval, --control-scrape-url, --candidate-scrape-url.
+  net::ScrapeSettings control_scrape, candidate_scrape;
   diff::Options diff;
 };
 

@@ -197,6 +197,22 @@ void put_usage(std::string& out, std::size_t prompt_tokens, std::size_t completi
   out += '}';
 }
 
+void put_request_metrics(std::string& out, const RequestTimings& timings) {
+  out += "\"metrics\":{\"queue_time_ms\":";
+  put_number(out, timings.queue_ms);
+  out += ",\"time_to_first_token_ms\":";
+  put_number(out, timings.ttft_ms);
+  out += ",\"generation_time_ms\":";
+  put_number(out, timings.generation_ms);
+  out += ",\"mean_itl_ms\":";
+  if (timings.completion_tokens > 1) put_number(out, timings.generation_ms / double(timings.completion_tokens - 1));
+  else out += "null";
+  out += ",\"tokens_per_second\":";
+  const double seconds = (timings.ttft_ms + timings.generation_ms) / 1000.0;
+  put_number(out, seconds > 0 ? double(timings.completion_tokens) / seconds : 0.0);
+  out += '}';
+}
+
 void put_logprobs(std::string& out, const Tokenizer& tokenizer, LogprobsShape shape,
                   std::span<const GeneratedToken> tokens, std::size_t& text_offset) {
   if (!shape.wanted) out += "null";

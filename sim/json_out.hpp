@@ -43,6 +43,16 @@ void put_usage(std::string& out, std::size_t prompt_tokens, std::size_t completi
                std::optional<std::size_t> cached_tokens = std::nullopt,
                std::optional<std::size_t> reasoning_tokens = std::nullopt);
 
+// vLLM's per-request metrics (--enable-per-request-metrics), in its final usage chunk or its
+// body: "metrics":{"queue_time_ms" (arrival to scheduled), "time_to_first_token_ms" (scheduled to
+// first token), "generation_time_ms" (first token to last), "mean_itl_ms" (that over the tokens
+// after the first; null for one token), "tokens_per_second"}.
+struct RequestTimings {
+  double queue_ms = 0, ttft_ms = 0, generation_ms = 0;
+  std::size_t completion_tokens = 0;
+};
+void put_request_metrics(std::string& out, const RequestTimings& timings);
+
 // How a request wants its logprobs written.
 struct LogprobsShape {
   bool wanted = false;  // else the field is null

@@ -43,6 +43,7 @@ void Scheduler::submit(std::unique_ptr<ActiveRequest> request) {
     request->fails_mid_stream =
         std::floor((k + 1) * options_.fail_mid_stream) > std::floor(k * options_.fail_mid_stream);
   }
+  if (options_.per_request_metrics) request->arrived = options_.clock->now();
   waiting_.push_back(std::move(request));
   metrics_.requests_waiting = waiting_.size();
   if (!step_scheduled_) schedule_step();
@@ -68,6 +69,7 @@ std::size_t Scheduler::admit() {
       admitted_prompt_tokens += next.prompt_tokens - next.cached_tokens;
       metrics_.prompt_tokens += next.prompt_tokens;
       running_sequences_ += sequences;
+      if (options_.per_request_metrics) next.scheduled = options_.clock->now();
       running_.push_back(std::move(waiting_.front()));
     }
     waiting_.pop_front();
@@ -132,8 +134,10 @@ void Scheduler::step() {
   const int split = options_.batch_variance ? Model::split_count_for_batch(int(running_sequences_))
                                                   : Model::kFixedSplitCount;
   ++metrics_.steps;
+  const Clock::time_point now = options_.per_request_metrics ? options_.clock->now() : Clock::time_point{};
   for (auto& request : running_) {
     if (request->session->gone() || request->failed) continue;  // retired below
+    if (request->first_token == Clock::time_point{}) request->first_token = now;
     // --cache-variance: a request that reused cached blocks is computed along another path, as a
     // real server's prefill over a cached prefix runs other kernels: its reductions add their
     // partial sums in the reverse order, whatever the batch's split.
@@ -290,6 +294,16 @@ void Scheduler::fail(ActiveRequest& request) {
   request.session->end_stream();
 }
 
+// `,"metrics":{...}` with --per-request-metrics (sim/json_out.hpp), else nothing.
+void Scheduler::put_timings(std::string& out, const ActiveRequest& request, std::size_t completion_tokens) const {
+  if (!options_.per_request_metrics) return;
+  auto ms = [](std::chrono::nanoseconds d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  const auto end = options_.clock->now();
+  out += ',';
+  put_request_metrics(out, {ms(request.scheduled - request.arrived), ms(request.first_token - request.scheduled),
+                            ms(end - request.first_token), completion_tokens});
+}
+
 // The end of a request: the usage chunk and [DONE] of a stream, or the whole response.
 void Scheduler::complete(ActiveRequest& request) {
   ++metrics_.requests_served;
@@ -308,6 +322,12 @@ void Scheduler::complete(ActiveRequest& request) {
       out += request.chunk_prefix;
       out += "],";
       put_usage(out, request.prompt_tokens, completion_tokens, reported_cached(request), reasoning_usage);
+      put_timings(out, request, completion_tokens);
+      out += "}\n\n";
+    } else if (options_.per_request_metrics) {  // vLLM's metrics come with usage; without it, alone
+      out += request.chunk_prefix;
+      out += "]";
+      put_timings(out, request, completion_tokens);
       out += "}\n\n";
     }
     out += "data: [DONE]\n\n";
@@ -358,6 +378,7 @@ void Scheduler::complete(ActiveRequest& request) {
   }
   body += "],";
   put_usage(body, request.prompt_tokens, completion_tokens, reported_cached(request), reasoning_usage);
+  put_timings(body, request, completion_tokens);
   if (chat && request.api.return_token_ids) {
     body += ",\"prompt_token_ids\":";
     put_token_ids(body, request.api.prompts[0]);

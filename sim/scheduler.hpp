@@ -59,6 +59,8 @@ struct ActiveRequest {
   bool fails_mid_stream = false;  // chosen by ServeOptions::fail_mid_stream
   bool failed = false;            // its error event is written; retire() drops it
   std::size_t cached_tokens = 0;  // of prompt_tokens, found in the prefix cache at admission
+  // --per-request-metrics: when it arrived, was scheduled and made its first token
+  Clock::time_point arrived{}, scheduled{}, first_token{};
 };
 
 class Scheduler {
@@ -86,6 +88,7 @@ class Scheduler {
   void fail(ActiveRequest& request);
   void look_up_cache(ActiveRequest& request);
   std::optional<std::size_t> reported_cached(const ActiveRequest& request) const;
+  void put_timings(std::string& out, const ActiveRequest& request, std::size_t completion_tokens) const;
 
   boost::asio::io_context& io_;
   const ServeOptions& options_;

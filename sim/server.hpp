@@ -46,6 +46,9 @@ struct ServeOptions {
   int max_batch = 64;            // sequences (choices) in the running batch
   int max_model_len = 4096;      // prompt + completion tokens
   bool latency_model = true;
+  // vLLM's --enable-per-request-metrics: a completion's or chat's answer ends with its own
+  // timings, "metrics":{queue_time_ms, time_to_first_token_ms, ...} (sim/json_out.hpp).
+  bool per_request_metrics = false;
   double prefill_ms_per_token = 0.05;
   double decode_step_ms = 12.0;
   double decode_ms_per_sequence = 0.15;

@@ -93,6 +93,27 @@ TEST_CASE("SGLang meta_info and TGI's timing headers are read") {
   CHECK(tgi.decode_ms == 110);
 }
 
+TEST_CASE("SGLang's queue_time in meta_info is read as the queue in milliseconds") {
+  // A native /generate answer as SGLang's tokenizer manager writes meta_info (times in seconds).
+  auto said = server_said(whole(
+      "{\"text\":\" Paris.\",\"output_ids\":[12366,13],\"meta_info\":{\"id\":\"6f1c\",\"finish_reason\":"
+      "{\"type\":\"length\",\"length\":2},\"prompt_tokens\":7,\"weight_version\":\"default\","
+      "\"completion_tokens\":2,\"cached_tokens\":0,\"e2e_latency\":0.0412,\"queue_time\":0.0031,"
+      "\"prefill_launch_delay\":0.0004,\"prefill_launch_latency\":0.0102}}"));
+  CHECK(said.source == "sglang");
+  CHECK(said.queue_ms == Approx(3.1));
+  CHECK(said.e2e_ms == Approx(41.2));
+  CHECK(said.cached_tokens == 0);
+  // Streamed through /v1: the last chunk's meta_info; a null queue_time is not known.
+  auto streamed_said = server_said(streamed(
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n"
+      "data: {\"text\":\"hi\",\"meta_info\":{\"id\":\"b\",\"e2e_latency\":0.5,\"queue_time\":null}}\n\n"
+      "data: [DONE]\n\n"));
+  CHECK(streamed_said.source == "sglang");
+  CHECK(streamed_said.queue_ms == -1);
+  CHECK(streamed_said.e2e_ms == Approx(500));
+}
+
 TEST_CASE("a key inside an answer's text is not read as the server's") {
   auto said = server_said(whole(
       "{\"choices\":[{\"index\":0,\"message\":{\"content\":\"say \\\"timings\\\": {\\\"prompt_ms\\\": 5}\"}}]}"));

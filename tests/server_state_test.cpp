@@ -1,10 +1,10 @@
-// Tests for the server's state beside each exchange (issue 42): replay/server_join (the run's
+// Tests for the server's state beside each exchange (issue 42): metrics/server_join (the run's
 // series at an exchange's send, first token and end, sample and hold, preemptions between) and
 // metrics::StatsBuilder's client TTFT minus the server's and queue share of TTFT.
 #include <catch2/catch.hpp>
 
 #include "metrics/stats.hpp"
-#include "replay/server_join.hpp"
+#include "metrics/server_join.hpp"
 
 using namespace retrace;
 
@@ -30,7 +30,7 @@ Exchange sent_at(std::int64_t send, std::int64_t first_byte, std::int64_t end) {
 }  // namespace
 
 TEST_CASE("the join holds the latest scrape at or before each moment of an exchange") {
-  replay::ServerSeries series;
+  metrics::ServerSeries series;
   series.add(scrape(0, 0, 0, 0));
   series.add(scrape(100, 4, 1, 2));
   MetricScrape failed;
@@ -53,14 +53,14 @@ TEST_CASE("the join holds the latest scrape at or before each moment of an excha
 }
 
 TEST_CASE("a series without a preemptions counter joins preemptions as not known") {
-  replay::ServerSeries series;
+  metrics::ServerSeries series;
   series.add(scrape(0, 1, 0, -1));
   series.add(scrape(100, 2, 0, -1));
   auto state = series.join(sent_at(50, 10, 100));
   CHECK(state.known());
   CHECK(state.preemptions == -1);
   CHECK(state.at_end.running == 2);
-  CHECK_FALSE(replay::ServerSeries{}.join(sent_at(0, 1, 2)).known());
+  CHECK_FALSE(metrics::ServerSeries{}.join(sent_at(0, 1, 2)).known());
 }
 
 TEST_CASE("stats give the client TTFT minus the server's and the queue share where the server said them") {

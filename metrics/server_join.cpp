@@ -1,9 +1,9 @@
-// replay/server_join.hpp: the series at an exchange's moments.
-#include "replay/server_join.hpp"
+// metrics/server_join.hpp: the series at an exchange's moments.
+#include "metrics/server_join.hpp"
 
 #include <algorithm>
 
-namespace retrace::replay {
+namespace retrace::metrics {
 
 void ServerSeries::add(const MetricScrape& scrape) {
   if (scrape.values.empty()) return;
@@ -51,4 +51,4 @@ ServerState ServerSeries::join(const Exchange& exchange) const {
   return state;
 }
 
-}  // namespace retrace::replay
+}  // namespace retrace::metrics

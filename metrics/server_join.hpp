@@ -1,7 +1,8 @@
 // The run's /metrics series joined to each exchange (format/server_said.hpp's ServerState): the
 // server's running, waiting and KV usage at the exchange's send, first token and end, and the
-// preemptions over its life. Run on the run's writer thread, which adds each scrape as its answer
-// arrives and joins each exchange as it is written, so a moment's sample is the latest scrape sent
+// preemptions over its life. Run on the trace's writer thread (replay's run writer, record's and
+// shadow's trace thread), which adds each scrape as its answer arrives and joins each exchange as
+// it is written, so a moment's sample is the latest scrape sent
 // at or before it whose answer had arrived by then (sample and hold; its scrape_ns says how old).
 // A failed scrape (no values) is not a sample. Bounded: the last kMostPoints scrapes are kept (18
 // hours at the default 4 Hz); an exchange older than them joins as not known. Each join is
@@ -14,7 +15,7 @@
 
 #include "format/trace.hpp"
 
-namespace retrace::replay {
+namespace retrace::metrics {
 
 class ServerSeries {
  public:
@@ -38,4 +39,4 @@ class ServerSeries {
   bool preemptions_seen_ = false;
 };
 
-}  // namespace retrace::replay
+}  // namespace retrace::metrics
