@@ -17,6 +17,7 @@
 
 #include "format/trace.hpp"
 #include "record/record.hpp"
+#include "llm/derive_tokens.hpp"
 
 using namespace retrace;
 
@@ -51,6 +52,7 @@ record::CapturedExchange as_captured(const Exchange& recorded) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  retrace::llm::install_token_deriver();  // format 1.7 (format/token_deriver.hpp)
   if (argc < 2) {
     std::fprintf(stderr, "usage: record_trace_bench RECORDED.rtrace [ROUNDS]\n");
     return 2;

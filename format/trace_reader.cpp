@@ -16,6 +16,7 @@
 #include "format/frame_reader.hpp"
 #include "format/segments.hpp"
 #include "format/trace.hpp"
+#include "format/token_deriver.hpp"
 #include "format/wire.hpp"
 
 namespace retrace {
@@ -86,7 +87,7 @@ struct TraceReader::Impl {
     if (into.format_major > kFormatMajor)
       throw TraceError(file.string() + " uses trace format " + std::to_string(into.format_major) +
                        "." + std::to_string(into.format_minor) + ", but this retrace reads format " +
-                       std::to_string(kFormatMajor) + "." + std::to_string(kFormatMinor) +
+                       std::to_string(kFormatMajor) + "." + std::to_string(std::max(kFormatMinor, kDerivedTokensMinor)) +
                        " and older; upgrade retrace to read it");
     frames->begin_records();
   }
@@ -225,6 +226,8 @@ struct TraceReader::Impl {
         return true;
       } catch (const kj::Exception& e) {
         skip_frame_rest(std::string("a corrupt record in the frame: ") + e.getDescription().cStr());
+      } catch (const NoTokenDeriver&) {
+        throw;  // the program's fault, not the record's: nothing is skipped as damaged
       } catch (const UnsendableRequest& e) {
         frames->skip_record(message->size() * sizeof(capnp::word), e.what());
       } catch (const TraceError& e) {
