@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <initializer_list>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -218,4 +220,67 @@ TEST_CASE("A decoder that reads the events otherwise than the writer's is said i
   CHECK(out.choices.at(0).tokens.size() == 5);
   CHECK_THAT(out.decode_note, Catch::Contains("tokens derived from the events differ") &&
                                   Catch::Contains("5 tokens in 1 parts, written: 6 in 1"));
+}
+
+namespace {
+
+// The inputs of the fuzz corpora scripts/fuzz.sh grows (build/fuzz/corpus, or RETRACE_FUZZ_CORPUS)
+// for `targets`, or `fallback`'s files where there are none.
+std::vector<fs::path> corpus(std::initializer_list<const char*> targets, const fs::path& fallback) {
+  const char* chosen = std::getenv("RETRACE_FUZZ_CORPUS");
+  const fs::path root = chosen ? fs::path(chosen) : fs::path(RETRACE_SOURCE_ROOT) / "build/fuzz/corpus";
+  std::vector<fs::path> inputs;
+  for (const char* target : targets) {
+    if (!fs::is_directory(root / target)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(root / target))
+      if (entry.is_regular_file()) inputs.push_back(entry.path());
+  }
+  if (inputs.empty() && fs::is_directory(fallback)) {
+    WARN("no fuzz corpus at " << root << ": the files under " << fallback << " stand in");
+    for (const auto& entry : fs::recursive_directory_iterator(fallback))
+      if (entry.is_regular_file()) inputs.push_back(entry.path());
+  }
+  std::sort(inputs.begin(), inputs.end());
+  return inputs;
+}
+
+}  // namespace
+
+TEST_CASE("Every input of the decoder fuzz corpora decoded live reads back the same through write and read") {
+  std::size_t inputs = 0;
+  for (const fs::path& path : corpus({"decoder", "fast_event", "sse"}, RETRACE_TEST_DATA)) {
+    const std::string bytes = testing::read_path(path.string());
+    ++inputs;
+    for (Dialect dialect : {Dialect::openai_completions, Dialect::openai_chat, Dialect::llamacpp_completion,
+                            Dialect::tgi_generate, Dialect::openai_responses, Dialect::anthropic_messages}) {
+      INFO(path.string() << " as " << llm::to_string(dialect));
+      reads_back_the_same(decoded_live(bytes, dialect, 13));
+    }
+  }
+  CHECK(inputs >= 20);
+}
+
+TEST_CASE("Every trace of the fuzz corpora and the golden traces written again as 1.7 reads back the same") {
+  std::vector<fs::path> traces = corpus({"trace_reader"}, fs::path(RETRACE_TEST_DATA) / "golden");
+  traces.push_back(fs::path(RETRACE_SOURCE_ROOT) / "traces/gold-intents.rtrace");
+  std::size_t exchanges = 0;
+  for (const fs::path& path : traces) {
+    INFO(path.string());
+    LoadedTrace loaded;
+    try {
+      loaded = load_trace(path);
+    } catch (const TraceError&) {
+      continue;  // a fuzz input that is no trace at all
+    }
+    TempDir dir;
+    {
+      TraceWriter writer(dir / "again.rtrace", loaded.header);
+      for (const Exchange& exchange : loaded.exchanges) writer.write(exchange);
+    }
+    const LoadedTrace again = load_trace(dir / "again.rtrace");
+    REQUIRE(again.exchanges.size() == loaded.exchanges.size());
+    for (std::size_t i = 0; i < loaded.exchanges.size(); ++i) REQUIRE(again.exchanges[i] == loaded.exchanges[i]);
+    exchanges += loaded.exchanges.size();
+  }
+  CHECK(exchanges >= 40);  // the golden traces and the gold set at least
 }
