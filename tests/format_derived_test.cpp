@@ -118,6 +118,15 @@ std::string completion_stream(std::size_t tokens, std::mt19937_64& random) {
   return body + "data: [DONE]\n\n";
 }
 
+// A generated stream of `tokens` tokens decoded live and written alone to `path` (derived).
+Exchange written_stream(std::size_t tokens, const fs::path& path) {
+  std::mt19937_64 random(tokens);
+  Exchange exchange = decoded_live(completion_stream(tokens, random), Dialect::openai_completions, 300);
+  TraceWriter writer(path, TraceHeader{});
+  writer.write(exchange);
+  return exchange;
+}
+
 }  // namespace
 
 TEST_CASE("Every stream of the shape corpus reads back as decoded live with its tokens derived") {
@@ -182,13 +191,8 @@ TEST_CASE("Token ids that the events do not carry keep the tokens stored") {
 }
 
 TEST_CASE("Reading derived tokens with no deriver installed is an error naming the missing deriver") {
-  std::mt19937_64 random(9);
-  const Exchange exchange = decoded_live(completion_stream(5, random), Dialect::openai_completions, 300);
   TempDir dir;
-  {
-    TraceWriter writer(dir / "t.rtrace", TraceHeader{});
-    writer.write(exchange);
-  }
+  const Exchange exchange = written_stream(5, dir / "t.rtrace");
   install_token_deriver(nullptr);
   Exchange out;
   TraceReader reader(dir / "t.rtrace");
@@ -202,13 +206,8 @@ TEST_CASE("Reading derived tokens with no deriver installed is an error naming t
 }
 
 TEST_CASE("A decoder that reads the events otherwise than the writer's is said in decode_note") {
-  std::mt19937_64 random(11);
-  const Exchange exchange = decoded_live(completion_stream(6, random), Dialect::openai_completions, 300);
   TempDir dir;
-  {
-    TraceWriter writer(dir / "t.rtrace", TraceHeader{});
-    writer.write(exchange);
-  }
+  written_stream(6, dir / "t.rtrace");
   install_token_deriver([](const Exchange& from, std::vector<Choice>& choices) {
     llm::derive_choices(from, choices);
     choices.at(0).tokens.pop_back();
