@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Format 1.7's derived tokens (format/token_deriver.hpp) against 1.6's stored ones, in one run:
 # the same requests replayed against one `retrace serve` (--token-ids logprobs: two alternatives
-# a token) by OLD (a 1.6 binary: every token stored) and NEW (this build: streamed tokens derived),
+# a token) by OLD (a 1.6 binary: every token stored) and NEW (this build with --derive-tokens:
+# streamed tokens derived; without it, it stores them as 1.6 did),
 # then the trace bytes per token before compression, and NEW's CPU to read each trace with
 # `stats`, `export` and `diff` (the trace against itself), old and new alternated ROUNDS times;
 # and record's trace thread writing each trace both ways (bench/record_trace_bench, alternated).
@@ -28,8 +29,9 @@ PY
   "$NEW" import "$WORK/$1.jsonl" --endpoint completions --out "$WORK/$1-in.rtrace" >/dev/null 2>&1
   local binary
   for binary in old new; do
-    local exe=$OLD; [[ $binary == new ]] && exe=$NEW
-    "$exe" replay "$WORK/$1-in.rtrace" --target "$URL" --token-ids logprobs -c 16 \
+    local exe=$OLD derive=()
+    [[ $binary == new ]] && exe=$NEW derive=(--derive-tokens)
+    "$exe" replay "$WORK/$1-in.rtrace" --target "$URL" --token-ids logprobs -c 16 "${derive[@]}" \
       --out "$WORK/$1-$binary.rtrace" >/dev/null 2>"$WORK/$1-$binary.err"
   done
 }

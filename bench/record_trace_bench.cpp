@@ -3,9 +3,10 @@
 // and the trace writer at record's zstd level, as TraceSink::run does. Prints the thread's CPU
 // time per token, the best of ROUNDS passes (the least disturbed by other processes: this
 // machine is shared), and the size of the trace it wrote. Each round runs twice, alternated: the
-// writer as format 1.7 writes (streamed tokens derived: format/token_deriver.hpp) and as 1.6 did
-// (no deriver installed: every token stored), each with its bytes before and after zstd; the
-// first line printed is 1.7's (bench/lib.sh's storing_us_per_token reads it).
+// writer with WriterOptions::derive_tokens (record --derive-tokens: streamed tokens derived,
+// format/token_deriver.hpp) and without (the default: every token stored, as 1.6 did), each with
+// its bytes before and after zstd; the first line printed is the default's (bench/lib.sh's
+// storing_us_per_token reads it).
 //
 // Usage: record_trace_bench RECORDED.rtrace [ROUNDS]
 //   e.g. on the trace bench/record.sh keeps (recorded.rtrace in its OUT_DIR's work folder) or on
@@ -79,13 +80,10 @@ int main(int argc, char** argv) {
     double best = 1e30;
     std::uint64_t written_tokens = 0, compressed = 0, decompressed = 0;
   };
-  Mode modes[] = {{"1.7 tokens derived", true}, {"1.6 tokens stored", false}};
+  Mode modes[] = {{"tokens stored (the default)", false}, {"tokens derived (--derive-tokens)", true}};
   for (int round = 0; round < rounds; ++round) {
     for (Mode& mode : modes) {
-      if (mode.derive)
-        llm::install_token_deriver();
-      else
-        install_token_deriver(nullptr);
+      options.derive_tokens = mode.derive;
       std::vector<record::CapturedExchange> captured;
       captured.reserve(trace.exchanges.size());
       for (const auto& exchange : trace.exchanges) captured.push_back(as_captured(exchange));
@@ -104,7 +102,6 @@ int main(int argc, char** argv) {
       captured.clear();  // freed inside the measurement, as the trace thread frees each one
       mode.best = std::min(mode.best, thread_cpu_seconds() - start);
       mode.compressed = std::filesystem::file_size(out);
-      llm::install_token_deriver();
       TraceReader reader(out);
       for (Exchange read; reader.next(read);) {
       }

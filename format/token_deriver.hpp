@@ -9,8 +9,9 @@
 // main, the Python module, the unit tests' main, benches and fuzz targets:
 // llm::install_token_deriver()), so derivation and live decoding are one function and cannot drift.
 //
-// Writing: TraceWriter derives each streamed exchange's choices from its events with the installed
-// deriver and sets the flag only when the result equals the exchange's choices, token for token
+// Writing (only with WriterOptions::derive_tokens, off by default: `record --derive-tokens`,
+// `replay --derive-tokens`): TraceWriter derives each streamed exchange's choices from its events
+// with the installed deriver and sets the flag only when the result equals the exchange's choices, token for token
 // (ids, bytes, logprobs, offsets, alternatives, kinds, finish reasons); anything else (ids sent
 // out of band, a stream cut or redacted after decoding, a body too large to keep its events, no
 // deriver installed) keeps its tokens stored as in 1.6. Correctness never depends on the server.
@@ -26,11 +27,6 @@
 #include "format/trace.hpp"
 
 namespace retrace {
-
-// The minor version that added derived tokens, which the writer stamps (the highest of it and
-// trace.hpp's kFormatMinor). It lives here, not in trace.hpp, only because editing trace.hpp
-// rebuilds every room: fold it into kFormatMinor (= 7) when trace.hpp next changes.
-inline constexpr std::uint16_t kDerivedTokensMinor = 7;
 
 // Makes `exchange`'s choices (choices, token kinds, finish reasons, parts) from its dialect and
 // its response's events alone, as the live decoder made them: `choices` is overwritten.

@@ -87,7 +87,7 @@ struct TraceReader::Impl {
     if (into.format_major > kFormatMajor)
       throw TraceError(file.string() + " uses trace format " + std::to_string(into.format_major) +
                        "." + std::to_string(into.format_minor) + ", but this retrace reads format " +
-                       std::to_string(kFormatMajor) + "." + std::to_string(std::max(kFormatMinor, kDerivedTokensMinor)) +
+                       std::to_string(kFormatMajor) + "." + std::to_string(kFormatMinor) +
                        " and older; upgrade retrace to read it");
     frames->begin_records();
   }

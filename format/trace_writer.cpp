@@ -226,7 +226,7 @@ TraceWriter::TraceWriter(const std::filesystem::path& path, const TraceHeader& h
   // The file is written in this writer's format, whatever version the caller's header came from.
   TraceHeader stamped = header;
   stamped.format_major = kFormatMajor;
-  stamped.format_minor = std::max(kFormatMinor, kDerivedTokensMinor);
+  stamped.format_minor = kFormatMinor;
   if (!impl_->append_record(
           [&](wire::Record::Builder record) { fill_header(record.initHeader(), stamped); }))
     throw TraceError("cannot write trace " + path.string() +
@@ -290,8 +290,9 @@ void TraceWriter::write(const Exchange& exchange) {
       fill_exchange(record.initExchange(), from, tokens_derived);
     };
   };
-  // Format 1.7: the tokens left out where the events give them back exactly (token_deriver.hpp).
-  const bool derived = tokens_derivable(exchange, impl.derived_scratch);
+  // Format 1.7: the tokens left out where the events give them back exactly (token_deriver.hpp),
+  // when the writer was asked to.
+  const bool derived = impl.options.derive_tokens && tokens_derivable(exchange, impl.derived_scratch);
   std::uint64_t body_bytes = exchange.request.body.size() + exchange.response.body.size();
   for (const auto& event : exchange.response.events) body_bytes += event.data.size();
   // Bodies that with a record's least framing (its segment table, root and structs: well over

@@ -1,8 +1,9 @@
 // Tests for format 1.7's derived tokens (format/token_deriver.hpp): a streamed exchange written with
-// its tokens left to be rebuilt from its events reads back exactly as it was decoded live, through
-// every reader (next, next(ExchangeOutputs&), read_last); one whose events do not give its tokens
-// back keeps them stored; a reader with no deriver says so; a decoder that reads the events
-// otherwise is said in decode_note.
+// its tokens left to be rebuilt from its events (WriterOptions::derive_tokens) reads back exactly as
+// it was decoded live, through every reader (next, next(ExchangeOutputs&), read_last); one whose
+// events do not give its tokens back keeps them stored; a writer not asked to derive stores every
+// token; a reader with no deriver says so; a decoder that reads the events otherwise is said in
+// decode_note.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -48,6 +49,13 @@ Exchange decoded_live(const std::string& body, Dialect dialect, std::size_t chun
   return exchange;
 }
 
+// The writer asked to derive (record and replay --derive-tokens).
+WriterOptions deriving() {
+  WriterOptions options;
+  options.derive_tokens = true;
+  return options;
+}
+
 struct RoundTrip {
   Exchange whole;           // next(Exchange&)
   ExchangeOutputs outputs;  // next(ExchangeOutputs&)
@@ -55,12 +63,12 @@ struct RoundTrip {
   std::uint64_t decompressed = 0;
 };
 
-// Written with the decoder installed (`derive`), else as 1.6 wrote it: every token stored.
+// Written with WriterOptions::derive_tokens (`derive`), else with the default options: every token
+// stored, as 1.6 wrote it.
 RoundTrip round_trip(const Exchange& exchange, bool derive = true) {
   TempDir dir;
-  if (!derive) install_token_deriver(nullptr);
   {
-    TraceWriter writer(dir / "t.rtrace", TraceHeader{});
+    TraceWriter writer(dir / "t.rtrace", TraceHeader{}, derive ? deriving() : WriterOptions{});
     writer.write(exchange);
     writer.close();
   }
@@ -122,7 +130,7 @@ std::string completion_stream(std::size_t tokens, std::mt19937_64& random) {
 Exchange written_stream(std::size_t tokens, const fs::path& path) {
   std::mt19937_64 random(tokens);
   Exchange exchange = decoded_live(completion_stream(tokens, random), Dialect::openai_completions, 300);
-  TraceWriter writer(path, TraceHeader{});
+  TraceWriter writer(path, TraceHeader{}, deriving());
   writer.write(exchange);
   return exchange;
 }
@@ -166,6 +174,35 @@ TEST_CASE("Generated streams of every size up to 16k tokens read back the same w
     // A token with two alternatives is ~100 bytes of Cap'n Proto; derived, none of it is stored.
     if (tokens > 0) CHECK(stored.decompressed - derived.decompressed >= 90 * tokens);
   }
+}
+
+TEST_CASE("A writer not asked to derive stores every token and stamps 1.7") {
+  std::mt19937_64 random(17);
+  const Exchange exchange = decoded_live(completion_stream(1000, random), Dialect::openai_completions, 4096);
+  TempDir dir;
+  {
+    TraceWriter writer(dir / "t.rtrace", TraceHeader{});  // the default options
+    writer.write(exchange);
+  }
+  // Read with no deriver installed: a stored token needs none (a derived one would throw).
+  install_token_deriver(nullptr);
+  Exchange read;
+  ExchangeOutputs outputs, expected;
+  std::uint64_t stored_bytes = 0;
+  {
+    TraceReader reader(dir / "t.rtrace");
+    CHECK(reader.header().format_minor == 7);
+    REQUIRE(reader.next(read));
+    stored_bytes = reader.decompressed_bytes();
+    TraceReader outputs_reader(dir / "t.rtrace");
+    REQUIRE(outputs_reader.next(outputs));
+  }
+  llm::install_token_deriver();
+  CHECK(read == exchange);
+  outputs_of(exchange, expected);
+  CHECK(outputs == expected);
+  // The same exchange written asking for derivation is ~100 bytes a token smaller.
+  CHECK(stored_bytes >= round_trip(exchange).decompressed + 90 * 1000);
 }
 
 TEST_CASE("A stream whose kept events do not give its tokens back keeps them stored") {
@@ -255,7 +292,7 @@ TEST_CASE("Every input of the decoder fuzz corpora decoded live reads back the s
     std::vector<Exchange> written;
     TempDir dir;
     {
-      TraceWriter writer(dir / "t.rtrace", TraceHeader{});
+      TraceWriter writer(dir / "t.rtrace", TraceHeader{}, deriving());
       for (const fs::path& path : inputs) {
         written.push_back(decoded_live(testing::read_path(path.string()), dialect, 13));
         written.back().id = written.size();
@@ -292,7 +329,7 @@ TEST_CASE("Every trace of the fuzz corpora and the golden traces written again a
     }
     TempDir dir;
     {
-      TraceWriter writer(dir / "again.rtrace", loaded.header);
+      TraceWriter writer(dir / "again.rtrace", loaded.header, deriving());
       for (const Exchange& exchange : loaded.exchanges) writer.write(exchange);
     }
     const LoadedTrace again = load_trace(dir / "again.rtrace");

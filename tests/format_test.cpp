@@ -17,7 +17,6 @@
 #include "dataset/import.hpp"
 #include "format/json.hpp"
 #include "base/text.hpp"
-#include "format/token_deriver.hpp"
 #include "format/trace.hpp"
 #include "tests/temp_dir.hpp"
 #include "trace.capnp.h"
@@ -157,7 +156,7 @@ TEST_CASE("a trace round-trips every field of the header and of each exchange") 
 
   LoadedTrace loaded = load_trace(dir / "t.rtrace");
   TraceHeader expected_header = full_header();
-  expected_header.format_minor = kDerivedTokensMinor;  // what the writer stamps (token_deriver.hpp)
+  expected_header.format_minor = kFormatMinor;  // what the writer stamps
   CHECK(loaded.header == expected_header);
   CHECK_FALSE(loaded.recovery.torn);
   REQUIRE(loaded.exchanges.size() == exchanges.size());
@@ -478,7 +477,7 @@ TEST_CASE("a trace of a newer major version is refused with both versions named"
   } catch (const TraceError& e) {
     std::string what = e.what();
     CHECK(what.find(std::to_string(kFormatMajor + 1) + ".4") != std::string::npos);
-    CHECK(what.find(std::to_string(kFormatMajor) + "." + std::to_string(kDerivedTokensMinor)) !=
+    CHECK(what.find(std::to_string(kFormatMajor) + "." + std::to_string(kFormatMinor)) !=
           std::string::npos);
   }
 }
