@@ -19,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "format/token_deriver.hpp"
 #include "format/trace.hpp"
 #include "record/record.hpp"
 #include "llm/derive_tokens.hpp"
