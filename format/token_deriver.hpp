@@ -9,6 +9,9 @@
 // main, the Python module, the unit tests' main, benches and fuzz targets:
 // llm::install_token_deriver()), so derivation and live decoding are one function and cannot drift.
 //
+// The trade-off (bench/RESULTS.md, issue 44 item 1): the file ~40 % smaller, but the writer's
+// verifying decode costs +17 % CPU a token and every reader decodes again (1.6-2.8x the CPU), and
+// a 1.6 reader shows a derived exchange with no tokens. So derivation is asked for, not the default.
 // Writing (only with WriterOptions::derive_tokens, off by default: `record --derive-tokens`,
 // `replay --derive-tokens`): TraceWriter derives each streamed exchange's choices from its events
 // with the installed deriver and sets the flag only when the result equals the exchange's choices, token for token

@@ -52,8 +52,7 @@ inline constexpr std::uint16_t kFormatMajor = 1;
 // 1.4: output parts (Choice.part, toolCall, toolName, values; Usage.reasoningTokens); 1.5: the
 // /metrics series (MetricScrape records), Exchange.inFlightAtSend and inFlightMax; 1.6:
 // Exchange.server (what the server said of it) and serverState (its series joined to it); 1.7:
-// Exchange.tokensDerived and Choice.tokenCount (a streamed exchange's tokens derived from its
-// events when read: format/token_deriver.hpp; written only with WriterOptions::derive_tokens)
+// Exchange.tokensDerived and Choice.tokenCount (derived tokens: format/token_deriver.hpp)
 inline constexpr std::uint16_t kFormatMinor = 7;
 
 // Their names are the enumerators' own (base/enum_names.hpp); the values are the schema's.
@@ -304,13 +303,9 @@ struct WriterOptions {
   // streamed answers (megabytes each) in one frame made stats and diff take hundreds of MB.
   std::uint64_t frame_target_bytes = 4u << 20;
   int zstd_level = 3;
-  bool write_index = true;          // the skippable index frame at close() (spilled to disk
-                                    // meanwhile, so memory stays flat)
+  bool write_index = true;  // the skippable index frame at close() (spilled meanwhile: flat memory)
   const Clock* clock = &Clock::system();  // what flush_ms is measured on; outlives the writer
-  // Format 1.7's derived tokens (format/token_deriver.hpp): a streamed exchange whose events give
-  // back its tokens exactly is written without them. Off by default: the file is ~40 % smaller,
-  // but writing costs +17 % CPU a token (the verifying decode) and reading 1.6-2.8x (a decode).
-  bool derive_tokens = false;
+  bool derive_tokens = false;  // format 1.7's derived tokens (token_deriver.hpp's trade-off): off
 };
 
 struct IndexedKey;  // below, with the reader's index
