@@ -11,6 +11,7 @@
 #include <string>
 
 #include "format/trace.hpp"
+#include "llm/derive_tokens.hpp"
 
 using namespace retrace;
 
@@ -51,6 +52,7 @@ Exchange make_exchange(std::uint64_t id, std::size_t tokens, std::mt19937& rng) 
 }  // namespace
 
 int main(int argc, char** argv) {
+  retrace::llm::install_token_deriver();  // format 1.7 (format/token_deriver.hpp)
   if (argc < 2) {
     std::fprintf(stderr, "usage: diff_bench DIR [EXCHANGES=100000] [TOKENS=128] [DIVERGENT_PER_MILLE=10]\n");
     return 2;

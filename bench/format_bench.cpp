@@ -24,6 +24,7 @@
 
 #include "format/json.hpp"
 #include "format/trace.hpp"
+#include "llm/derive_tokens.hpp"
 
 using namespace retrace;
 // Thread CPU time, not wall time: the machine these runs share is busy, and CPU time is what the
@@ -294,6 +295,7 @@ Result bench_jsonl(const std::filesystem::path& path, std::uint64_t count,
 }  // namespace
 
 int main(int argc, char** argv) {
+  retrace::llm::install_token_deriver();  // format 1.7 (format/token_deriver.hpp)
   std::uint64_t count = argc > 1 ? std::stoull(argv[1]) : 100'000;
   std::filesystem::path directory = argc > 2 ? argv[2] : std::filesystem::temp_directory_path();
   int level = argc > 3 ? std::stoi(argv[3]) : 3;

@@ -33,7 +33,7 @@ storing_us_per_token() {  # RETRACE TRACE [PIN...] : "TOKENS US", or nothing whe
   local bench line
   bench=$(dirname "$1")/bench/record_trace_bench
   [[ -x "$bench" && -s "$2" ]] || return 0
-  line=$("${@:3}" "$bench" "$2" 3)
+  line=$("${@:3}" "$bench" "$2" 3 | head -1)
   awk '{print $3}' <<<"$line" | tr '\n' ' '
   sed -E 's/.*: ([0-9.]+) us\/token.*/\1/' <<<"$line"
 }

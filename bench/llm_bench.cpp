@@ -12,6 +12,7 @@
 #include <ctime>
 #include <string>
 
+#include "llm/derive_tokens.hpp"
 #include "llm/llm.hpp"
 
 using namespace retrace;
@@ -134,6 +135,7 @@ void run_large_event(std::size_t megabytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  retrace::llm::install_token_deriver();  // format 1.7 (format/token_deriver.hpp)
   const std::size_t repeats = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 400;
   constexpr std::size_t kEventsPerExchange = 512;
   const std::string text_deltas = text_delta_stream(kEventsPerExchange);

@@ -2,7 +2,11 @@
 // proxy worker captures (its events' bytes as the body, one read per event), then finish_exchange
 // and the trace writer at record's zstd level, as TraceSink::run does. Prints the thread's CPU
 // time per token, the best of ROUNDS passes (the least disturbed by other processes: this
-// machine is shared), and the size of the trace it wrote.
+// machine is shared), and the size of the trace it wrote. Each round runs twice, alternated: the
+// writer with WriterOptions::derive_tokens (record --derive-tokens: streamed tokens derived,
+// format/token_deriver.hpp) and without (the default: every token stored, as 1.6 did), each with
+// its bytes before and after zstd; the first line printed is the default's (bench/lib.sh's
+// storing_us_per_token reads it).
 //
 // Usage: record_trace_bench RECORDED.rtrace [ROUNDS]
 //   e.g. on the trace bench/record.sh keeps (recorded.rtrace in its OUT_DIR's work folder) or on
@@ -17,6 +21,7 @@
 
 #include "format/trace.hpp"
 #include "record/record.hpp"
+#include "llm/derive_tokens.hpp"
 
 using namespace retrace;
 
@@ -48,6 +53,7 @@ record::CapturedExchange as_captured(const Exchange& recorded) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  retrace::llm::install_token_deriver();  // format 1.7 (format/token_deriver.hpp)
   if (argc < 2) {
     std::fprintf(stderr, "usage: record_trace_bench RECORDED.rtrace [ROUNDS]\n");
     return 2;
@@ -64,33 +70,48 @@ int main(int argc, char** argv) {
   auto out = std::filesystem::temp_directory_path() / "record_trace_bench.rtrace";
   WriterOptions options;
   options.zstd_level = 1;  // record's level
-  double best = 1e30;
-  std::uint64_t written_tokens = 0;
+  struct Mode {
+    const char* name;
+    bool derive;
+    double best = 1e30;
+    std::uint64_t written_tokens = 0, compressed = 0, decompressed = 0;
+  };
+  Mode modes[] = {{"tokens stored (the default)", false}, {"tokens derived (--derive-tokens)", true}};
   for (int round = 0; round < rounds; ++round) {
-    std::vector<record::CapturedExchange> captured;
-    captured.reserve(trace.exchanges.size());
-    for (const auto& exchange : trace.exchanges) captured.push_back(as_captured(exchange));
-    Redactor redactor(false, {});
-    TraceWriter writer(out, trace.header, options);
-    Exchange finished;
-    written_tokens = 0;
-    double start = thread_cpu_seconds();
-    std::uint64_t id = 0;
-    for (auto& one : captured) {
-      record::finish_exchange(std::move(one), redactor, id++, finished);
-      writer.write(finished);
-      for (const auto& choice : finished.choices) written_tokens += choice.tokens.size();
+    for (Mode& mode : modes) {
+      options.derive_tokens = mode.derive;
+      std::vector<record::CapturedExchange> captured;
+      captured.reserve(trace.exchanges.size());
+      for (const auto& exchange : trace.exchanges) captured.push_back(as_captured(exchange));
+      Redactor redactor(false, {});
+      TraceWriter writer(out, trace.header, options);
+      Exchange finished;
+      mode.written_tokens = 0;
+      double start = thread_cpu_seconds();
+      std::uint64_t id = 0;
+      for (auto& one : captured) {
+        record::finish_exchange(std::move(one), redactor, id++, finished);
+        writer.write(finished);
+        for (const auto& choice : finished.choices) mode.written_tokens += choice.tokens.size();
+      }
+      writer.close();
+      captured.clear();  // freed inside the measurement, as the trace thread frees each one
+      mode.best = std::min(mode.best, thread_cpu_seconds() - start);
+      mode.compressed = std::filesystem::file_size(out);
+      TraceReader reader(out);
+      for (Exchange read; reader.next(read);) {
+      }
+      mode.decompressed = reader.decompressed_bytes();
     }
-    writer.close();
-    captured.clear();  // freed inside the measurement, as the trace thread frees each one
-    best = std::min(best, thread_cpu_seconds() - start);
   }
-  auto zstd_input = std::filesystem::file_size(out);
   std::filesystem::remove(out);
-  std::printf("%zu exchanges, %llu tokens (%llu decoded again): %.3f us/token of trace-thread CPU, best of %d; "
-              "trace %llu bytes\n",
-              trace.exchanges.size(), static_cast<unsigned long long>(tokens),
-              static_cast<unsigned long long>(written_tokens), best * 1e6 / static_cast<double>(tokens),
-              rounds, static_cast<unsigned long long>(zstd_input));
+  for (const Mode& mode : modes)
+    std::printf("%zu exchanges, %llu tokens (%llu decoded again): %.3f us/token of trace-thread CPU, best of %d; "
+                "trace %llu bytes, %llu before compression (%.1f a token): %s\n",
+                trace.exchanges.size(), static_cast<unsigned long long>(tokens),
+                static_cast<unsigned long long>(mode.written_tokens), mode.best * 1e6 / static_cast<double>(tokens),
+                rounds, static_cast<unsigned long long>(mode.compressed),
+                static_cast<unsigned long long>(mode.decompressed),
+                static_cast<double>(mode.decompressed) / static_cast<double>(tokens), mode.name);
   return 0;
 }

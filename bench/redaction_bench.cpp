@@ -12,6 +12,7 @@
 #include <string>
 
 #include "format/redaction.hpp"
+#include "llm/derive_tokens.hpp"
 
 namespace {
 
@@ -24,6 +25,7 @@ double thread_cpu_seconds() {
 }  // namespace
 
 int main() {
+  retrace::llm::install_token_deriver();  // format 1.7 (format/token_deriver.hpp)
   // Words a prompt has, some of them the letters secret names are made of.
   const char* words[] = {"the",      "sea",   "prompt",  "people",  "apple",   "paper",   "story",   "about",
                          "with",     "past",  "computer", "token",  "passage", "keyword", "shipping"};

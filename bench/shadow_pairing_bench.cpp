@@ -8,6 +8,7 @@
 #include <string>
 
 #include "shadow/verdict.hpp"
+#include "llm/derive_tokens.hpp"
 
 using namespace retrace;
 
@@ -37,6 +38,7 @@ Exchange answer(std::size_t tokens, std::size_t changed_at) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  retrace::llm::install_token_deriver();  // format 1.7 (format/token_deriver.hpp)
   const std::size_t pairs = argc > 1 ? std::stoul(argv[1]) : 20'000;
   const std::size_t tokens = argc > 2 ? std::stoul(argv[2]) : 256;
   const std::size_t differ = argc > 3 ? std::stoul(argv[3]) : 10;

@@ -13,6 +13,7 @@
 #include "format/trace.hpp"
 #include "replay/replay.hpp"
 #include "replay/shard.hpp"
+#include "llm/derive_tokens.hpp"
 
 using namespace retrace;
 
@@ -54,6 +55,7 @@ void add_response(Exchange& exchange, std::size_t tokens, std::int64_t send_ns) 
 }  // namespace
 
 int main(int argc, char** argv) {
+  retrace::llm::install_token_deriver();  // format 1.7 (format/token_deriver.hpp)
   if (argc < 3) {
     std::fprintf(stderr, "usage: shard_bench DIR EXCHANGES [TOKENS]\n");
     return 2;

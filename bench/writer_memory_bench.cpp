@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "format/trace.hpp"
+#include "llm/derive_tokens.hpp"
 
 using namespace retrace;
 
@@ -55,6 +56,7 @@ Exchange make_exchange(std::uint64_t id) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  retrace::llm::install_token_deriver();  // format 1.7 (format/token_deriver.hpp)
   std::uint64_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1'000'000;
   std::filesystem::path directory = argc > 2 ? argv[2] : "/tmp";
   WriterOptions options;

@@ -49,6 +49,7 @@ struct RecordArgs {
   std::chrono::milliseconds scrape_interval{0};  // 0: not asked for (record does not scrape unasked)
   std::string scrape_url;
   bool no_scrape = false;
+  bool derive_tokens = false;
 };
 
 // "; N sampled out, N probes, N excluded by path kept out": what was forwarded and not recorded.
@@ -111,6 +112,7 @@ int run_record(const RecordArgs& args) {
   options.max_response_bytes = net::check_max_response_bytes(args.max_response_bytes);
   options.writer.flush_ms = args.flush_interval.count();
   options.writer.flush_every = args.flush_every;
+  options.writer.derive_tokens = args.derive_tokens;
   options.tls.ca_file = args.ca_file;
   options.tls.insecure = args.insecure;
   options.upstream_timeout = args.upstream_timeout;
@@ -237,6 +239,7 @@ void add_record(CLI::App& root, Registry& registry) {
   command->add_option("--flush-every", args->flush_every, "Flush the trace every N exchanges")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}));
+  command->add_flag("--derive-tokens", args->derive_tokens, kDeriveTokensHelp);
   command->add_option("--ca-file", args->ca_file, "PEM CA bundle to verify an https upstream with")
       ->check(CLI::ExistingFile);
   command->add_flag("--insecure", args->insecure, "Do not verify the https upstream's certificate");

@@ -9,12 +9,14 @@
 #include "cli/help.hpp"
 #include "cli/outputs.hpp"
 #include "commit.hpp"
+#include "llm/derive_tokens.hpp"
 #include "version.hpp"
 
 int main(int argc, char** argv) {
   // A closed pipe (`retrace export t | head`) ends output quietly; writes then fail with EPIPE.
   std::signal(SIGPIPE, SIG_IGN);
   retrace::cli::check_stdout();  // a write that fails (a full disk) exits 2 (cli/outputs.hpp)
+  retrace::llm::install_token_deriver();  // format 1.7's derived tokens (format/token_deriver.hpp)
 
   CLI::App app{
       "retrace records the traffic of LLM inference servers, replays it at any concurrency, rate "

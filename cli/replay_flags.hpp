@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/durations.hpp"
+#include "cli/outputs.hpp"
 #include "replay/flags.hpp"
 
 namespace retrace::cli {
@@ -110,6 +111,7 @@ inline void add_request_flags(CLI::App& command, replay::RequestFlags& flags) {
                      "(default: the target's /metrics)")
       ->type_name("URL");
   command.add_flag("--no-scrape", flags.no_scrape, "Do not scrape the target's /metrics during the run");
+  command.add_flag("--derive-tokens", flags.derive_tokens, kDeriveTokensHelp);
 }
 
 }  // namespace retrace::cli

@@ -2,6 +2,7 @@
 // whole exchange. TraceReader::next(ExchangeOutputs&) reads the same straight from a record
 // (wire.cpp's read_outputs).
 #include "format/trace.hpp"
+#include "format/wire.hpp"
 
 namespace retrace {
 
@@ -17,10 +18,16 @@ void outputs_of(const Exchange& exchange, ExchangeOutputs& out) {
   out.in_flight_at_send = exchange.in_flight_at_send;
   out.cached_tokens = exchange.server.cached_tokens;
   out.preemptions = exchange.server_state.preemptions;
-  out.choices.resize(exchange.choices.size());
-  for (std::size_t c = 0; c < exchange.choices.size(); ++c) {
-    const Choice& choice = exchange.choices[c];
-    ChoiceOutput& output = out.choices[c];
+  detail::choice_outputs(exchange.choices, out.choices);
+}
+
+namespace detail {
+
+void choice_outputs(const std::vector<Choice>& choices, std::vector<ChoiceOutput>& out) {
+  out.resize(choices.size());
+  for (std::size_t c = 0; c < choices.size(); ++c) {
+    const Choice& choice = choices[c];
+    ChoiceOutput& output = out[c];
     output.index = choice.index;
     output.part = choice.part;
     output.tool_call = choice.tool_call;
@@ -35,5 +42,7 @@ void outputs_of(const Exchange& exchange, ExchangeOutputs& out) {
     }
   }
 }
+
+}  // namespace detail
 
 }  // namespace retrace

@@ -7,6 +7,7 @@
 #   zstd frame k > 0:  [segment table | segments] of Record{exchange} ...  (one frame per flush)
 #                      (1.5: Record{metrics}, a /metrics scrape, among them; not in the index's keys)
 #                      (1.6: Exchange.server and serverState)
+#                      (1.7: Exchange.tokensDerived, Choice.tokenCount: tokens rebuilt from events)
 #   skippable frame:   u32le 0x184D2A5E, u32le size, [segment table | segments] of TraceIndex
 #
 # - zstd frames start with u32le 0xFD2FB528; skippable frames with u32le 0x184D2A5? (any low
@@ -135,6 +136,8 @@ struct Choice {
   toolCall @5 :UInt32;       # (1.4) part toolCall: position among this choice's calls, from 0
   toolName @6 :Text;         # (1.4) part toolCall: the function's name (the call's id is not kept)
   values @7 :List(Float64);  # (1.4) part embedding: the vector as the server sent it
+  tokenCount @8 :UInt32;     # (1.7) with Exchange.tokensDerived: how many tokens `tokens` would
+                             # hold (it is empty: they are rebuilt from the events when read)
 }
 
 struct Event {
@@ -198,6 +201,11 @@ struct Exchange {
   inFlightMax @23 :Int32 = -1;    # (1.5) the most in flight at once while it ran, itself included
   server @24 :ServerSaid;         # (1.6) what the server said of this exchange (format/server_said.hpp)
   serverState @25 :ServerState;   # (1.6) the run's /metrics series joined to it (replay only)
+  tokensDerived @26 :Bool;        # (1.7) every choice's `tokens` is left empty (its `tokenCount`
+                                  # says how many) and rebuilt when read from response.events by
+                                  # the decoder that made them live (format/token_deriver.hpp); the
+                                  # writer sets it only when that rebuild gave back exactly the
+                                  # tokens it was handed. A 1.6 reader sees the choices without tokens.
 }
 
 # (format 1.6) What the server said about one exchange: vLLM's `metrics`

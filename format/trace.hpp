@@ -51,8 +51,9 @@ inline constexpr std::uint16_t kFormatMajor = 1;
 // 1.1: Exchange.retries; 1.2: ErrorKind.rejected; 1.3: ErrorKind.server_error, ErrorKind.truncated;
 // 1.4: output parts (Choice.part, toolCall, toolName, values; Usage.reasoningTokens); 1.5: the
 // /metrics series (MetricScrape records), Exchange.inFlightAtSend and inFlightMax; 1.6:
-// Exchange.server (what the server said of it) and serverState (its series joined to it)
-inline constexpr std::uint16_t kFormatMinor = 6;
+// Exchange.server (what the server said of it) and serverState (its series joined to it); 1.7:
+// Exchange.tokensDerived and Choice.tokenCount (derived tokens: format/token_deriver.hpp)
+inline constexpr std::uint16_t kFormatMinor = 7;
 
 // Their names are the enumerators' own (base/enum_names.hpp); the values are the schema's.
 enum class Source : std::uint8_t { recorded, replayed, imported };
@@ -302,9 +303,9 @@ struct WriterOptions {
   // streamed answers (megabytes each) in one frame made stats and diff take hundreds of MB.
   std::uint64_t frame_target_bytes = 4u << 20;
   int zstd_level = 3;
-  bool write_index = true;          // the skippable index frame at close() (spilled to disk
-                                    // meanwhile, so memory stays flat)
+  bool write_index = true;  // the skippable index frame at close() (spilled meanwhile: flat memory)
   const Clock* clock = &Clock::system();  // what flush_ms is measured on; outlives the writer
+  bool derive_tokens = false;  // format 1.7's derived tokens (token_deriver.hpp's trade-off): off
 };
 
 struct IndexedKey;  // below, with the reader's index

@@ -17,6 +17,7 @@
 #include "format/record_access.hpp"
 #include "format/segments.hpp"
 #include "format/trace.hpp"
+#include "format/token_deriver.hpp"
 #include "format/wire.hpp"
 
 namespace retrace {
@@ -226,6 +227,8 @@ struct TraceReader::Impl {
         return true;
       } catch (const kj::Exception& e) {
         skip_frame_rest(std::string("a corrupt record in the frame: ") + e.getDescription().cStr());
+      } catch (const NoTokenDeriver&) {
+        throw;  // the program's fault, not the record's: nothing is skipped as damaged
       } catch (const UnsendableRequest& e) {
         frames->skip_record(message->size() * sizeof(capnp::word), e.what());
       } catch (const TraceError& e) {

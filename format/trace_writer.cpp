@@ -18,6 +18,7 @@
 #include <chrono>
 
 #include "format/index_spill.hpp"
+#include "format/token_deriver.hpp"
 #include "format/trace.hpp"
 #include "format/wire.hpp"
 
@@ -33,6 +34,7 @@ struct TraceWriter::Impl {
   // The first segment of every record's builder; MallocMessageBuilder zeroes what it used when
   // it is destroyed, so the scratch stays zeroed between records.
   std::vector<std::uint64_t> scratch;
+  std::vector<Choice> derived_scratch;  // what the deriver made of the exchange being written
   // Compressed bytes not yet written to the file: compressed[0, compressed_size). Grown without
   // zero-filling (a std::string's resize would clear the room given to zstd on every call).
   std::unique_ptr<char[]> compressed;
@@ -283,15 +285,20 @@ Exchange exchange_without_bodies(const Exchange& exchange) {
 void TraceWriter::write(const Exchange& exchange) {
   Impl& impl = *impl_;
   if (impl.closed) throw TraceError("trace " + impl.path.string() + " is already closed");
-  auto fill = [](const Exchange& from) {
-    return [&from](wire::Record::Builder record) { fill_exchange(record.initExchange(), from); };
+  auto fill = [](const Exchange& from, bool tokens_derived = false) {
+    return [&from, tokens_derived](wire::Record::Builder record) {
+      fill_exchange(record.initExchange(), from, tokens_derived);
+    };
   };
+  // Format 1.7: the tokens left out where the events give them back exactly (token_deriver.hpp),
+  // when the writer was asked to.
+  const bool derived = impl.options.derive_tokens && tokens_derivable(exchange, impl.derived_scratch);
   std::uint64_t body_bytes = exchange.request.body.size() + exchange.response.body.size();
   for (const auto& event : exchange.response.events) body_bytes += event.data.size();
   // Bodies that with a record's least framing (its segment table, root and structs: well over
   // 64 bytes) pass the limit are not built into a record only to be thrown away.
   bool may_fit = body_bytes + 64 < impl.options.max_frame_bytes;
-  if (!may_fit || !impl.append_record(fill(exchange))) {
+  if (!may_fit || !impl.append_record(fill(exchange, derived))) {
     auto too_large = " not kept: the exchange would pass the " +
                      std::to_string(impl.options.max_frame_bytes) + " bytes a trace message may hold (" +
                      std::to_string(kMaxBlobBytes) + " one field)";

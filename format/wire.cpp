@@ -3,6 +3,7 @@
 // the versioning rule (unknown enumerants from a newer minor version read as neutral values).
 #include "format/wire.hpp"
 #include "format/parts.hpp"
+#include "format/token_deriver.hpp"
 #include "format/wire_syntax.hpp"
 
 namespace retrace::detail {
@@ -155,7 +156,7 @@ void read_header(wire::Header::Reader in, TraceHeader& header, ListBudget& budge
   assign(header.server_info, in.getServerInfo());
 }
 
-void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
+void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange, bool tokens_derived) {
   out.setId(exchange.id);
   out.setHasSourceId(exchange.source_id.has_value());
   out.setSourceId(exchange.source_id.value_or(0));
@@ -201,6 +202,10 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
       auto values = choice_out.initValues(choice.values.size());
       for (unsigned v = 0; v < choice.values.size(); ++v) values.set(v, choice.values[v]);
     }
+    if (tokens_derived) {
+      choice_out.setTokenCount(static_cast<std::uint32_t>(choice.tokens.size()));
+      continue;  // rebuilt from the events when read
+    }
     auto tokens = choice_out.initTokens(choice.tokens.size());
     for (unsigned t = 0; t < choice.tokens.size(); ++t) {
       const Token& token = choice.tokens[t];
@@ -241,6 +246,7 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange) {
   out.setInFlightAtSend(exchange.in_flight_at_send);
   out.setInFlightMax(exchange.in_flight_max);
   fill_server(out, exchange.server, exchange.server_state);
+  out.setTokensDerived(tokens_derived);
 }
 
 // Which part a choice is (1.3 fields; a 1.2 record reads as content).
@@ -259,6 +265,15 @@ static void read_part(wire::Choice::Reader in, Part& part, std::uint32_t& tool_c
 static std::size_t parts_read(unsigned declared) { return declared < kMaxParts ? declared : kMaxParts; }
 
 static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget);
+
+// A 1.7 record's stored token counts, one per choice read (its tokens are derived).
+static const std::vector<std::uint32_t>& token_counts(wire::Exchange::Reader in, std::size_t parts) {
+  thread_local std::vector<std::uint32_t> counts;
+  auto choices = in.getChoices();
+  counts.resize(parts);
+  for (std::size_t c = 0; c < parts; ++c) counts[c] = choices[static_cast<unsigned>(c)].getTokenCount();
+  return counts;
+}
 
 void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget,
                    bool requests_only) {
@@ -300,6 +315,8 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& bu
   exchange.in_flight_at_send = in.getInFlightAtSend();
   exchange.in_flight_max = in.getInFlightMax();
   read_server(in, exchange.server, exchange.server_state);
+  if (!requests_only && in.getTokensDerived())
+    derive_tokens(exchange, token_counts(in, exchange.choices.size()));
 }
 
 static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget) {
@@ -364,6 +381,16 @@ void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudge
   outputs.in_flight_at_send = in.getInFlightAtSend();
   outputs.cached_tokens = in.getServer().getCachedTokens();
   outputs.preemptions = in.getServerState().getPreemptions();
+  if (in.getTokensDerived()) {  // the events decoded again: the exchange's response side read
+    thread_local Exchange whole;
+    whole.id = outputs.id;
+    whole.dialect = outputs.dialect;
+    whole.decode_note.clear();
+    read_outputs_side(in, whole, budget);
+    derive_tokens(whole, token_counts(in, whole.choices.size()));
+    choice_outputs(whole.choices, outputs.choices);
+    return;
+  }
   auto choices = in.getChoices();
   outputs.choices.resize(parts_read(budget.take(choices.size(), "choices")));
   for (unsigned c = 0; c < outputs.choices.size(); ++c) {

@@ -35,7 +35,9 @@ class ListBudget {
 void fill_header(wire::Header::Builder out, const TraceHeader& header);
 void read_header(wire::Header::Reader in, TraceHeader& header, ListBudget& budget);
 void read_index(wire::TraceIndex::Reader in, TraceIndex& index);
-void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange);
+// With `tokens_derived` (format 1.7, format/token_deriver.hpp: the writer found them derivable),
+// each choice is written without its tokens, their count in tokenCount, and the flag set.
+void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange, bool tokens_derived = false);
 // A stored request that cannot go on the wire as it is (format/wire_syntax.hpp): read_exchange
 // throws it, and the reader leaves out that one record, not the rest of its frame.
 class UnsendableRequest : public TraceError {
@@ -52,6 +54,9 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& bu
 // Only the outputs (trace.hpp's ExchangeOutputs), the token bytes appended straight from the
 // message: what outputs_of() takes from a whole exchange read by read_exchange().
 void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudget& budget);
+
+// Each choice's outputs as ExchangeOutputs holds them (exchange_outputs.cpp).
+void choice_outputs(const std::vector<Choice>& choices, std::vector<ChoiceOutput>& out);
 
 // A /metrics scrape record (format 1.5; wire_metrics.cpp).
 void fill_metrics(wire::MetricScrape::Builder out, const MetricScrape& scrape);

@@ -28,6 +28,7 @@
 #include "format/json.hpp"
 #include "format/redaction.hpp"
 #include "format/trace.hpp"
+#include "llm/derive_tokens.hpp"
 
 namespace {
 
@@ -132,6 +133,9 @@ bool import_accepts_offsets(const Exchange& e) {
 }
 
 }  // namespace
+
+// Format 1.7's derived tokens are rebuilt by the decoder, as in every program that reads traces.
+static const bool kTokenDeriverInstalled = (retrace::llm::install_token_deriver(), true);
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzedDataProvider in(data, size);

@@ -7,6 +7,10 @@
 
 #include "format/trace.hpp"
 #include "fuzz/memory_file.hpp"
+#include "llm/derive_tokens.hpp"
+
+// Format 1.7's derived tokens are rebuilt by the decoder, as in every program that reads traces.
+static const bool kTokenDeriverInstalled = (retrace::llm::install_token_deriver(), true);
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   retrace::fuzz::MemoryFile file(data, size);

@@ -118,6 +118,7 @@ struct RunSettings {
   unsigned threads = 0;
   std::optional<std::string> ca_file;
   std::optional<bool> insecure;
+  std::optional<bool> derive_tokens;  // --derive-tokens (format 1.7's derived tokens); absent: off
   // A sharded (or --start-at) run's facts, what merge checks (replay/shard.hpp).
   std::optional<TraceIdentity> input_identity;
   std::optional<std::uint64_t> selected;  // a merged run: all shards'
@@ -143,7 +144,7 @@ BOOST_DESCRIBE_STRUCT(RunSettings, (),
                        token_ids, model, timeout_ms, request_deadline_ms, stream, labels, run, repeat, slo,
                        shard, threads, ca_file, insecure, input_identity, selected, host, start_at,
                        start_at_unix_ns, clock_offset_ns, client, requests_per_shard, limit_per_shard,
-                       shards, clock_offset_spread_ns, live_tool_turns))
+                       shards, clock_offset_spread_ns, live_tool_turns, derive_tokens))
 
 // Boost.JSON's customisation points, so that value_from(settings) and value_to<RunSettings>(json)
 // follow the rules above (value_to throws boost::system::system_error when `json` is not an object).

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "llm/derive_tokens.hpp"
 #include "python/diff_table.hpp"
 #include "python/audit_reader.hpp"
 #include "python/tables.hpp"
@@ -132,6 +133,7 @@ PYBIND11_MODULE(retrace, module) {
   using namespace pybind11::literals;
   using retrace::python::Trace;
   module.doc() = "retrace traces, diffs and summaries as pandas DataFrames (docs/python.md)";
+  retrace::llm::install_token_deriver();  // format 1.7's derived tokens (format/token_deriver.hpp)
   static py::exception<retrace::TraceError> trace_error(module, "TraceError");
   py::register_exception_translator([](std::exception_ptr error) {
     try {

@@ -80,6 +80,7 @@ RecordSettings record_settings(const RecordOptions& options) {
   settings.upstream_timeout_ms = options.upstream_timeout.count();
   settings.insecure = options.tls.insecure;
   settings.ca_file = options.tls.ca_file;
+  settings.derive_tokens = options.writer.derive_tokens;
   return settings;
 }
 

@@ -30,11 +30,12 @@ struct RecordSettings {
   std::int64_t upstream_timeout_ms = 0;
   bool insecure = false;
   std::string ca_file;
+  bool derive_tokens = false;  // --derive-tokens (format 1.7's derived tokens)
 };
 BOOST_DESCRIBE_STRUCT(RecordSettings, (),
                       (command, upstream, listen, session_header, redacted_headers, keep_secrets,
                        include_paths, exclude_paths, max_body, sample, seed, max_response_bytes,
-                       flush_every, flush_ms, upstream_timeout_ms, insecure, ca_file))
+                       flush_every, flush_ms, upstream_timeout_ms, insecure, ca_file, derive_tokens))
 
 RecordSettings record_settings(const RecordOptions& options);
 // A recording's header settings read back (tolerant: absent or mistyped keys keep their defaults).

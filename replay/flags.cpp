@@ -132,6 +132,7 @@ void apply_request_flags(const RequestFlags& flags, Options& options) {
   options.insecure = flags.insecure;
   options.threads = flags.threads;
   options.scrape.enabled = !flags.no_scrape;
+  options.writer.derive_tokens = flags.derive_tokens;
   options.scrape.interval = parse_timeout(flags.scrape_interval, "--scrape-interval");
   if (options.scrape.interval < std::chrono::milliseconds(10))
     throw std::invalid_argument("--scrape-interval " + flags.scrape_interval +

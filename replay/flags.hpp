@@ -43,6 +43,7 @@ struct RequestFlags {
   std::string scrape_interval = "250ms";  // --scrape-interval: the target's /metrics, this often
   std::string scrape_url;            // --scrape-url URL: a metrics page of its own ("" = TARGET/metrics)
   bool no_scrape = false;            // --no-scrape
+  bool derive_tokens = false;        // --derive-tokens: the run's trace written with format 1.7's derived tokens
 };
 
 // The schedule flags `replay` and `sweep` share (bisect's axis is concurrency only): one set of

@@ -87,6 +87,7 @@ RunSettings run_settings(const Options& options, std::string_view input_path) {
   settings.threads = options.threads;
   if (!options.ca_file.empty()) settings.ca_file = options.ca_file;
   if (options.insecure) settings.insecure = true;
+  if (options.writer.derive_tokens) settings.derive_tokens = true;
   return settings;
 }
 

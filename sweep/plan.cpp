@@ -185,6 +185,7 @@ std::string plan_to_json(const Plan& plan) {
   replay["scrape_interval"] = plan.replay.scrape_interval;
   replay["scrape_url"] = plan.replay.scrape_url;
   replay["no_scrape"] = plan.replay.no_scrape;
+  replay["derive_tokens"] = plan.replay.derive_tokens;
   replay["seed"] = plan.replay.seed;
   replay["window_from"] = plan.replay.window_from;
   replay["window_to"] = plan.replay.window_to;
@@ -284,6 +285,7 @@ ReplayArgs replay_from_json(const Fields& replay) {
   if (replay.object.contains("scrape_interval")) flags.scrape_interval = replay.str("scrape_interval");  // plans
   if (replay.object.contains("scrape_url")) flags.scrape_url = replay.str("scrape_url");  // before 1.5
   flags.no_scrape = replay.object.contains("no_scrape") && replay.boolean("no_scrape");
+  flags.derive_tokens = replay.object.contains("derive_tokens") && replay.boolean("derive_tokens");
   // Plans written before the trace controls keep their defaults.
   if (replay.object.contains("seed")) flags.seed = static_cast<std::uint64_t>(replay.integer("seed"));
   if (replay.object.contains("window_from")) flags.window_from = replay.str("window_from");

@@ -156,6 +156,7 @@ TEST_CASE("a trace round-trips every field of the header and of each exchange") 
 
   LoadedTrace loaded = load_trace(dir / "t.rtrace");
   TraceHeader expected_header = full_header();
+  expected_header.format_minor = kFormatMinor;  // what the writer stamps
   CHECK(loaded.header == expected_header);
   CHECK_FALSE(loaded.recovery.torn);
   REQUIRE(loaded.exchanges.size() == exchanges.size());

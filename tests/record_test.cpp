@@ -252,6 +252,7 @@ TEST_CASE("the settings JSON reads back into the typed settings it was written f
   options.sample = 0.25;
   options.seed = 7;
   options.upstream_timeout = std::chrono::milliseconds(1500);
+  options.writer.derive_tokens = true;  // --derive-tokens
   auto written = record_settings(options);
   auto read = parse_record_settings(settings_json(options));
   CHECK(read.command == "record");
@@ -260,6 +261,8 @@ TEST_CASE("the settings JSON reads back into the typed settings it was written f
   CHECK(read.sample == 0.25);
   CHECK(read.seed == 7);
   CHECK(read.upstream_timeout_ms == 1500);
+  CHECK(read.derive_tokens);
+  CHECK_FALSE(parse_record_settings(settings_json(RecordOptions{})).derive_tokens);
   CHECK(read.redacted_headers == written.redacted_headers);
   CHECK(read.max_response_bytes == written.max_response_bytes);
   // Every key of the struct, and no other, in the JSON (nobody writes one by hand).

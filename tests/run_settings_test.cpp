@@ -51,6 +51,7 @@ Options every_flag() {
   options.threads = 2;
   options.ca_file = "/etc/ca.pem";
   options.insecure = true;
+  options.writer.derive_tokens = true;
   return options;
 }
 
@@ -88,7 +89,7 @@ TEST_CASE("every flag given is under the key replay has always written it") {
   auto object = boost::json::parse(to_json(run_settings(every_flag(), "in.rtrace"))).as_object();
   for (const char* key : {"input", "limit", "skipped_rejected", "window_from_ms", "window_to_ms",
                           "max_idle_gap_ms", "sample_sessions", "sample_seed", "requests", "duration_ms",
-                          "api_key_env", "model", "request_deadline_ms", "run", "repeat", "ca_file", "insecure"})
+                          "api_key_env", "model", "request_deadline_ms", "run", "repeat", "ca_file", "insecure", "derive_tokens"})
     CHECK(object.contains(key));
   CHECK(object.at("schedule") == boost::json::parse(R"({"kind":"rate","rate":2.5,"arrival":"poisson","burstiness":0.5,"seed":7})"));
   CHECK(object.at("window_to_ms") == 2500.0);

@@ -76,4 +76,12 @@ check_eq "$(complete_line retrace --vers)" "--version" "completing a top-level o
 touch "$WORK/run-one.rtrace"
 check_eq "$(cd "$WORK" && complete_line retrace inspect run-o)" "run-one.rtrace" "completing a file argument"
 check_eq "$(cd "$WORK" && complete_line retrace replay --out run-o)" "run-one.rtrace" "completing an option's value"
+
+# --derive-tokens (format 1.7, off by default) states its trade-off where long captures happen.
+for command in record replay sweep; do
+  "$RETRACE" help "$command" | tr -s ' \n' ' ' >"$WORK/flat-$command"
+  for text in "--derive-tokens" "traces ~40 % smaller" "reading them costs 1.6-2.8x CPU"; do
+    check_contains "$WORK/flat-$command" "$text" "retrace help $command states --derive-tokens' trade-off"
+  done
+done
 echo "ok"

@@ -1,0 +1,64 @@
+// Format 1.7's derived tokens: the process's deriver, the writer's test and the reader's rebuild
+// (format/token_deriver.hpp says why and how).
+#include "format/token_deriver.hpp"
+
+#include <atomic>
+#include <string>
+
+namespace retrace {
+
+namespace {
+
+std::atomic<TokenDeriver> installed{nullptr};
+
+// Every field of a choice but its tokens, and the count of those: what a 1.7 record stores of it.
+bool same_shape(const Choice& derived, const Choice& stored, std::uint32_t token_count) {
+  return derived.index == stored.index && derived.part == stored.part &&
+         derived.tool_call == stored.tool_call && derived.tool_name == stored.tool_name &&
+         derived.kind == stored.kind && derived.finish_reason == stored.finish_reason &&
+         derived.values == stored.values && derived.tokens.size() == token_count;
+}
+
+}  // namespace
+
+void install_token_deriver(TokenDeriver deriver) { installed.store(deriver, std::memory_order_release); }
+
+TokenDeriver installed_token_deriver() { return installed.load(std::memory_order_acquire); }
+
+bool tokens_derivable(const Exchange& exchange, std::vector<Choice>& scratch) {
+  const TokenDeriver deriver = installed_token_deriver();
+  if (!deriver || !exchange.response.streamed || exchange.response.events.empty() ||
+      exchange.choices.empty())
+    return false;
+  bool any_token = false;
+  for (const Choice& choice : exchange.choices) any_token = any_token || !choice.tokens.empty();
+  if (!any_token) return false;  // nothing to save
+  deriver(exchange, scratch);
+  return scratch == exchange.choices;
+}
+
+void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_counts) {
+  const TokenDeriver deriver = installed_token_deriver();
+  if (!deriver)
+    throw NoTokenDeriver("exchange " + std::to_string(exchange.id) +
+                         ": its tokens are derived from its events (format 1.7) and this program "
+                         "installed no token deriver (llm::install_token_deriver() in its main)");
+  thread_local std::vector<Choice> derived;
+  deriver(exchange, derived);
+  bool same = derived.size() == exchange.choices.size() && token_counts.size() == derived.size();
+  for (std::size_t c = 0; same && c < derived.size(); ++c)
+    same = same_shape(derived[c], exchange.choices[c], token_counts[c]);
+  exchange.choices.swap(derived);
+  if (same) return;
+  std::size_t stored_tokens = 0, derived_tokens = 0;
+  for (std::uint32_t count : token_counts) stored_tokens += count;
+  for (const Choice& choice : exchange.choices) derived_tokens += choice.tokens.size();
+  if (!exchange.decode_note.empty()) exchange.decode_note += "; ";
+  exchange.decode_note += "tokens derived from the events differ from what the writer derived (" +
+                          std::to_string(derived_tokens) + " tokens in " +
+                          std::to_string(exchange.choices.size()) + " parts, written: " +
+                          std::to_string(stored_tokens) + " in " + std::to_string(token_counts.size()) +
+                          "): this reader's decoder reads these events otherwise";
+}
+
+}  // namespace retrace

@@ -1,0 +1,61 @@
+// Format 1.7: a streamed exchange's tokens derived from its stored events, not stored beside them.
+//
+// The events (the SSE bytes as they arrived, with their arrival offsets) are what retrace exists
+// to keep; the token streams the decoder made of them (~105 bytes a token with two alternatives,
+// a fifth of what a streamed token costs on disk) are a function of them. So the writer stores a
+// flag instead of the tokens where that function gives them back exactly, and the reader runs the
+// function again. The function is the decoder's (llm/, floor 3), and format/ (floor 2) may not
+// include llm/: format/ declares the slot here and the top floors fill it once at start (cli's
+// main, the Python module, the unit tests' main, benches and fuzz targets:
+// llm::install_token_deriver()), so derivation and live decoding are one function and cannot drift.
+//
+// The trade-off (bench/RESULTS.md, issue 44 item 1): the file ~40 % smaller, but the writer's
+// verifying decode costs +17 % CPU a token and every reader decodes again (1.6-2.8x the CPU), and
+// a 1.6 reader shows a derived exchange with no tokens. So derivation is asked for, not the default.
+// Writing (only with WriterOptions::derive_tokens, off by default: `record --derive-tokens`,
+// `replay --derive-tokens`): TraceWriter derives each streamed exchange's choices from its events
+// with the installed deriver and sets the flag only when the result equals the exchange's choices, token for token
+// (ids, bytes, logprobs, offsets, alternatives, kinds, finish reasons); anything else (ids sent
+// out of band, a stream cut or redacted after decoding, a body too large to keep its events, no
+// deriver installed) keeps its tokens stored as in 1.6. Correctness never depends on the server.
+//
+// Reading: an exchange with the flag gets its choices from the deriver. Reading one with no
+// deriver installed throws NoTokenDeriver (never empty tokens). The count of each choice's tokens
+// is stored (Choice.tokenCount) so a reader that wants counts but no tokens need not derive.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "format/trace.hpp"
+
+namespace retrace {
+
+// Makes `exchange`'s choices (choices, token kinds, finish reasons, parts) from its dialect and
+// its response's events alone, as the live decoder made them: `choices` is overwritten.
+using TokenDeriver = void (*)(const Exchange& exchange, std::vector<Choice>& choices);
+
+// Installs the process's deriver (llm::install_token_deriver does); null uninstalls, and the
+// writer then stores every token as 1.6 did (benchmarks and tests compare the two that way).
+void install_token_deriver(TokenDeriver deriver);
+TokenDeriver installed_token_deriver();
+
+// Thrown by the reader for a derived exchange when no deriver is installed: a program error (a
+// main that reads traces without llm::install_token_deriver()), not a damaged record.
+class NoTokenDeriver : public TraceError {
+ public:
+  using TraceError::TraceError;
+};
+
+// True when `exchange` may be written with its tokens derived: it is streamed, has events and
+// tokens, a deriver is installed, and deriving gives back its choices exactly. `scratch` is the
+// deriver's output (reused across calls).
+bool tokens_derivable(const Exchange& exchange, std::vector<Choice>& scratch);
+
+// The reader's side: `exchange` (its id, dialect and events read; its choices as stored: every
+// field but tokens, whose counts are `token_counts`, one per choice) gets its choices from the
+// deriver. A result whose shape differs from what was stored (a later decoder that reads the same
+// events otherwise) is kept, and decode_note says so. Throws NoTokenDeriver when none is installed.
+void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_counts);
+
+}  // namespace retrace
