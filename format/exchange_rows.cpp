@@ -29,6 +29,7 @@ bool counted_plain(std::string_view data) {
 
 // The outputs side as exchange_rows.hpp says; false when the record needs read_exchange.
 bool read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget) {
+  if (in.getTokensDerived()) return false;  // format 1.7: its tokens are rebuilt from its events
   auto choices = in.getChoices();
   if (choices.size() > kMaxParts) return false;
   for (auto choice : choices)
@@ -75,11 +76,8 @@ bool read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget
     for (unsigned t = 0; t < tokens.size(); ++t) {
       auto token_in = tokens[t];
       Token& token = choice.tokens[t];
-      token.id = token_in.getId();
+      detail::read_token_figures(token_in, token);
       token.bytes.clear();
-      token.has_logprob = token_in.getHasLogprob();
-      token.logprob = token_in.getLogprob();
-      token.offset_ns = token_in.getOffsetNs();
       token.top.clear();
     }
   }

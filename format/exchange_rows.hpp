@@ -16,7 +16,9 @@
 // on the whole exchange. A record this reading cannot take as it is goes through the reader's own
 // read_exchange instead (so it stays right whatever a later minor version adds): a trace whose
 // header is of a minor version newer than kRowsReadThrough (every record of it), a record with
-// more parts than the reader reads (kMaxParts: read_exchange notes the rest), or an enumerant
+// more parts than the reader reads (kMaxParts: read_exchange notes the rest), a record whose
+// tokens are derived from its events (format 1.7, `--derive-tokens`: read_exchange derives them,
+// for each token's arrival offset), or an enumerant
 // newer than this reading knows. A record corrupt in a part this reading does not touch is kept
 // here where TraceReader::next drops the rest of its frame.
 #pragma once
@@ -28,7 +30,7 @@
 namespace retrace {
 
 // The newest format minor version this reading knows every field of (trace.hpp's history).
-inline constexpr std::uint16_t kRowsReadThrough = 6;
+inline constexpr std::uint16_t kRowsReadThrough = 7;
 
 class RowReader {
  public:

@@ -440,7 +440,6 @@ class TraceReader {
   ~TraceReader();
   TraceReader(const TraceReader&) = delete;
   TraceReader& operator=(const TraceReader&) = delete;
-
   const TraceHeader& header() const;
   // Next exchange into `out` (reusing its storage); false at the end. A torn or corrupt tail ends
   // the stream and is described by recovery(); it is not an exception.

@@ -347,11 +347,8 @@ static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, Lis
     for (unsigned t = 0; t < tokens.size(); ++t) {
       auto token_in = tokens[t];
       Token& token = choice.tokens[t];
-      token.id = token_in.getId();
+      read_token_figures(token_in, token);
       assign(token.bytes, token_in.getBytes());
-      token.has_logprob = token_in.getHasLogprob();
-      token.logprob = token_in.getLogprob();
-      token.offset_ns = token_in.getOffsetNs();
       auto top = token_in.getTop();
       token.top.resize(budget.take(top.size(), "top alternatives"));
       for (unsigned a = 0; a < top.size(); ++a) {

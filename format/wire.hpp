@@ -51,6 +51,13 @@ class UnsendableRequest : public TraceError {
 // none (its method, target, header names and values).
 void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget,
                    bool requests_only = false);
+// A token's figures: every field but its bytes and alternatives (read_exchange's and RowReader's).
+inline void read_token_figures(wire::Token::Reader in, Token& token) {
+  token.id = in.getId();
+  token.has_logprob = in.getHasLogprob();
+  token.logprob = in.getLogprob();
+  token.offset_ns = in.getOffsetNs();
+}
 // Only the outputs (trace.hpp's ExchangeOutputs), the token bytes appended straight from the
 // message: what outputs_of() takes from a whole exchange read by read_exchange().
 void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudget& budget);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "format/exchange_rows.hpp"
 #include "format/token_deriver.hpp"
 #include "format/trace.hpp"
 #include "llm/derive_tokens.hpp"
@@ -338,4 +339,31 @@ TEST_CASE("Every trace of the fuzz corpora and the golden traces written again a
     exchanges += loaded.exchanges.size();
   }
   CHECK(exchanges >= 40);  // the golden traces and the gold set at least
+}
+
+TEST_CASE("The row reader reads a derived exchange whole and a stored one directly") {
+  TempDir dir;
+  llm::install_token_deriver();
+  std::mt19937_64 random(5);
+  const Exchange exchange = decoded_live(completion_stream(300, random), Dialect::openai_completions, 4096);
+  {
+    TraceWriter writer(dir / "t.rtrace", TraceHeader{}, deriving());
+    writer.write(exchange);  // derived
+    Exchange stored = exchange;
+    stored.id = 8;
+    stored.response.events.resize(stored.response.events.size() / 2);  // no longer gives its tokens: stored
+    writer.write(stored);
+  }
+  RowReader rows(dir / "t.rtrace");
+  REQUIRE(rows.direct());
+  Exchange row;
+  REQUIRE(rows.next(row));
+  REQUIRE(row.choices.size() == 1);
+  CHECK(row.choices[0].tokens == exchange.choices[0].tokens);  // each token's offset for ITL
+  CHECK(rows.read_whole() == 1);
+  REQUIRE(rows.next(row));
+  CHECK(row.choices[0].tokens.size() == exchange.choices[0].tokens.size());
+  CHECK(row.choices[0].tokens.back().offset_ns == exchange.choices[0].tokens.back().offset_ns);
+  CHECK(rows.read_whole() == 1);  // the stored one was read directly
+  CHECK_FALSE(rows.next(row));
 }
