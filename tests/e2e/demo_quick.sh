@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# release-only: the whole demo (28 s under ASan); under the sanitizers each of its stages runs in its own e2e test (record_*, sweep_axes, study_*, bisect_*)
 # `retrace demo --quick` runs end to end in the suite: simulator, recorder, a sweep, a study, a bisect;
 # its output is checked and every child process is gone afterwards.
 . "$(dirname "$0")/lib.sh"

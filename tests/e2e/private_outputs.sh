@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# release-only: file modes and planted symlinks (27 s under ASan), which are not memory; under the sanitizers the private writes' code runs in format_private_test
 # Under the widest umask, what retrace writes stays private: a report 0600, a sweep's and a
 # study's directory 0700 with their files 0600; a planted `report.html.tmp` symlink does not
 # redirect the write, nor do symlinks planted under a run's trace names (RUN.rtrace.partial,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# release-only: three runs against a batching simulator (32 s under ASan); under the sanitizers the page's parsing and the join run in prometheus_test, llm_exposition_test and server_state_test, and the scrape loop end to end in e2e.record_scrape and e2e.shadow_scrape
 # The server's /metrics over a run, kept in the run's trace (#42), and the outputs by requests in
 # flight at send:
 # 1. retrace serve --batch-variance: a run at concurrency 2 (batches of 1-2, the unloaded split)

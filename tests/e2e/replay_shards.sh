@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# release-only: four replay processes and a merge (36 s under ASan); under the sanitizers the shard and merge arithmetic runs in shard_test and each replay path in the other e2e.replay_* tests
 # A cluster simulated on loopback: one `retrace serve`, four `retrace replay --shard i/4` processes
 # started together through --start-at, joined by `retrace merge`. The merged run diffs identical to
 # an unsharded run at the same total concurrency, holds every exchange exactly once, and keeps the
