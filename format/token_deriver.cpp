@@ -3,6 +3,7 @@
 #include "format/token_deriver.hpp"
 
 #include <atomic>
+#include <stdexcept>
 #include <string>
 
 namespace retrace {
@@ -10,6 +11,12 @@ namespace retrace {
 namespace {
 
 std::atomic<TokenDeriver> installed{nullptr};
+thread_local const Exchange* said_from_events = nullptr;  // TokensFromEvents' exchange
+#ifdef NDEBUG
+std::atomic<bool> checking{false};
+#else
+std::atomic<bool> checking{true};
+#endif
 
 // Every field of a choice but its tokens, and the count of those: what a 1.7 record stores of it.
 bool same_shape(const Choice& derived, const Choice& stored, std::uint32_t token_count) {
@@ -33,9 +40,24 @@ bool tokens_derivable(const Exchange& exchange, std::vector<Choice>& scratch) {
   bool any_token = false;
   for (const Choice& choice : exchange.choices) any_token = any_token || !choice.tokens.empty();
   if (!any_token) return false;  // nothing to save
+  const bool said = said_from_events == &exchange;
+  if (said && !checking.load(std::memory_order_relaxed)) return true;
   deriver(exchange, scratch);
-  return scratch == exchange.choices;
+  const bool same = scratch == exchange.choices;
+  if (said && !same)
+    throw std::logic_error("exchange " + std::to_string(exchange.id) +
+                           ": its producer said its tokens were decoded from exactly its events "
+                           "(TokensFromEvents), but deriving them from those events gives others");
+  return same;
 }
+
+TokensFromEvents::TokensFromEvents(const Exchange& exchange, bool said) : previous_(said_from_events) {
+  said_from_events = said ? &exchange : nullptr;
+}
+
+TokensFromEvents::~TokensFromEvents() { said_from_events = previous_; }
+
+void check_tokens_from_events(bool on) { checking.store(on, std::memory_order_relaxed); }
 
 void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_counts) {
   const TokenDeriver deriver = installed_token_deriver();

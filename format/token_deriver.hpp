@@ -47,9 +47,35 @@ class NoTokenDeriver : public TraceError {
   using TraceError::TraceError;
 };
 
+// The producer's word: `exchange`'s choices are what the deriver's own loop made of exactly its
+// stored events (feed_sse of each event into a ResponseDecoder of exchange.dialect, then finish):
+// record's trace thread (record::finish_exchange says when), replay's worker. While this lives,
+// the writer writing this very object on this thread takes it as derivable without decoding
+// its events again (the +17 % of the trace thread, bench/RESULTS.md). A writer argument, carried by
+// a scope rather than by TraceWriter::write's signature or a field of Exchange so that neither
+// trace.hpp nor every room changes, and tied to one call on one object so that no copy, edit or
+// later write can carry it stale. Say it only when sure: anything that can make the tokens differ
+// from a re-derivation (ids sent out of band, events trimmed, stored as received or edited after
+// decoding, a decoder that changed dialect) must not; unsaid, the writer verifies as before.
+class TokensFromEvents {
+ public:
+  TokensFromEvents(const Exchange& exchange, bool said);
+  ~TokensFromEvents();
+  TokensFromEvents(const TokensFromEvents&) = delete;
+  TokensFromEvents& operator=(const TokensFromEvents&) = delete;
+
+ private:
+  const Exchange* previous_;
+};
+
+// When on, the writer derives a said exchange anyway and throws std::logic_error if the word was
+// wrong (its tokens are not what its events give): on in debug builds (no NDEBUG) and in the unit
+// tests (tests/catch_main.cpp), off in release, where the word saves the decode.
+void check_tokens_from_events(bool on);
+
 // True when `exchange` may be written with its tokens derived: it is streamed, has events and
-// tokens, a deriver is installed, and deriving gives back its choices exactly. `scratch` is the
-// deriver's output (reused across calls).
+// tokens, a deriver is installed, and deriving gives back its choices exactly, or its producer
+// said so (TokensFromEvents). `scratch` is the deriver's output (reused across calls).
 bool tokens_derivable(const Exchange& exchange, std::vector<Choice>& scratch);
 
 // The reader's side: `exchange` (its id, dialect and events read; its choices as stored: every

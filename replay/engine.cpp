@@ -19,6 +19,7 @@
 #include "format/trace_copy.hpp"
 #include "base/private_file.hpp"
 #include "format/header.hpp"
+#include "format/token_deriver.hpp"
 #include "net/fetch.hpp"
 #include "net/run_handlers.hpp"
 #include "replay/client_usage.hpp"
@@ -337,17 +338,18 @@ class RunWriter {
 
  private:
   void drain(TraceWriter& writer, StatsBuilder& stats) {
-    std::vector<Exchange> batch;
+    std::vector<QueuedExchange> batch;
     std::uint64_t next_id = 0;
     bool failed = false;
     while (queue_.pop_all(batch)) {
       if (!failed && scraper_) write_scrapes(writer, *scraper_, &series_);  // the latest, for the join
-      for (auto& exchange : batch) {
+      for (auto& [exchange, tokens_from_events] : batch) {
         exchange.id = next_id++;
         if (scraper_) exchange.server_state = series_.join(exchange);
         stats.add(summarize(exchange));  // its offsets are the run's own: no wall-clock start
         if (failed) continue;
         try {
+          TokensFromEvents said(exchange, tokens_from_events);  // the writer need not decode them again
           writer.write(exchange);
         } catch (...) {
           failure_ = std::current_exception();
