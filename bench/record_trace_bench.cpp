@@ -96,8 +96,7 @@ int main(int argc, char** argv) {
       std::uint64_t id = 0;
       for (auto& one : captured) {
         const bool from_events = record::finish_exchange(std::move(one), redactor, id++, finished);
-        TokensFromEvents said(finished, from_events && mode.word);
-        writer.write(finished);
+        write_with_word(writer, finished, from_events && mode.word);
         for (const auto& choice : finished.choices) mode.written_tokens += choice.tokens.size();
       }
       writer.close();

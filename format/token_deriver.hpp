@@ -68,6 +68,14 @@ class TokensFromEvents {
   const Exchange* previous_;
 };
 
+// `writer.write(exchange)` (a TraceWriter, or what wraps one: record's TraceOutput) with `said` as
+// the producer's word.
+template <typename Writer>
+void write_with_word(Writer& writer, const Exchange& exchange, bool said) {
+  TokensFromEvents word(exchange, said);
+  writer.write(exchange);
+}
+
 // When on, the writer derives a said exchange anyway and throws std::logic_error if the word was
 // wrong (its tokens are not what its events give): on in debug builds (no NDEBUG) and in the unit
 // tests (tests/catch_main.cpp), off in release, where the word saves the decode.

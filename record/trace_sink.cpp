@@ -108,8 +108,7 @@ void TraceSink::run() {
       const bool from_events = finish_exchange(std::move(captured), redactor_, next_id++, exchange, decode_limit);
       if (scrapes) exchange.server_state = series_.join(exchange);
       try {
-        TokensFromEvents said(exchange, from_events);  // the writer need not decode them again
-        output_.write(exchange);
+        write_with_word(output_, exchange, from_events);  // the writer need not decode them again
         ++written;
         unflushed = true;
         unflushed_kinds_.push_back(exchange.error.kind);

@@ -19,7 +19,6 @@
 #include "format/trace_copy.hpp"
 #include "base/private_file.hpp"
 #include "format/header.hpp"
-#include "format/token_deriver.hpp"
 #include "net/fetch.hpp"
 #include "net/run_handlers.hpp"
 #include "replay/client_usage.hpp"
@@ -349,8 +348,7 @@ class RunWriter {
         stats.add(summarize(exchange));  // its offsets are the run's own: no wall-clock start
         if (failed) continue;
         try {
-          TokensFromEvents said(exchange, tokens_from_events);  // the writer need not decode them again
-          writer.write(exchange);
+          write_with_word(writer, exchange, tokens_from_events);  // the writer need not decode them again
         } catch (...) {
           failure_ = std::current_exception();
           failed = true;

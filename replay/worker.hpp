@@ -32,6 +32,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "format/token_deriver.hpp"  // QueuedExchange's word, written with write_with_word
 #include "llm/llm.hpp"
 #include "net/arrived_body.hpp"
 #include "net/connection.hpp"

@@ -81,10 +81,7 @@ Written write_and_read(const std::vector<Finished>& exchanges, bool words = true
     WriterOptions options;
     options.derive_tokens = words;
     TraceWriter writer(dir / "t.rtrace", TraceHeader{}, options);
-    for (const Finished& finished : exchanges) {
-      TokensFromEvents said(finished.exchange, words && finished.word);
-      writer.write(finished.exchange);
-    }
+    for (const Finished& finished : exchanges) write_with_word(writer, finished.exchange, words && finished.word);
     writer.close();
   }
   Written written;
