@@ -9,12 +9,15 @@
 // main, the Python module, the unit tests' main, benches and fuzz targets:
 // llm::install_token_deriver()), so derivation and live decoding are one function and cannot drift.
 //
-// The trade-off (bench/RESULTS.md, issue 44 item 1): the file ~40 % smaller, but the writer's
-// verifying decode costs +17 % CPU a token and every reader decodes again (1.6-2.8x the CPU), and
-// a 1.6 reader shows a derived exchange with no tokens. So derivation is asked for, not the default.
+// The trade-off (bench/RESULTS.md, issue 44 items 1 and 5): the file ~40 % smaller and, where
+// record or replay decoded the events themselves (TokensFromEvents below), ~20 % less CPU a token
+// to write than storing the tokens (verifying by a second decode cost +17-21 %); but every reader
+// decodes again (stats 1.7-2x, diff 2-2.6x the CPU), and a 1.6 reader shows a derived exchange
+// with no tokens. So derivation is asked for, not the default.
 // Writing (only with WriterOptions::derive_tokens, off by default: `record --derive-tokens`,
 // `replay --derive-tokens`): TraceWriter derives each streamed exchange's choices from its events
-// with the installed deriver and sets the flag only when the result equals the exchange's choices, token for token
+// with the installed deriver (unless its producer gave its word: TokensFromEvents) and sets the
+// flag only when the result equals the exchange's choices, token for token
 // (ids, bytes, logprobs, offsets, alternatives, kinds, finish reasons); anything else (ids sent
 // out of band, a stream cut or redacted after decoding, a body too large to keep its events, no
 // deriver installed) keeps its tokens stored as in 1.6. Correctness never depends on the server.
