@@ -26,6 +26,24 @@ bool same_shape(const Choice& derived, const Choice& stored, std::uint32_t token
          derived.values == stored.values && derived.tokens.size() == token_count;
 }
 
+// An exchange's events as views, for the deriver (thread_local: reused, never shared).
+const std::vector<EventView>& views_of(const Exchange& exchange) {
+  thread_local std::vector<EventView> views;
+  views.resize(exchange.response.events.size());
+  for (std::size_t i = 0; i < views.size(); ++i)
+    views[i] = {exchange.response.events[i].offset_ns, exchange.response.events[i].data};
+  return views;
+}
+
+TokenDeriver deriver_or_throw(std::uint64_t id) {
+  const TokenDeriver deriver = installed_token_deriver();
+  if (!deriver)
+    throw NoTokenDeriver("exchange " + std::to_string(id) +
+                         ": its tokens are derived from its events (format 1.7) and this program "
+                         "installed no token deriver (llm::install_token_deriver() in its main)");
+  return deriver;
+}
+
 }  // namespace
 
 void install_token_deriver(TokenDeriver deriver) { installed.store(deriver, std::memory_order_release); }
@@ -42,7 +60,7 @@ bool tokens_derivable(const Exchange& exchange, std::vector<Choice>& scratch) {
   if (!any_token) return false;  // nothing to save
   const bool said = said_from_events == &exchange;
   if (said && !checking.load(std::memory_order_relaxed)) return true;
-  deriver(exchange, scratch);
+  deriver(exchange.dialect, views_of(exchange), scratch);
   const bool same = scratch == exchange.choices;
   if (said && !same)
     throw std::logic_error("exchange " + std::to_string(exchange.id) +
@@ -60,13 +78,9 @@ TokensFromEvents::~TokensFromEvents() { said_from_events = previous_; }
 void check_tokens_from_events(bool on) { checking.store(on, std::memory_order_relaxed); }
 
 void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_counts) {
-  const TokenDeriver deriver = installed_token_deriver();
-  if (!deriver)
-    throw NoTokenDeriver("exchange " + std::to_string(exchange.id) +
-                         ": its tokens are derived from its events (format 1.7) and this program "
-                         "installed no token deriver (llm::install_token_deriver() in its main)");
+  const TokenDeriver deriver = deriver_or_throw(exchange.id);
   thread_local std::vector<Choice> derived;
-  deriver(exchange, derived);
+  deriver(exchange.dialect, views_of(exchange), derived);
   bool same = derived.size() == exchange.choices.size() && token_counts.size() == derived.size();
   for (std::size_t c = 0; same && c < derived.size(); ++c)
     same = same_shape(derived[c], exchange.choices[c], token_counts[c]);
@@ -81,6 +95,11 @@ void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_c
                           std::to_string(exchange.choices.size()) + " parts, written: " +
                           std::to_string(stored_tokens) + " in " + std::to_string(token_counts.size()) +
                           "): this reader's decoder reads these events otherwise";
+}
+
+void derive_choices_of(std::uint64_t id, std::string_view dialect, const std::vector<EventView>& events,
+                       std::vector<Choice>& choices) {
+  deriver_or_throw(id)(dialect, events, choices);
 }
 
 }  // namespace retrace

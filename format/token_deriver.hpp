@@ -28,15 +28,25 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "format/trace.hpp"
 
 namespace retrace {
 
-// Makes `exchange`'s choices (choices, token kinds, finish reasons, parts) from its dialect and
-// its response's events alone, as the live decoder made them: `choices` is overwritten.
-using TokenDeriver = void (*)(const Exchange& exchange, std::vector<Choice>& choices);
+// One stored event as the deriver reads it: its arrival and a view of its bytes, in an Exchange's
+// events or in a record itself (a reader that wants only outputs copies no event: read_outputs).
+struct EventView {
+  std::int64_t offset_ns = 0;
+  std::string_view data;
+};
+
+// Makes an exchange's choices (choices, token kinds, finish reasons, parts) from its dialect
+// (Exchange::dialect) and its response's events alone, as the live decoder made them: `choices`
+// is overwritten.
+using TokenDeriver = void (*)(std::string_view dialect, const std::vector<EventView>& events,
+                              std::vector<Choice>& choices);
 
 // Installs the process's deriver (llm::install_token_deriver does); null uninstalls, and the
 // writer then stores every token as 1.6 did (benchmarks and tests compare the two that way).
@@ -94,5 +104,9 @@ bool tokens_derivable(const Exchange& exchange, std::vector<Choice>& scratch);
 // deriver. A result whose shape differs from what was stored (a later decoder that reads the same
 // events otherwise) is kept, and decode_note says so. Throws NoTokenDeriver when none is installed.
 void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_counts);
+// The same for a reader that wants the choices only (ExchangeOutputs, which has no decode_note):
+// exchange `id`'s choices from `dialect` and `events` into `choices`, with no shape check.
+void derive_choices_of(std::uint64_t id, std::string_view dialect, const std::vector<EventView>& events,
+                       std::vector<Choice>& choices);
 
 }  // namespace retrace

@@ -221,8 +221,8 @@ TEST_CASE("Reading derived tokens with no deriver installed is an error naming t
 TEST_CASE("A decoder that reads the events otherwise than the writer's is said in decode_note") {
   TempDir dir;
   written_stream(6, dir / "t.rtrace");
-  install_token_deriver([](const Exchange& from, std::vector<Choice>& choices) {
-    llm::derive_choices(from, choices);
+  install_token_deriver([](std::string_view dialect, const std::vector<EventView>& events, std::vector<Choice>& choices) {
+    llm::derive_choices(dialect, events, choices);
     choices.at(0).tokens.pop_back();
   });
   Exchange out;
