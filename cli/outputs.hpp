@@ -27,7 +27,7 @@ int finish_stdout(int exit_code);
 // and 5).
 inline constexpr const char* kDeriveTokensHelp =
     "Store streamed tokens as derived from their events (format 1.7): traces ~40 % smaller, "
-    "~20 % less CPU to write; reading them costs 1.1-2.2x CPU";
+    "13-20 % less CPU to write; reading them costs 1.1-2.2x CPU";
 
 // Adds --force (help text names what it allows) and returns it.
 CLI::Option* add_force_flag(CLI::App& command, bool& force, const std::string& what);

@@ -10,7 +10,7 @@
 // llm::install_token_deriver()), so derivation and live decoding are one function and cannot drift.
 //
 // The trade-off (bench/RESULTS.md, issue 44 items 1 and 5): the file ~40 % smaller and, where
-// record or replay decoded the events themselves (TokensFromEvents below), ~20 % less CPU a token
+// record or replay decoded the events themselves (TokensFromEvents below), 13-20 % less CPU a token
 // to write than storing the tokens (verifying by a second decode cost +17-21 %); but every reader
 // decodes again (stats 1.7-2x, diff 2-2.6x the CPU), and a 1.6 reader shows a derived exchange
 // with no tokens. So derivation is asked for, not the default.
