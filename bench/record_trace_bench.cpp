@@ -6,7 +6,8 @@
 // writer with WriterOptions::derive_tokens (record --derive-tokens: streamed tokens derived,
 // format/token_deriver.hpp) and without (the default: every token stored, as 1.6 did), each with
 // its bytes before and after zstd; the first line printed is the default's (bench/lib.sh's
-// storing_us_per_token reads it).
+// storing_us_per_token reads it). Derived twice: the writer verifying each exchange by decoding its
+// events again (as before TokensFromEvents), and taking finish_exchange's word as record does.
 //
 // Usage: record_trace_bench RECORDED.rtrace [ROUNDS]
 //   e.g. on the trace bench/record.sh keeps (recorded.rtrace in its OUT_DIR's work folder) or on
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "format/token_deriver.hpp"
 #include "format/trace.hpp"
 #include "record/record.hpp"
 #include "llm/derive_tokens.hpp"
@@ -73,10 +75,13 @@ int main(int argc, char** argv) {
   struct Mode {
     const char* name;
     bool derive;
+    bool word = true;  // TokensFromEvents said where finish_exchange says so, as TraceSink::run does
     double best = 1e30;
     std::uint64_t written_tokens = 0, compressed = 0, decompressed = 0;
   };
-  Mode modes[] = {{"tokens stored (the default)", false}, {"tokens derived (--derive-tokens)", true}};
+  Mode modes[] = {{"tokens stored (the default)", false},
+                  {"tokens derived (--derive-tokens), each exchange's events decoded again to verify", true, false},
+                  {"tokens derived (--derive-tokens), finish_exchange's word taken (TraceSink::run)", true, true}};
   for (int round = 0; round < rounds; ++round) {
     for (Mode& mode : modes) {
       options.derive_tokens = mode.derive;
@@ -90,8 +95,8 @@ int main(int argc, char** argv) {
       double start = thread_cpu_seconds();
       std::uint64_t id = 0;
       for (auto& one : captured) {
-        record::finish_exchange(std::move(one), redactor, id++, finished);
-        writer.write(finished);
+        const bool from_events = record::finish_exchange(std::move(one), redactor, id++, finished);
+        write_with_word(writer, finished, from_events && mode.word);
         for (const auto& choice : finished.choices) mode.written_tokens += choice.tokens.size();
       }
       writer.close();

@@ -23,10 +23,11 @@ void check_stdout();
 int finish_stdout(int exit_code);
 
 // --derive-tokens (record, and replay with the commands that share its flags): the trace written
-// with format 1.7's derived tokens (format/token_deriver.hpp; bench/RESULTS.md, issue 44 item 1).
+// with format 1.7's derived tokens (format/token_deriver.hpp; bench/RESULTS.md, issue 44 items 1
+// and 5).
 inline constexpr const char* kDeriveTokensHelp =
-    "Store streamed tokens as derived from their events (format 1.7): traces ~40 % smaller; "
-    "reading them costs 1.6-2.8x CPU, writing +17 %";
+    "Store streamed tokens as derived from their events (format 1.7): traces ~40 % smaller, "
+    "13-20 % less CPU to write; reading them costs 1.1-2.2x CPU";
 
 // Adds --force (help text names what it allows) and returns it.
 CLI::Option* add_force_flag(CLI::App& command, bool& force, const std::string& what);

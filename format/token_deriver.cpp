@@ -3,6 +3,7 @@
 #include "format/token_deriver.hpp"
 
 #include <atomic>
+#include <stdexcept>
 #include <string>
 
 namespace retrace {
@@ -10,6 +11,12 @@ namespace retrace {
 namespace {
 
 std::atomic<TokenDeriver> installed{nullptr};
+thread_local const Exchange* said_from_events = nullptr;  // TokensFromEvents' exchange
+#ifdef NDEBUG
+std::atomic<bool> checking{false};
+#else
+std::atomic<bool> checking{true};
+#endif
 
 // Every field of a choice but its tokens, and the count of those: what a 1.7 record stores of it.
 bool same_shape(const Choice& derived, const Choice& stored, std::uint32_t token_count) {
@@ -17,6 +24,24 @@ bool same_shape(const Choice& derived, const Choice& stored, std::uint32_t token
          derived.tool_call == stored.tool_call && derived.tool_name == stored.tool_name &&
          derived.kind == stored.kind && derived.finish_reason == stored.finish_reason &&
          derived.values == stored.values && derived.tokens.size() == token_count;
+}
+
+// An exchange's events as views, for the deriver (thread_local: reused, never shared).
+const std::vector<EventView>& views_of(const Exchange& exchange) {
+  thread_local std::vector<EventView> views;
+  views.resize(exchange.response.events.size());
+  for (std::size_t i = 0; i < views.size(); ++i)
+    views[i] = {exchange.response.events[i].offset_ns, exchange.response.events[i].data};
+  return views;
+}
+
+TokenDeriver deriver_or_throw(std::uint64_t id) {
+  const TokenDeriver deriver = installed_token_deriver();
+  if (!deriver)
+    throw NoTokenDeriver("exchange " + std::to_string(id) +
+                         ": its tokens are derived from its events (format 1.7) and this program "
+                         "installed no token deriver (llm::install_token_deriver() in its main)");
+  return deriver;
 }
 
 }  // namespace
@@ -33,18 +58,29 @@ bool tokens_derivable(const Exchange& exchange, std::vector<Choice>& scratch) {
   bool any_token = false;
   for (const Choice& choice : exchange.choices) any_token = any_token || !choice.tokens.empty();
   if (!any_token) return false;  // nothing to save
-  deriver(exchange, scratch);
-  return scratch == exchange.choices;
+  const bool said = said_from_events == &exchange;
+  if (said && !checking.load(std::memory_order_relaxed)) return true;
+  deriver(exchange.dialect, views_of(exchange), scratch);
+  const bool same = scratch == exchange.choices;
+  if (said && !same)
+    throw std::logic_error("exchange " + std::to_string(exchange.id) +
+                           ": its producer said its tokens were decoded from exactly its events "
+                           "(TokensFromEvents), but deriving them from those events gives others");
+  return same;
 }
 
+TokensFromEvents::TokensFromEvents(const Exchange& exchange, bool said) : previous_(said_from_events) {
+  said_from_events = said ? &exchange : nullptr;
+}
+
+TokensFromEvents::~TokensFromEvents() { said_from_events = previous_; }
+
+void check_tokens_from_events(bool on) { checking.store(on, std::memory_order_relaxed); }
+
 void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_counts) {
-  const TokenDeriver deriver = installed_token_deriver();
-  if (!deriver)
-    throw NoTokenDeriver("exchange " + std::to_string(exchange.id) +
-                         ": its tokens are derived from its events (format 1.7) and this program "
-                         "installed no token deriver (llm::install_token_deriver() in its main)");
+  const TokenDeriver deriver = deriver_or_throw(exchange.id);
   thread_local std::vector<Choice> derived;
-  deriver(exchange, derived);
+  deriver(exchange.dialect, views_of(exchange), derived);
   bool same = derived.size() == exchange.choices.size() && token_counts.size() == derived.size();
   for (std::size_t c = 0; same && c < derived.size(); ++c)
     same = same_shape(derived[c], exchange.choices[c], token_counts[c]);
@@ -59,6 +95,11 @@ void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_c
                           std::to_string(exchange.choices.size()) + " parts, written: " +
                           std::to_string(stored_tokens) + " in " + std::to_string(token_counts.size()) +
                           "): this reader's decoder reads these events otherwise";
+}
+
+void derive_choices_of(std::uint64_t id, std::string_view dialect, const std::vector<EventView>& events,
+                       std::vector<Choice>& choices) {
+  deriver_or_throw(id)(dialect, events, choices);
 }
 
 }  // namespace retrace

@@ -9,12 +9,15 @@
 // main, the Python module, the unit tests' main, benches and fuzz targets:
 // llm::install_token_deriver()), so derivation and live decoding are one function and cannot drift.
 //
-// The trade-off (bench/RESULTS.md, issue 44 item 1): the file ~40 % smaller, but the writer's
-// verifying decode costs +17 % CPU a token and every reader decodes again (1.6-2.8x the CPU), and
-// a 1.6 reader shows a derived exchange with no tokens. So derivation is asked for, not the default.
+// The trade-off (bench/RESULTS.md, issue 44 items 1 and 5): the file ~40 % smaller and, where
+// record or replay decoded the events themselves (TokensFromEvents below), 13-20 % less CPU a token
+// to write than storing the tokens (verifying by a second decode cost +17-21 %); but every reader
+// decodes again (stats 1.7-2x, diff 2-2.6x the CPU), and a 1.6 reader shows a derived exchange
+// with no tokens. So derivation is asked for, not the default.
 // Writing (only with WriterOptions::derive_tokens, off by default: `record --derive-tokens`,
 // `replay --derive-tokens`): TraceWriter derives each streamed exchange's choices from its events
-// with the installed deriver and sets the flag only when the result equals the exchange's choices, token for token
+// with the installed deriver (unless its producer gave its word: TokensFromEvents) and sets the
+// flag only when the result equals the exchange's choices, token for token
 // (ids, bytes, logprobs, offsets, alternatives, kinds, finish reasons); anything else (ids sent
 // out of band, a stream cut or redacted after decoding, a body too large to keep its events, no
 // deriver installed) keeps its tokens stored as in 1.6. Correctness never depends on the server.
@@ -25,15 +28,25 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "format/trace.hpp"
 
 namespace retrace {
 
-// Makes `exchange`'s choices (choices, token kinds, finish reasons, parts) from its dialect and
-// its response's events alone, as the live decoder made them: `choices` is overwritten.
-using TokenDeriver = void (*)(const Exchange& exchange, std::vector<Choice>& choices);
+// One stored event as the deriver reads it: its arrival and a view of its bytes, in an Exchange's
+// events or in a record itself (a reader that wants only outputs copies no event: read_outputs).
+struct EventView {
+  std::int64_t offset_ns = 0;
+  std::string_view data;
+};
+
+// Makes an exchange's choices (choices, token kinds, finish reasons, parts) from its dialect
+// (Exchange::dialect) and its response's events alone, as the live decoder made them: `choices`
+// is overwritten.
+using TokenDeriver = void (*)(std::string_view dialect, const std::vector<EventView>& events,
+                              std::vector<Choice>& choices);
 
 // Installs the process's deriver (llm::install_token_deriver does); null uninstalls, and the
 // writer then stores every token as 1.6 did (benchmarks and tests compare the two that way).
@@ -47,9 +60,43 @@ class NoTokenDeriver : public TraceError {
   using TraceError::TraceError;
 };
 
+// The producer's word: `exchange`'s choices are what the deriver's own loop made of exactly its
+// stored events (feed_sse of each event into a ResponseDecoder of exchange.dialect, then finish):
+// record's trace thread (record::finish_exchange says when), replay's worker. While this lives,
+// the writer writing this very object on this thread takes it as derivable without decoding
+// its events again (the +17 % of the trace thread, bench/RESULTS.md). A writer argument, carried by
+// a scope rather than by TraceWriter::write's signature or a field of Exchange so that neither
+// trace.hpp nor every room changes, and tied to one call on one object so that no copy, edit or
+// later write can carry it stale. Say it only when sure: anything that can make the tokens differ
+// from a re-derivation (ids sent out of band, events trimmed, stored as received or edited after
+// decoding, a decoder that changed dialect) must not; unsaid, the writer verifies as before.
+class TokensFromEvents {
+ public:
+  TokensFromEvents(const Exchange& exchange, bool said);
+  ~TokensFromEvents();
+  TokensFromEvents(const TokensFromEvents&) = delete;
+  TokensFromEvents& operator=(const TokensFromEvents&) = delete;
+
+ private:
+  const Exchange* previous_;
+};
+
+// `writer.write(exchange)` (a TraceWriter, or what wraps one: record's TraceOutput) with `said` as
+// the producer's word.
+template <typename Writer>
+void write_with_word(Writer& writer, const Exchange& exchange, bool said) {
+  TokensFromEvents word(exchange, said);
+  writer.write(exchange);
+}
+
+// When on, the writer derives a said exchange anyway and throws std::logic_error if the word was
+// wrong (its tokens are not what its events give): on in debug builds (no NDEBUG) and in the unit
+// tests (tests/catch_main.cpp), off in release, where the word saves the decode.
+void check_tokens_from_events(bool on);
+
 // True when `exchange` may be written with its tokens derived: it is streamed, has events and
-// tokens, a deriver is installed, and deriving gives back its choices exactly. `scratch` is the
-// deriver's output (reused across calls).
+// tokens, a deriver is installed, and deriving gives back its choices exactly, or its producer
+// said so (TokensFromEvents). `scratch` is the deriver's output (reused across calls).
 bool tokens_derivable(const Exchange& exchange, std::vector<Choice>& scratch);
 
 // The reader's side: `exchange` (its id, dialect and events read; its choices as stored: every
@@ -57,5 +104,9 @@ bool tokens_derivable(const Exchange& exchange, std::vector<Choice>& scratch);
 // deriver. A result whose shape differs from what was stored (a later decoder that reads the same
 // events otherwise) is kept, and decode_note says so. Throws NoTokenDeriver when none is installed.
 void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_counts);
+// The same for a reader that wants the choices only (ExchangeOutputs, which has no decode_note):
+// exchange `id`'s choices from `dialect` and `events` into `choices`, with no shape check.
+void derive_choices_of(std::uint64_t id, std::string_view dialect, const std::vector<EventView>& events,
+                       std::vector<Choice>& choices);
 
 }  // namespace retrace

@@ -378,14 +378,17 @@ void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudge
   outputs.in_flight_at_send = in.getInFlightAtSend();
   outputs.cached_tokens = in.getServer().getCachedTokens();
   outputs.preemptions = in.getServerState().getPreemptions();
-  if (in.getTokensDerived()) {  // the events decoded again: the exchange's response side read
-    thread_local Exchange whole;
-    whole.id = outputs.id;
-    whole.dialect = outputs.dialect;
-    whole.decode_note.clear();
-    read_outputs_side(in, whole, budget);
-    derive_tokens(whole, token_counts(in, whole.choices.size()));
-    choice_outputs(whole.choices, outputs.choices);
+  if (in.getTokensDerived()) {  // the events decoded again, read in place (no copy, no Exchange)
+    thread_local std::vector<EventView> events;
+    thread_local std::vector<Choice> derived;
+    auto list = in.getResponse().getEvents();
+    events.resize(budget.take(list.size(), "events"));
+    for (unsigned i = 0; i < events.size(); ++i) {
+      auto data = list[i].getData();
+      events[i] = {list[i].getOffsetNs(), {reinterpret_cast<const char*>(data.begin()), data.size()}};
+    }
+    derive_choices_of(outputs.id, outputs.dialect, events, derived);
+    choice_outputs(derived, outputs.choices);
     return;
   }
   auto choices = in.getChoices();

@@ -13,14 +13,13 @@ Dialect dialect_from_string(std::string_view name) {
   return Dialect::unknown;
 }
 
-void derive_choices(const Exchange& exchange, std::vector<Choice>& choices) {
+void derive_choices(std::string_view dialect, const std::vector<EventView>& events, std::vector<Choice>& choices) {
   // One decoder per thread, reset per exchange: its set-up allocates ~20 KiB (ResponseDecoder).
   thread_local ResponseDecoder decoder(Dialect::unknown);
   thread_local Exchange finished;
-  decoder.reset(dialect_from_string(exchange.dialect));
+  decoder.reset(dialect_from_string(dialect));
   SseParser parser;
-  for (const Event& event : exchange.response.events)
-    feed_sse(parser, event.data, event.offset_ns, &decoder, nullptr);
+  for (const EventView& event : events) feed_sse(parser, event.data, event.offset_ns, &decoder, nullptr);
   finished.response.streamed = true;
   finished.error = {};
   decoder.finish(finished);

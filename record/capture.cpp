@@ -23,7 +23,7 @@ bool path_selected(std::string_view target, const std::vector<std::string>& incl
   return std::none_of(exclude.begin(), exclude.end(), matches);
 }
 
-void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std::uint64_t id,
+bool finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std::uint64_t id,
                      Exchange& out, std::size_t decode_limit) {
   out = std::move(captured.exchange);
   out.id = id;
@@ -57,6 +57,11 @@ void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std:
   out.decode_note.clear();
   if (decoder) decoder->finish(out);
   out.decode_note = join(std::move(note), out.decode_note);
+  // Every stored event went to the decoder as it was framed, and nothing after changes the events
+  // or the choices (redaction reads headers only): the deriver's loop would make the same
+  // choices. Not for a stream stored as received (past the decode limit or undecodable: the
+  // decoder saw a prefix, or nothing), nor a decoder that ended in another dialect than it began.
+  return decoder && captured.event_stream && !decoded.as_received && out.dialect == llm::to_string(dialect);
 }
 
 RecordSettings record_settings(const RecordOptions& options) {

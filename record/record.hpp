@@ -119,8 +119,11 @@ struct CapturedExchange {
 // Runs on the trace thread: redaction, the body's content coding undone, SSE events (raw, with
 // offsets; concatenated they are the decoded body), token decoding, request key. `id` is the exchange's sequence number.
 // `decode_limit` bounds the decoded body, and for a stream its events with their bookkeeping;
-// past it the body is stored as received (net/content_coding.hpp).
-void finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std::uint64_t id,
+// past it the body is stored as received (net/content_coding.hpp). True when the exchange's
+// choices are what its stored events give fed again into a decoder of its dialect (a stream
+// decoded whole, in the dialect it was decoded in): the writer may take its word
+// (format/token_deriver.hpp, TokensFromEvents) and not decode the events again.
+bool finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std::uint64_t id,
                      Exchange& out, std::size_t decode_limit = kMaxBlobBytes);
 
 // Settings JSON for the trace header.

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "format/token_deriver.hpp"
+
 namespace retrace::record {
 
 void TraceSink::start(std::function<void()> on_failure) {
@@ -103,10 +105,10 @@ void TraceSink::run() {
       }
       const std::size_t decode_limit = net::decode_limit_for(max_response_bytes, captured.event_stream);
       const std::uint64_t tag = captured.tag;
-      finish_exchange(std::move(captured), redactor_, next_id++, exchange, decode_limit);
+      const bool from_events = finish_exchange(std::move(captured), redactor_, next_id++, exchange, decode_limit);
       if (scrapes) exchange.server_state = series_.join(exchange);
       try {
-        output_.write(exchange);
+        write_with_word(output_, exchange, from_events);  // the writer need not decode them again
         ++written;
         unflushed = true;
         unflushed_kinds_.push_back(exchange.error.kind);

@@ -337,18 +337,18 @@ class RunWriter {
 
  private:
   void drain(TraceWriter& writer, StatsBuilder& stats) {
-    std::vector<Exchange> batch;
+    std::vector<QueuedExchange> batch;
     std::uint64_t next_id = 0;
     bool failed = false;
     while (queue_.pop_all(batch)) {
       if (!failed && scraper_) write_scrapes(writer, *scraper_, &series_);  // the latest, for the join
-      for (auto& exchange : batch) {
+      for (auto& [exchange, tokens_from_events] : batch) {
         exchange.id = next_id++;
         if (scraper_) exchange.server_state = series_.join(exchange);
         stats.add(summarize(exchange));  // its offsets are the run's own: no wall-clock start
         if (failed) continue;
         try {
-          writer.write(exchange);
+          write_with_word(writer, exchange, tokens_from_events);  // the writer need not decode them again
         } catch (...) {
           failure_ = std::current_exception();
           failed = true;

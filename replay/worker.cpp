@@ -82,6 +82,8 @@ struct Flight {
   Expiry expired = Expiry::none;  // with ec timeout: which limit
   bool complete = false;
   bool past_limit = false;  // cut at --max-response-bytes (net::append_within)
+  llm::Dialect dialect = llm::Dialect::unknown;  // the decoder's when taken (start_flight)
+  bool tokens_from_events = false;  // decode_response's word, handed to the writer (WriteQueue)
   std::string failure;  // an exception's message: retrace itself could not go on
 };
 
@@ -196,7 +198,9 @@ Flight Worker::start_flight(const Prepared& send, std::int64_t intended_ns,
   try {
     auto record = describe_request(send, intended_ns, answers);
     auto dialect = llm::detect_dialect(record.request.target, record.request.body);
-    return Flight(std::move(record), shared_.clock, take_decoder(dialect));
+    Flight flight(std::move(record), shared_.clock, take_decoder(dialect));
+    flight.dialect = dialect;
+    return flight;
   } catch (const std::exception& e) {
     failure = e.what();
   }
@@ -414,6 +418,12 @@ void Worker::decode_response(Flight& flight) {
   if (!exchange.response.streamed && exchange.response.status != 0 && !decoded.as_received)
     flight.decoder.on_body(exchange.response.body, end);
   if (exchange.response.status != 0) flight.decoder.finish(exchange);
+  // Every stored event went to the decoder as it was framed, in the dialect it ended in: the
+  // deriver's loop would make the same choices (record::finish_exchange's rule too). Not for a
+  // stream stored as received (the decoder saw a prefix), nor a dialect guessed from the stream.
+  flight.tokens_from_events = exchange.response.streamed && exchange.response.status != 0 &&
+                              !decoded.as_received && flight.dialect != llm::Dialect::unknown &&
+                              exchange.dialect == llm::to_string(flight.dialect);
   if (!decoded.note.empty())
     exchange.decode_note =
         exchange.decode_note.empty() ? decoded.note : decoded.note + "; " + exchange.decode_note;
@@ -462,7 +472,7 @@ std::optional<SessionAnswer> Worker::finish(Flight& flight, bool want_answer) {
   if (flight.sent.count > 0) exchange.in_flight_max = shared_.in_flight.ended(flight.sent);
   if (exchange.error.kind != ErrorKind::none) shared_.errors.fetch_add(1);
   shared_.done.fetch_add(1);
-  if (shared_.record) shared_.queue->push(std::move(exchange));
+  if (shared_.record) shared_.queue->push(std::move(exchange), flight.tokens_from_events);
   return answer;
 }
 

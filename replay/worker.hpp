@@ -32,6 +32,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "format/token_deriver.hpp"  // QueuedExchange's word, written with write_with_word
 #include "llm/llm.hpp"
 #include "net/arrived_body.hpp"
 #include "net/connection.hpp"
@@ -64,19 +65,26 @@ using Clock = retrace::Clock;
 // end at once, they wait compressed, not decoded, and at most kHeldBytes and one exchange are
 // decoded at once (issue 44 item 4: 8 MiB, not 64: 64 long streams in flight then cost tens of
 // bytes a token in all, where 64 MiB was 64 bytes a token by itself).
+// An exchange finished and queued, with its worker's word that its choices are what its stored
+// events give fed again into a decoder of its dialect (format/token_deriver.hpp, TokensFromEvents).
+struct QueuedExchange {
+  Exchange exchange;
+  bool tokens_from_events = false;
+};
+
 class WriteQueue {
  public:
   static constexpr std::size_t kBatch = 64;
   static constexpr std::chrono::milliseconds kMaxDelay{5};
   static constexpr std::size_t kHeldBytes = 8u << 20;
 
-  void push(Exchange exchange) {
+  void push(Exchange exchange, bool tokens_from_events = false) {
     auto cost = decoded_bytes(exchange);
     held_.fetch_add(cost, std::memory_order_relaxed);
     bool wake;
     {
       std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(exchange));
+      queue_.push_back({std::move(exchange), tokens_from_events});
       queued_cost_ += cost;
       wake = queue_.size() == wake_at_;
     }
@@ -84,7 +92,7 @@ class WriteQueue {
   }
   // Blocks until something is queued (then up to kMaxDelay more, for a batch) or close(); false
   // when closed and drained. The last batch is freed first.
-  bool pop_all(std::vector<Exchange>& out) {
+  bool pop_all(std::vector<QueuedExchange>& out) {
     out.clear();  // freeing a batch of token streams takes a while: not while workers wait to push
     held_.fetch_sub(batch_cost_, std::memory_order_relaxed);
     batch_cost_ = 0;
@@ -130,7 +138,7 @@ class WriteQueue {
  private:
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::vector<Exchange> queue_;
+  std::vector<QueuedExchange> queue_;
   std::size_t wake_at_ = 0;  // the queue's size at which push wakes the writer (0: it is busy)
   bool closed_ = false;
   std::size_t queued_cost_ = 0;  // decoded_bytes of queue_ (under mutex_)

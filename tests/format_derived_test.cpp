@@ -19,6 +19,7 @@
 #include "format/trace.hpp"
 #include "llm/derive_tokens.hpp"
 #include "tests/temp_dir.hpp"
+#include "tests/llm_samples.hpp"
 #include "tests/test_data.hpp"
 
 using namespace retrace;
@@ -101,36 +102,10 @@ bool reads_back_the_same(const Exchange& exchange) {
   return derived.decompressed < stored.decompressed;
 }
 
-std::vector<fs::path> sse_files() {
-  std::vector<fs::path> files;
-  for (const char* root : {RETRACE_TEST_DATA, RETRACE_SAMPLES}) {
-    if (!fs::is_directory(root)) continue;
-    for (const auto& entry : fs::recursive_directory_iterator(root))
-      if (entry.is_regular_file() && entry.path().extension() == ".sse") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-// A streamed completion of `tokens` tokens with logprobs and two alternatives each, one event a
-// token, as vLLM and `retrace serve` send it.
-std::string completion_stream(std::size_t tokens, std::mt19937_64& random) {
-  std::string body;
-  for (std::size_t t = 0; t < tokens; ++t) {
-    const std::string word = "w" + std::to_string(random() % 50000);
-    const std::string logprob = "-" + std::to_string(random() % 1000) + "." + std::to_string(random() % 997);
-    body += R"(data: {"id":"cmpl-1","object":"text_completion","created":1796542049,"model":"m","choices":[{"index":0,"text":" )" +
-            word + R"(","logprobs":{"tokens":[" )" + word + R"("],"token_logprobs":[)" + logprob +
-            R"(],"top_logprobs":[{" )" + word + R"(":)" + logprob + R"(,"alt":-9.5}],"text_offset":[)" +
-            std::to_string(t) + R"(]},"finish_reason":)" + (t + 1 == tokens ? "\"length\"" : "null") + "}]}\n\n";
-  }
-  return body + "data: [DONE]\n\n";
-}
-
 // A generated stream of `tokens` tokens decoded live and written alone to `path` (derived).
 Exchange written_stream(std::size_t tokens, const fs::path& path) {
   std::mt19937_64 random(tokens);
-  Exchange exchange = decoded_live(completion_stream(tokens, random), Dialect::openai_completions, 300);
+  Exchange exchange = decoded_live(testing::completion_stream(tokens, random), Dialect::openai_completions, 300);
   TraceWriter writer(path, TraceHeader{}, deriving());
   writer.write(exchange);
   return exchange;
@@ -142,7 +117,7 @@ TEST_CASE("Every stream of the shape corpus reads back as decoded live with its 
   std::size_t files = 0, derived = 0;
   const Dialect dialects[] = {Dialect::openai_completions, Dialect::openai_chat, Dialect::llamacpp_completion,
                               Dialect::tgi_generate, Dialect::openai_responses, Dialect::anthropic_messages};
-  for (const fs::path& path : sse_files()) {
+  for (const fs::path& path : testing::sse_files()) {
     const std::string body = testing::read_path(path.string());
     ++files;
     for (Dialect dialect : dialects) {
@@ -164,7 +139,7 @@ TEST_CASE("Generated streams of every size up to 16k tokens read back the same w
   for (std::size_t n = 32; n <= 16384; n *= 2) sizes.push_back(n);
   for (std::size_t tokens : sizes) {
     INFO(tokens << " tokens");
-    const Exchange exchange = decoded_live(completion_stream(tokens, random), Dialect::openai_completions, 4096);
+    const Exchange exchange = decoded_live(testing::completion_stream(tokens, random), Dialect::openai_completions, 4096);
     REQUIRE(exchange.choices.size() == (tokens ? 1u : 0u));
     const RoundTrip derived = round_trip(exchange);
     const RoundTrip stored = round_trip(exchange, false);
@@ -179,7 +154,7 @@ TEST_CASE("Generated streams of every size up to 16k tokens read back the same w
 
 TEST_CASE("A writer not asked to derive stores every token and stamps 1.7") {
   std::mt19937_64 random(17);
-  const Exchange exchange = decoded_live(completion_stream(1000, random), Dialect::openai_completions, 4096);
+  const Exchange exchange = decoded_live(testing::completion_stream(1000, random), Dialect::openai_completions, 4096);
   TempDir dir;
   {
     TraceWriter writer(dir / "t.rtrace", TraceHeader{});  // the default options
@@ -208,7 +183,7 @@ TEST_CASE("A writer not asked to derive stores every token and stamps 1.7") {
 
 TEST_CASE("A stream whose kept events do not give its tokens back keeps them stored") {
   std::mt19937_64 random(3);
-  const std::string body = completion_stream(40, random);
+  const std::string body = testing::completion_stream(40, random);
   Exchange cut = decoded_live(body, Dialect::openai_completions, 512);
   // The events kept end before the tokens decoded (a body capped after decoding).
   cut.response.events.resize(cut.response.events.size() / 2);
@@ -221,7 +196,7 @@ TEST_CASE("A stream whose kept events do not give its tokens back keeps them sto
 
 TEST_CASE("Token ids that the events do not carry keep the tokens stored") {
   std::mt19937_64 random(5);
-  Exchange exchange = decoded_live(completion_stream(30, random), Dialect::openai_completions, 300);
+  Exchange exchange = decoded_live(testing::completion_stream(30, random), Dialect::openai_completions, 300);
   std::int32_t id = 100;
   for (Token& token : exchange.choices.at(0).tokens) token.id = id++;  // ids sent out of band
   exchange.choices[0].kind = TokenKind::token_ids;
@@ -246,8 +221,8 @@ TEST_CASE("Reading derived tokens with no deriver installed is an error naming t
 TEST_CASE("A decoder that reads the events otherwise than the writer's is said in decode_note") {
   TempDir dir;
   written_stream(6, dir / "t.rtrace");
-  install_token_deriver([](const Exchange& from, std::vector<Choice>& choices) {
-    llm::derive_choices(from, choices);
+  install_token_deriver([](std::string_view dialect, const std::vector<EventView>& events, std::vector<Choice>& choices) {
+    llm::derive_choices(dialect, events, choices);
     choices.at(0).tokens.pop_back();
   });
   Exchange out;
@@ -345,7 +320,7 @@ TEST_CASE("The row reader reads a derived exchange whole and a stored one direct
   TempDir dir;
   llm::install_token_deriver();
   std::mt19937_64 random(5);
-  const Exchange exchange = decoded_live(completion_stream(300, random), Dialect::openai_completions, 4096);
+  const Exchange exchange = decoded_live(testing::completion_stream(300, random), Dialect::openai_completions, 4096);
   {
     TraceWriter writer(dir / "t.rtrace", TraceHeader{}, deriving());
     writer.write(exchange);  // derived

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -144,5 +145,20 @@ inline const std::string kTrickyStream =
     "data\n\n"
     "data: [DONE]\n\n"
     "data: unterminated";
+
+// A streamed completion of `tokens` tokens with logprobs and two alternatives each, one event a
+// token, as vLLM and `retrace serve` send it.
+inline std::string completion_stream(std::size_t tokens, std::mt19937_64& random) {
+  std::string body;
+  for (std::size_t t = 0; t < tokens; ++t) {
+    const std::string word = "w" + std::to_string(random() % 50000);
+    const std::string logprob = "-" + std::to_string(random() % 1000) + "." + std::to_string(random() % 997);
+    body += R"(data: {"id":"cmpl-1","object":"text_completion","created":1796542049,"model":"m","choices":[{"index":0,"text":" )" +
+            word + R"(","logprobs":{"tokens":[" )" + word + R"("],"token_logprobs":[)" + logprob +
+            R"(],"top_logprobs":[{" )" + word + R"(":)" + logprob + R"(,"alt":-9.5}],"text_offset":[)" +
+            std::to_string(t) + R"(]},"finish_reason":)" + (t + 1 == tokens ? "\"length\"" : "null") + "}]}\n\n";
+  }
+  return body + "data: [DONE]\n\n";
+}
 
 }  // namespace retrace::testing

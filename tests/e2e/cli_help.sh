@@ -80,7 +80,7 @@ check_eq "$(cd "$WORK" && complete_line retrace replay --out run-o)" "run-one.rt
 # --derive-tokens (format 1.7, off by default) states its trade-off where long captures happen.
 for command in record replay sweep; do
   "$RETRACE" help "$command" | tr -s ' \n' ' ' >"$WORK/flat-$command"
-  for text in "--derive-tokens" "traces ~40 % smaller" "reading them costs 1.6-2.8x CPU"; do
+  for text in "--derive-tokens" "traces ~40 % smaller" "reading them costs 1.1-2.2x CPU"; do
     check_contains "$WORK/flat-$command" "$text" "retrace help $command states --derive-tokens' trade-off"
   done
 done
