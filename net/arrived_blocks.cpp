@@ -116,7 +116,10 @@ void ArrivedBody::reserve_like(ArrivedSize last) {
   auto with_margin = [](std::size_t n) { return n + n / 8; };
   marks_.reserve(std::min(with_margin(last.mark_bytes), kMostReserved));
   blocks_.reserve(std::min(with_margin(last.bytes / kBlockBytes), kMostReserved / sizeof(std::string)));
-  if (last.bytes >= kBlockBytes) tail_.reserve(kBlockBytes);
+  // The raw tail as well: a stream under a block (128 tokens with logprobs is ~48 KB) would
+  // otherwise copy its bytes again on each doubling, on the relay's thread (bench/RESULTS.md,
+  // "record: the relay's copies").
+  tail_.reserve(std::min(kBlockBytes, with_margin(last.bytes)));
 }
 
 void ArrivedBody::for_each_read(const std::function<bool(std::string_view, std::int64_t, bool)>& visit) const {

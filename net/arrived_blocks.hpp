@@ -54,8 +54,8 @@ class ArrivedBody {
   std::int64_t last_offset_ns() const { return last_ns_; }
   std::size_t held_bytes() const;                 // what it takes in memory, about
   ArrivedSize size_like() const { return {size_, reads_, marks_.size()}; }
-  // Reserves the marks `last` took plus an eighth (at most 1 MiB), and a block's tail when `last`
-  // filled one.
+  // Reserves the marks and the raw tail `last` took plus an eighth (the marks at most 1 MiB, the
+  // tail at most a block).
   void reserve_like(ArrivedSize last);
 
   // Calls `visit(piece, offset_ns, read_ends)` over the bytes in order: each read in one piece,

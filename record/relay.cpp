@@ -3,7 +3,9 @@
 //
 // The upstream read and the client write run at the same time: while one write is on its way to
 // the client the next upstream read is already waiting, and whatever arrives meanwhile goes out
-// in the next single write (coalesced, never held back). The header is relayed as received
+// in the next single write (coalesced, never held back). With no write in flight, a read's bytes
+// go out at once in one non-blocking send straight from the read buffer (send_body): no copy and
+// no write operation to complete, which is the common case of a client that keeps up. The header is relayed as received
 // (hop-by-hop headers included, so a chunked response stays chunked), each read's body bytes
 // framed as one chunk when the response is chunked. One watchdog timer per response enforces
 // --upstream-timeout on both sides, instead of a timer armed and cancelled around every read
@@ -11,6 +13,7 @@
 #include "record/session.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cstdio>
 
@@ -78,7 +81,7 @@ void ClientSession::on_read_body(error_code ec) {
       piece = piece.substr(0, capture_.body.room(options_.max_response_bytes));  // the client gets as much
     }
     if (!client_failed_ && !piece.empty()) {
-      queue_body(piece);
+      send_body(piece);
       flush_client();  // the client's bytes leave before the kept copy is appended (and compressed)
     }
     if (recording_) capture_.body.append_within(piece, arrived_ns, options_.max_response_bytes);
@@ -113,6 +116,38 @@ void ClientSession::parse_buffered() {
     if (ec == http::error::need_buffer) break;  // read_buf_ full: the next read continues
     if (ec) break;  // need_more (a partial chunk), or a framing error the next read reports
     if (used == 0) break;
+  }
+}
+
+// One read's body bytes to the client: sent now, from the read buffer, when nothing is waiting
+// before them (no write in flight, nothing queued); what the socket does not take at once (a
+// client behind: EAGAIN or a partial send) is queued for flush_client, in order. A send that
+// fails ends the relay as a failed client write does.
+void ClientSession::send_body(std::string_view bytes) {
+  if (writing_ || !out_pending_.empty() || cut_) return queue_body(bytes);
+  char size_line[24];
+  std::size_t line = 0;
+  if (frame_chunked_)
+    line = static_cast<std::size_t>(std::snprintf(size_line, sizeof size_line, "%zx\r\n", bytes.size()));
+  const std::size_t crlf = frame_chunked_ ? 2 : 0;
+  const std::array<asio::const_buffer, 3> pieces{asio::buffer(size_line, line), asio::buffer(bytes.data(), bytes.size()),
+                                                 asio::buffer("\r\n", crlf)};
+  error_code ec;
+  std::size_t sent = client_.socket().send(pieces, 0, ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    ec = {};
+    sent = 0;
+  }
+  if (ec) {
+    client_failed_ = true;
+    client_error_ = ec;
+    return;
+  }
+  for (const auto& piece : pieces) {  // the rest, for flush_client
+    std::string_view unsent(static_cast<const char*>(piece.data()), piece.size());
+    const std::size_t skip = std::min(sent, unsent.size());
+    sent -= skip;
+    out_pending_.append(unsent.substr(skip));
   }
 }
 

@@ -76,6 +76,9 @@ ClientSession::~ClientSession() {
 void ClientSession::start() {
   error_code ignored;
   client_.socket().set_option(tcp::no_delay(true), ignored);
+  // The relay sends body bytes with a non-blocking send when no write is in flight
+  // (relay.cpp, send_body); the asynchronous operations are unaffected.
+  client_.socket().non_blocking(true, ignored);
   do_read_request();
 }
 

@@ -5,7 +5,7 @@
 //
 // Per request:
 //   read request ─► upstream from pool (or connect) ─► write request ─► read response header
-//     ─► write header to client ─► { read body piece ─► record (offset, bytes) ─► write piece } ─► done
+//     ─► write header to client ─► { read body piece ─► write piece ─► record (offset, bytes) } ─► done
 // A reused pooled connection that fails before any response byte is retried once on a fresh one
 // (the upstream may have closed it while idle). Everything runs on the worker's single thread.
 //
@@ -84,6 +84,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void do_read_body();
   void on_read_body(error_code ec);
   void parse_buffered();
+  void send_body(std::string_view bytes);
   void queue_body(std::string_view bytes);
   void flush_client();
   void on_write_client(error_code ec);

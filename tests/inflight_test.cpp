@@ -171,3 +171,15 @@ TEST_CASE("a stream reserves the marks the worker's last one took plus an eighth
   big.reserve_like({100'000'000, 10'000'000, 50'000'000});
   CHECK(big.held_bytes() < (3u << 20));
 }
+
+TEST_CASE("a stream under a block reserves the raw bytes the worker's last one took plus an eighth") {
+  ArrivedBody body;
+  body.reserve_like({48'000, 16, 64});
+  auto reserved = body.held_bytes();
+  CHECK(reserved >= 54'000);
+  CHECK(reserved < ArrivedBody::kBlockBytes + 1'024);
+  // Filling it to the last stream's size takes no more room: its bytes are not copied on the way.
+  std::string event(3'000, 'e');
+  for (int i = 0; i < 16; ++i) body.append(event, i);
+  CHECK(body.held_bytes() == reserved);
+}
