@@ -13,6 +13,7 @@
 //   e.g. on the trace bench/record.sh keeps (recorded.rtrace in its OUT_DIR's work folder) or on
 //   any trace `retrace record` wrote of streamed completions.
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -69,7 +70,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "record_trace_bench: %s has no decoded tokens\n", argv[1]);
     return 2;
   }
-  auto out = std::filesystem::temp_directory_path() / "record_trace_bench.rtrace";
+  // One file a process: two benches at once in one $TMPDIR must not write over each other.
+  auto out = std::filesystem::temp_directory_path() /
+             ("record_trace_bench-" + std::to_string(::getpid()) + ".rtrace");
   WriterOptions options;
   options.zstd_level = 1;  // record's level
   struct Mode {
@@ -111,7 +114,7 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove(out);
   for (const Mode& mode : modes)
-    std::printf("%zu exchanges, %llu tokens (%llu decoded again): %.3f us/token of trace-thread CPU, best of %d; "
+    std::printf("%zu exchanges, %llu tokens (%llu written): %.3f us/token of trace-thread CPU, best of %d; "
                 "trace %llu bytes, %llu before compression (%.1f a token): %s\n",
                 trace.exchanges.size(), static_cast<unsigned long long>(tokens),
                 static_cast<unsigned long long>(mode.written_tokens), mode.best * 1e6 / static_cast<double>(tokens),
