@@ -74,16 +74,69 @@ http::verb method_of(const Exchange& source) {
   return verb;
 }
 
-std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& source) const {
+struct Preparer::Frame {
+  // What it is made of: the recorded request's.
+  std::string recorded_method, recorded_target;
+  std::vector<HttpHeader> recorded_headers;
+  bool has_body = false;
+  // What it makes.
+  PreparedRequest request;  // verb, method, target, headers and recorded_headers only
+  std::string target;       // the recorded target with its leading '/' (what prepare_body reads)
+  std::string unsendable;   // wire_syntax_error's
+  // The wire head of a body of N bytes is this and "Content-Length: N\r\n\r\n" (for a body,
+  // or a POST); nullopt when that does not hold, and each send's head is built whole.
+  std::optional<std::string> head_prefix;
+
+  bool made_of(const Exchange& source) const {
+    return has_body == !source.request.body.empty() && recorded_method == source.request.method &&
+           recorded_target == source.request.target && recorded_headers == source.request.headers;
+  }
+};
+
+namespace {
+
+std::string content_length_tail(std::size_t size) {
+  return "Content-Length: " + std::to_string(size) + "\r\n\r\n";
+}
+
+// Beast writes Content-Length after every other field (prepare_payload sets it last) and nothing
+// else in the head depends on the body's size; checked on two sizes all the same, and any head
+// that breaks the rule (or that Beast refuses) is built whole for each send instead.
+std::optional<std::string> head_prefix_of(const PreparedRequest& request) {
+  static constexpr char kSample[] = "0123456789";
+  try {
+    auto one = wire_head(request, {kSample, 1});
+    auto ten = wire_head(request, {kSample, 10});
+    auto one_tail = content_length_tail(1), ten_tail = content_length_tail(10);
+    if (!one.ends_with(one_tail) || !ten.ends_with(ten_tail)) return std::nullopt;
+    one.resize(one.size() - one_tail.size());
+    if (std::string_view(ten).substr(0, ten.size() - ten_tail.size()) != one) return std::nullopt;
+    return one;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const Preparer::Frame> Preparer::frame_of(const Exchange& source) const {
+  {
+    std::lock_guard lock(mutex_);
+    if (last_ && last_->made_of(source)) return last_;
+  }
   const auto& options = options_;
-  const auto& checked = checked_;
-  const net::Url& url = checked.url;
-  PreparedRequest p;
+  const net::Url& url = checked_.url;
+  auto frame = std::make_shared<Frame>();
+  frame->recorded_method = source.request.method;
+  frame->recorded_target = source.request.target;
+  frame->recorded_headers = source.request.headers;
+  frame->has_body = !source.request.body.empty();
+  PreparedRequest& p = frame->request;
   p.verb = method_of(source);
   p.method = source.request.method.empty() ? "POST" : source.request.method;
-  auto target = source.request.target.empty() ? std::string("/") : source.request.target;
-  if (target.front() != '/') target.insert(target.begin(), '/');
-  p.target = url.join(target);
+  frame->target = source.request.target.empty() ? std::string("/") : source.request.target;
+  if (frame->target.front() != '/') frame->target.insert(frame->target.begin(), '/');
+  p.target = url.join(frame->target);
   p.headers.push_back({"Host", url.host_header()});
   std::string_view connection;
   for (const auto& header : source.request.headers)
@@ -108,33 +161,55 @@ std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& sour
   bool has_type = std::any_of(p.headers.begin(), p.headers.end(), [](const HttpHeader& h) {
     return boost::beast::iequals(h.name, "content-type");
   });
-  if (!has_type && !source.request.body.empty())
-    p.headers.push_back({"Content-Type", "application/json"});
+  if (!has_type && frame->has_body) p.headers.push_back({"Content-Type", "application/json"});
+  // Checked at trace read too; again here, where the bytes are chosen, for every other way in
+  // (a --header, a base path).
+  frame->unsendable = wire_syntax_error(p.method, p.target, p.headers);
+  p.recorded_headers = p.headers;
+  Redactor().apply(p.recorded_headers);
+  if (frame->unsendable.empty()) frame->head_prefix = head_prefix_of(p);
+  std::lock_guard lock(mutex_);
+  last_ = frame;
+  return frame;
+}
 
+std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& source) const {
+  auto frame = frame_of(source);
+  const auto& f = frame->request;
+  PreparedRequest p;
+  p.verb = f.verb;
+  p.method = f.method;
+  p.target = f.target;
   SentBody body;
   try {
-    body = prepare_body(p.method, target, p.target, source.request.body, edits_);
+    body = prepare_body(p.method, frame->target, p.target, source.request.body, edits_);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("exchange " + std::to_string(source.id) + " (" +
                                 source.request.target + "): " + e.what());
   }
-  // Checked at trace read too; again here, where the bytes are chosen, for every other way in
-  // (a --header, a base path).
-  if (auto unsendable = wire_syntax_error(p.method, p.target, p.headers); !unsendable.empty())
+  if (!frame->unsendable.empty())
     throw std::invalid_argument("exchange " + std::to_string(source.id) +
-                                ": its request cannot go on the wire: " + unsendable +
+                                ": its request cannot go on the wire: " + frame->unsendable +
                                 "; use --filter to leave it out");
+  p.headers = f.headers;
+  p.recorded_headers = f.recorded_headers;
   p.body = std::move(body.bytes);
   p.key = body.key;
-  p.secret_body = fill_secrets(p.body, options.secret_fills);
+  p.secret_body = fill_secrets(p.body, options_.secret_fills);
   p.sends_redacted = sends_redaction_marker(p.target, p.secret_body ? *p.secret_body : p.body);
-  p.recorded_headers = p.headers;
-  Redactor().apply(p.recorded_headers);
-  try {
-    p.head = wire_head(p, p.secret_body ? *p.secret_body : p.body);
-  } catch (const std::exception&) {
-    // Left empty: each send builds it again, and the exchange records why it cannot be sent
-    // (Beast refuses a header value over 64 KiB, a TRACE with a body).
+  const std::string& sent = p.secret_body ? *p.secret_body : p.body;
+  if (frame->head_prefix && (!sent.empty() || p.verb == http::verb::post)) {
+    auto tail = content_length_tail(sent.size());
+    p.head.reserve(frame->head_prefix->size() + tail.size());
+    p.head = *frame->head_prefix;
+    p.head += tail;
+  } else {
+    try {
+      p.head = wire_head(p, sent);
+    } catch (const std::exception&) {
+      // Left empty: each send builds it again, and the exchange records why it cannot be sent
+      // (Beast refuses a header value over 64 KiB, a TRACE with a body).
+    }
   }
   p.source_id = source.id;
   p.session_id = source.session_id;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -71,18 +72,30 @@ struct Chain {
 boost::beast::http::verb method_of(const Exchange& source);
 
 // One input exchange as it will be sent (what prepare_requests does to each), for a run that
-// prepares as it goes (replay/feed.hpp). Thread-safe: const, and it holds nothing per request.
+// prepares as it goes (replay/feed.hpp). Thread-safe: const; what it keeps between requests (the
+// last frame) is behind a mutex.
 class Preparer {
  public:
   Preparer(const Options& options, const Preflight& checked);
   // Throws std::invalid_argument as prepare_requests does.
   std::shared_ptr<const PreparedRequest> operator()(const Exchange& source) const;
 
+  // What preparing makes of a request's recorded method, target and headers (and whether it has
+  // a body): the same for most requests of a trace (one client's), so worked out once and kept
+  // while the next request's are equal — the headers as sent and as recorded, the wire syntax
+  // check, the wire head up to its Content-Length (bench/RESULTS.md, session 20: ~10 % of the
+  // feed thread's CPU a request).
+  struct Frame;
+
  private:
+  std::shared_ptr<const Frame> frame_of(const Exchange& source) const;
+
   const Options& options_;
   const Preflight& checked_;
   std::unordered_set<std::string> overridden_;  // header names --header and --api-key set
   BodyEdits edits_;                              // what every body gets (request_body.hpp)
+  mutable std::mutex mutex_;
+  mutable std::shared_ptr<const Frame> last_;  // the last request's frame
 };
 
 // The chosen input exchanges as they will be sent to `checked.url`: hop-by-hop and recorded
