@@ -30,7 +30,8 @@ std::string wire_head(const PreparedRequest& prepared, std::string_view body) {
   // writer's bytes, appended: what `ostream << request.base()` printed, without a stream and its
   // locale per request.
   http::request<http::span_body<const char>> request{prepared.verb, prepared.target, 11};
-  for (const auto& header : prepared.headers) request.insert(header.name, header.value);
+  if (prepared.headers)
+    for (const auto& header : *prepared.headers) request.insert(header.name, header.value);
   request.keep_alive(true);
   request.body() = {body.data(), body.size()};
   if (!body.empty() || prepared.verb == http::verb::post) request.prepare_payload();
@@ -80,7 +81,9 @@ struct Preparer::Frame {
   std::vector<HttpHeader> recorded_headers;
   bool has_body = false;
   // What it makes.
-  PreparedRequest request;  // verb, method, target, headers and recorded_headers only
+  PreparedRequest request;  // verb, method and target only
+  // Each request's headers and recorded_headers point here (and keep the frame).
+  std::vector<HttpHeader> sent_headers, redacted_headers;
   std::string target;       // the recorded target with its leading '/' (what prepare_body reads)
   std::string unsendable;   // wire_syntax_error's
   // The wire head of a body of N bytes is this and "Content-Length: N\r\n\r\n" (for a body,
@@ -132,12 +135,13 @@ std::shared_ptr<const Preparer::Frame> Preparer::frame_of(const Exchange& source
   frame->recorded_headers = source.request.headers;
   frame->has_body = !source.request.body.empty();
   PreparedRequest& p = frame->request;
+  auto& headers = frame->sent_headers;
   p.verb = method_of(source);
   p.method = source.request.method.empty() ? "POST" : source.request.method;
   frame->target = source.request.target.empty() ? std::string("/") : source.request.target;
   if (frame->target.front() != '/') frame->target.insert(frame->target.begin(), '/');
   p.target = url.join(frame->target);
-  p.headers.push_back({"Host", url.host_header()});
+  headers.push_back({"Host", url.host_header()});
   std::string_view connection;
   for (const auto& header : source.request.headers)
     if (boost::beast::iequals(header.name, "connection")) connection = header.value;
@@ -151,23 +155,27 @@ std::shared_ptr<const Preparer::Frame> Preparer::frame_of(const Exchange& source
     // when bytes arrive), limited to the codings replay decodes; none when it asked for none.
     if (name == "accept-encoding") {
       auto codings = net::decodable_accept_encoding(header.value);
-      if (!codings.empty()) p.headers.push_back({header.name, std::move(codings)});
+      if (!codings.empty()) headers.push_back({header.name, std::move(codings)});
       continue;
     }
-    p.headers.push_back(header);
+    headers.push_back(header);
   }
-  for (const auto& header : options.headers) p.headers.push_back(header);
-  if (options.api_key) p.headers.push_back({"Authorization", "Bearer " + *options.api_key});
-  bool has_type = std::any_of(p.headers.begin(), p.headers.end(), [](const HttpHeader& h) {
+  for (const auto& header : options.headers) headers.push_back(header);
+  if (options.api_key) headers.push_back({"Authorization", "Bearer " + *options.api_key});
+  bool has_type = std::any_of(headers.begin(), headers.end(), [](const HttpHeader& h) {
     return boost::beast::iequals(h.name, "content-type");
   });
-  if (!has_type && frame->has_body) p.headers.push_back({"Content-Type", "application/json"});
+  if (!has_type && frame->has_body) headers.push_back({"Content-Type", "application/json"});
   // Checked at trace read too; again here, where the bytes are chosen, for every other way in
   // (a --header, a base path).
-  frame->unsendable = wire_syntax_error(p.method, p.target, p.headers);
-  p.recorded_headers = p.headers;
-  Redactor().apply(p.recorded_headers);
-  if (frame->unsendable.empty()) frame->head_prefix = head_prefix_of(p);
+  frame->unsendable = wire_syntax_error(p.method, p.target, headers);
+  frame->redacted_headers = headers;
+  Redactor().apply(frame->redacted_headers);
+  if (frame->unsendable.empty()) {
+    p.headers = std::shared_ptr<const std::vector<HttpHeader>>(std::shared_ptr<void>(), &headers);  // not owning
+    frame->head_prefix = head_prefix_of(p);
+    p.headers = nullptr;  // the frame must not own a pointer to itself
+  }
   std::lock_guard lock(mutex_);
   last_ = frame;
   return frame;
@@ -191,8 +199,8 @@ std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& sour
     throw std::invalid_argument("exchange " + std::to_string(source.id) +
                                 ": its request cannot go on the wire: " + frame->unsendable +
                                 "; use --filter to leave it out");
-  p.headers = f.headers;
-  p.recorded_headers = f.recorded_headers;
+  p.headers = std::shared_ptr<const std::vector<HttpHeader>>(frame, &frame->sent_headers);
+  p.recorded_headers = std::shared_ptr<const std::vector<HttpHeader>>(frame, &frame->redacted_headers);
   p.body = std::move(body.bytes);
   p.key = body.key;
   p.secret_body = fill_secrets(p.body, options_.secret_fills);

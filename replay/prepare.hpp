@@ -27,14 +27,15 @@ struct PreparedRequest {
   boost::beast::http::verb verb = boost::beast::http::verb::post;
   std::string method;
   std::string target;               // joined with the base path
-  std::vector<HttpHeader> headers;  // as sent (secrets in clear)
+  // Headers as sent (secrets in clear), and as recorded (secret values redacted): shared by the
+  // requests of one frame (Preparer::Frame), not copied into each. Null: none.
+  std::shared_ptr<const std::vector<HttpHeader>> headers, recorded_headers;
   std::string body;
   // --set-secret: `body` with the environment's values where it holds the marker; what goes on the
   // wire (and `head` is of it), while the record keeps `body`.
   std::optional<std::string> secret_body;
   bool sends_redacted = false;  // the marker still goes out (replay/secret_fill.hpp)
-  std::vector<HttpHeader> recorded_headers;  // `headers` with secret values redacted: the record's
-  RequestKey key;                            // request_key of method, target and body
+  RequestKey key;  // request_key of method, target and body
   std::string head;  // wire_head of `body`; empty when that threw
   // What the record of each send keeps of the input exchange: its identity, labels and answer.
   std::uint64_t source_id = 0;

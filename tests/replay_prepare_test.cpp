@@ -33,7 +33,7 @@ TEST_CASE("a prepared request's head is the bytes Beast prints for the whole req
     replay::PreparedRequest prepared;
     prepared.verb = c.verb;
     prepared.target = c.target;
-    prepared.headers = c.headers;
+    prepared.headers = std::make_shared<const std::vector<HttpHeader>>(c.headers);
     http::request<http::string_body> request{c.verb, c.target, 11};
     for (const auto& header : c.headers) request.insert(header.name, header.value);
     request.keep_alive(true);
@@ -167,8 +167,9 @@ TEST_CASE("requests prepared one after another each get the headers and head a f
     INFO("exchange " << input.id << ": " << input.request.method << " " << input.request.target);
     auto reused = prepare(input);
     auto fresh = replay::Preparer(options, checked)(input);
-    CHECK(reused->headers == fresh->headers);
-    CHECK(reused->recorded_headers == fresh->recorded_headers);
+    REQUIRE((reused->headers && fresh->headers && reused->recorded_headers && fresh->recorded_headers));
+    CHECK(*reused->headers == *fresh->headers);
+    CHECK(*reused->recorded_headers == *fresh->recorded_headers);
     CHECK(reused->method == fresh->method);
     CHECK(reused->target == fresh->target);
     CHECK(reused->body == fresh->body);
