@@ -12,6 +12,7 @@
 //   e.g. on the trace bench/record.sh keeps (recorded.rtrace in its OUT_DIR's work folder) or on
 //   any trace `retrace record` wrote of streamed completions.
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -67,7 +68,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "record_trace_bench: %s has no decoded tokens\n", argv[1]);
     return 2;
   }
-  auto out = std::filesystem::temp_directory_path() / "record_trace_bench.rtrace";
+  // Named by the process: two benches at once on a shared machine must not write one file.
+  auto out = std::filesystem::temp_directory_path() / ("record_trace_bench." + std::to_string(::getpid()) + ".rtrace");
   WriterOptions options;
   options.zstd_level = 1;  // record's level
   struct Mode {
