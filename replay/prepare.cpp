@@ -102,31 +102,19 @@ std::string content_length_tail(std::size_t size) {
   return "Content-Length: " + std::to_string(size) + "\r\n\r\n";
 }
 
-// Beast writes Content-Length after every other field (prepare_payload sets it last) and nothing
-// else in the head depends on the body's size; checked on two sizes all the same, and any head
-// that breaks the rule (or that Beast refuses) is built whole for each send instead.
-std::optional<std::string> head_prefix_of(const PreparedRequest& request) {
-  static constexpr char kSample[] = "0123456789";
-  try {
-    auto one = wire_head(request, {kSample, 1});
-    auto ten = wire_head(request, {kSample, 10});
-    auto one_tail = content_length_tail(1), ten_tail = content_length_tail(10);
-    if (!one.ends_with(one_tail) || !ten.ends_with(ten_tail)) return std::nullopt;
-    one.resize(one.size() - one_tail.size());
-    if (std::string_view(ten).substr(0, ten.size() - ten_tail.size()) != one) return std::nullopt;
-    return one;
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+// The head without its "Content-Length: N" line and the empty line, when it ends with them: Beast
+// writes Content-Length after every other field (prepare_payload sets it last) and nothing else in
+// the head depends on the body's size, so the rest is every body's. Otherwise (no such ending)
+// nullopt, and each send builds its head whole.
+std::optional<std::string> prefix_of(const std::string& head, std::size_t body_size) {
+  auto tail = content_length_tail(body_size);
+  if (!head.ends_with(tail)) return std::nullopt;
+  return head.substr(0, head.size() - tail.size());
 }
 
 }  // namespace
 
-std::shared_ptr<const Preparer::Frame> Preparer::frame_of(const Exchange& source) const {
-  {
-    std::lock_guard lock(mutex_);
-    if (last_ && last_->made_of(source)) return last_;
-  }
+std::shared_ptr<Preparer::Frame> Preparer::make_frame(const Exchange& source) const {
   const auto& options = options_;
   const net::Url& url = checked_.url;
   auto frame = std::make_shared<Frame>();
@@ -171,18 +159,19 @@ std::shared_ptr<const Preparer::Frame> Preparer::frame_of(const Exchange& source
   frame->unsendable = wire_syntax_error(p.method, p.target, headers);
   frame->redacted_headers = headers;
   Redactor().apply(frame->redacted_headers);
-  if (frame->unsendable.empty()) {
-    p.headers = std::shared_ptr<const std::vector<HttpHeader>>(std::shared_ptr<void>(), &headers);  // not owning
-    frame->head_prefix = head_prefix_of(p);
-    p.headers = nullptr;  // the frame must not own a pointer to itself
-  }
-  std::lock_guard lock(mutex_);
-  last_ = frame;
   return frame;
 }
 
 std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& source) const {
-  auto frame = frame_of(source);
+  // The last request's frame when this one's is the same; else a new one, kept for the next
+  // request once this one's head has given it its prefix.
+  std::shared_ptr<const Frame> frame;
+  {
+    std::lock_guard lock(mutex_);
+    if (last_ && last_->made_of(source)) frame = last_;
+  }
+  std::shared_ptr<Frame> made;
+  if (!frame) frame = made = make_frame(source);
   const auto& f = frame->request;
   PreparedRequest p;
   p.verb = f.verb;
@@ -206,7 +195,8 @@ std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& sour
   p.secret_body = fill_secrets(p.body, options_.secret_fills);
   p.sends_redacted = sends_redaction_marker(p.target, p.secret_body ? *p.secret_body : p.body);
   const std::string& sent = p.secret_body ? *p.secret_body : p.body;
-  if (frame->head_prefix && (!sent.empty() || p.verb == http::verb::post)) {
+  const bool sized = !sent.empty() || p.verb == http::verb::post;  // wire_head's Content-Length
+  if (frame->head_prefix && sized) {
     auto tail = content_length_tail(sent.size());
     p.head.reserve(frame->head_prefix->size() + tail.size());
     p.head = *frame->head_prefix;
@@ -218,6 +208,11 @@ std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& sour
       // Left empty: each send builds it again, and the exchange records why it cannot be sent
       // (Beast refuses a header value over 64 KiB, a TRACE with a body).
     }
+    if (made && sized && !p.head.empty()) made->head_prefix = prefix_of(p.head, sent.size());
+  }
+  if (made) {
+    std::lock_guard lock(mutex_);
+    last_ = std::move(made);
   }
   p.source_id = source.id;
   p.session_id = source.session_id;

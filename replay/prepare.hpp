@@ -89,7 +89,7 @@ class Preparer {
   struct Frame;
 
  private:
-  std::shared_ptr<const Frame> frame_of(const Exchange& source) const;
+  std::shared_ptr<Frame> make_frame(const Exchange& source) const;
 
   const Options& options_;
   const Preflight& checked_;
