@@ -114,14 +114,30 @@ std::optional<std::string> prefix_of(const std::string& head, std::size_t body_s
 
 }  // namespace
 
-std::shared_ptr<Preparer::Frame> Preparer::make_frame(const Exchange& source) const {
+std::uint64_t Preparer::frame_hash(const Exchange& source) {
+  std::uint64_t hash = source.request.body.empty();
+  auto add = [&](std::string_view text) {
+    hash = (hash ^ std::hash<std::string_view>{}(text)) * 0x100000001b3ull + text.size();
+  };
+  add(source.request.method);
+  add(source.request.target);
+  for (const auto& header : source.request.headers) {
+    add(header.name);
+    add(header.value);
+  }
+  return hash;
+}
+
+std::shared_ptr<Preparer::Frame> Preparer::make_frame(const Exchange& source, bool kept) const {
   const auto& options = options_;
   const net::Url& url = checked_.url;
   auto frame = std::make_shared<Frame>();
-  frame->recorded_method = source.request.method;
-  frame->recorded_target = source.request.target;
-  frame->recorded_headers = source.request.headers;
   frame->has_body = !source.request.body.empty();
+  if (kept) {  // what made_of compares the next requests with
+    frame->recorded_method = source.request.method;
+    frame->recorded_target = source.request.target;
+    frame->recorded_headers = source.request.headers;
+  }
   PreparedRequest& p = frame->request;
   auto& headers = frame->sent_headers;
   p.verb = method_of(source);
@@ -163,15 +179,24 @@ std::shared_ptr<Preparer::Frame> Preparer::make_frame(const Exchange& source) co
 }
 
 std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& source) const {
-  // The last request's frame when this one's is the same; else a new one, kept for the next
-  // request once this one's head has given it its prefix.
+  // The last request's frame when this one's is the same. Else a new one, kept for the next
+  // requests (once this one's head has given it its prefix) when the request before had the same
+  // frame hash too: a trace whose every request has headers of its own (x-request-id) does not
+  // pay for keeping frames that are never used again (bench/RESULTS.md, cut 4).
   std::shared_ptr<const Frame> frame;
+  bool keep = false;
   {
+    auto hash = frame_hash(source);
     std::lock_guard lock(mutex_);
     if (last_ && last_->made_of(source)) frame = last_;
+    keep = hash == last_hash_;
+    last_hash_ = hash;
   }
   std::shared_ptr<Frame> made;
-  if (!frame) frame = made = make_frame(source);
+  if (!frame) {
+    made = make_frame(source, keep);
+    frame = made;
+  }
   const auto& f = frame->request;
   PreparedRequest p;
   p.verb = f.verb;
@@ -208,9 +233,9 @@ std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& sour
       // Left empty: each send builds it again, and the exchange records why it cannot be sent
       // (Beast refuses a header value over 64 KiB, a TRACE with a body).
     }
-    if (made && sized && !p.head.empty()) made->head_prefix = prefix_of(p.head, sent.size());
+    if (made && keep && sized && !p.head.empty()) made->head_prefix = prefix_of(p.head, sent.size());
   }
-  if (made) {
+  if (made && keep) {
     std::lock_guard lock(mutex_);
     last_ = std::move(made);
   }

@@ -90,14 +90,18 @@ class Preparer {
   struct Frame;
 
  private:
-  std::shared_ptr<Frame> make_frame(const Exchange& source) const;
+  // `kept`: with what made_of compares (else only what this request uses).
+  std::shared_ptr<Frame> make_frame(const Exchange& source, bool kept) const;
+  // Of what made_of compares; equal for equal frames.
+  static std::uint64_t frame_hash(const Exchange& source);
 
   const Options& options_;
   const Preflight& checked_;
   std::unordered_set<std::string> overridden_;  // header names --header and --api-key set
   BodyEdits edits_;                              // what every body gets (request_body.hpp)
   mutable std::mutex mutex_;
-  mutable std::shared_ptr<const Frame> last_;  // the last request's frame
+  mutable std::shared_ptr<const Frame> last_;  // the last frame kept
+  mutable std::uint64_t last_hash_ = 0;        // the last request's frame_hash
 };
 
 // The chosen input exchanges as they will be sent to `checked.url`: hop-by-hop and recorded

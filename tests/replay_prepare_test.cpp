@@ -125,9 +125,9 @@ TEST_CASE("a request that would put a line on the wire is refused where replay p
 }
 
 TEST_CASE("requests prepared one after another each get the headers and head a fresh preparation gives") {
-  // Preparer keeps the last request's frame (its headers, syntax check and head up to its
-  // Content-Length) while the next one's method, target and headers are equal: each request here
-  // must come out as a Preparer that never saw the others prepares it.
+  // Preparer keeps the last frame (a request's headers, syntax check and head up to its
+  // Content-Length) while the next requests' method, target and headers are equal: each request
+  // here must come out as a Preparer that never saw the others prepares it.
   replay::Options options;
   options.headers = {{"X-Run", "r1"}};
   replay::Preflight checked;
@@ -163,8 +163,18 @@ TEST_CASE("requests prepared one after another each get the headers and head a f
       make("POST", "/v1/completions", {{"X-Long", std::string(70'000, 'v')}}, "{}"),
       make("POST", "/v1/completions", client, R"({"prompt":"1"})"),
   };
-  for (const auto& input : inputs) {
-    INFO("exchange " << input.id << ": " << input.request.method << " " << input.request.target);
+  // Each three times in a row, its body longer each time (spaces after it): the first is prepared
+  // alone, the second keeps its frame, the third reuses it.
+  std::vector<Exchange> sends;
+  for (const auto& input : inputs)
+    for (std::size_t spaces : {0, 1, 200}) {
+      auto send = input;
+      if (!send.request.body.empty()) send.request.body += std::string(spaces, ' ');
+      sends.push_back(std::move(send));
+    }
+  for (const auto& input : sends) {
+    INFO("exchange " << input.id << ": " << input.request.method << " " << input.request.target << ", "
+                     << input.request.body.size() << " bytes");
     auto reused = prepare(input);
     auto fresh = replay::Preparer(options, checked)(input);
     REQUIRE((reused->headers && fresh->headers && reused->recorded_headers && fresh->recorded_headers));
