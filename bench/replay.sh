@@ -3,7 +3,9 @@
 #   (a) short non-streaming requests: `retrace replay -c 64` vs `wrk -c 64` posting the same body
 #       (replay with --no-stream --token-ids off: by default it would stream and ask for logprobs,
 #       a different request and a larger response than wrk's), and against the fair peer: wrk's
-#       CPU per request plus storing the exchange (bench/record_trace_bench on the run's trace)
+#       CPU per request plus storing the exchange (bench/record_trace_bench on the run's trace),
+#       and plus reading (bench/replay_reading_bench: replay's input path over the same requests,
+#       without sending), the fair ratio: wrk posts one fixed body, replay reads each recorded one
 #   (b) streaming, 256 tokens per response: SSE events/s the client ingests, and whether the client
 #       or the server is the limit (CPU seconds each spent during the run, from /proc); then the
 #       floor per event (decoding it and storing it, bench/record_trace_bench on the run's trace)
@@ -110,12 +112,29 @@ echo "  median: wrk $wrk_median req/s, replay $replay_median req/s," \
      "(runs ${per_cpu[*]})"
 # wrk stores nothing: the fair peer of a client that records every exchange is wrk plus storing
 # alone — record_trace_bench on the last run's own trace, per exchange (issue 18). Reading and
-# preparing the input is in replay's figure and not in the peer's.
+# preparing the input is in replay's figure and not in this peer's (the reading term below adds it).
 read -r store_tokens store_us_token < <(storing_us_per_token "$RETRACE" "$WORK/a.rtrace" "${CLIENT_PIN[@]}") || true
 if [[ -n "${store_us_token:-}" ]]; then
   store_us=$(awk -v u="$store_us_token" -v t="$store_tokens" -v n="$(jq -r .exchanges "$WORK/a.json")" 'BEGIN {printf "%.2f", u * t / n}')
   fair_peer "request" "$(printf '%s\n' "${replay_us[@]}" | median)" "${replay_us[*]}" \
             "$(printf '%s\n' "${wrk_us[@]}" | median)" "${wrk_us[*]}" "$store_us"
+  # wrk posts one fixed body; replay reads each distinct recorded request and prepares it, which
+  # is its job. The reading term: bench/replay_reading_bench, replay's own input path (the scan
+  # before the run and the feed's read and preparation, without sending) over the same requests.
+  # The fair ratio is replay ÷ (wrk + storing + reading); the one above is kept beside it.
+  reading_bench=$(dirname "$RETRACE")/bench/replay_reading_bench
+  if [[ -x "$reading_bench" ]]; then
+    read_us=$("${CLIENT_PIN[@]}" "$reading_bench" "$WORK/short.rtrace" "$(jq -r .exchanges "$WORK/a.json")" 3 |
+              sed -E 's/.*: ([0-9.]+) us\/request.*/\1/')
+    replay_med=$(printf '%s\n' "${replay_us[@]}" | median)
+    wrk_med=$(printf '%s\n' "${wrk_us[@]}" | median)
+    echo "  with reading: wrk $wrk_med + storing $store_us + reading $read_us =" \
+         "$(awk -v w="$wrk_med" -v s="$store_us" -v r="$read_us" 'BEGIN {printf "%.2f", w + s + r}');" \
+         "replay ÷ (wrk + storing + reading) $(awk -v p="$replay_med" -v w="$wrk_med" -v s="$store_us" -v r="$read_us" \
+                                                'BEGIN {printf "%.2f", p / (w + s + r)}') (the fair ratio)"
+  else
+    echo "  reading: skipped (bench/replay_reading_bench not built; configure with -DRETRACE_BENCH=ON)"
+  fi
 else
   echo "  fair peer: skipped (bench/record_trace_bench not built; configure with -DRETRACE_BENCH=ON)"
 fi

@@ -30,7 +30,8 @@ std::string wire_head(const PreparedRequest& prepared, std::string_view body) {
   // writer's bytes, appended: what `ostream << request.base()` printed, without a stream and its
   // locale per request.
   http::request<http::span_body<const char>> request{prepared.verb, prepared.target, 11};
-  for (const auto& header : prepared.headers) request.insert(header.name, header.value);
+  if (prepared.headers)
+    for (const auto& header : *prepared.headers) request.insert(header.name, header.value);
   request.keep_alive(true);
   request.body() = {body.data(), body.size()};
   if (!body.empty() || prepared.verb == http::verb::post) request.prepare_payload();
@@ -74,17 +75,77 @@ http::verb method_of(const Exchange& source) {
   return verb;
 }
 
-std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& source) const {
+struct Preparer::Frame {
+  // What it is made of: the recorded request's.
+  std::string recorded_method, recorded_target;
+  std::vector<HttpHeader> recorded_headers;
+  bool has_body = false;
+  // What it makes.
+  PreparedRequest request;  // verb, method and target only
+  // Each request's headers and recorded_headers point here (and keep the frame).
+  std::vector<HttpHeader> sent_headers, redacted_headers;
+  std::string target;       // the recorded target with its leading '/' (what prepare_body reads)
+  std::string unsendable;   // wire_syntax_error's
+  // The wire head of a body of N bytes is this and "Content-Length: N\r\n\r\n" (for a body,
+  // or a POST); nullopt when that does not hold, and each send's head is built whole.
+  std::optional<std::string> head_prefix;
+
+  bool made_of(const Exchange& source) const {
+    return has_body == !source.request.body.empty() && recorded_method == source.request.method &&
+           recorded_target == source.request.target && recorded_headers == source.request.headers;
+  }
+};
+
+namespace {
+
+std::string content_length_tail(std::size_t size) {
+  return "Content-Length: " + std::to_string(size) + "\r\n\r\n";
+}
+
+// The head without its "Content-Length: N" line and the empty line, when it ends with them: Beast
+// writes Content-Length after every other field (prepare_payload sets it last) and nothing else in
+// the head depends on the body's size, so the rest is every body's. Otherwise (no such ending)
+// nullopt, and each send builds its head whole.
+std::optional<std::string> prefix_of(const std::string& head, std::size_t body_size) {
+  auto tail = content_length_tail(body_size);
+  if (!head.ends_with(tail)) return std::nullopt;
+  return head.substr(0, head.size() - tail.size());
+}
+
+}  // namespace
+
+std::uint64_t Preparer::frame_hash(const Exchange& source) {
+  std::uint64_t hash = source.request.body.empty();
+  auto add = [&](std::string_view text) {
+    hash = (hash ^ std::hash<std::string_view>{}(text)) * 0x100000001b3ull + text.size();
+  };
+  add(source.request.method);
+  add(source.request.target);
+  for (const auto& header : source.request.headers) {
+    add(header.name);
+    add(header.value);
+  }
+  return hash;
+}
+
+std::shared_ptr<Preparer::Frame> Preparer::make_frame(const Exchange& source, bool kept) const {
   const auto& options = options_;
-  const auto& checked = checked_;
-  const net::Url& url = checked.url;
-  PreparedRequest p;
+  const net::Url& url = checked_.url;
+  auto frame = std::make_shared<Frame>();
+  frame->has_body = !source.request.body.empty();
+  if (kept) {  // what made_of compares the next requests with
+    frame->recorded_method = source.request.method;
+    frame->recorded_target = source.request.target;
+    frame->recorded_headers = source.request.headers;
+  }
+  PreparedRequest& p = frame->request;
+  auto& headers = frame->sent_headers;
   p.verb = method_of(source);
   p.method = source.request.method.empty() ? "POST" : source.request.method;
-  auto target = source.request.target.empty() ? std::string("/") : source.request.target;
-  if (target.front() != '/') target.insert(target.begin(), '/');
-  p.target = url.join(target);
-  p.headers.push_back({"Host", url.host_header()});
+  frame->target = source.request.target.empty() ? std::string("/") : source.request.target;
+  if (frame->target.front() != '/') frame->target.insert(frame->target.begin(), '/');
+  p.target = url.join(frame->target);
+  headers.push_back({"Host", url.host_header()});
   std::string_view connection;
   for (const auto& header : source.request.headers)
     if (boost::beast::iequals(header.name, "connection")) connection = header.value;
@@ -98,43 +159,85 @@ std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& sour
     // when bytes arrive), limited to the codings replay decodes; none when it asked for none.
     if (name == "accept-encoding") {
       auto codings = net::decodable_accept_encoding(header.value);
-      if (!codings.empty()) p.headers.push_back({header.name, std::move(codings)});
+      if (!codings.empty()) headers.push_back({header.name, std::move(codings)});
       continue;
     }
-    p.headers.push_back(header);
+    headers.push_back(header);
   }
-  for (const auto& header : options.headers) p.headers.push_back(header);
-  if (options.api_key) p.headers.push_back({"Authorization", "Bearer " + *options.api_key});
-  bool has_type = std::any_of(p.headers.begin(), p.headers.end(), [](const HttpHeader& h) {
+  for (const auto& header : options.headers) headers.push_back(header);
+  if (options.api_key) headers.push_back({"Authorization", "Bearer " + *options.api_key});
+  bool has_type = std::any_of(headers.begin(), headers.end(), [](const HttpHeader& h) {
     return boost::beast::iequals(h.name, "content-type");
   });
-  if (!has_type && !source.request.body.empty())
-    p.headers.push_back({"Content-Type", "application/json"});
+  if (!has_type && frame->has_body) headers.push_back({"Content-Type", "application/json"});
+  // Checked at trace read too; again here, where the bytes are chosen, for every other way in
+  // (a --header, a base path).
+  frame->unsendable = wire_syntax_error(p.method, p.target, headers);
+  frame->redacted_headers = headers;
+  Redactor().apply(frame->redacted_headers);
+  return frame;
+}
 
+std::shared_ptr<const PreparedRequest> Preparer::operator()(const Exchange& source) const {
+  // The last request's frame when this one's is the same. Else a new one, kept for the next
+  // requests (once this one's head has given it its prefix) when the request before had the same
+  // frame hash too: a trace whose every request has headers of its own (x-request-id) does not
+  // pay for keeping frames that are never used again (bench/RESULTS.md, cut 4).
+  std::shared_ptr<const Frame> frame;
+  bool keep = false;
+  {
+    auto hash = frame_hash(source);
+    std::lock_guard lock(mutex_);
+    if (last_ && last_->made_of(source)) frame = last_;
+    keep = hash == last_hash_;
+    last_hash_ = hash;
+  }
+  std::shared_ptr<Frame> made;
+  if (!frame) {
+    made = make_frame(source, keep);
+    frame = made;
+  }
+  const auto& f = frame->request;
+  PreparedRequest p;
+  p.verb = f.verb;
+  p.method = f.method;
+  p.target = f.target;
   SentBody body;
   try {
-    body = prepare_body(p.method, target, p.target, source.request.body, edits_);
+    body = prepare_body(p.method, frame->target, p.target, source.request.body, edits_);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("exchange " + std::to_string(source.id) + " (" +
                                 source.request.target + "): " + e.what());
   }
-  // Checked at trace read too; again here, where the bytes are chosen, for every other way in
-  // (a --header, a base path).
-  if (auto unsendable = wire_syntax_error(p.method, p.target, p.headers); !unsendable.empty())
+  if (!frame->unsendable.empty())
     throw std::invalid_argument("exchange " + std::to_string(source.id) +
-                                ": its request cannot go on the wire: " + unsendable +
+                                ": its request cannot go on the wire: " + frame->unsendable +
                                 "; use --filter to leave it out");
+  p.headers = std::shared_ptr<const std::vector<HttpHeader>>(frame, &frame->sent_headers);
+  p.recorded_headers = std::shared_ptr<const std::vector<HttpHeader>>(frame, &frame->redacted_headers);
   p.body = std::move(body.bytes);
   p.key = body.key;
-  p.secret_body = fill_secrets(p.body, options.secret_fills);
+  p.secret_body = fill_secrets(p.body, options_.secret_fills);
   p.sends_redacted = sends_redaction_marker(p.target, p.secret_body ? *p.secret_body : p.body);
-  p.recorded_headers = p.headers;
-  Redactor().apply(p.recorded_headers);
-  try {
-    p.head = wire_head(p, p.secret_body ? *p.secret_body : p.body);
-  } catch (const std::exception&) {
-    // Left empty: each send builds it again, and the exchange records why it cannot be sent
-    // (Beast refuses a header value over 64 KiB, a TRACE with a body).
+  const std::string& sent = p.secret_body ? *p.secret_body : p.body;
+  const bool sized = !sent.empty() || p.verb == http::verb::post;  // wire_head's Content-Length
+  if (frame->head_prefix && sized) {
+    auto tail = content_length_tail(sent.size());
+    p.head.reserve(frame->head_prefix->size() + tail.size());
+    p.head = *frame->head_prefix;
+    p.head += tail;
+  } else {
+    try {
+      p.head = wire_head(p, sent);
+    } catch (const std::exception&) {
+      // Left empty: each send builds it again, and the exchange records why it cannot be sent
+      // (Beast refuses a header value over 64 KiB, a TRACE with a body).
+    }
+    if (made && keep && sized && !p.head.empty()) made->head_prefix = prefix_of(p.head, sent.size());
+  }
+  if (made && keep) {
+    std::lock_guard lock(mutex_);
+    last_ = std::move(made);
   }
   p.source_id = source.id;
   p.session_id = source.session_id;

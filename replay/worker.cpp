@@ -245,7 +245,7 @@ Exchange Worker::describe_request(const Prepared& send, std::int64_t intended_ns
   } else {
     exchange.request.body = prepared.body;
   }
-  exchange.request.headers = prepared.recorded_headers;
+  if (prepared.recorded_headers) exchange.request.headers = *prepared.recorded_headers;
   exchange.key = changes_body(answers)
                      ? request_key(exchange.request.method, exchange.request.target, exchange.request.body)
                      : prepared.key;

@@ -33,7 +33,7 @@ TEST_CASE("a prepared request's head is the bytes Beast prints for the whole req
     replay::PreparedRequest prepared;
     prepared.verb = c.verb;
     prepared.target = c.target;
-    prepared.headers = c.headers;
+    prepared.headers = std::make_shared<const std::vector<HttpHeader>>(c.headers);
     http::request<http::string_body> request{c.verb, c.target, 11};
     for (const auto& header : c.headers) request.insert(header.name, header.value);
     request.keep_alive(true);
@@ -122,4 +122,75 @@ TEST_CASE("a request that would put a line on the wire is refused where replay p
   with_header.headers = {{"X-Extra", "b\nInjected: yes"}};
   replay::Preparer prepare_with_header(with_header, checked);
   CHECK_THROWS_WITH(prepare_with_header(clean), Catch::Contains("its request cannot go on the wire"));
+}
+
+TEST_CASE("requests prepared one after another each get the headers and head a fresh preparation gives") {
+  // Preparer keeps the last frame (a request's headers, syntax check and head up to its
+  // Content-Length) while the next requests' method, target and headers are equal: each request
+  // here must come out as a Preparer that never saw the others prepares it.
+  replay::Options options;
+  options.headers = {{"X-Run", "r1"}};
+  replay::Preflight checked;
+  checked.url = net::parse_url("http://127.0.0.1:9/base");
+  replay::Preparer prepare(options, checked);
+  auto make = [](std::string method, std::string target, std::vector<HttpHeader> headers, std::string body) {
+    static std::uint64_t id = 0;
+    Exchange exchange;
+    exchange.id = ++id;
+    exchange.request.method = std::move(method);
+    exchange.request.target = std::move(target);
+    exchange.request.headers = std::move(headers);
+    exchange.request.body = std::move(body);
+    return exchange;
+  };
+  const std::vector<HttpHeader> client{{"Content-Type", "application/json"}, {"User-Agent", "a"}};
+  const std::vector<Exchange> inputs{
+      make("POST", "/v1/completions", client, R"({"prompt":"1"})"),
+      make("POST", "/v1/completions", client, R"({"prompt":"a longer prompt"})"),
+      make("POST", "/v1/completions", client, R"({"prompt":")" + std::string(100'000, 'x') + R"("})"),
+      make("POST", "/v1/completions", client, ""),
+      make("POST", "/v1/completions", client, "0123456789"),
+      make("POST", "/v1/completions", {{"Content-Type", "application/json"}, {"User-Agent", "b"}}, "{}"),
+      make("POST", "/v1/chat/completions", {{"Content-Type", "application/json"}, {"User-Agent", "b"}}, "{}"),
+      make("", "/v1/chat/completions", {{"Content-Type", "application/json"}, {"User-Agent", "b"}}, "{}"),
+      make("POST", "v1/completions", {{"content-length", "3"}, {"Connection", "close"}}, R"({"prompt":"y"})"),
+      make("POST", "/v1/completions", {{"Transfer-Encoding", "gzip"}, {"Authorization", "[redacted]"}}, "{}"),
+      make("GET", "/v1/models", {}, ""),
+      make("GET", "/v1/models", {}, "a body"),
+      make("PUT", "/v1/models", {}, ""),
+      make("PUT", "/v1/models", {}, "x"),
+      make("TRACE", "/", {}, "a body"),
+      make("POST", "/v1/completions", {{"X-Long", std::string(70'000, 'v')}}, "{}"),
+      make("POST", "/v1/completions", client, R"({"prompt":"1"})"),
+  };
+  // Each three times in a row, its body longer each time (spaces after it): the first is prepared
+  // alone, the second keeps its frame, the third reuses it.
+  std::vector<Exchange> sends;
+  for (const auto& input : inputs)
+    for (std::size_t spaces : {0, 1, 200}) {
+      auto send = input;
+      if (!send.request.body.empty()) send.request.body += std::string(spaces, ' ');
+      sends.push_back(std::move(send));
+    }
+  for (const auto& input : sends) {
+    INFO("exchange " << input.id << ": " << input.request.method << " " << input.request.target << ", "
+                     << input.request.body.size() << " bytes");
+    auto reused = prepare(input);
+    auto fresh = replay::Preparer(options, checked)(input);
+    REQUIRE((reused->headers && fresh->headers && reused->recorded_headers && fresh->recorded_headers));
+    CHECK(*reused->headers == *fresh->headers);
+    CHECK(*reused->recorded_headers == *fresh->recorded_headers);
+    CHECK(reused->method == fresh->method);
+    CHECK(reused->target == fresh->target);
+    CHECK(reused->body == fresh->body);
+    CHECK(reused->key == fresh->key);
+    CHECK(reused->head == fresh->head);
+    // The head a whole Beast request gives, or none where Beast refuses it.
+    std::string whole;
+    try {
+      whole = replay::wire_head(*reused, reused->body);
+    } catch (const std::exception&) {
+    }
+    CHECK(reused->head == whole);
+  }
 }
