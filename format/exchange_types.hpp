@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,7 +88,9 @@ struct Token {
   bool has_logprob = false;
   float logprob = 0;
   std::int64_t offset_ns = 0;  // arrival of the event that carried it, from the request's send
-  std::vector<Alternative> top;  // best first
+  // Its alternatives, best first: Choice::alternatives[top_begin, top_begin + top_count), read
+  // through its choice's top(token). Positions, not a pointer: a copied or moved Choice keeps them.
+  std::uint32_t top_begin = 0, top_count = 0;
   bool operator==(const Token&) const = default;
 };
 
@@ -100,7 +103,32 @@ struct Choice {
   std::uint32_t tool_call = 0;  // part tool_call: position among the choice's calls
   std::string tool_name;        // part tool_call
   std::vector<double> values;   // part embedding
+  // Every token's alternatives, token after token: one vector a choice (its storage reused when
+  // the choice is), not one a token, which cost a malloc and a free each (issue 44).
+  std::vector<Alternative> alternatives;
   bool operator==(const Choice&) const = default;
+
+  // The alternatives of `token`, one of this choice's tokens.
+  std::span<const Alternative> top(const Token& token) const {
+    return {alternatives.data() + token.top_begin, token.top_count};
+  }
+  std::span<Alternative> top(const Token& token) {
+    return {alternatives.data() + token.top_begin, token.top_count};
+  }
+  // Appends an alternative to `token`'s, which are the last ones (it is the token being built).
+  Alternative& add_alternative(Token& token) {
+    if (token.top_count == 0) token.top_begin = static_cast<std::uint32_t>(alternatives.size());
+    ++token.top_count;
+    return alternatives.emplace_back();
+  }
+  // Appends a copy of `token` (of another choice, or being built) with `top` as its alternatives.
+  Token& add_token(const Token& token, std::span<const Alternative> top) {
+    Token& added = tokens.emplace_back(token);
+    added.top_begin = static_cast<std::uint32_t>(alternatives.size());
+    added.top_count = static_cast<std::uint32_t>(top.size());
+    alternatives.insert(alternatives.end(), top.begin(), top.end());
+    return added;
+  }
 };
 // The answer of the first choice (its content part), or nullptr: what everything that reads "the
 // output" reads (--expect, live sessions, per-request rows, cat's text). For Choice and ChoiceOutput.
