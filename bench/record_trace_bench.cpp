@@ -12,6 +12,7 @@
 //   e.g. on the trace bench/record.sh keeps (recorded.rtrace in its OUT_DIR's work folder) or on
 //   any trace `retrace record` wrote of streamed completions.
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -67,7 +68,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "record_trace_bench: %s has no decoded tokens\n", argv[1]);
     return 2;
   }
-  auto out = std::filesystem::temp_directory_path() / "record_trace_bench.rtrace";
+  // Named by the process: two benches run at once (engineers sharing a machine) must not write,
+  // read and remove each other's trace.
+  auto out = std::filesystem::temp_directory_path() /
+             ("record_trace_bench-" + std::to_string(::getpid()) + ".rtrace");
   WriterOptions options;
   options.zstd_level = 1;  // record's level
   struct Mode {
