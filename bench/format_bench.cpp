@@ -92,6 +92,7 @@ void synthesize(std::uint64_t n, const std::vector<std::string>& words, Exchange
   choice.kind = TokenKind::token_ids;
   choice.finish_reason = "length";
   choice.tokens.resize(kOutputTokens);
+  choice.alternatives.clear();
   std::int64_t offset = 20'000'000 + static_cast<std::int64_t>(random() % 5'000'000);
   exchange.first_byte_ns = offset;
   for (auto& token : choice.tokens) {
@@ -102,10 +103,10 @@ void synthesize(std::uint64_t n, const std::vector<std::string>& words, Exchange
     token.logprob = -unit(random) * unit(random) * 2.0f;
     token.offset_ns = offset;
     offset += 15'000'000 + static_cast<std::int64_t>(random() % 3'000'000);
-    token.top.resize(kTop);
     float logprob = token.logprob;
+    token.top_count = 0;
     for (int a = 0; a < kTop; ++a) {
-      Alternative& alternative = token.top[a];
+      Alternative& alternative = choice.add_alternative(token);
       alternative.id = a == 0 ? token.id : word_id();
       alternative.bytes = words[alternative.id];
       alternative.logprob = a == 0 ? logprob : logprob - 0.5f - unit(random) * 4.0f;
@@ -139,7 +140,7 @@ struct ContentHash {
         add(token.bytes);
         add(&token.logprob, sizeof token.logprob);
         add(&token.offset_ns, sizeof token.offset_ns);
-        for (const auto& alternative : token.top) {
+        for (const auto& alternative : choice.top(token)) {
           add(&alternative.id, sizeof alternative.id);
           add(&alternative.logprob, sizeof alternative.logprob);
         }

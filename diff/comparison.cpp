@@ -13,8 +13,8 @@ std::size_t estimated_bytes(const Exchange& exchange) {
   for (const auto& choice : exchange.choices) {
     bytes += sizeof(Choice) + choice.finish_reason.size() + choice.tool_name.size() +
              choice.values.size() * sizeof(double);
-    for (const auto& token : choice.tokens)
-      bytes += sizeof(Token) + token.bytes.size() + token.top.size() * (sizeof(Alternative) + 8);
+    for (const auto& token : choice.tokens) bytes += sizeof(Token) + token.bytes.size();
+    bytes += choice.alternatives.size() * (sizeof(Alternative) + 8);
   }
   return bytes;
 }

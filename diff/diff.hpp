@@ -185,7 +185,7 @@ EditDistance myers_distance(std::string_view a, std::string_view b, std::size_t 
 // token found among them as diff finds it: by id where both have one, else by bytes): how far the
 // chosen token was from the next candidate; negative when a less likely token was sampled.
 // nullopt without logprobs or without another alternative.
-std::optional<double> margin_to_next(const Token& token);
+std::optional<double> margin_to_next(const Choice& choice, const Token& token);  // one of its tokens
 
 // Whether a stream is compared on token ids: every token carries one (an empty stream is
 // compatible with either basis).

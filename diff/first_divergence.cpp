@@ -74,12 +74,13 @@ bool has_token_ids(const ChoiceOutput& choice) {
 
 namespace {
 
-TokenView view_of(const Token& token) {
+TokenView view_of(const Choice& choice, const Token& token) {
   TokenView view;
   view.id = token.id;
   view.bytes = token.bytes;
   if (token.has_logprob) view.logprob = token.logprob;
-  view.top = token.top;
+  const auto top = choice.top(token);
+  view.top.assign(top.begin(), top.end());
   return view;
 }
 
@@ -88,11 +89,11 @@ void fill_context(const Choice& choice, std::size_t index, std::size_t context,
                   std::vector<TokenView>& after) {
   const auto& tokens = choice.tokens;
   std::size_t from = index > context ? index - context : 0;
-  for (std::size_t i = from; i < std::min(index, tokens.size()); ++i) before.push_back(view_of(tokens[i]));
+  for (std::size_t i = from; i < std::min(index, tokens.size()); ++i) before.push_back(view_of(choice, tokens[i]));
   if (index < tokens.size()) {
-    at = view_of(tokens[index]);
+    at = view_of(choice, tokens[index]);
     for (std::size_t i = index + 1; i < tokens.size() && i <= index + context; ++i)
-      after.push_back(view_of(tokens[i]));
+      after.push_back(view_of(choice, tokens[i]));
   }
 }
 
@@ -367,11 +368,11 @@ bool matches_expected(std::string_view output, std::string_view expected, const 
   return false;
 }
 
-std::optional<double> margin_to_next(const Token& token) {
+std::optional<double> margin_to_next(const Choice& choice, const Token& token) {
   std::optional<float> chosen;
   if (token.has_logprob) chosen = token.logprob;
   std::optional<float> next;
-  for (const auto& alternative : token.top) {
+  for (const auto& alternative : choice.top(token)) {
     if (same_token(alternative, token.id, token.bytes)) {
       if (!chosen) chosen = alternative.logprob;
       continue;

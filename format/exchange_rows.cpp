@@ -78,8 +78,9 @@ bool read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget
       Token& token = choice.tokens[t];
       detail::read_token_figures(token_in, token);
       token.bytes.clear();
-      token.top.clear();
+      token.top_begin = token.top_count = 0;
     }
+    choice.alternatives.clear();
   }
 
   auto usage = in.getUsage();

@@ -118,8 +118,10 @@ void read_response(const StrictFields& fields, Response& out) {
   });
 }
 
-Token read_token(const StrictFields& fields) {
-  Token token;
+// Appends the token to `choice`, its alternatives to the choice's.
+void read_token(const StrictFields& fields, Choice& choice) {
+  Token& token = choice.tokens.emplace_back();
+  token.top_begin = static_cast<std::uint32_t>(choice.alternatives.size());  // as wire.cpp spells it
   read(fields, "id", token.id);
   read_bytes(fields, "bytes", token.bytes);
   if (fields.find("logprob")) {
@@ -128,13 +130,11 @@ Token read_token(const StrictFields& fields) {
   }
   read(fields, "offset_ns", token.offset_ns);
   each_object(fields, "top", [&](const StrictFields& alternative_fields) {
-    Alternative alternative;
+    Alternative& alternative = choice.add_alternative(token);
     read(alternative_fields, "id", alternative.id);
     read_bytes(alternative_fields, "bytes", alternative.bytes);
     read(alternative_fields, "logprob", alternative.logprob);
-    token.top.push_back(std::move(alternative));
   });
-  return token;
 }
 
 Choice read_choice(const StrictFields& fields) {
@@ -156,7 +156,7 @@ Choice read_choice(const StrictFields& fields) {
   }
   if (const auto* tokens = fields.array("tokens")) choice.tokens.reserve(tokens->size());
   each_object(fields, "tokens", [&](const StrictFields& token_fields) {
-    choice.tokens.push_back(read_token(token_fields));
+    read_token(token_fields, choice);
   });
   return choice;
 }

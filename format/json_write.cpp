@@ -43,10 +43,10 @@ json::object response_to_json(const Response& response) {
                       {"events", std::move(events)}};
 }
 
-json::object token_to_json(const Token& token) {
+json::object token_to_json(const Choice& choice, const Token& token) {
   json::array top;
-  top.reserve(token.top.size());
-  for (const auto& alternative : token.top)
+  top.reserve(token.top_count);
+  for (const auto& alternative : choice.top(token))
     top.push_back(json::object{{"id", json_count(alternative.id)},
                                {"bytes", bytes_to_json(alternative.bytes)},
                                {"logprob", json_float(alternative.logprob)}});
@@ -60,7 +60,7 @@ json::object token_to_json(const Token& token) {
 json::object choice_to_json(const Choice& choice) {
   json::array tokens;
   tokens.reserve(choice.tokens.size());
-  for (const auto& token : choice.tokens) tokens.push_back(token_to_json(token));
+  for (const auto& token : choice.tokens) tokens.push_back(token_to_json(choice, token));
   json::object object{{"index", choice.index},
                       {"kind", to_string(choice.kind)},
                       {"finish_reason", bytes_to_json(choice.finish_reason)},

@@ -4,27 +4,7 @@
 //
 // Only format/ includes Cap'n Proto and zstd; everyone else sees these plain structs.
 //
-// Output parts (format 1.4). An exchange's output is a list of token streams, `Exchange::choices`,
-// one per part of each output choice, so that a reasoning model's thinking, its answer and its
-// tool calls are compared, counted and timed each on its own (two answers whose visible text
-// differs only where a joined string hid it differ; a tool call f({"a":1}) is not the text
-// f{"a":1}):
-//   Choice{index, part}           index: the server's choice (OpenAI `n`), 0 for one-output APIs
-//     part content    the answer; present in every generated choice, even empty, and the one
-//                     readers that want "the output" read (choice_text of part content)
-//     part reasoning  reasoning_content / reasoning (vLLM, SGLang, DeepSeek), Responses reasoning
-//                     text, Anthropic thinking
-//     part refusal    OpenAI's refusal text
-//     part tool_call  one call: `tool_name`, and its arguments as streamed in `tokens`;
-//                     `tool_call` is its position among the choice's calls (the server's index
-//                     in a stream), so calls pair by position; the call's id is not compared
-//     part embedding  `values`, no tokens; one per input (`index`)
-// Order: by index, then by part_rank() (the order a model generates them: reasoning, content,
-// refusal, tool calls by position; embeddings alone), one Choice per (index, part, tool_call).
-// Every part of a choice carries the choice's finish_reason. Usage::completion_tokens counts
-// every part's tokens (as servers do); Usage::reasoning_tokens the reasoning part's, where the
-// server says. Traces written before 1.4 read as part content only, with the other parts joined
-// into it as they were decoded then, and compare with each other as they always did.
+// The output types (tokens, choices, events) and the enums: format/exchange_types.hpp.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +22,7 @@
 
 #include "base/clock.hpp"
 #include "base/enum_names.hpp"
+#include "format/exchange_types.hpp"
 #include "format/metric_scrape.hpp"
 #include "format/server_said.hpp"
 
@@ -54,44 +35,6 @@ inline constexpr std::uint16_t kFormatMajor = 1;
 // Exchange.server (what the server said of it) and serverState (its series joined to it); 1.7:
 // Exchange.tokensDerived and Choice.tokenCount (derived tokens: format/token_deriver.hpp)
 inline constexpr std::uint16_t kFormatMinor = 7;
-
-// Their names are the enumerators' own (base/enum_names.hpp); the values are the schema's.
-enum class Source : std::uint8_t { recorded, replayed, imported };
-BOOST_DESCRIBE_ENUM(Source, recorded, replayed, imported)
-enum class TokenKind : std::uint8_t { none, text_deltas, logprob_tokens, token_ids };
-BOOST_DESCRIBE_ENUM(TokenKind, none, text_deltas, logprob_tokens, token_ids)
-// Which part of an output a Choice is (see the top of this file). The values are the schema's.
-enum class Part : std::uint8_t { content, reasoning, refusal, tool_call, embedding };
-BOOST_DESCRIBE_ENUM(Part, content, reasoning, refusal, tool_call, embedding)
-// Position of a part in the order a model generates them (Choice order within an index).
-constexpr int part_rank(Part part) {  // reasoning, content, refusal, tool_call, embedding
-  constexpr int kRank[] = {1, 0, 2, 3, 4};  // by Part's value
-  auto at = static_cast<std::size_t>(part);
-  return at < std::size(kRank) ? kRank[at] : 5;
-}
-// `rejected`: the request never went upstream; record answered it itself (400, 413, 431).
-// `server_error`: a 2xx response whose body or stream says the server failed ({"error": ...},
-// {"object": "error"}), as vLLM and SGLang report a failure after the 200 header.
-// `truncated`: a 2xx stream that ended cleanly (the HTTP body complete) without its end marker
-// ([DONE], a last event) and with a choice lacking a finish reason: the engine behind a proxy died.
-// Both are set by llm::ResponseDecoder::finish, so record and replay classify alike.
-enum class ErrorKind : std::uint8_t {
-  none, connect, tls, timeout, reset, http_status, protocol, cut, rejected, server_error, truncated
-};
-BOOST_DESCRIBE_ENUM(ErrorKind, none, connect, tls, timeout, reset, http_status, protocol, cut,
-                    rejected, server_error, truncated)
-// Size of an array indexed by ErrorKind.
-inline constexpr std::size_t kErrorKindCount = enum_count<ErrorKind>;
-
-std::string_view to_string(Source);
-std::string_view to_string(TokenKind);
-std::string_view to_string(ErrorKind);
-std::string_view to_string(Part);
-// Parse the names above ("text_deltas", "http_status", ...); nullopt when unknown.
-std::optional<TokenKind> token_kind_from_string(std::string_view);
-std::optional<ErrorKind> error_kind_from_string(std::string_view);
-std::optional<Source> source_from_string(std::string_view);
-std::optional<Part> part_from_string(std::string_view);
 
 struct Label {
   std::string key;
@@ -119,56 +62,6 @@ struct TraceHeader {
   bool operator==(const TraceHeader&) const = default;
 };
 
-struct Alternative {
-  std::int32_t id = -1;  // -1: the server gave no id
-  std::string bytes;
-  float logprob = 0;
-  bool operator==(const Alternative&) const = default;
-};
-
-struct Token {
-  std::int32_t id = -1;  // -1: the server gave no id
-  std::string bytes;     // the token's bytes (may be a partial UTF-8 sequence)
-  bool has_logprob = false;
-  float logprob = 0;
-  std::int64_t offset_ns = 0;  // arrival of the event that carried it, from the request's send
-  std::vector<Alternative> top;  // best first
-  bool operator==(const Token&) const = default;
-};
-
-struct Choice {
-  std::uint32_t index = 0;
-  TokenKind kind = TokenKind::none;
-  std::vector<Token> tokens;
-  std::string finish_reason;
-  Part part = Part::content;
-  std::uint32_t tool_call = 0;  // part tool_call: position among the choice's calls
-  std::string tool_name;        // part tool_call
-  std::vector<double> values;   // part embedding
-  bool operator==(const Choice&) const = default;
-};
-// The answer of the first choice (its content part), or nullptr: what everything that reads "the
-// output" reads (--expect, live sessions, per-request rows, cat's text). For Choice and ChoiceOutput.
-template <class ChoiceLike>
-const ChoiceLike* first_answer(const std::vector<ChoiceLike>& choices) {
-  for (const ChoiceLike& choice : choices) {
-    if (choice.index != choices.front().index) break;
-    if (choice.part == Part::content) return &choice;
-  }
-  return nullptr;
-}
-// The order of Exchange::choices (top of this file): index, then part_rank, then tool_call.
-inline bool choice_order(const Choice& a, const Choice& b) {
-  if (a.index != b.index) return a.index < b.index;
-  if (a.part != b.part) return part_rank(a.part) < part_rank(b.part);
-  return a.tool_call < b.tool_call;
-}
-
-struct Event {
-  std::int64_t offset_ns = 0;  // arrival, from the request's send
-  std::string data;            // raw bytes; all events concatenated are the decoded body byte for byte
-  bool operator==(const Event&) const = default;
-};
 
 struct Request {
   std::string method;

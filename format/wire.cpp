@@ -215,13 +215,13 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange, bool t
       token_out.setHasLogprob(token.has_logprob);
       token_out.setLogprob(token.logprob);
       token_out.setOffsetNs(token.offset_ns);
-      if (!token.top.empty()) {
-        auto top = token_out.initTop(token.top.size());
-        for (unsigned a = 0; a < token.top.size(); ++a) {
+      if (const auto alternatives = choice.top(token); !alternatives.empty()) {
+        auto top = token_out.initTop(alternatives.size());
+        for (unsigned a = 0; a < alternatives.size(); ++a) {
           auto alternative = top[a];
-          alternative.setId(token.top[a].id);
-          alternative.setBytes(data(token.top[a].bytes));
-          alternative.setLogprob(token.top[a].logprob);
+          alternative.setId(alternatives[a].id);
+          alternative.setBytes(data(alternatives[a].bytes));
+          alternative.setLogprob(alternatives[a].logprob);
         }
       }
     }
@@ -344,20 +344,27 @@ static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, Lis
     read_part(choice_in, choice.part, choice.tool_call, choice.tool_name, choice.values, budget);
     auto tokens = choice_in.getTokens();
     choice.tokens.resize(budget.take(tokens.size(), "tokens"));
+    std::size_t used = 0;  // of choice.alternatives, whose elements (and their bytes) are reused
     for (unsigned t = 0; t < tokens.size(); ++t) {
       auto token_in = tokens[t];
       Token& token = choice.tokens[t];
       read_token_figures(token_in, token);
       assign(token.bytes, token_in.getBytes());
       auto top = token_in.getTop();
-      token.top.resize(budget.take(top.size(), "top alternatives"));
+      // Where its alternatives start even when it has none, as everyone who appends a token
+      // spells it (Choice::add_token, the decoder's add_token), so that equal tokens compare equal.
+      token.top_begin = static_cast<std::uint32_t>(used);
+      token.top_count = static_cast<std::uint32_t>(budget.take(top.size(), "top alternatives"));
+      if (choice.alternatives.size() < used + top.size()) choice.alternatives.resize(used + top.size());
       for (unsigned a = 0; a < top.size(); ++a) {
         auto alternative = top[a];
-        token.top[a].id = alternative.getId();
-        assign(token.top[a].bytes, alternative.getBytes());
-        token.top[a].logprob = alternative.getLogprob();
+        Alternative& out = choice.alternatives[used++];
+        out.id = alternative.getId();
+        assign(out.bytes, alternative.getBytes());
+        out.logprob = alternative.getLogprob();
       }
     }
+    choice.alternatives.resize(used);
   }
 
   auto usage = in.getUsage();

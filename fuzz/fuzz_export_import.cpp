@@ -107,9 +107,8 @@ Exchange exchange(FuzzedDataProvider& in, std::uint64_t id) {
       token.has_logprob = in.ConsumeBool();
       if (token.has_logprob) token.logprob = finite_float(in);
       token.offset_ns = in.ConsumeIntegral<std::int64_t>();
-      token.top.resize(in.ConsumeIntegralInRange<std::size_t>(0, 2));
-      for (auto& alternative : token.top)
-        alternative = {in.ConsumeBool() ? -1 : in.ConsumeIntegralInRange<std::int32_t>(0, INT32_MAX), bytes(in, 8),
+      for (std::size_t a = in.ConsumeIntegralInRange<std::size_t>(0, 2); a > 0; --a)
+        choice.add_alternative(token) = {in.ConsumeBool() ? -1 : in.ConsumeIntegralInRange<std::int32_t>(0, INT32_MAX), bytes(in, 8),
                        finite_float(in)};
     }
     choice.values.resize(in.ConsumeIntegralInRange<std::size_t>(0, 2));

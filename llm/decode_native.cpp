@@ -73,16 +73,16 @@ Token& ResponseDecoder::Impl::read_tgi_token(Choice& choice, const json::object&
   return token;
 }
 
-void ResponseDecoder::Impl::read_tgi_alternatives(Token& token, const json::array& top) {
+void ResponseDecoder::Impl::read_tgi_alternatives(Choice& choice, Token& token, const json::array& top) {
   for (const json::value& value : top) {
     const json::object* object = value.if_object();
     if (!object) continue;
-    Alternative& alternative = token.top.emplace_back();
+    Alternative& alternative = choice.add_alternative(token);
     if (const json::value* id = field(*object, "id")) alternative.id = token_id_of(*id);
     if (const auto text = string_field(*object, "text")) alternative.bytes.assign(*text);
     alternative.logprob = logprob_of(*object).value_or(0);
   }
-  sort_best_first(token.top);
+  sort_best_first(choice.top(token));
 }
 
 void ResponseDecoder::Impl::read_tgi_details(Choice& choice, const json::object& details) {
@@ -101,7 +101,7 @@ void ResponseDecoder::Impl::read_tgi_stream(const json::object& root, std::int64
   Choice* choice = &choice_with_index(0);
   if (const json::object* token_object = object_field(root, "token")) {
     Token& token = read_tgi_token(*choice, *token_object, offset_ns);
-    if (const json::array* top = array_field(root, "top_tokens")) read_tgi_alternatives(token, *top);
+    if (const json::array* top = array_field(root, "top_tokens")) read_tgi_alternatives(*choice, token, *top);
   } else {
     note(where() + ": no \"token\" object");
   }
@@ -122,7 +122,7 @@ void ResponseDecoder::Impl::read_tgi_body(const json::object& root, std::uint32_
       if (!token_object) continue;
       Token& token = read_tgi_token(*choice, *token_object, offset_ns);
       if (top_tokens && i < top_tokens->size()) {
-        if (const json::array* top = (*top_tokens)[i].if_array()) read_tgi_alternatives(token, *top);
+        if (const json::array* top = (*top_tokens)[i].if_array()) read_tgi_alternatives(*choice, token, *top);
       }
     }
   } else if (generated_text && !generated_text->empty()) {

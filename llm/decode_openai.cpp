@@ -105,16 +105,12 @@ void ResponseDecoder::Impl::read_tokens_across_parts(std::uint32_t index,
       while (which + 1 < texts.size() && at >= ends[which]) ++which;
       const std::size_t left = bytes.size() - used;
       const std::size_t room = which + 1 == texts.size() ? left : std::min(left, ends[which] - at);
-      Token piece;
-      if (used == 0) {
-        piece = std::move(token);
-      } else {
-        piece.offset_ns = arrived;
-      }
+      Choice& part = part_of(index, texts[which].first);
+      Token& piece = used == 0 ? part.add_token(token, scratch.top(token)) : part.add_token(Token{}, {});
+      piece.offset_ns = arrived;
       piece.bytes = bytes.substr(used, room);
       used += room;
       at += room;
-      part_of(index, texts[which].first).tokens.push_back(std::move(piece));
     } while (used < bytes.size());
   }
 }

@@ -198,6 +198,8 @@ struct ResponseDecoder::Impl : DecodeState {
   Token& add_token(Choice& choice, std::int64_t offset_ns, BytesFrom from) {
     Token& token = choice.tokens.emplace_back();
     token.offset_ns = offset_ns;
+    // Where its alternatives start even when it has none, as format/wire.cpp reads it back.
+    token.top_begin = static_cast<std::uint32_t>(choice.alternatives.size());
     bytes_from.push_back(from);
     return token;
   }
@@ -216,7 +218,7 @@ struct ResponseDecoder::Impl : DecodeState {
                         const std::vector<std::int64_t>* text_offsets);
   static BytesFrom set_token_text(Token& token, std::string_view text);
   static void set_label_alternative(Alternative& alternative, std::string_view label, double logprob);
-  static void sort_best_first(std::vector<Alternative>& top);
+  static void sort_best_first(std::span<Alternative> top);
 
   // decode_openai.cpp
   void read_openai(const json::object& root, std::int64_t offset_ns, bool streamed);
@@ -252,7 +254,7 @@ struct ResponseDecoder::Impl : DecodeState {
   void read_tgi_stream(const json::object& root, std::int64_t offset_ns);
   void read_tgi_body(const json::object& root, std::uint32_t index, std::int64_t offset_ns);
   Token& read_tgi_token(Choice& choice, const json::object& token_object, std::int64_t offset_ns);
-  void read_tgi_alternatives(Token& token, const json::array& top);
+  void read_tgi_alternatives(Choice& choice, Token& token, const json::array& top);
   void read_tgi_details(Choice& choice, const json::object& details);
 };
 

@@ -279,10 +279,9 @@ const std::vector<std::int64_t>* ResponseDecoder::Impl::read_simple_logprobs(Cho
         token.logprob = to_float(entry.logprob);
       }
       if (!entry.has_top) continue;
-      token.top.reserve(entry.top_end - entry.top_begin);
       for (std::size_t i = entry.top_begin; i < entry.top_end; ++i) {
         const SimpleLogprobToken& parsed = logprobs.alternatives[i];
-        Alternative& alternative = token.top.emplace_back();
+        Alternative& alternative = choice.add_alternative(token);
         if (parsed.has_token) {
           if (const auto id = parse_token_id_string(parsed.token)) {
             alternative.id = *id;
@@ -299,7 +298,7 @@ const std::vector<std::int64_t>* ResponseDecoder::Impl::read_simple_logprobs(Cho
           token.logprob = alternative.logprob;
         }
       }
-      sort_best_first(token.top);
+      sort_best_first(choice.top(token));
     }
     return nullptr;
   }
@@ -313,11 +312,10 @@ const std::vector<std::int64_t>* ResponseDecoder::Impl::read_simple_logprobs(Cho
     }
     if (logprobs.top_is_array && i < logprobs.top.size() && logprobs.top[i].is_object) {
       const SimpleTopObject& top = logprobs.top[i];
-      token.top.reserve(top.end - top.begin);
       for (std::size_t k = top.begin; k < top.end; ++k) {
-        set_label_alternative(token.top.emplace_back(), logprobs.labels[k].label, logprobs.labels[k].logprob);
+        set_label_alternative(choice.add_alternative(token), logprobs.labels[k].label, logprobs.labels[k].logprob);
       }
-      sort_best_first(token.top);
+      sort_best_first(choice.top(token));
     }
   }
   if (!logprobs.text_offset_is_array || !logprobs.text_offsets_integers) return nullptr;

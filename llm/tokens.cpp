@@ -202,7 +202,7 @@ void ResponseDecoder::Impl::set_label_alternative(Alternative& alternative, std:
 
 // Stable. A token's few alternatives (most servers send them best first already) are sorted in
 // place: std::stable_sort allocates a temporary buffer on every call, per streamed token.
-void ResponseDecoder::Impl::sort_best_first(std::vector<Alternative>& top) {
+void ResponseDecoder::Impl::sort_best_first(std::span<Alternative> top) {
   const auto better = [](const Alternative& a, const Alternative& b) { return a.logprob > b.logprob; };
   constexpr std::size_t kInPlace = 32;
   if (top.size() > kInPlace) {
@@ -250,11 +250,10 @@ void ResponseDecoder::Impl::read_content_logprobs(Choice& choice, const json::ar
     if (!top) top = array_field(*entry, "top_probs");
     if (!top) top = array_field(*entry, "probs");
     if (top) {
-      token.top.reserve(top->size());
       for (const json::value& alternative_value : *top) {
         const json::object* alternative_object = alternative_value.if_object();
         if (!alternative_object) continue;
-        Alternative& alternative = token.top.emplace_back();
+        Alternative& alternative = choice.add_alternative(token);
         auto alt_text = string_field(*alternative_object, "token");
         if (!alt_text) alt_text = string_field(*alternative_object, "tok_str");
         if (alt_text) {
@@ -274,7 +273,7 @@ void ResponseDecoder::Impl::read_content_logprobs(Choice& choice, const json::ar
           token.logprob = alternative.logprob;
         }
       }
-      sort_best_first(token.top);
+      sort_best_first(choice.top(token));
     }
   }
 }
@@ -299,11 +298,10 @@ void ResponseDecoder::Impl::read_legacy_logprobs(Choice& choice, const json::obj
     }
     if (top_logprobs && i < top_logprobs->size()) {
       if (const json::object* top = (*top_logprobs)[i].if_object()) {
-        token.top.reserve(top->size());
         for (const auto& [key, value] : *top) {
-          set_label_alternative(token.top.emplace_back(), key, number_of(value).value_or(0));
+          set_label_alternative(choice.add_alternative(token), key, number_of(value).value_or(0));
         }
-        sort_best_first(token.top);
+        sort_best_first(choice.top(token));
       }
     }
   }

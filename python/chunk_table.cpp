@@ -38,9 +38,9 @@ py::object chunks_table(const std::filesystem::path& path, const std::vector<std
           token_id.push(token.id >= 0 ? std::optional<std::int64_t>(token.id) : std::nullopt);
           text.push(token.bytes);
           logprob.push(token.has_logprob ? double(token.logprob) : kNaN);
-          auto next = diff::margin_to_next(token);
+          auto next = diff::margin_to_next(output, token);
           margin.push(next ? *next : kNaN);
-          alternatives.push(static_cast<std::uint32_t>(token.top.size()));
+          alternatives.push(token.top_count);
         }
       }
     }

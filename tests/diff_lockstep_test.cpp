@@ -22,8 +22,9 @@ Choice choice_of(const std::vector<std::int32_t>& ids, bool with_ids) {
     token.bytes = "<" + std::to_string(id) + ">";
     token.has_logprob = true;
     token.logprob = -0.5f;
-    token.top = {{id, token.bytes, -0.5f}, {id + 1, "<" + std::to_string(id + 1) + ">", id % 2 ? -0.52f : -2.0f}};
-    choice.tokens.push_back(std::move(token));
+    const std::vector<Alternative> top = {{id, token.bytes, -0.5f},
+                                          {id + 1, "<" + std::to_string(id + 1) + ">", id % 2 ? -0.52f : -2.0f}};
+    choice.add_token(token, top);
   }
   return choice;
 }

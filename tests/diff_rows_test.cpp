@@ -25,13 +25,18 @@ Exchange answer(std::uint64_t id, std::vector<std::string> deltas) {
   return exchange;
 }
 
-Token token_with(std::int32_t id, std::string bytes, std::optional<float> logprob, std::vector<Alternative> top) {
-  Token token;
+// A choice of one token with these alternatives.
+Choice token_with(std::int32_t id, std::string bytes, std::optional<float> logprob, std::vector<Alternative> top) {
+  Choice choice;
+  Token& token = choice.tokens.emplace_back();
   token.id = id;
   token.bytes = std::move(bytes);
   if (logprob) token.has_logprob = true, token.logprob = *logprob;
-  token.top = std::move(top);
-  return token;
+  for (Alternative& alternative : top) choice.add_alternative(token) = std::move(alternative);
+  return choice;
+}
+std::optional<double> margin_to_next(const Choice& choice) {
+  return retrace::diff::margin_to_next(choice, choice.tokens.front());
 }
 
 }  // namespace

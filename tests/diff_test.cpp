@@ -256,7 +256,7 @@ TEST_CASE("Margins come from the top alternatives and classify near-ties and rea
     Choice choice = id_choice({7, chosen});
     choice.tokens[1].has_logprob = true;
     choice.tokens[1].logprob = chosen_logprob;
-    choice.tokens[1].top = std::move(top);
+    for (const Alternative& alternative : top) choice.add_alternative(choice.tokens[1]) = alternative;
     return choice;
   };
   Options options;
@@ -561,7 +561,8 @@ TEST_CASE("Under --fail-on real - near-tie divergences do not count") {
     Choice choice = id_choice({chosen});
     choice.tokens[0].has_logprob = true;
     choice.tokens[0].logprob = -0.69f;
-    choice.tokens[0].top = {{1, "<1>", -0.69f}, {2, "<2>", -0.70f}};
+    choice.add_alternative(choice.tokens[0]) = {1, "<1>", -0.69f};
+    choice.add_alternative(choice.tokens[0]) = {2, "<2>", -0.70f};
     return choice;
   };
   std::vector<Exchange> baseline{exchange_with(0, 1, {near(1)}), exchange_with(1, 2, {id_choice({5, 6})})};

@@ -36,8 +36,9 @@ Exchange streamed(std::uint64_t id, int tokens) {
   content.finish_reason = "stop";
   for (int t = 0; t < tokens; ++t) {
     std::int64_t at = 1'000'000 * (t + 1) + 37 * t * t;
-    Token token{t, "tok" + std::to_string(t), true, -0.5f * t, at, {{t, "tok", -0.5f}, {t + 1, "alt", -1.5f}}};
-    (t < tokens / 3 ? reasoning : content).tokens.push_back(token);
+    const Token token{t, "tok" + std::to_string(t), true, -0.5f * t, at};
+    const std::vector<Alternative> top = {{t, "tok", -0.5f}, {t + 1, "alt", -1.5f}};
+    (t < tokens / 3 ? reasoning : content).add_token(token, top);
     exchange.response.events.push_back({at, R"(data: {"choices":[{"delta":{"content":"tok"}}],"created":1})"});
   }
   exchange.choices = {reasoning, content};
@@ -70,7 +71,7 @@ void check_row(const Exchange& row, const Exchange& whole) {
       CHECK(row.choices[c].tokens[t].offset_ns == whole.choices[c].tokens[t].offset_ns);
       CHECK(row.choices[c].tokens[t].id == whole.choices[c].tokens[t].id);
       CHECK(row.choices[c].tokens[t].bytes.empty());  // left out
-      CHECK(row.choices[c].tokens[t].top.empty());
+      CHECK(row.choices[c].top(row.choices[c].tokens[t]).empty());
     }
   }
   const auto figures = metrics::summarize(row), expected = metrics::summarize(whole);

@@ -30,9 +30,9 @@ Exchange full_exchange(std::uint64_t id) {
     choice.index = c;
     choice.kind = id % 4 == 1 ? TokenKind::text_deltas : TokenKind::token_ids;
     for (std::int32_t t = 0; t < std::int32_t(id % 7); ++t) {
-      Token token{id % 5 == 2 && t == 1 ? -1 : t + std::int32_t(id), "<" + std::to_string(t) + ">", true, -0.25f, t * 5, {}};
-      token.top = {{t, token.bytes, -0.25f}, {t + 1, "alt", -1.5f}};
-      choice.tokens.push_back(std::move(token));
+      Token token{id % 5 == 2 && t == 1 ? -1 : t + std::int32_t(id), "<" + std::to_string(t) + ">", true, -0.25f, t * 5};
+      const std::vector<Alternative> top = {{t, token.bytes, -0.25f}, {t + 1, "alt", -1.5f}};
+      choice.add_token(token, top);
     }
     choice.finish_reason = "stop";
     exchange.choices.push_back(std::move(choice));

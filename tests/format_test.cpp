@@ -84,8 +84,9 @@ Exchange full_exchange(std::uint64_t id) {
     token.has_logprob = t != 2;
     token.logprob = token.has_logprob ? -0.25f * static_cast<float>(t) - 0.125f : 0.0f;
     token.offset_ns = 1000 * t;
-    if (t != 1) token.top = {{7, "a", -0.5f}, {-1, "b\n", -1.75f}, {9, std::string("\xff", 1), -3.0f}};
-    choice.tokens.push_back(token);
+    std::vector<Alternative> top;
+    if (t != 1) top = {{7, "a", -0.5f}, {-1, "b\n", -1.75f}, {9, std::string("\xff", 1), -3.0f}};
+    choice.add_token(token, top);
   }
   // The other parts (format 1.3): a tool call with its name, an embedding with its values.
   Choice call;

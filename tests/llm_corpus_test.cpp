@@ -122,11 +122,11 @@ TEST_CASE("Completions with echo and logprobs keep every token's logprob but the
   CHECK(choice_text(echoed) == "The capital of France is Paris");
   REQUIRE(echoed.tokens.size() == 6);
   CHECK_FALSE(echoed.tokens[0].has_logprob);
-  CHECK(echoed.tokens[0].top.empty());
+  CHECK(echoed.top(echoed.tokens[0]).empty());
   for (std::size_t i = 1; i < echoed.tokens.size(); ++i) {
     INFO("token " << i);
     CHECK(echoed.tokens[i].has_logprob);
-    CHECK(echoed.tokens[i].top.size() == 1);
+    CHECK(echoed.top(echoed.tokens[i]).size() == 1);
   }
   CHECK(echoed.tokens[1].logprob == Approx(-7.3125));
   CHECK(echoed.tokens[5].bytes == " Paris");

@@ -35,11 +35,11 @@ TEST_CASE("llama.cpp native stream decodes to the ids and text of the non-stream
   CHECK(first.bytes == "isie");
   CHECK(first.has_logprob);
   CHECK(first.logprob == Approx(-6.205460548400879));
-  REQUIRE(first.top.size() == 3);
-  CHECK(first.top[1].id == 10953);
-  CHECK(first.top[1].bytes == " lleg");
-  CHECK(first.top[0].logprob >= first.top[1].logprob);
-  CHECK(first.top[1].logprob >= first.top[2].logprob);
+  REQUIRE(choice.top(first).size() == 3);
+  CHECK(choice.top(first)[1].id == 10953);
+  CHECK(choice.top(first)[1].bytes == " lleg");
+  CHECK(choice.top(first)[0].logprob >= choice.top(first)[1].logprob);
+  CHECK(choice.top(first)[1].logprob >= choice.top(first)[2].logprob);
   CHECK(stream.dialect == "llamacpp_completion");
   CHECK(stream.decode_note.empty());
 }
@@ -106,7 +106,7 @@ TEST_CASE("llama.cpp v1 completions stream with logprobs gives token ids in the 
   CHECK(choice.tokens.size() == 64);
   CHECK(ids_of(choice) == ids_of(native.choices.at(0)));
   CHECK(choice_text(choice) == json_string(body.at("choices").at(0).at("text")));
-  CHECK(choice.tokens[0].top.size() == 3);
+  CHECK(choice.top(choice.tokens[0]).size() == 3);
   CHECK(choice.finish_reason == "length");
   CHECK(stream.usage.completion_tokens == 64);
   CHECK(stream.usage.prompt_tokens == 6);
@@ -146,7 +146,7 @@ TEST_CASE("llama.cpp v1 completions non-stream bodies decode with and without lo
   CHECK(ids_of(choice) == std::vector<std::int32_t>(native_ids.begin(), native_ids.begin() + 4));
   CHECK(choice_text(choice) == "isie depois ekonom чо");
   CHECK(choice.tokens[3].bytes == " чо");
-  CHECK(choice.tokens[0].top.size() == 2);
+  CHECK(choice.top(choice.tokens[0]).size() == 2);
   CHECK(logprobs.decode_note.empty());
 }
 
@@ -185,12 +185,12 @@ TEST_CASE("llama.cpp probabilities spelled as prob and top_probs - or the old pr
   const Choice& choice = exchange.choices[0];
   REQUIRE(choice.tokens.size() == 2);
   CHECK(choice.tokens[0].logprob == Approx(std::log(0.5)));
-  REQUIRE(choice.tokens[0].top.size() == 2);
-  CHECK(choice.tokens[0].top[0].id == 264);
-  CHECK(choice.tokens[0].top[1].bytes == " b");
+  REQUIRE(choice.top(choice.tokens[0]).size() == 2);
+  CHECK(choice.top(choice.tokens[0])[0].id == 264);
+  CHECK(choice.top(choice.tokens[0])[1].bytes == " b");
   CHECK(choice.tokens[1].bytes == " c");
-  CHECK(choice.tokens[1].top[0].bytes == " c");
-  CHECK(choice.tokens[1].top[1].logprob < -1e30);  // probability 0: finite, lowest
+  CHECK(choice.top(choice.tokens[1])[0].bytes == " c");
+  CHECK(choice.top(choice.tokens[1])[1].logprob < -1e30);  // probability 0: finite, lowest
   CHECK(choice.kind == TokenKind::logprob_tokens);  // the old format has no ids
   CHECK(choice.finish_reason == "stop");
 }

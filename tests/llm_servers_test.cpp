@@ -26,9 +26,9 @@ TEST_CASE("vLLM completions stream maps token_id strings to ids and splits coale
   CHECK(choice.tokens[4].bytes == ".");
   CHECK(choice.tokens[2].offset_ns == 2000);
   CHECK(choice.tokens[2].logprob == Approx(-1.25));
-  REQUIRE(choice.tokens[1].top.size() == 2);
-  CHECK(choice.tokens[1].top[0].id == 374);
-  CHECK(choice.tokens[1].top[1].id == 11);
+  REQUIRE(choice.top(choice.tokens[1]).size() == 2);
+  CHECK(choice.top(choice.tokens[1])[0].id == 374);
+  CHECK(choice.top(choice.tokens[1])[1].id == 11);
   CHECK(choice.finish_reason == "stop");
   CHECK(stream.usage.prompt_tokens == 5);
   CHECK(stream.usage.completion_tokens == 5);
@@ -43,8 +43,8 @@ TEST_CASE("vLLM chat stream with logprobs and token ids keeps the delta text as 
   CHECK(ids_of(choice) == std::vector<std::int32_t>{9707, 0});
   CHECK(choice.tokens[0].bytes == "Hello");  // not the bytes of the string "token_id:9707"
   CHECK(choice_text(choice) == "Hello!");
-  REQUIRE(choice.tokens[0].top.size() == 2);
-  CHECK(choice.tokens[0].top[1].id == 13048);
+  REQUIRE(choice.top(choice.tokens[0]).size() == 2);
+  CHECK(choice.top(choice.tokens[0])[1].id == 13048);
   CHECK(choice.finish_reason == "stop");
   CHECK(stream.usage.total_tokens == 11);
 }
@@ -68,7 +68,7 @@ TEST_CASE("vLLM non-stream completions decode legacy logprobs - token_id strings
   CHECK(legacy.choices[0].kind == TokenKind::logprob_tokens);
   REQUIRE(legacy.choices[0].tokens.size() == 2);
   CHECK(legacy.choices[0].tokens[1].bytes == " is");
-  CHECK(legacy.choices[0].tokens[1].top[1].bytes == ",");
+  CHECK(legacy.choices[0].top(legacy.choices[0].tokens[1])[1].bytes == ",");
   CHECK(legacy.choices[0].tokens[0].offset_ns == 5000);
 
   const Exchange strings = decode_body(read_data("vllm/completions-nonstream-token-id-strings.json"), Dialect::openai_completions);
@@ -99,7 +99,7 @@ TEST_CASE("Legacy logprobs spell pieces of a character as bytes labels and decod
   REQUIRE(exchange.choices[0].tokens.size() == 2);
   CHECK(exchange.choices[0].tokens[0].bytes == "\xF0\x9F\x98");
   CHECK(exchange.choices[0].tokens[1].bytes == "\x8A");
-  CHECK(exchange.choices[0].tokens[1].top.at(0).bytes == "\x8A");
+  CHECK(exchange.choices[0].top(exchange.choices[0].tokens[1])[0].bytes == "\x8A");
   CHECK(exchange.choices[0].kind == TokenKind::logprob_tokens);
   CHECK(exchange.decode_note.empty());
 }
@@ -115,8 +115,8 @@ TEST_CASE("TGI stream gives ids per event - drops special tokens' text and ends 
   CHECK(ids_of(choice) == std::vector<std::int32_t>{18925, 6975, 2});
   CHECK(choice_text(choice) == " Deep learning");  // as generated_text, without "</s>"
   CHECK(choice.tokens[2].has_logprob);
-  REQUIRE(choice.tokens[0].top.size() == 2);
-  CHECK(choice.tokens[0].top[1].bytes == " Machine");
+  REQUIRE(choice.top(choice.tokens[0]).size() == 2);
+  CHECK(choice.top(choice.tokens[0])[1].bytes == " Machine");
   CHECK(choice.finish_reason == "stop");
   CHECK(stream.usage.completion_tokens == 3);
   CHECK(stream.usage.prompt_tokens == 4);
@@ -128,7 +128,7 @@ TEST_CASE("TGI non-stream answers give ids with details and text without") {
   CHECK(details.choices[0].kind == TokenKind::token_ids);
   CHECK(ids_of(details.choices[0]) == std::vector<std::int32_t>{18925, 6975, 374});
   CHECK(choice_text(details.choices[0]) == " Deep learning is");
-  CHECK(details.choices[0].tokens[0].top.size() == 2);
+  CHECK(details.choices[0].top(details.choices[0].tokens[0]).size() == 2);
   CHECK(details.choices[0].finish_reason == "length");
   CHECK(details.usage.completion_tokens == 3);
 
@@ -157,7 +157,8 @@ TEST_CASE("alternatives come out best first with ties in the order sent for few 
     REQUIRE(exchange.choices.size() == 1);
     REQUIRE(exchange.choices[0].tokens.size() == 1);
     std::vector<std::string> sorted;
-    for (const Alternative& alternative : exchange.choices[0].tokens[0].top) sorted.push_back(alternative.bytes);
+    const Choice& choice = exchange.choices[0];
+    for (const Alternative& alternative : choice.top(choice.tokens[0])) sorted.push_back(alternative.bytes);
     CHECK(sorted == expected);
   }
 }
@@ -171,9 +172,9 @@ TEST_CASE("OpenAI chat logprobs keep byte tokens of a split character as their b
   CHECK(choice.tokens[1].bytes == "\xF0\x9F\x98");
   CHECK(choice.tokens[2].bytes == "\x8A");
   CHECK(choice_text(choice) == "Hi😊");
-  REQUIRE(choice.tokens[0].top.size() == 2);
-  CHECK(choice.tokens[0].top[0].bytes == "Hi");  // sorted best first though sent otherwise
-  CHECK(choice.tokens[0].top[1].bytes == "Hello");
+  REQUIRE(choice.top(choice.tokens[0]).size() == 2);
+  CHECK(choice.top(choice.tokens[0])[0].bytes == "Hi");  // sorted best first though sent otherwise
+  CHECK(choice.top(choice.tokens[0])[1].bytes == "Hello");
   CHECK(stream.usage.total_tokens == 14);
   CHECK(stream.decode_note.empty());
 
