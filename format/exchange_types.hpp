@@ -90,8 +90,14 @@ struct Token {
   std::int64_t offset_ns = 0;  // arrival of the event that carried it, from the request's send
   // Its alternatives, best first: Choice::alternatives[top_begin, top_begin + top_count), read
   // through its choice's top(token). Positions, not a pointer: a copied or moved Choice keeps them.
+  // A token without alternatives may have any top_begin (the decoder, the readers and add_token
+  // leave it at the vector's size when the token was added): equality does not read it then.
   std::uint32_t top_begin = 0, top_count = 0;
-  bool operator==(const Token&) const = default;
+  bool operator==(const Token& other) const {
+    return id == other.id && bytes == other.bytes && has_logprob == other.has_logprob &&
+           logprob == other.logprob && offset_ns == other.offset_ns && top_count == other.top_count &&
+           (top_count == 0 || top_begin == other.top_begin);
+  }
 };
 
 struct Choice {

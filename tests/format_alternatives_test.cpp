@@ -121,3 +121,27 @@ TEST_CASE("Alternatives read back into one reused exchange match the ones writte
   CHECK(i == kExchanges);
   CHECK(reader.recovery().clean());
 }
+
+TEST_CASE("Tokens without alternatives compare equal wherever their top_begin points") {
+  // A token with no alternatives keeps the alternatives' size when it was added as its top_begin
+  // (the decoder, the readers, add_token); two equal choices built in different ways must compare
+  // equal, and tokens whose alternatives differ must not.
+  Choice built, read;
+  Token plain;
+  plain.bytes = "a";
+  Token& with_top = built.add_token(plain, {});
+  Alternative alt;
+  alt.bytes = "b";
+  built.add_alternative(with_top) = alt;
+  built.add_token(plain, {});  // top_begin 1
+  read.add_token(plain, {}).top_begin = 0;
+  read.add_alternative(read.tokens.back()) = alt;
+  read.tokens.push_back(plain);  // top_begin 0, as a default-made token
+  CHECK(built.tokens[1].top_begin != read.tokens[1].top_begin);
+  CHECK(built == read);
+  read.tokens[1].top_count = 1;  // now it claims an alternative the other has not
+  CHECK_FALSE(built == read);
+  Choice other = built;
+  other.alternatives[0].bytes = "c";
+  CHECK_FALSE(built == other);
+}
