@@ -20,18 +20,13 @@
 
 #include <boost/json/basic_parser_impl.hpp>
 
+#include "bench/thread_cpu.hpp"
 #include "format/trace.hpp"
 #include "llm/derive_tokens.hpp"
 
 using namespace retrace;
 
 namespace {
-
-double thread_cpu_seconds() {
-  timespec now{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-}
 
 // Boost.JSON's SAX handler that accepts everything and keeps nothing.
 struct NullHandler {
@@ -102,7 +97,7 @@ int main(int argc, char** argv) {
   double best_zstd = 1e30, best_parse = 1e30;
   std::uint64_t compressed = 0, parsed = 0;
   for (int round = 0; round < rounds; ++round) {
-    double started = thread_cpu_seconds();
+    double started = bench::thread_cpu_seconds();
     std::uint64_t in_frame = 0;
     compressed = 0;
     for (const auto& event : events) {
@@ -122,9 +117,9 @@ int main(int argc, char** argv) {
       }
       if (last) in_frame = 0;
     }
-    best_zstd = std::min(best_zstd, thread_cpu_seconds() - started);
+    best_zstd = std::min(best_zstd, bench::thread_cpu_seconds() - started);
 
-    started = thread_cpu_seconds();
+    started = bench::thread_cpu_seconds();
     parsed = 0;
     boost::json::basic_parser<NullHandler> parser{boost::json::parse_options{}};
     for (const auto& event : events) {
@@ -135,7 +130,7 @@ int main(int argc, char** argv) {
       parser.write_some(false, json.data(), json.size(), ec);
       if (!ec) ++parsed;
     }
-    best_parse = std::min(best_parse, thread_cpu_seconds() - started);
+    best_parse = std::min(best_parse, bench::thread_cpu_seconds() - started);
   }
   ZSTD_freeCCtx(cctx);
   const double per = 1e6 / static_cast<double>(tokens);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "format/token_deriver.hpp"
+#include "bench/thread_cpu.hpp"
 #include "format/trace.hpp"
 #include "record/record.hpp"
 #include "llm/derive_tokens.hpp"
@@ -29,12 +30,6 @@
 using namespace retrace;
 
 namespace {
-
-double thread_cpu_seconds() {
-  timespec now{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-}
 
 record::CapturedExchange as_captured(const Exchange& recorded) {
   record::CapturedExchange captured;
@@ -95,7 +90,7 @@ int main(int argc, char** argv) {
       TraceWriter writer(out, trace.header, options);
       Exchange finished;
       mode.written_tokens = 0;
-      double start = thread_cpu_seconds();
+      double start = bench::thread_cpu_seconds();
       std::uint64_t id = 0;
       for (auto& one : captured) {
         const bool from_events = record::finish_exchange(std::move(one), redactor, id++, finished);
@@ -104,7 +99,7 @@ int main(int argc, char** argv) {
       }
       writer.close();
       captured.clear();  // freed inside the measurement, as the trace thread frees each one
-      mode.best = std::min(mode.best, thread_cpu_seconds() - start);
+      mode.best = std::min(mode.best, bench::thread_cpu_seconds() - start);
       mode.compressed = std::filesystem::file_size(out);
       TraceReader reader(out);
       for (Exchange read; reader.next(read);) {

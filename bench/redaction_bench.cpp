@@ -11,18 +11,9 @@
 #include <random>
 #include <string>
 
+#include "bench/thread_cpu.hpp"
 #include "format/redaction.hpp"
 #include "llm/derive_tokens.hpp"
-
-namespace {
-
-double thread_cpu_seconds() {
-  timespec now{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-}
-
-}  // namespace
 
 int main() {
   retrace::llm::install_token_deriver();  // format 1.7 (format/token_deriver.hpp)
@@ -41,9 +32,9 @@ int main() {
     const std::string body = size < whole.size() ? whole.substr(0, size - 4) + "\"}]}" : whole;
     const int rounds = size < 10'000 ? 20'000 : 200;
     std::size_t kept = 0;
-    const double start = thread_cpu_seconds();
+    const double start = retrace::bench::thread_cpu_seconds();
     for (int i = 0; i < rounds; ++i) kept += retrace::redact_json_body(body) == body;
-    const double seconds = thread_cpu_seconds() - start;
+    const double seconds = retrace::bench::thread_cpu_seconds() - start;
     std::printf("%7zu bytes: %9.2f us per body, %6.2f ns per byte (%d of %d kept byte for byte)\n", body.size(),
                 seconds * 1e6 / rounds, seconds * 1e9 / rounds / static_cast<double>(body.size()),
                 static_cast<int>(kept), rounds);
@@ -64,9 +55,9 @@ int main() {
     const std::string body = R"({"model":"m","messages":)" + messages + R"(],"max_tokens":16})";
     const int rounds = size < 10'000 ? 5'000 : 100;
     std::size_t kept = 0;
-    const double start = thread_cpu_seconds();
+    const double start = retrace::bench::thread_cpu_seconds();
     for (int i = 0; i < rounds; ++i) kept += retrace::redact_json_body(body) == body;
-    const double seconds = thread_cpu_seconds() - start;
+    const double seconds = retrace::bench::thread_cpu_seconds() - start;
     std::printf("%7zu bytes of tool turns: %9.2f us per body, %6.2f ns per byte (%d of %d kept byte for byte)\n",
                 body.size(), seconds * 1e6 / rounds, seconds * 1e9 / rounds / static_cast<double>(body.size()),
                 static_cast<int>(kept), rounds);

@@ -7,17 +7,13 @@
 #include <iostream>
 #include <string>
 
+#include "bench/thread_cpu.hpp"
 #include "shadow/verdict.hpp"
 #include "llm/derive_tokens.hpp"
 
 using namespace retrace;
 
 namespace {
-double cpu_seconds() {
-  timespec now{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return double(now.tv_sec) + double(now.tv_nsec) / 1e9;
-}
 Exchange answer(std::size_t tokens, std::size_t changed_at) {
   Exchange exchange;
   exchange.request.method = "POST";
@@ -44,13 +40,13 @@ int main(int argc, char** argv) {
   const std::size_t differ = argc > 3 ? std::stoul(argv[3]) : 10;
   const auto same = answer(tokens, tokens), changed = answer(tokens, tokens / 2);
   shadow::Pairing pairing(true, diff::Options{});
-  const double start = cpu_seconds();
+  const double start = bench::thread_cpu_seconds();
   for (std::size_t tag = 1; tag <= pairs; ++tag) {
     pairing.on_primary(tag, same);
     pairing.on_mirror(shadow::Leg::control, tag, same);
     pairing.on_mirror(shadow::Leg::candidate, tag, tag % differ == 0 ? changed : same);
   }
-  const double seconds = cpu_seconds() - start;
+  const double seconds = bench::thread_cpu_seconds() - start;
   auto verdict = pairing.snapshot();
   const std::size_t compared = verdict.legs[0].pairs + verdict.legs[1].pairs;
   std::cout << compared << " pairs of " << tokens << "-token answers (" << verdict.legs[1].differing
