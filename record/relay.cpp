@@ -119,47 +119,36 @@ void ClientSession::parse_buffered() {
   }
 }
 
-// One read's body bytes to the client: sent now, from the read buffer, when nothing is waiting
-// before them (no write in flight, nothing queued); what the socket does not take at once (a
-// client behind: EAGAIN or a partial send) is queued for flush_client, in order. A send that
-// fails ends the relay as a failed client write does.
+// One read's body bytes to the client, framed as one chunk (size line, bytes, CRLF) when the
+// response is chunked: sent now, from the read buffer, when nothing is waiting before them (no
+// write in flight, nothing queued); what the socket does not take at once (a client behind:
+// EAGAIN or a partial send), or all of it when something is waiting, is queued for flush_client,
+// in order. A send that fails ends the relay as a failed client write does.
 void ClientSession::send_body(std::string_view bytes) {
-  if (writing_ || !out_pending_.empty() || cut_) return queue_body(bytes);
   char size_line[24];
   std::size_t line = 0;
   if (frame_chunked_)
     line = static_cast<std::size_t>(std::snprintf(size_line, sizeof size_line, "%zx\r\n", bytes.size()));
-  const std::size_t crlf = frame_chunked_ ? 2 : 0;
-  const std::array<asio::const_buffer, 3> pieces{asio::buffer(size_line, line), asio::buffer(bytes.data(), bytes.size()),
-                                                 asio::buffer("\r\n", crlf)};
-  error_code ec;
-  std::size_t sent = client_.socket().send(pieces, 0, ec);
-  if (ec == asio::error::would_block || ec == asio::error::try_again) {
-    ec = {};
-    sent = 0;
+  const std::array<std::string_view, 3> pieces{std::string_view(size_line, line), bytes,
+                                               std::string_view("\r\n", frame_chunked_ ? 2 : 0)};
+  std::size_t sent = 0;
+  if (!writing_ && out_pending_.empty() && !cut_) {
+    const std::array<asio::const_buffer, 3> buffers{asio::buffer(pieces[0]), asio::buffer(pieces[1]),
+                                                    asio::buffer(pieces[2])};
+    error_code ec;
+    sent = client_.socket().send(buffers, 0, ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      sent = 0;
+    } else if (ec) {
+      client_failed_ = true;
+      client_error_ = ec;
+      return;
+    }
   }
-  if (ec) {
-    client_failed_ = true;
-    client_error_ = ec;
-    return;
-  }
-  for (const auto& piece : pieces) {  // the rest, for flush_client
-    std::string_view unsent(static_cast<const char*>(piece.data()), piece.size());
-    const std::size_t skip = std::min(sent, unsent.size());
+  for (std::string_view piece : pieces) {  // the rest, for flush_client
+    const std::size_t skip = std::min(sent, piece.size());
     sent -= skip;
-    out_pending_.append(unsent.substr(skip));
-  }
-}
-
-void ClientSession::queue_body(std::string_view bytes) {
-  if (frame_chunked_) {
-    char size_line[24];
-    int n = std::snprintf(size_line, sizeof size_line, "%zx\r\n", bytes.size());
-    out_pending_.append(size_line, static_cast<std::size_t>(n));
-    out_pending_ += bytes;
-    out_pending_ += "\r\n";
-  } else {
-    out_pending_ += bytes;
+    out_pending_.append(piece.substr(skip));
   }
 }
 

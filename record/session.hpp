@@ -85,7 +85,6 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void on_read_body(error_code ec);
   void parse_buffered();
   void send_body(std::string_view bytes);
-  void queue_body(std::string_view bytes);
   void flush_client();
   void on_write_client(error_code ec);
   void settle();
