@@ -9,8 +9,14 @@
 # raw"); and the replay's CPU per token. With BEFORE=OTHER_BINARY each row is run with OTHER_BINARY
 # and then RETRACE_BINARY, alternating, against the same server.
 #
+# The server's running batch is as large as the largest level (at least 64), so every stream is in
+# it at once. Past 4 M tokens a level, the raw bytes and tokens are the first answer's times C
+# (every answer is TOKENS tokens of near-equal events; exporting the whole trace to count them
+# would be gigabytes of JSON; SAMPLE_PAST=N moves the threshold).
+#
 # Usage: [BEFORE=RETRACE_BINARY] bench/inflight.sh [RETRACE_BINARY] [CONCURRENCY...]
 #        (default 16 64; TOKENS=16000; PATHS="direct record" and IDS="off auto" pick the rows)
+#        1,000 streams of 16,000 tokens with logprobs: IDS=auto PATHS=direct bench/inflight.sh BIN 1000
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RETRACE=${1:-$ROOT/build/release/retrace}
@@ -25,7 +31,9 @@ BINARIES+=("$RETRACE")
 . "$ROOT/bench/lib.sh"
 bench_workdir inflight
 
-"$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --max-model-len 65536 \
+MAX_BATCH=64
+for c in "${LEVELS[@]}"; do (( c <= MAX_BATCH )) || MAX_BATCH=$c; done
+"$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --max-model-len 65536 --max-batch "$MAX_BATCH" \
   >"$WORK/serve.out" 2>"$WORK/serve.err" &
 PIDS+=($!)
 SIM=$(url_of serve)
@@ -42,17 +50,20 @@ with open(out, "w") as f:
 PY
 }
 
-sizes() {  # TRACE : "RAW_BYTES TOKENS": every stored response event's bytes, every choice's tokens
-  "$RETRACE" export "$1" | python3 -c '
+sizes() {  # TRACE C : "RAW_BYTES TOKENS": every stored response event's bytes, every choice's tokens
+  local scale=1 lines=cat
+  if (( $2 * TOKENS > ${SAMPLE_PAST:-4000000} )); then scale=$2; lines="head -n 2"; fi  # the header and the first answer
+  "$RETRACE" export "$1" | $lines | python3 -c '
 import json, sys
 raw = tokens = 0
+scale = int(sys.argv[1])
 for line in sys.stdin:
     exchange = json.loads(line).get("exchange")
     if exchange:
         response = exchange.get("response", {})
         raw += sum(len(e.get("data", "")) for e in response.get("events", [])) + len(response.get("body", ""))
         tokens += sum(len(c.get("tokens", [])) for c in exchange.get("choices", []))
-print(raw, tokens)'
+print(raw * scale, tokens * scale)' "$scale"
 }
 
 replay_peak() {  # BINARY OUT_PREFIX TARGET ARGS... : "PEAK_KIB CPU_S" of one replay
@@ -96,7 +107,7 @@ for c in "${LEVELS[@]}"; do
       label=$([[ "$binary" == "${BEFORE:-}" && "$binary" != "$RETRACE" ]] && echo before || echo after)
       if [[ " $PATHS " == *" direct "* ]]; then
         read -r peak cpu < <(replay_peak "$binary" "$WORK/direct" "$SIM" -c "$c" --token-ids "$ids")
-        [[ -n "$raw" ]] || read -r raw tokens < <(sizes "$WORK/direct.rtrace")
+        [[ -n "$raw" ]] || read -r raw tokens < <(sizes "$WORK/direct.rtrace" "$c")
         row "$c" "$ids" "$label" replay "$peak" "${BASE[$binary]}" "$raw" "$tokens" "$cpu"
       fi
       [[ " $PATHS " == *" record "* ]] || continue
@@ -111,7 +122,7 @@ for c in "${LEVELS[@]}"; do
       kill -INT "$proxy_pid"
       wait "$proxy_pid" || true
       rm -f "$WORK/record.out"
-      [[ -n "$raw" ]] || read -r raw tokens < <(sizes "$WORK/proxied.rtrace")
+      [[ -n "$raw" ]] || read -r raw tokens < <(sizes "$WORK/proxied.rtrace" "$c")
       row "$c" "$ids" "$label" "replay through record" "$rpeak" "${BASE[$binary]}" "$raw" "$tokens" "$rcpu"
       row "$c" "$ids" "$label" "record (the proxy)" "$hwm" "$idle" "$raw" "$tokens" ""
     done
