@@ -24,6 +24,10 @@
 
 #include <boost/json/basic_parser_impl.hpp>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 namespace retrace::llm {
 
 // True when the scanner reproduces basic_parser under `options`.
@@ -99,12 +103,24 @@ class JsonScanner {
       std::string_view name;
       if (!string(name) || !h_.on_key({name.data(), name.size()}, name.size(), ec)) return false;
     }
-    skip_space();
-    if (p_ == end_ || *p_ != ':') return false;
+    if (p_ == end_ || *p_ != ':') {
+      skip_space();
+      if (p_ == end_ || *p_ != ':') return false;
+    }
     ++p_;
     skip_space();
     goto value;
   after_value:
+    if (p_ != end_ && *p_ == ',' && depth != 0) {  // the common case, before any whitespace
+      ++p_;
+      if (is_object >> depth & 1) {
+        if (p_ != end_ && *p_ == '"') goto key;
+        skip_space();
+        goto key;
+      }
+      skip_space();
+      goto value;
+    }
     skip_space();
     if (depth == 0) {
       if (p_ != end_) return false;  // more after the document: the parser says how much it used
@@ -178,18 +194,38 @@ class JsonScanner {
   }
   // Stops at '"', '\\' or a control character (bytes from 0x80 are taken as they are).
   static bool plain(char c) { return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20; }
+  // The first byte from `p` that is not plain(), or `end`: 16 bytes at a time where SSE2 is.
+  static const char* plain_run(const char* p, const char* end) {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), control = _mm_set1_epi8(0x1f);
+    while (end - p >= 16) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      const __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash)),
+                                        _mm_cmpeq_epi8(_mm_max_epu8(bytes, control), control));  // <= 0x1f
+      if (const int mask = _mm_movemask_epi8(stop)) return p + __builtin_ctz(static_cast<unsigned>(mask));
+      p += 16;
+    }
+#endif
+    while (p != end && plain(*p)) ++p;
+    return p;
+  }
 
   // The string at p_ (its opening quote), unescaped: a view of the input when it has no escape,
   // else of buffer_. p_ ends past the closing quote.
   bool string(std::string_view& out) {
-    const char* start = ++p_;
-    while (p_ != end_ && plain(*p_)) ++p_;
-    if (p_ == end_) return false;
-    if (*p_ == '"') {
-      out = std::string_view(start, static_cast<std::size_t>(p_ - start));
-      ++p_;
+    const char* start = p_ + 1;
+    const char* p = plain_run(start, end_);
+    if (p != end_ && *p == '"') [[likely]] {
+      out = std::string_view(start, static_cast<std::size_t>(p - start));
+      p_ = p + 1;
       return true;
     }
+    p_ = p;
+    return escaped(start, out);
+  }
+
+  // The rest of a string from p_ on, which stopped at an escape, a control character or the end.
+  [[gnu::noinline]] bool escaped(const char* start, std::string_view& out) {
     buffer_.assign(start, p_);
     for (;;) {
       if (p_ == end_) return false;
@@ -198,7 +234,7 @@ class JsonScanner {
       if (c != '\\') {
         if (static_cast<unsigned char>(c) < 0x20) return false;
         const char* run = p_;
-        while (p_ != end_ && plain(*p_)) ++p_;
+        p_ = plain_run(p_, end_);
         buffer_.append(run, p_);
         continue;
       }
@@ -236,58 +272,61 @@ class JsonScanner {
     return true;
   }
 
+  static bool digit_at(const char* p, const char* end) { return p != end && static_cast<unsigned char>(*p - '0') <= 9; }
+
   // The number at p_, as basic_parser::parse_number() reads it (see the top of this file).
   bool number() {
     boost::json::error_code ec;
-    const bool negative = *p_ == '-';
-    const char* digits = p_ + (negative ? 1 : 0);
-    if (digits == end_ || !is_digit(*digits)) return false;
-    const bool fast = end_ - digits >= 16 + 1 + 16;  // basic_parser's fast path
-    const char* q = digits;
+    const char* const end = end_;
+    const char* q = p_;
+    const bool negative = *q == '-';
+    q += negative ? 1 : 0;
+    if (!digit_at(q, end)) return false;
+    const bool fast = end - q >= 16 + 1 + 16;  // basic_parser's fast path
     std::uint64_t mant = 0;
     int whole = 0;  // digits of the integer part that count
     if (*q == '0') {
       ++q;
-      if (q != end_ && is_digit(*q)) return false;  // "01": the parser refuses it
+      if (digit_at(q, end)) return false;  // "01": the parser refuses it
     } else {
-      while (q != end_ && is_digit(*q)) {
+      do {
         if (++whole > 15) return false;
         mant = mant * 10 + static_cast<unsigned>(*q++ - '0');
-      }
+      } while (digit_at(q, end));
+    }
+    if (q == end || (*q != '.' && (*q | 32) != 'e')) {
+      // At most 15 digits: an int64 either way ("-0" is 0).
+      const boost::json::string_view text(p_, static_cast<std::size_t>(q - p_));
+      p_ = q;
+      const auto value = static_cast<std::int64_t>(mant);
+      return h_.on_int64(negative ? -value : value, text, ec);
     }
     std::int32_t bias = 0;
-    bool is_double = false;
-    if (q != end_ && *q == '.') {
-      is_double = true;
-      ++q;
-      const char* fraction = q;
-      while (q != end_ && is_digit(*q)) ++q;
+    if (*q == '.') {
+      const char* fraction = ++q;
+      while (digit_at(q, end)) ++q;
       const int count = static_cast<int>(q - fraction);
       if (count == 0) return false;
       // The fast path takes the first min(count, 16) digits at once when whole + those < 19;
-      // every digit after that (and every digit on the slow path) only while mant <= 2^53 - 1.
+      // every digit after that (and every digit on the slow path) only while mant <= 2^53 - 1,
+      // and the rest are read and dropped.
       int at_once = 0;
       if (fast) {
         const int first = count < 16 ? count : 16;
         if (whole + first < 19) at_once = first;
       }
-      for (int i = 0; i < count; ++i) {
-        if (i < at_once || mant <= 9007199254740991u) {
-          mant = mant * 10 + static_cast<unsigned>(fraction[i] - '0');
-          --bias;
-        } else {
-          break;  // the rest are read and dropped
-        }
-      }
+      int i = 0;
+      for (; i < at_once; ++i) mant = mant * 10 + static_cast<unsigned>(fraction[i] - '0');
+      for (; i < count && mant <= 9007199254740991u; ++i) mant = mant * 10 + static_cast<unsigned>(fraction[i] - '0');
+      bias = -i;
     }
     bool exponent_negative = false;
     std::int32_t exponent = 0;
-    if (q != end_ && (*q | 32) == 'e') {
-      is_double = true;
+    if (q != end && (*q | 32) == 'e') {
       ++q;
-      if (q != end_ && (*q == '+' || *q == '-')) exponent_negative = *q++ == '-';
+      if (q != end && (*q == '+' || *q == '-')) exponent_negative = *q++ == '-';
       const char* first = q;
-      while (q != end_ && is_digit(*q)) {
+      while (digit_at(q, end)) {
         if (q - first >= 4) return false;
         exponent = exponent * 10 + (*q++ - '0');
       }
@@ -295,11 +334,6 @@ class JsonScanner {
     }
     const boost::json::string_view text(p_, static_cast<std::size_t>(q - p_));
     p_ = q;
-    if (!is_double) {
-      // At most 15 digits: an int64 either way ("-0" is 0).
-      const auto value = static_cast<std::int64_t>(mant);
-      return h_.on_int64(negative ? -value : value, text, ec);
-    }
     const double value =
         boost::json::detail::dec_to_float(mant, bias + (exponent_negative ? -exponent : exponent), negative);
     return h_.on_double(value, text, ec);
