@@ -84,49 +84,57 @@ inline ScanVerdict scan_against_parser(std::string_view data) {
   return ScanVerdict::scanned;
 }
 
-// Everything a SimpleChoice, its logprobs and the usage hold, as text.
-inline void describe(std::string& out, const llm::SimpleLogprobToken& token) {
-  out += "<" + std::to_string(token.has_token) + token.token + "|" + std::to_string(token.has_bytes) +
-         std::to_string(token.bytes_invalid) + token.bytes + "|" + std::to_string(token.has_id) +
-         std::to_string(token.id) + "|" + std::to_string(token.has_logprob);
+// What a SimpleChoice, its logprobs and the usage say, as text: each field its flag says is there
+// (read_simple_event() reads no other; a field left from an earlier event is not compared).
+inline std::string bits_of(double value) {
   std::uint64_t bits;
-  std::memcpy(&bits, &token.logprob, sizeof bits);
-  out += std::to_string(bits) + "|" + std::to_string(token.has_top) + ":" + std::to_string(token.top_begin) + "-" +
-         std::to_string(token.top_end) + ">";
+  std::memcpy(&bits, &value, sizeof bits);
+  return std::to_string(bits);
+}
+
+inline void describe(std::string& out, const llm::SimpleLogprobToken& token) {
+  out += "<";
+  if (token.has_token) out += "token " + token.token;
+  if (token.has_bytes) out += "|bytes " + token.bytes;
+  if (token.has_id) out += "|id " + std::to_string(token.id);
+  if (token.has_logprob) out += "|logprob " + bits_of(token.logprob);
+  if (token.has_top) out += "|top " + std::to_string(token.top_begin) + "-" + std::to_string(token.top_end);
+  out += ">";
 }
 
 inline std::string describe(std::span<const llm::SimpleChoice> choices, const llm::SimpleUsage& usage) {
   std::string out;
-  auto number = [&](double value) {
-    std::uint64_t bits;
-    std::memcpy(&bits, &value, sizeof bits);
-    out += std::to_string(bits) + ",";
-  };
   auto count = [&](const std::optional<std::int64_t>& value) { out += value ? std::to_string(*value) + "," : "-,"; };
   for (const llm::SimpleChoice& choice : choices) {
-    out += "choice " + std::to_string(choice.index) + " " + std::to_string(choice.has_text) + choice.text + "|" +
-           std::to_string(choice.has_finish_reason) + choice.finish_reason + "|";
+    out += "choice " + std::to_string(choice.index);
+    if (choice.has_text) out += " text " + choice.text;
+    if (choice.has_finish_reason) out += " finish " + choice.finish_reason;
     for (const llm::SimpleMessage* message : {&choice.delta, &choice.message}) {
-      out += std::to_string(message->is_object) + std::to_string(message->has_content) + message->content + "|";
+      out += " message " + std::to_string(message->is_object);
+      if (message->has_content) out += " content " + message->content;
     }
-    out += std::to_string(choice.has_token_ids) + ":";
-    for (std::int32_t id : choice.token_ids) out += std::to_string(id) + ",";
+    if (choice.has_token_ids) {
+      out += " ids";
+      for (std::int32_t id : choice.token_ids) out += " " + std::to_string(id);
+    }
     const llm::SimpleLogprobs& logprobs = choice.logprobs;
-    out += "\nlogprobs " + std::to_string(logprobs.is_object) + std::to_string(logprobs.content_is_array) +
-           std::to_string(logprobs.tokens_is_array) + std::to_string(logprobs.token_logprobs_is_array) +
-           std::to_string(logprobs.top_is_array) + std::to_string(logprobs.text_offset_is_array) +
-           std::to_string(logprobs.text_offsets_integers) + "\n";
-    for (const auto& entry : logprobs.entries) describe(out, entry);
-    out += "\n";
-    for (const auto& alternative : logprobs.alternatives) describe(out, alternative);
-    out += "\n";
-    for (const auto& token : logprobs.tokens) out += std::to_string(token.is_string) + token.text + ",";
-    for (const auto& value : logprobs.token_logprobs) out += std::to_string(value.present), number(value.value);
-    for (const auto& top : logprobs.top) {
-      out += std::to_string(top.is_object) + std::to_string(top.begin) + "-" + std::to_string(top.end) + ",";
+    out += "\nlogprobs " + std::to_string(logprobs.is_object);
+    if (logprobs.is_object) {
+      out += std::to_string(logprobs.content_is_array) + std::to_string(logprobs.tokens_is_array) +
+             std::to_string(logprobs.token_logprobs_is_array) + std::to_string(logprobs.top_is_array) +
+             std::to_string(logprobs.text_offset_is_array) + std::to_string(logprobs.text_offsets_integers) + "\n";
+      for (const auto& entry : logprobs.entries) describe(out, entry);
+      out += "\n";
+      for (const auto& alternative : logprobs.alternatives) describe(out, alternative);
+      out += "\n";
+      for (const auto& token : logprobs.tokens) out += token.is_string ? token.text + "," : std::string("-,");
+      for (const auto& value : logprobs.token_logprobs) out += value.present ? bits_of(value.value) + "," : "-,";
+      for (const auto& top : logprobs.top) {
+        out += top.is_object ? std::to_string(top.begin) + "-" + std::to_string(top.end) + "," : std::string("-,");
+      }
+      for (const auto& label : logprobs.labels) out += label.label + "=" + bits_of(label.logprob) + ",";
+      for (std::int64_t offset : logprobs.text_offsets) out += std::to_string(offset) + ",";
     }
-    for (const auto& label : logprobs.labels) out += label.label + "=", number(label.logprob);
-    for (std::int64_t offset : logprobs.text_offsets) out += std::to_string(offset) + ",";
     out += "\n";
   }
   out += "usage " + std::to_string(usage.present) + std::to_string(usage.details_present) + ":";
@@ -148,6 +156,7 @@ class ScanAndParse {
  public:
   bool agree(std::string_view data) { return fast_parse(scanning_, data) == fast_parse(parsing_, data); }
   std::size_t scanned() const { return scanning_.scanned(); }
+  std::size_t shaped() const { return scanning_.shaped(); }
 
  private:
   llm::FastEventParser scanning_{llm::decoder_parse_options(), true};

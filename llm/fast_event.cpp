@@ -5,6 +5,7 @@
 
 #include "llm/decoder_impl.hpp"
 #include "llm/fast_scan.hpp"
+#include "llm/fast_scan_shape.hpp"
 
 namespace retrace::llm {
 
@@ -396,7 +397,9 @@ struct FastEventParser::Parser {
   bool scan;  // JsonScanner first (fast_scan.hpp), basic_parser where it stops
   std::size_t max_depth;
   std::string unescaped;  // the scanner's buffer for escaped strings
-  std::size_t scanned = 0;
+  ShapeReader shape;      // before the scanner: the shape streams repeat, read straight
+  const SimpleUsage* usage = &sax.handler().usage();  // the last successful parse's
+  std::size_t scanned = 0, shaped = 0;
 };
 
 FastEventParser::FastEventParser(const json::parse_options& options, bool scan)
@@ -407,6 +410,13 @@ std::optional<std::span<const SimpleChoice>> FastEventParser::parse(std::string_
   json::basic_parser<SimpleEventHandler>& sax = parser_->sax;
   SimpleEventHandler& simple = sax.handler();
   if (parser_->scan) {
+    if (parser_->shape.read(data)) {
+      ++parser_->scanned;
+      ++parser_->shaped;
+      parser_->usage = &parser_->shape.usage();
+      return parser_->shape.choices();
+    }
+    parser_->usage = &simple.usage();
     simple.reset();
     if (JsonScanner<SimpleEventHandler>(simple, parser_->unescaped, parser_->max_depth).run(data)) {
       ++parser_->scanned;
@@ -414,6 +424,7 @@ std::optional<std::span<const SimpleChoice>> FastEventParser::parse(std::string_
       return simple.choices();
     }
   }
+  parser_->usage = &simple.usage();
   // The parser decides: anything the scanner stopped at, from a reset handler.
   sax.reset();
   simple.reset();
@@ -424,8 +435,9 @@ std::optional<std::span<const SimpleChoice>> FastEventParser::parse(std::string_
 }
 
 std::size_t FastEventParser::scanned() const { return parser_->scanned; }
+std::size_t FastEventParser::shaped() const { return parser_->shaped; }
 
-const SimpleUsage& FastEventParser::usage() const { return parser_->sax.handler().usage(); }
+const SimpleUsage& FastEventParser::usage() const { return *parser_->usage; }
 
 bool ResponseDecoder::Impl::read_simple_event(std::string_view data, std::int64_t offset_ns, bool streamed) {
   if (!fast_path || (dialect != Dialect::openai_completions && dialect != Dialect::openai_chat)) return false;

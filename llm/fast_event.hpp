@@ -63,9 +63,11 @@ struct SimpleUsage {
 };
 
 // One per decoder, reused for every event (Boost.JSON's basic_parser is instantiated only in
-// fast_event.cpp). Each event goes first through JsonScanner (fast_scan.hpp), which feeds the same
-// handler the same events in one pass over the bytes, and through basic_parser wherever the
-// scanner stops; `scan` false runs basic_parser alone (the tests compare the two).
+// fast_event.cpp). Each event goes first through ShapeReader (fast_scan_shape.hpp), which reads the
+// shape streams repeat straight into the choices; then, where it gives up, through JsonScanner
+// (fast_scan.hpp), which feeds the handler the same events basic_parser would in one pass over the
+// bytes; and through basic_parser wherever the scanner stops. `scan` false runs basic_parser
+// alone (the tests compare the two).
 class FastEventParser {
  public:
   explicit FastEventParser(const boost::json::parse_options& options, bool scan = true);
@@ -79,8 +81,10 @@ class FastEventParser {
   std::optional<std::span<const SimpleChoice>> parse(std::string_view data);
   // The last successful parse's "usage".
   const SimpleUsage& usage() const;
-  // Events the scanner read to the end (the rest went through basic_parser).
+  // Events the scanner read to the end (the rest went through basic_parser), and of those, the
+  // ones ShapeReader read alone (fast_scan_shape.hpp).
   std::size_t scanned() const;
+  std::size_t shaped() const;
 
  private:
   struct Parser;

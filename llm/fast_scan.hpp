@@ -36,118 +36,26 @@ inline bool scanner_models(const boost::json::parse_options& options) {
          options.max_depth >= 2;
 }
 
-template <class Handler>
-class JsonScanner {
+// A number as basic_parser reports it: an int64 (on_int64) or a double (on_double).
+struct JsonNumber {
+  bool is_double = false;
+  std::int64_t integer = 0;
+  double real = 0;
+  std::string_view text;
+};
+
+// The scanner's reading of JSON's tokens from a complete buffer, shared by JsonScanner and
+// ShapeReader (fast_scan_shape.hpp).
+class JsonLexer {
  public:
   // `buffer` holds an escaped string's unescaped bytes (kept by the caller to stay warm).
-  JsonScanner(Handler& handler, std::string& buffer, std::size_t max_depth)
-      : h_(handler), buffer_(buffer), max_depth_(max_depth < 62 ? max_depth : 62) {}
+  explicit JsonLexer(std::string& buffer) : buffer_(buffer) {}
 
-  // True when every event of the document reached the handler and it took each one.
-  bool run(std::string_view data) {
+ protected:
+  void start(std::string_view data) {
     p_ = data.data();
     end_ = p_ + data.size();
-    boost::json::error_code ec;
-    if (!h_.on_document_begin(ec)) return false;
-    std::uint64_t is_object = 0;  // bit per open container: 1 an object, 0 an array
-    std::size_t depth = 0;
-    skip_space();
-  value:
-    if (p_ == end_) return false;
-    switch (*p_) {
-      case '{':
-        if (depth + 1 >= max_depth_) return false;
-        if (!h_.on_object_begin(ec)) return false;
-        ++p_;
-        skip_space();
-        if (p_ != end_ && *p_ == '}') {
-          ++p_;
-          if (!h_.on_object_end(0, ec)) return false;
-          goto after_value;
-        }
-        is_object |= std::uint64_t(1) << ++depth;
-        goto key;
-      case '[':
-        if (depth + 1 >= max_depth_) return false;
-        if (!h_.on_array_begin(ec)) return false;
-        ++p_;
-        skip_space();
-        if (p_ != end_ && *p_ == ']') {
-          ++p_;
-          if (!h_.on_array_end(0, ec)) return false;
-          goto after_value;
-        }
-        is_object &= ~(std::uint64_t(1) << ++depth);
-        goto value;
-      case '"': {
-        std::string_view text;
-        if (!string(text) || !h_.on_string({text.data(), text.size()}, text.size(), ec)) return false;
-        goto after_value;
-      }
-      case 't':
-        if (!literal("true") || !h_.on_bool(true, ec)) return false;
-        goto after_value;
-      case 'f':
-        if (!literal("false") || !h_.on_bool(false, ec)) return false;
-        goto after_value;
-      case 'n':
-        if (!literal("null") || !h_.on_null(ec)) return false;
-        goto after_value;
-      default:
-        if (!number()) return false;
-        goto after_value;
-    }
-  key:
-    if (p_ == end_ || *p_ != '"') return false;
-    {
-      std::string_view name;
-      if (!string(name) || !h_.on_key({name.data(), name.size()}, name.size(), ec)) return false;
-    }
-    if (p_ == end_ || *p_ != ':') {
-      skip_space();
-      if (p_ == end_ || *p_ != ':') return false;
-    }
-    ++p_;
-    skip_space();
-    goto value;
-  after_value:
-    if (p_ != end_ && *p_ == ',' && depth != 0) {  // the common case, before any whitespace
-      ++p_;
-      if (is_object >> depth & 1) {
-        if (p_ != end_ && *p_ == '"') goto key;
-        skip_space();
-        goto key;
-      }
-      skip_space();
-      goto value;
-    }
-    skip_space();
-    if (depth == 0) {
-      if (p_ != end_) return false;  // more after the document: the parser says how much it used
-      return h_.on_document_end(ec);
-    }
-    if (p_ == end_) return false;
-    if (*p_ == ',') {
-      ++p_;
-      skip_space();
-      if (is_object >> depth & 1) goto key;
-      goto value;
-    }
-    if (is_object >> depth & 1) {
-      if (*p_ != '}') return false;
-      ++p_;
-      --depth;
-      if (!h_.on_object_end(0, ec)) return false;
-      goto after_value;
-    }
-    if (*p_ != ']') return false;
-    ++p_;
-    --depth;
-    if (!h_.on_array_end(0, ec)) return false;
-    goto after_value;
   }
-
- private:
   void skip_space() {
     while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
   }
@@ -275,8 +183,7 @@ class JsonScanner {
   static bool digit_at(const char* p, const char* end) { return p != end && static_cast<unsigned char>(*p - '0') <= 9; }
 
   // The number at p_, as basic_parser::parse_number() reads it (see the top of this file).
-  bool number() {
-    boost::json::error_code ec;
+  bool number(JsonNumber& out) {
     const char* const end = end_;
     const char* q = p_;
     const bool negative = *q == '-';
@@ -296,10 +203,12 @@ class JsonScanner {
     }
     if (q == end || (*q != '.' && (*q | 32) != 'e')) {
       // At most 15 digits: an int64 either way ("-0" is 0).
-      const boost::json::string_view text(p_, static_cast<std::size_t>(q - p_));
+      out.text = std::string_view(p_, static_cast<std::size_t>(q - p_));
       p_ = q;
       const auto value = static_cast<std::int64_t>(mant);
-      return h_.on_int64(negative ? -value : value, text, ec);
+      out.is_double = false;
+      out.integer = negative ? -value : value;
+      return true;
     }
     std::int32_t bias = 0;
     if (*q == '.') {
@@ -332,18 +241,136 @@ class JsonScanner {
       }
       if (q == first) return false;
     }
-    const boost::json::string_view text(p_, static_cast<std::size_t>(q - p_));
+    out.text = std::string_view(p_, static_cast<std::size_t>(q - p_));
     p_ = q;
-    const double value =
-        boost::json::detail::dec_to_float(mant, bias + (exponent_negative ? -exponent : exponent), negative);
-    return h_.on_double(value, text, ec);
+    out.is_double = true;
+    out.real = boost::json::detail::dec_to_float(mant, bias + (exponent_negative ? -exponent : exponent), negative);
+    return true;
   }
 
-  Handler& h_;
   std::string& buffer_;
-  std::size_t max_depth_;
   const char* p_ = nullptr;
   const char* end_ = nullptr;
+};
+
+template <class Handler>
+class JsonScanner : JsonLexer {
+ public:
+  JsonScanner(Handler& handler, std::string& buffer, std::size_t max_depth)
+      : JsonLexer(buffer), h_(handler), max_depth_(max_depth < 62 ? max_depth : 62) {}
+
+  // True when every event of the document reached the handler and it took each one.
+  bool run(std::string_view data) {
+    start(data);
+    boost::json::error_code ec;
+    if (!h_.on_document_begin(ec)) return false;
+    std::uint64_t is_object = 0;  // bit per open container: 1 an object, 0 an array
+    std::size_t depth = 0;
+    skip_space();
+  value:
+    if (p_ == end_) return false;
+    switch (*p_) {
+      case '{':
+        if (depth + 1 >= max_depth_) return false;
+        if (!h_.on_object_begin(ec)) return false;
+        ++p_;
+        skip_space();
+        if (p_ != end_ && *p_ == '}') {
+          ++p_;
+          if (!h_.on_object_end(0, ec)) return false;
+          goto after_value;
+        }
+        is_object |= std::uint64_t(1) << ++depth;
+        goto key;
+      case '[':
+        if (depth + 1 >= max_depth_) return false;
+        if (!h_.on_array_begin(ec)) return false;
+        ++p_;
+        skip_space();
+        if (p_ != end_ && *p_ == ']') {
+          ++p_;
+          if (!h_.on_array_end(0, ec)) return false;
+          goto after_value;
+        }
+        is_object &= ~(std::uint64_t(1) << ++depth);
+        goto value;
+      case '"': {
+        std::string_view text;
+        if (!string(text) || !h_.on_string({text.data(), text.size()}, text.size(), ec)) return false;
+        goto after_value;
+      }
+      case 't':
+        if (!literal("true") || !h_.on_bool(true, ec)) return false;
+        goto after_value;
+      case 'f':
+        if (!literal("false") || !h_.on_bool(false, ec)) return false;
+        goto after_value;
+      case 'n':
+        if (!literal("null") || !h_.on_null(ec)) return false;
+        goto after_value;
+      default: {
+        JsonNumber number;
+        if (!this->number(number)) return false;
+        const boost::json::string_view text(number.text.data(), number.text.size());
+        if (!(number.is_double ? h_.on_double(number.real, text, ec) : h_.on_int64(number.integer, text, ec))) {
+          return false;
+        }
+        goto after_value;
+      }
+    }
+  key:
+    if (p_ == end_ || *p_ != '"') return false;
+    {
+      std::string_view name;
+      if (!string(name) || !h_.on_key({name.data(), name.size()}, name.size(), ec)) return false;
+    }
+    if (p_ == end_ || *p_ != ':') {
+      skip_space();
+      if (p_ == end_ || *p_ != ':') return false;
+    }
+    ++p_;
+    skip_space();
+    goto value;
+  after_value:
+    if (p_ != end_ && *p_ == ',' && depth != 0) {  // the common case, before any whitespace
+      ++p_;
+      if (is_object >> depth & 1) {
+        if (p_ != end_ && *p_ == '"') goto key;
+        skip_space();
+        goto key;
+      }
+      skip_space();
+      goto value;
+    }
+    skip_space();
+    if (depth == 0) {
+      if (p_ != end_) return false;  // more after the document: the parser says how much it used
+      return h_.on_document_end(ec);
+    }
+    if (p_ == end_) return false;
+    if (*p_ == ',') {
+      ++p_;
+      skip_space();
+      if (is_object >> depth & 1) goto key;
+      goto value;
+    }
+    if (is_object >> depth & 1) {
+      if (*p_ != '}') return false;
+      ++p_;
+      --depth;
+      if (!h_.on_object_end(0, ec)) return false;
+      goto after_value;
+    }
+    if (*p_ != ']') return false;
+    ++p_;
+    --depth;
+    if (!h_.on_array_end(0, ec)) return false;
+    goto after_value;
+  }
+
+ private:
+  Handler& h_;
+  std::size_t max_depth_;
 };
 
 }  // namespace retrace::llm

@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
 #include "fuzz/scan_differential.hpp"
 #include "tests/test_data.hpp"
 
@@ -131,7 +135,79 @@ std::string completions_event(std::size_t length, std::size_t top, std::mt19937_
          R"(]}],"usage":{"prompt_tokens":7,"completion_tokens":)" + number_text(random) + "}}";
 }
 
+// `value` written as JSON, its values numbered in document order: the one numbered `target`
+// written as `replacement` (when not empty), or, when it is an object member and `duplicate`, its
+// key and value written twice.
+void write_json(std::string& out, const boost::json::value& value, int& position, int target,
+                const std::string& replacement, bool duplicate) {
+  const int at = position++;
+  if (at == target && !replacement.empty()) {
+    out += replacement;
+    return;
+  }
+  if (const auto* object = value.if_object()) {
+    out += '{';
+    bool first = true;
+    for (const auto& member : *object) {
+      const int member_at = position;
+      std::string pair = boost::json::serialize(boost::json::value(member.key())) + ":";
+      write_json(pair, member.value(), position, target, replacement, duplicate);
+      for (int copy = 0; copy < (member_at == target && duplicate ? 2 : 1); ++copy) {
+        out += first ? "" : ",";
+        out += pair;
+        first = false;
+      }
+    }
+    out += '}';
+  } else if (const auto* array = value.if_array()) {
+    out += '[';
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      if (i) out += ',';
+      write_json(out, (*array)[i], position, target, replacement, duplicate);
+    }
+    out += ']';
+  } else {
+    out += boost::json::serialize(value);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("The scanner and the parser agree on every value of a repeated event replaced or its key duplicated") {
+  // Each value of each event in turn: every key's pair written twice, and the value replaced by
+  // one of every type and edge (bytes out of 0..255, ids and counts out of range, nulls, strings
+  // where numbers go, containers where strings go, "error" where the object's name goes).
+  const char* events[] = {
+      R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1796542049,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":" the","reasoning":null,"refusal":null,"tool_calls":null},"logprobs":{"content":[{"token":" the","logprob":-0.25,"bytes":[32,116,104,101],"id":279,"top_logprobs":[{"token":" the","logprob":-0.25,"bytes":[32,255],"id":279},{"token":"token_id:7","logprob":-1.5,"bytes":null}]}],"refusal":null},"finish_reason":null,"token_ids":[279]}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4,"reasoning_tokens":0,"completion_tokens_details":{"reasoning_tokens":0}}})",
+      R"({"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":1,"text":" the","logprobs":{"tokens":[" the","\n"],"token_logprobs":[-1.0452473,null],"top_logprobs":[{" the":-1.0452473,"\n":-2.5},null],"text_offset":[12,16]},"finish_reason":"length","stop_reason":null,"message":{"content":"x"}}],"usage":null})",
+  };
+  const char* replacements[] = {"null", "true", "false", "0", "-1", "255", "256", "4096", "-0", "1.5", "1e2",
+                                "9223372036854775807", "18446744073709551615", "\"\"", "\"error\"", "\"x\"",
+                                "[]", "{}", "[1]", "[null]", "[\"a\"]", "{\"a\":1}", "[{}]", "[[]]"};
+  Tally tally;
+  for (const char* event : events) {
+    const boost::json::value parsed = boost::json::parse(event);
+    int values = 0;
+    std::string whole;
+    write_json(whole, parsed, values, -1, "", false);
+    REQUIRE(tally.check(whole));
+    for (int target = 0; target < values; ++target) {
+      int position = 0;
+      std::string duplicated;
+      write_json(duplicated, parsed, position, target, "", true);
+      tally.check(duplicated);
+      for (const char* replacement : replacements) {
+        position = 0;
+        std::string replaced;
+        write_json(replaced, parsed, position, target, replacement, false);
+        tally.check(replaced);
+      }
+    }
+  }
+  INFO(tally.inputs << " inputs, " << tally.scanned << " scanned, " << tally.fast.shaped() << " shaped");
+  CHECK(tally.inputs > 1900);
+  CHECK(tally.fast.shaped() > 300);
+}
 
 TEST_CASE("The scanner and the parser agree on every line of the shape corpus") {
   Tally tally;
@@ -146,6 +222,7 @@ TEST_CASE("The scanner and the parser agree on every line of the shape corpus") 
   CHECK(tally.scanned > 600);
   CHECK(tally.scanned == tally.accepted);  // every line that is one JSON document, the scanner read
   CHECK(tally.fast.scanned() > 500);
+  CHECK(tally.fast.shaped() > 350);  // and the shape reader read most of those alone
 }
 
 TEST_CASE("The scanner and the parser agree on every input of the fuzz corpora") {
@@ -186,6 +263,7 @@ TEST_CASE("The scanner and the parser agree on generated events of every size") 
     }
   }
   CHECK(tally.scanned == 300);
+  CHECK(tally.fast.shaped() == 300);
   std::size_t events = 300;
   // 0 to 5 alternatives, tokens of 1 byte to 100 KB, numbers of every length.
   for (std::size_t length : {1, 2, 5, 16, 64, 300, 4096, 102400}) {
