@@ -12,24 +12,18 @@ namespace {
 constexpr int kMaxDepth = 48;  // below basic_parser's max_depth (64), so it never judges alone
 }
 
-template <class Key>
-bool ShapeReader::object(Key key) {
-  if (p_ == end_ || *p_ != '{' || ++depth_ > kMaxDepth) return false;
+template <class Item>
+bool ShapeReader::container(char open, char close, Item item) {
+  if (p_ == end_ || *p_ != open || ++depth_ > kMaxDepth) return false;
   ++p_;
   skip_space();
-  if (p_ != end_ && *p_ == '}') {
+  if (p_ != end_ && *p_ == close) {
     ++p_;
     --depth_;
     return true;
   }
   for (;;) {
-    std::string_view name;
-    if (p_ == end_ || *p_ != '"' || !string(name)) return false;
-    skip_space();
-    if (p_ == end_ || *p_ != ':') return false;
-    ++p_;
-    skip_space();
-    if (!key(name)) return false;  // reads the value; `name` may point into the buffer it reuses
+    if (p_ == end_ || !item()) return false;
     skip_space();
     if (p_ == end_) return false;
     if (*p_ == ',') {
@@ -37,37 +31,29 @@ bool ShapeReader::object(Key key) {
       skip_space();
       continue;
     }
-    if (*p_ != '}') return false;
+    if (*p_ != close) return false;
     ++p_;
     --depth_;
     return true;
   }
 }
 
+template <class Key>
+bool ShapeReader::object(Key key) {
+  return container('{', '}', [&] {
+    std::string_view name;
+    if (*p_ != '"' || !string(name)) return false;
+    skip_space();
+    if (p_ == end_ || *p_ != ':') return false;
+    ++p_;
+    skip_space();
+    return key(name);  // reads the value; `name` may point into the buffer it reuses
+  });
+}
+
 template <class Element>
 bool ShapeReader::array(Element element) {
-  if (p_ == end_ || *p_ != '[' || ++depth_ > kMaxDepth) return false;
-  ++p_;
-  skip_space();
-  if (p_ != end_ && *p_ == ']') {
-    ++p_;
-    --depth_;
-    return true;
-  }
-  for (;;) {
-    if (p_ == end_ || !element()) return false;
-    skip_space();
-    if (p_ == end_) return false;
-    if (*p_ == ',') {
-      ++p_;
-      skip_space();
-      continue;
-    }
-    if (*p_ != ']') return false;
-    ++p_;
-    --depth_;
-    return true;
-  }
+  return container('[', ']', element);
 }
 
 bool ShapeReader::skip_value() {
@@ -96,6 +82,13 @@ bool ShapeReader::integer_or_null(std::optional<std::int64_t>& out) {
   JsonNumber number;
   if (!this->number(number) || number.is_double) return false;
   out = number.integer;
+  return true;
+}
+
+bool ShapeReader::real(double& out) {
+  JsonNumber number;
+  if (!this->number(number)) return false;
+  out = number.is_double ? number.real : static_cast<double>(number.integer);  // LogprobsReader's rule
   return true;
 }
 
@@ -264,11 +257,7 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
         value.present = false;
         value.value = 0;
         if (null()) return true;
-        JsonNumber number;
-        if (!this->number(number)) return false;
-        value.present = true;
-        value.value = number.is_double ? number.real : static_cast<double>(number.integer);
-        return true;
+        return value.present = real(value.value);
       });
     }
     if (name == "top_logprobs") {
@@ -310,11 +299,7 @@ bool ShapeReader::legacy_top(SimpleLogprobs& out) {
     SimpleLabelLogprob& label = out.labels.next();
     label.label.assign(name);
     label.logprob = 0;
-    if (null()) return true;
-    JsonNumber number;
-    if (!this->number(number)) return false;
-    label.logprob = number.is_double ? number.real : static_cast<double>(number.integer);
-    return true;
+    return null() || real(label.logprob);
   });
   object.end = out.labels.size();
   return whole;
@@ -334,11 +319,7 @@ bool ShapeReader::content_entry(SimpleLogprobs& out, bool entry) {
     if (name == "logprob") {
       if (!first_time(token.seen, logprob)) return false;
       if (null()) return true;
-      JsonNumber number;
-      if (!this->number(number)) return false;
-      token.has_logprob = true;
-      token.logprob = number.is_double ? number.real : static_cast<double>(number.integer);
-      return true;
+      return token.has_logprob = real(token.logprob);
     }
     if (name == "bytes") {
       if (!first_time(token.seen, bytes)) return false;

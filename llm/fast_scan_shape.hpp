@@ -42,9 +42,15 @@ class ShapeReader : JsonLexer {
   bool skip_value();
   // A count or an id: an integer, or null (nullopt); false for anything else.
   bool integer_or_null(std::optional<std::int64_t>& out);
+  // A number as a double (an integer converted), as LogprobsReader takes a logprob.
+  bool real(double& out);
   // A string, or null (has false); false for anything else.
   bool string_or_null(bool& has, std::string& out);
   bool null();
+  // The container at p_ that `open` begins and `close` ends: item() with p_ at each member or
+  // element, then ',' or `close`.
+  template <class Item>
+  bool container(char open, char close, Item item);
   // The object at p_: calls key(name) for each key, p_ at its value; false when key() is false.
   template <class Key>
   bool object(Key key);

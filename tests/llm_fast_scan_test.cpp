@@ -50,16 +50,6 @@ struct Tally {
   }
 };
 
-std::vector<fs::path> files_under(const fs::path& root) {
-  std::vector<fs::path> files;
-  if (!fs::is_directory(root)) return files;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    if (entry.is_regular_file()) files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 // Each line of `bytes`, an SSE "data: " prefix taken off.
 std::vector<std::string> lines_of(const std::string& bytes) {
   std::vector<std::string> lines;
@@ -211,8 +201,8 @@ TEST_CASE("The scanner and the parser agree on every value of a repeated event r
 
 TEST_CASE("The scanner and the parser agree on every line of the shape corpus") {
   Tally tally;
-  std::vector<fs::path> all = files_under(RETRACE_TEST_DATA);
-  for (const fs::path& path : files_under(RETRACE_SAMPLES)) all.push_back(path);
+  std::vector<fs::path> all = testing::files_under(RETRACE_TEST_DATA);
+  for (const fs::path& path : testing::files_under(RETRACE_SAMPLES)) all.push_back(path);
   for (const fs::path& path : all) {
     INFO(path.string());
     for (const std::string& line : lines_of(testing::read_path(path.string()))) tally.check(line);
@@ -231,7 +221,7 @@ TEST_CASE("The scanner and the parser agree on every input of the fuzz corpora")
   const fs::path corpus = chosen ? fs::path(chosen) : fs::path(RETRACE_SOURCE_ROOT) / "build/fuzz/corpus";
   Tally tally;
   for (const char* target : {"fast_scan", "fast_event", "decoder", "sse"}) {
-    for (const fs::path& path : files_under(corpus / target)) {
+    for (const fs::path& path : testing::files_under(corpus / target)) {
       const std::string bytes = testing::read_path(path.string());
       INFO(path.string());
       tally.check(bytes);
