@@ -186,6 +186,7 @@ class JsonLexer {
   bool number(JsonNumber& out) {
     const char* const end = end_;
     const char* q = p_;
+    if (q == end) return false;
     const bool negative = *q == '-';
     q += negative ? 1 : 0;
     if (!digit_at(q, end)) return false;

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -303,6 +304,14 @@ TEST_CASE("The scanner and the parser agree on every one byte mutation of a repe
         tally.check(inserted);
       }
       tally.check(std::string(event).erase(at, 1));
+    }
+  }
+  // Every prefix of each event, in a buffer of its own size (the ASan tier sees a read past it).
+  for (const std::string& event : events) {
+    for (std::size_t size = 0; size < event.size(); ++size) {
+      const std::unique_ptr<char[]> exact(new char[size == 0 ? 1 : size]);
+      std::copy(event.begin(), event.begin() + static_cast<std::ptrdiff_t>(size), exact.get());
+      tally.check(std::string_view(exact.get(), size));
     }
   }
   // Keys of a choice reordered and duplicated, and the same event twice in one buffer.
