@@ -145,12 +145,7 @@ struct ResponseDecoder::Impl : DecodeState {
   std::vector<std::int64_t> text_offsets_scratch;
   std::vector<std::int32_t> token_ids_scratch;
 
-  static json::parse_options make_options() {
-    json::parse_options options;
-    options.allow_invalid_utf8 = true;  // token bytes are recorded as given, not judged
-    options.max_depth = 64;
-    return options;
-  }
+  static json::parse_options make_options() { return decoder_parse_options(); }
 
   Impl(Dialect d, bool allow_fast_path) : DecodeState(d), fast_path_allowed(allow_fast_path) {
     fast_path = allow_fast_path;

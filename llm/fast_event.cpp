@@ -4,6 +4,8 @@
 #include <boost/json/basic_parser_impl.hpp>
 
 #include "llm/decoder_impl.hpp"
+#include "llm/fast_scan.hpp"
+#include "llm/fast_scan_shape.hpp"
 
 namespace retrace::llm {
 
@@ -389,18 +391,42 @@ class SimpleEventHandler {
 }  // namespace
 
 struct FastEventParser::Parser {
-  explicit Parser(const json::parse_options& options) : sax(options) {}
+  Parser(const json::parse_options& options, bool scan)
+      : sax(options), scan(scan && scanner_models(options)), max_depth(options.max_depth) {}
   json::basic_parser<SimpleEventHandler> sax;
+  bool scan;  // JsonScanner first (fast_scan.hpp), basic_parser where it stops
+  std::size_t max_depth;
+  std::string unescaped;  // the scanner's buffer for escaped strings
+  ShapeReader shape;      // before the scanner: the shape streams repeat, read straight
+  const SimpleUsage* usage = &sax.handler().usage();  // the last successful parse's
+  std::size_t scanned = 0, shaped = 0;
 };
 
-FastEventParser::FastEventParser(const json::parse_options& options)
-    : parser_(std::make_unique<Parser>(options)) {}
+FastEventParser::FastEventParser(const json::parse_options& options, bool scan)
+    : parser_(std::make_unique<Parser>(options, scan)) {}
 FastEventParser::~FastEventParser() = default;
 
 std::optional<std::span<const SimpleChoice>> FastEventParser::parse(std::string_view data) {
   json::basic_parser<SimpleEventHandler>& sax = parser_->sax;
-  sax.reset();
   SimpleEventHandler& simple = sax.handler();
+  if (parser_->scan) {
+    if (parser_->shape.read(data)) {
+      ++parser_->scanned;
+      ++parser_->shaped;
+      parser_->usage = &parser_->shape.usage();
+      return parser_->shape.choices();
+    }
+    parser_->usage = &simple.usage();
+    simple.reset();
+    if (JsonScanner<SimpleEventHandler>(simple, parser_->unescaped, parser_->max_depth).run(data)) {
+      ++parser_->scanned;
+      if (!simple.saw_choices_array()) return std::nullopt;
+      return simple.choices();
+    }
+  }
+  parser_->usage = &simple.usage();
+  // The parser decides: anything the scanner stopped at, from a reset handler.
+  sax.reset();
   simple.reset();
   json::error_code ec;
   const std::size_t used = sax.write_some(false, data.data(), data.size(), ec);
@@ -408,7 +434,10 @@ std::optional<std::span<const SimpleChoice>> FastEventParser::parse(std::string_
   return simple.choices();
 }
 
-const SimpleUsage& FastEventParser::usage() const { return parser_->sax.handler().usage(); }
+std::size_t FastEventParser::scanned() const { return parser_->scanned; }
+std::size_t FastEventParser::shaped() const { return parser_->shaped; }
+
+const SimpleUsage& FastEventParser::usage() const { return *parser_->usage; }
 
 bool ResponseDecoder::Impl::read_simple_event(std::string_view data, std::int64_t offset_ns, bool streamed) {
   if (!fast_path || (dialect != Dialect::openai_completions && dialect != Dialect::openai_chat)) return false;

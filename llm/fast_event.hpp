@@ -25,6 +25,14 @@
 
 namespace retrace::llm {
 
+// The options of every parse the decoder makes (the DOM path's and the fast path's).
+inline boost::json::parse_options decoder_parse_options() {
+  boost::json::parse_options options;
+  options.allow_invalid_utf8 = true;  // token bytes are recorded as given, not judged
+  options.max_depth = 64;
+  return options;
+}
+
 struct SimpleMessage {
   bool is_object = false;  // "delta"/"message" present as an object
   bool has_content = false;
@@ -55,10 +63,14 @@ struct SimpleUsage {
 };
 
 // One per decoder, reused for every event (Boost.JSON's basic_parser is instantiated only in
-// fast_event.cpp).
+// fast_event.cpp). Each event goes first through ShapeReader (fast_scan_shape.hpp), which reads the
+// shape streams repeat straight into the choices; then, where it gives up, through JsonScanner
+// (fast_scan.hpp), which feeds the handler the same events basic_parser would in one pass over the
+// bytes; and through basic_parser wherever the scanner stops. `scan` false runs basic_parser
+// alone (the tests compare the two).
 class FastEventParser {
  public:
-  explicit FastEventParser(const boost::json::parse_options& options);
+  explicit FastEventParser(const boost::json::parse_options& options, bool scan = true);
   ~FastEventParser();
   FastEventParser(const FastEventParser&) = delete;
   FastEventParser& operator=(const FastEventParser&) = delete;
@@ -69,6 +81,10 @@ class FastEventParser {
   std::optional<std::span<const SimpleChoice>> parse(std::string_view data);
   // The last successful parse's "usage".
   const SimpleUsage& usage() const;
+  // Events the scanner read to the end (the rest went through basic_parser), and of those, the
+  // ones ShapeReader read alone (fast_scan_shape.hpp).
+  std::size_t scanned() const;
+  std::size_t shaped() const;
 
  private:
   struct Parser;

@@ -51,8 +51,9 @@ for body in '\x10{"tokens":["a","\\u00e9","bytes:\\\\xc3"],"token_logprobs":[-1,
             '\x11{"content":[{"token":"a","logprob":-1,"bytes":[97],"id":4,"top_logprobs":[{"token":"b","logprob":-2,"bytes":[98]},{"token":"token_id:9","logprob":-3}]},{"token":"\\u00e9b","logprob":-0.5}],"refusal":null}'; do
   printf "$body" >"$out/corpus/decoder/seed-$(printf "$body" | sha1sum | cut -c1-16)"
 done
-# fast_event: the first 50 events of each sample stream, first byte 0 (chat) or 1 (completions).
-mkdir -p "$out/corpus/fast_event"
+# fast_event: the first 50 events of each sample stream, first byte 0 (chat) or 1 (completions);
+# fast_scan: the same events as they are.
+mkdir -p "$out/corpus/fast_event" "$out/corpus/fast_scan"
 for file in tests/data/**/*.sse; do
   n=0
   while IFS= read -r line && (( n < 50 )); do
@@ -60,6 +61,7 @@ for file in tests/data/**/*.sse; do
     for d in 0 1; do
       { printf "\\x0$d"; printf '%s' "${line#data: }"; } >"$out/corpus/fast_event/seed-${file//\//-}-$n-$d"
     done
+    printf '%s' "${line#data: }" >"$out/corpus/fast_scan/seed-${file//\//-}-$n"
     n=$((n + 1))
   done <"$file"
 done

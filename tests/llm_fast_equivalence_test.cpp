@@ -41,16 +41,6 @@ std::size_t agree_on(Dialect dialect, const std::string& bytes, bool streamed) {
   return fast_events;
 }
 
-std::vector<fs::path> files_under(const fs::path& root) {
-  std::vector<fs::path> files;
-  if (!fs::is_directory(root)) return files;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    if (entry.is_regular_file()) files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 // A logprob in one of the spellings servers use.
 std::string logprob_text(std::mt19937_64& random) {
   static const char* spellings[] = {"-0.5", "-1.0452473", "-1e-3", "-0", "0", "-1E+2", "-0.0", "-12.375",
@@ -110,8 +100,8 @@ std::string completions_event(std::size_t tokens, std::size_t length, std::size_
 
 TEST_CASE("Fast and general decoding agree on every event of the shape corpus") {
   std::size_t files = 0, fast_events = 0;
-  std::vector<fs::path> all = files_under(RETRACE_TEST_DATA);
-  for (const fs::path& path : files_under(RETRACE_SAMPLES)) all.push_back(path);
+  std::vector<fs::path> all = testing::files_under(RETRACE_TEST_DATA);
+  for (const fs::path& path : testing::files_under(RETRACE_SAMPLES)) all.push_back(path);
   const Dialect dialects[] = {Dialect::openai_completions, Dialect::openai_chat, Dialect::unknown,
                               Dialect::llamacpp_completion, Dialect::tgi_generate};
   for (const fs::path& path : all) {
@@ -141,11 +131,11 @@ TEST_CASE("Fast and general decoding agree on every input of the fuzz corpora") 
   const fs::path corpus = chosen ? fs::path(chosen) : fs::path(RETRACE_SOURCE_ROOT) / "build/fuzz/corpus";
   std::vector<fs::path> inputs;
   for (const char* target : {"decoder", "fast_event", "sse"}) {
-    for (const fs::path& path : files_under(corpus / target)) inputs.push_back(path);
+    for (const fs::path& path : testing::files_under(corpus / target)) inputs.push_back(path);
   }
   if (inputs.empty()) {
     WARN("no fuzz corpus at " << corpus << ": the samples in tests/data stand in");
-    inputs = files_under(RETRACE_TEST_DATA);
+    inputs = testing::files_under(RETRACE_TEST_DATA);
   }
   std::size_t checked = 0;
   for (const fs::path& path : inputs) {

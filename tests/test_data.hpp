@@ -24,6 +24,17 @@ inline std::string read_data(const std::string& relative) {
   return read_path(std::string(RETRACE_TEST_DATA) + "/" + relative);
 }
 
+// Every file under `root` (none when it is not a folder), sorted.
+inline std::vector<std::filesystem::path> files_under(const std::filesystem::path& root) {
+  std::vector<std::filesystem::path> files;
+  if (!std::filesystem::is_directory(root)) return files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 // The shape corpus: every captured event stream (*.sse) in tests/data and the shared samples.
 inline std::vector<std::filesystem::path> sse_files() {
   std::vector<std::filesystem::path> files;

@@ -1,0 +1,370 @@
+// The fast path's reader of the repeated event shape (see fast_scan_shape.hpp). Each rule below is
+// what fast_event.cpp's SimpleEventHandler and fast_logprobs.cpp's LogprobsReader make of the same
+// value; where those two read a value some other way (a number where a string goes, a string
+// where an object goes, ...), this gives up instead, and they read it.
+#include "llm/fast_scan_shape.hpp"
+
+#include "llm/decoder_impl.hpp"
+
+namespace retrace::llm {
+
+namespace {
+constexpr int kMaxDepth = 48;  // below basic_parser's max_depth (64), so it never judges alone
+}
+
+template <class Item>
+bool ShapeReader::container(char open, char close, Item item) {
+  if (p_ == end_ || *p_ != open || ++depth_ > kMaxDepth) return false;
+  ++p_;
+  skip_space();
+  if (p_ != end_ && *p_ == close) {
+    ++p_;
+    --depth_;
+    return true;
+  }
+  for (;;) {
+    if (p_ == end_ || !item()) return false;
+    skip_space();
+    if (p_ == end_) return false;
+    if (*p_ == ',') {
+      ++p_;
+      skip_space();
+      continue;
+    }
+    if (*p_ != close) return false;
+    ++p_;
+    --depth_;
+    return true;
+  }
+}
+
+template <class Key>
+bool ShapeReader::object(Key key) {
+  return container('{', '}', [&] {
+    std::string_view name;
+    if (*p_ != '"' || !string(name)) return false;
+    skip_space();
+    if (p_ == end_ || *p_ != ':') return false;
+    ++p_;
+    skip_space();
+    return key(name);  // reads the value; `name` may point into the buffer it reuses
+  });
+}
+
+template <class Element>
+bool ShapeReader::array(Element element) {
+  return container('[', ']', element);
+}
+
+bool ShapeReader::skip_value() {
+  if (p_ == end_) return false;
+  switch (*p_) {
+    case '{': return object([&](std::string_view) { return skip_value(); });
+    case '[': return array([&] { return skip_value(); });
+    case '"': {
+      std::string_view ignored;
+      return string(ignored);
+    }
+    case 't': return literal("true");
+    case 'f': return literal("false");
+    case 'n': return literal("null");
+    default: {
+      JsonNumber ignored;
+      return number(ignored);
+    }
+  }
+}
+
+bool ShapeReader::null() { return p_ != end_ && *p_ == 'n' && literal("null"); }
+
+bool ShapeReader::integer_or_null(std::optional<std::int64_t>& out) {
+  if (p_ != end_ && *p_ == 'n') return out = std::nullopt, literal("null");
+  JsonNumber number;
+  if (!this->number(number) || number.is_double) return false;
+  out = number.integer;
+  return true;
+}
+
+bool ShapeReader::real(double& out) {
+  JsonNumber number;
+  if (!this->number(number)) return false;
+  out = number.is_double ? number.real : static_cast<double>(number.integer);  // LogprobsReader's rule
+  return true;
+}
+
+bool ShapeReader::string_or_null(bool& has, std::string& out) {
+  if (p_ == end_) return false;
+  if (*p_ == 'n') return literal("null");
+  std::string_view value;
+  if (*p_ != '"' || !string(value)) return false;
+  has = true;
+  out.assign(value);
+  return true;
+}
+
+// Marks `bit` in `seen`; false when it was there (which duplicate wins is the DOM's business).
+static bool first_time(std::uint32_t& seen, std::uint32_t bit) {
+  if (seen & bit) return false;
+  seen |= bit;
+  return true;
+}
+
+bool ShapeReader::read(std::string_view data) {
+  start(data);
+  depth_ = 0;
+  used_ = 0;
+  usage_ = {};
+  bool saw_choices = false;
+  std::uint32_t seen = 0;
+  skip_space();
+  const bool whole = object([&](std::string_view name) {
+    if (name == "choices") {
+      if (!first_time(seen, 1)) return false;
+      saw_choices = true;
+      return array([&] {
+        if (*p_ != '{' || used_ == kMaxParts) return false;
+        if (used_ == choices_.size()) choices_.emplace_back();
+        return choice(choices_[used_++]);
+      });
+    }
+    if (name == "usage") {
+      if (!first_time(seen, 2)) return false;
+      if (null()) return true;
+      usage_.present = true;
+      return usage_object();
+    }
+    if (name == "object") {  // "error" makes it an error event
+      std::string_view value;
+      return first_time(seen, 4) && p_ != end_ && *p_ == '"' && string(value) && value != "error";
+    }
+    if (name == "error") return false;
+    return skip_value();
+  });
+  if (!whole) return false;
+  skip_space();
+  return p_ == end_ && saw_choices;
+}
+
+bool ShapeReader::choice(SimpleChoice& out) {
+  out.index = 0;
+  out.has_text = out.has_finish_reason = false;
+  out.delta = out.message = {};
+  out.seen = 0;
+  out.logprobs.reset();
+  out.has_token_ids = false;
+  out.token_ids.clear();
+  return object([&](std::string_view name) {
+    if (name == "index") {
+      std::optional<std::int64_t> index;
+      if (!first_time(out.seen, 1) || !integer_or_null(index)) return false;
+      if (!index) return true;
+      if (*index < 0 || static_cast<std::uint64_t>(*index) >= kMaxParts) return false;
+      out.index = *index;
+      return true;
+    }
+    if (name == "text") return first_time(out.seen, 2) && string_or_null(out.has_text, out.text);
+    if (name == "finish_reason") return first_time(out.seen, 4) && string_or_null(out.has_finish_reason, out.finish_reason);
+    if (name == "delta" || name == "message") {
+      SimpleMessage& message = name == "delta" ? out.delta : out.message;
+      if (!first_time(out.seen, name == "delta" ? 8 : 16)) return false;
+      if (null()) return true;
+      message.is_object = true;
+      return this->message(message);
+    }
+    if (name == "logprobs") {
+      if (!first_time(out.seen, 32)) return false;
+      return null() || logprobs(out.logprobs);
+    }
+    if (name == "token_ids") {
+      if (!first_time(out.seen, 64)) return false;
+      if (null()) return true;
+      out.has_token_ids = true;
+      return array([&] {
+        JsonNumber id;
+        if (!number(id) || id.is_double) return false;
+        out.token_ids.push_back(token_id_of(std::optional<std::int64_t>(id.integer)));
+        return true;
+      });
+    }
+    return skip_value();
+  });
+}
+
+bool ShapeReader::message(SimpleMessage& out) {
+  std::uint32_t seen = 0;
+  return object([&](std::string_view name) {
+    if (name == "content") return first_time(seen, 1) && string_or_null(out.has_content, out.content);
+    // Read by the DOM path unless null.
+    if (name == "reasoning") return first_time(seen, 2) && null();
+    if (name == "reasoning_content") return first_time(seen, 4) && null();
+    if (name == "refusal") return first_time(seen, 8) && null();
+    if (name == "tool_calls") return first_time(seen, 16) && null();
+    return skip_value();
+  });
+}
+
+bool ShapeReader::usage_object() {
+  std::uint32_t seen = 0;
+  return object([&](std::string_view name) {
+    if (name == "prompt_tokens") return first_time(seen, 1) && integer_or_null(usage_.prompt_tokens);
+    if (name == "completion_tokens") return first_time(seen, 2) && integer_or_null(usage_.completion_tokens);
+    if (name == "total_tokens") return first_time(seen, 4) && integer_or_null(usage_.total_tokens);
+    if (name == "reasoning_tokens") return first_time(seen, 8) && integer_or_null(usage_.reasoning_tokens_top);
+    if (name == "completion_tokens_details") {
+      if (!first_time(seen, 16)) return false;
+      if (null()) return true;
+      usage_.details_present = true;
+      std::uint32_t details = 0;
+      return object([&](std::string_view inner) {
+        if (inner != "reasoning_tokens") return skip_value();
+        return first_time(details, 1) && integer_or_null(usage_.reasoning_tokens_details);
+      });
+    }
+    return skip_value();
+  });
+}
+
+bool ShapeReader::logprobs(SimpleLogprobs& out) {
+  out.reset();
+  out.is_object = true;
+  constexpr std::uint32_t content = 1, tokens = 2, token_logprobs = 4, top = 8, text_offset = 16, refusal = 32;
+  const bool whole = object([&](std::string_view name) {
+    if (name == "content") {
+      if (!first_time(out.seen, content)) return false;
+      if (null()) return true;
+      out.content_is_array = true;
+      return array([&] { return content_entry(out, true); });
+    }
+    if (name == "tokens") {
+      if (!first_time(out.seen, tokens)) return false;
+      if (null()) return true;
+      out.tokens_is_array = true;
+      return array([&] {
+        std::string_view text;
+        if (*p_ != '"' || !string(text)) return false;
+        SimpleLegacyToken& token = out.tokens.next();
+        token.is_string = true;
+        token.text.assign(text);
+        return true;
+      });
+    }
+    if (name == "token_logprobs") {
+      if (!first_time(out.seen, token_logprobs)) return false;
+      if (null()) return true;
+      out.token_logprobs_is_array = true;
+      return array([&] {
+        SimpleNumber& value = out.token_logprobs.next();
+        value.present = false;
+        value.value = 0;
+        if (null()) return true;
+        return value.present = real(value.value);
+      });
+    }
+    if (name == "top_logprobs") {
+      if (!first_time(out.seen, top)) return false;
+      if (null()) return true;
+      out.top_is_array = true;
+      return array([&] {
+        if (null()) return out.top.next().is_object = false, true;
+        return legacy_top(out);
+      });
+    }
+    if (name == "text_offset") {
+      if (!first_time(out.seen, text_offset)) return false;
+      if (null()) return true;
+      out.text_offset_is_array = true;
+      return array([&] {
+        JsonNumber offset;
+        if (!number(offset) || offset.is_double) return false;
+        out.text_offsets.push_back(offset.integer);
+        return true;
+      });
+    }
+    if (name == "refusal") return first_time(out.seen, refusal) && null();
+    return skip_value();
+  });
+  // Neither shape and none of the keys that say "nothing here": the DOM path notes it.
+  return whole && (out.content_is_array || out.tokens_is_array || (out.seen & (content | tokens | refusal)));
+}
+
+// One legacy top_logprobs object: labels and their logprobs, each label once.
+bool ShapeReader::legacy_top(SimpleLogprobs& out) {
+  SimpleTopObject& object = out.top.next();
+  object.is_object = true;
+  object.begin = object.end = out.labels.size();
+  const bool whole = this->object([&](std::string_view name) {
+    for (std::size_t i = object.begin; i < out.labels.size(); ++i) {
+      if (out.labels[i].label == name) return false;
+    }
+    SimpleLabelLogprob& label = out.labels.next();
+    label.label.assign(name);
+    label.logprob = 0;
+    return null() || real(label.logprob);
+  });
+  object.end = out.labels.size();
+  return whole;
+}
+
+// One chat "content" entry (`entry`) or one of its top_logprobs alternatives.
+bool ShapeReader::content_entry(SimpleLogprobs& out, bool entry) {
+  if (*p_ != '{') return false;
+  SimpleLogprobToken& token = entry ? out.entries.next() : out.alternatives.next();
+  token.reset();
+  constexpr std::uint32_t text = 1, logprob = 2, bytes = 4, id = 8, top = 16;
+  return object([&](std::string_view name) {
+    if (name == "token") {
+      if (!first_time(token.seen, text)) return false;
+      return string_or_null(token.has_token, token.token);
+    }
+    if (name == "logprob") {
+      if (!first_time(token.seen, logprob)) return false;
+      if (null()) return true;
+      return token.has_logprob = real(token.logprob);
+    }
+    if (name == "bytes") {
+      if (!first_time(token.seen, bytes)) return false;
+      if (null()) return true;
+      token.has_bytes = true;
+      token.bytes_invalid = false;
+      token.bytes.clear();
+      const bool whole = array([&] {
+        if (null()) return token.bytes_invalid = true, true;
+        JsonNumber byte;
+        if (!number(byte) || byte.is_double) return false;
+        if (byte.integer >= 0 && byte.integer <= 255) {
+          token.bytes.push_back(static_cast<char>(byte.integer));
+        } else {
+          token.bytes_invalid = true;
+        }
+        return true;
+      });
+      if (token.bytes_invalid) token.has_bytes = false;
+      return whole;
+    }
+    if (name == "id") {
+      if (!first_time(token.seen, id)) return false;
+      std::optional<std::int64_t> value;
+      if (!integer_or_null(value)) return false;
+      token.has_id = true;
+      token.id = token_id_of(value);
+      return true;
+    }
+    if (entry && name == "top_logprobs") {
+      if (!first_time(token.seen, top)) return false;
+      if (null()) return true;
+      token.has_top = true;
+      token.top_begin = token.top_end = out.alternatives.size();
+      const bool whole = array([&] { return content_entry(out, false); });
+      token.top_end = out.alternatives.size();
+      return whole;
+    }
+    // llama.cpp's spellings, read by the DOM path only.
+    if (entry ? (name == "content" || name == "prob" || name == "top_probs" || name == "probs")
+              : (name == "tok_str" || name == "prob")) {
+      return false;
+    }
+    return skip_value();
+  });
+}
+
+}  // namespace retrace::llm

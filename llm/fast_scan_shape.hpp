@@ -1,0 +1,68 @@
+// Internal to llm/: the fast path's reader of the one event shape streams repeat, straight into
+// SimpleChoice/SimpleUsage with no SAX handler between: a recursive descent whose place in the code
+// is its place in the event, so no per-token dispatch on a level stack. It reads an object with a
+// "choices" array of choice objects (index, text, delta/message content, finish_reason, token_ids,
+// "logprobs" in both OpenAI shapes) and maybe "usage" counts, other keys' values skipped (and
+// checked as JSON), with JsonLexer's tokens (fast_scan.hpp: basic_parser's numbers and strings).
+// It makes what fast_event.cpp's handler makes of the same bytes, and gives up (false) on
+// everything it is not sure of: a duplicate key it reads, a value of a type it does not expect, a
+// name the handler refuses or treats apart (errors, reasoning, refusals, tool calls, llama.cpp's
+// spellings), deep nesting, bad JSON. FastEventParser then runs the scanner and the handler on the
+// same bytes. tests/llm_fast_scan_test.cpp and fuzz_fast_scan compare the two paths' results.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "llm/fast_event.hpp"
+#include "llm/fast_scan.hpp"
+
+namespace retrace::llm {
+
+class ShapeReader : JsonLexer {
+ public:
+  ShapeReader() : JsonLexer(unescaped_) {}
+  // True when `data` was read whole; choices() and usage() then hold it.
+  bool read(std::string_view data);
+  std::span<const SimpleChoice> choices() const { return {choices_.data(), used_}; }
+  const SimpleUsage& usage() const { return usage_; }
+
+ private:
+  // Each reads the value at p_ (whitespace before it skipped) and leaves p_ past it.
+  bool choice(SimpleChoice& out);
+  bool message(SimpleMessage& out);
+  bool usage_object();
+  bool logprobs(SimpleLogprobs& out);
+  bool content_entry(SimpleLogprobs& out, bool entry);
+  bool legacy_top(SimpleLogprobs& out);
+  bool skip_value();
+  // A count or an id: an integer, or null (nullopt); false for anything else.
+  bool integer_or_null(std::optional<std::int64_t>& out);
+  // A number as a double (an integer converted), as LogprobsReader takes a logprob.
+  bool real(double& out);
+  // A string, or null (has false); false for anything else.
+  bool string_or_null(bool& has, std::string& out);
+  bool null();
+  // The container at p_ that `open` begins and `close` ends: item() with p_ at each member or
+  // element, then ',' or `close`.
+  template <class Item>
+  bool container(char open, char close, Item item);
+  // The object at p_: calls key(name) for each key, p_ at its value; false when key() is false.
+  template <class Key>
+  bool object(Key key);
+  // The array at p_: calls element() with p_ at each element.
+  template <class Element>
+  bool array(Element element);
+
+  std::string unescaped_;
+  std::vector<SimpleChoice> choices_;
+  std::size_t used_ = 0;
+  SimpleUsage usage_;
+  int depth_ = 0;  // containers open
+};
+
+}  // namespace retrace::llm
