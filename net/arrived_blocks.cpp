@@ -4,8 +4,10 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 
 namespace retrace::net {
 
@@ -53,6 +55,18 @@ std::uint64_t get_varint(std::string_view in, std::size_t& at) {
   return value;
 }
 
+// What every body's raw tail beyond its first block takes, in total (kRawBudgetBytes). Bodies
+// are appended on one thread and finished on another (record's trace thread), so it is shared;
+// it changes once a block at most, never a read.
+std::atomic<std::size_t> raw_in_flight{0};
+
+bool take_raw(std::size_t bytes) {
+  if (raw_in_flight.fetch_add(bytes, std::memory_order_relaxed) + bytes <= ArrivedBody::kRawBudgetBytes)
+    return true;
+  raw_in_flight.fetch_sub(bytes, std::memory_order_relaxed);
+  return false;
+}
+
 std::uint64_t zigzag(std::int64_t v) { return (std::uint64_t(v) << 1) ^ std::uint64_t(v >> 63); }
 std::int64_t unzigzag(std::uint64_t v) { return std::int64_t(v >> 1) ^ -std::int64_t(v & 1); }
 
@@ -67,12 +81,95 @@ void unpack(const std::string& block, std::string& out) {
 
 }  // namespace
 
+ArrivedBody::ArrivedBody(ArrivedBody&& other) noexcept
+    : blocks_(std::move(other.blocks_)),
+      tail_(std::move(other.tail_)),
+      marks_(std::move(other.marks_)),
+      size_(other.size_),
+      reads_(other.reads_),
+      last_ns_(other.last_ns_),
+      raw_counted_(std::exchange(other.raw_counted_, 0)),
+      sealing_(other.sealing_) {
+  other = ArrivedBody();
+}
+
+ArrivedBody::ArrivedBody(const ArrivedBody& other)
+    : blocks_(other.blocks_),
+      tail_(other.tail_),
+      marks_(other.marks_),
+      size_(other.size_),
+      reads_(other.reads_),
+      last_ns_(other.last_ns_),
+      sealing_(other.sealing_) {
+  if (tail_.capacity() > kBlockBytes) {
+    raw_counted_ = tail_.capacity() - kBlockBytes;
+    raw_in_flight.fetch_add(raw_counted_, std::memory_order_relaxed);
+  }
+}
+
+ArrivedBody& ArrivedBody::operator=(ArrivedBody&& other) noexcept {
+  if (this == &other) return *this;
+  release_raw();
+  blocks_ = std::move(other.blocks_);
+  tail_ = std::move(other.tail_);
+  marks_ = std::move(other.marks_);
+  size_ = std::exchange(other.size_, 0);
+  reads_ = std::exchange(other.reads_, 0);
+  last_ns_ = std::exchange(other.last_ns_, 0);
+  raw_counted_ = std::exchange(other.raw_counted_, 0);
+  sealing_ = std::exchange(other.sealing_, false);
+  other.blocks_.clear();
+  other.tail_.clear();
+  other.marks_.clear();
+  return *this;
+}
+
+ArrivedBody::~ArrivedBody() { release_raw(); }
+
+std::size_t ArrivedBody::raw_budget_used() { return raw_in_flight.load(std::memory_order_relaxed); }
+
+void ArrivedBody::release_raw() {
+  if (raw_counted_ > 0) raw_in_flight.fetch_sub(std::exchange(raw_counted_, 0), std::memory_order_relaxed);
+}
+
+bool ArrivedBody::reserve_raw(std::size_t capacity) {
+  if (capacity <= tail_.capacity()) return true;
+  if (capacity > kBlockBytes) {
+    capacity = std::min(capacity, kMostRawBytes);
+    const std::size_t counted = capacity - kBlockBytes;
+    if (counted > raw_counted_ && !take_raw(counted - raw_counted_)) return false;
+    raw_counted_ = std::max(raw_counted_, counted);
+  }
+  // A fresh string takes exactly what it reserves (a string's own reserve may double instead).
+  std::string grown;
+  grown.reserve(capacity);
+  grown.append(tail_);
+  tail_.swap(grown);
+  // Were it rounded up all the same, what it holds is counted, past the budget.
+  if (tail_.capacity() > kBlockBytes && tail_.capacity() - kBlockBytes > raw_counted_) {
+    const std::size_t extra = tail_.capacity() - kBlockBytes - raw_counted_;
+    raw_in_flight.fetch_add(extra, std::memory_order_relaxed);
+    raw_counted_ += extra;
+  }
+  return true;
+}
+
 void ArrivedBody::append(std::string_view piece, std::int64_t offset_ns) {
   put_varint(marks_, zigzag(offset_ns - last_ns_));
   put_varint(marks_, piece.size());
   last_ns_ = offset_ns;
   ++reads_;
   size_ += piece.size();
+  if (!sealing_) {
+    const std::size_t need = tail_.size() + piece.size();
+    // Grow by doubling, within the bounds; past one, the full blocks are compressed.
+    if ((need <= tail_.capacity() && need <= kMostRawBytes) ||
+        (need <= kMostRawBytes && reserve_raw(std::min(kMostRawBytes, std::max(need, 2 * tail_.capacity()))))) {
+      tail_.append(piece);
+      return;
+    }
+    seal();
+  }
   while (!piece.empty()) {
     auto take = std::min(piece.size(), kBlockBytes - tail_.size());
     if (tail_.size() + take > tail_.capacity())  // grow by doubling, but never past a block
@@ -97,12 +194,24 @@ void ArrivedBody::assign_unmarked(std::string body) {
 }
 
 void ArrivedBody::seal() {
+  sealing_ = true;
   thread_local std::string scratch;
-  scratch.resize(ZSTD_compressBound(tail_.size()));
-  auto n = ZSTD_compressCCtx(thread_cctx(), scratch.data(), scratch.size(), tail_.data(), tail_.size(), kLevel);
-  if (ZSTD_isError(n)) throw std::runtime_error(std::string("compressing a response block: ") + ZSTD_getErrorName(n));
-  blocks_.emplace_back(scratch.data(), n);  // at its exact size
-  tail_.clear();                            // its capacity (a block) is reused
+  scratch.resize(ZSTD_compressBound(kBlockBytes));
+  const std::size_t full = tail_.size() / kBlockBytes * kBlockBytes;
+  for (std::size_t at = 0; at < full; at += kBlockBytes) {
+    auto n = ZSTD_compressCCtx(thread_cctx(), scratch.data(), scratch.size(), tail_.data() + at, kBlockBytes, kLevel);
+    if (ZSTD_isError(n)) throw std::runtime_error(std::string("compressing a response block: ") + ZSTD_getErrorName(n));
+    blocks_.emplace_back(scratch.data(), n);  // at its exact size
+  }
+  if (tail_.capacity() <= kBlockBytes) {
+    tail_.erase(0, full);  // its capacity (a block) is reused
+    return;
+  }
+  std::string rest;  // a tail held raw past a block gives its room back
+  rest.reserve(kBlockBytes);
+  rest.append(tail_, full);
+  tail_.swap(rest);
+  release_raw();
 }
 
 std::size_t ArrivedBody::held_bytes() const {
@@ -119,7 +228,9 @@ void ArrivedBody::reserve_like(ArrivedSize last) {
   // The raw tail as well: a stream under a block (128 tokens with logprobs is ~48 KB) would
   // otherwise copy its bytes again on each doubling, on the relay's thread (bench/RESULTS.md,
   // "record: the relay's copies").
-  tail_.reserve(std::min(kBlockBytes, with_margin(last.bytes)));
+  // Past a block when the last stream was short enough to be held raw (and the budget has room).
+  const std::size_t raw = with_margin(last.bytes);
+  if (raw > kMostRawBytes || !reserve_raw(raw)) tail_.reserve(std::min(kBlockBytes, raw));
 }
 
 void ArrivedBody::for_each_read(const std::function<bool(std::string_view, std::int64_t, bool)>& visit) const {

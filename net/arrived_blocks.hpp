@@ -1,10 +1,15 @@
 // A response body held as it arrives, compressed (issue 44 item 4): every byte as received and
 // every read's arrival time, exact, in a few bytes a streamed token rather than the raw event.
 //
-// The bytes go into a raw tail; each time the tail fills a block (kBlockBytes) it is compressed
-// with zstd in one shot (a context per thread, not a stream per body: 1,000 bodies in flight
-// must not hold 1,000 compressors' windows) and kept at its compressed size. A body smaller than
-// a block (the common non-streamed answer) is never compressed: it stays its raw tail. Each
+// The bytes go into a raw tail. A body smaller than a block (kBlockBytes: the common non-streamed
+// answer) is never compressed: it stays its raw tail. Past a block, the tail stays raw while the
+// body is under kMostRawBytes and the raw tails of every body in the process, beyond their first
+// block, stay under kRawBudgetBytes: a moderate stream (256 tokens with logprobs is ~95 KB) then
+// never pays compressing and decompressing (~0.7 µs a token, bench/RESULTS.md), and the memory
+// it holds is bounded in total, not per body. Once either bound is passed, the tail's full blocks
+// are compressed with zstd in one shot each (a context per thread, not a stream per body: 1,000
+// bodies in flight must not hold 1,000 compressors' windows), kept at their compressed size, and
+// every later block is compressed as it fills. Each
 // read's mark is two varints, the time since the last read's (zigzag) and the read's length,
 // instead of 16 bytes. Reading back is sequential, one block decompressed at a time.
 //
@@ -35,6 +40,18 @@ class ArrivedBody {
   // compresses to ~10-30 bytes, bench/RESULTS.md), small enough that one block decompressed at
   // a time and one raw tail per body in flight cost little.
   static constexpr std::size_t kBlockBytes = 64u << 10;
+  // One body's raw tail at most (bytes, a whole number of blocks).
+  static constexpr std::size_t kMostRawBytes = 4 * kBlockBytes;
+  // Every body's raw tail beyond its first block, in total, at most: 64 streams of 16k tokens
+  // held raw this far add at most 16 bytes a token in flight to the ~45-95 they take compressed.
+  static constexpr std::size_t kRawBudgetBytes = 16u << 20;
+
+  ArrivedBody() = default;
+  ArrivedBody(ArrivedBody&& other) noexcept;
+  ArrivedBody& operator=(ArrivedBody&& other) noexcept;
+  ArrivedBody(const ArrivedBody& other);  // the copy's raw tail is counted, past the budget if need be
+  ArrivedBody& operator=(const ArrivedBody& other) { return *this = ArrivedBody(other); }
+  ~ArrivedBody();
 
   // One read's `piece`, arrived at `offset_ns` (from the request's send).
   void append(std::string_view piece, std::int64_t offset_ns);
@@ -53,6 +70,9 @@ class ArrivedBody {
   std::size_t reads() const { return reads_; }    // marks
   std::int64_t last_offset_ns() const { return last_ns_; }
   std::size_t held_bytes() const;                 // what it takes in memory, about
+  std::size_t compressed_blocks() const { return blocks_.size(); }
+  // What every body's raw tail beyond its first block takes now, in total (kRawBudgetBytes).
+  static std::size_t raw_budget_used();
   ArrivedSize size_like() const { return {size_, reads_, marks_.size()}; }
   // Reserves the marks and the raw tail `last` took plus an eighth (the marks at most 1 MiB, the
   // tail at most a block).
@@ -66,14 +86,18 @@ class ArrivedBody {
   std::string take_all();
 
  private:
-  void seal();  // compresses the full tail into a block
+  void seal();                       // compresses the tail's full blocks, the rest stays raw
+  void release_raw();                // gives back what the tail took of kRawBudgetBytes
+  bool reserve_raw(std::size_t capacity);  // false when the budget has no room for it
 
   std::vector<std::string> blocks_;  // each kBlockBytes raw, compressed, at its exact size
-  std::string tail_;                 // the raw bytes after the last block (< kBlockBytes)
+  std::string tail_;                 // the raw bytes after the last block (< kMostRawBytes)
   std::string marks_;                // per read: varint zigzag(Δ offset_ns), varint length
   std::size_t size_ = 0;
   std::size_t reads_ = 0;
   std::int64_t last_ns_ = 0;
+  std::size_t raw_counted_ = 0;      // what tail_'s capacity takes of kRawBudgetBytes
+  bool sealing_ = false;             // a bound was passed: every full block is compressed
 };
 
 }  // namespace retrace::net
