@@ -18,7 +18,7 @@
 // header is of a minor version newer than kRowsReadThrough (every record of it), a record with
 // more parts than the reader reads (kMaxParts: read_exchange notes the rest), a record whose
 // tokens are derived from its events (format 1.7, `--derive-tokens`: read_exchange derives them,
-// for each token's arrival offset), or an enumerant
+// for each token's arrival offset, without alternatives: kNoAlternatives), or an enumerant
 // newer than this reading knows. A record corrupt in a part this reading does not touch is kept
 // here where TraceReader::next drops the rest of its frame.
 #pragma once

@@ -156,7 +156,8 @@ Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
 }
 
 Stats stats_of_trace(const std::filesystem::path& path, const Slo& slo, Recovery* recovery) {
-  TraceReader reader(path);
+  // summarize() reads token counts, parts and arrival offsets: no alternatives derived.
+  TraceReader reader(path, ReaderOptions{.derived = kNoAlternatives});
   StatsBuilder builder(is_open_loop(reader.header()), slo);
   Exchange exchange;
   while (reader.next(exchange)) builder.add(exchange);
