@@ -21,14 +21,7 @@ workload() {  # NAME COUNT MAX_TOKENS
     start SIM "$NEW" serve --listen 127.0.0.1:0 --latency-model off --max-model-len 20000 --max-batch 256
     URL=$(url_of SIM)
   }
-  python3 - "$WORK/$1.jsonl" "$2" "$3" <<'PY'
-import json, sys
-with open(sys.argv[1], "w") as out:
-    for i in range(int(sys.argv[2])):
-        out.write(json.dumps({"id": "r%d" % i, "request": {"prompt": "a story about the sea, part %d" % i,
-                                                           "max_tokens": int(sys.argv[3]), "temperature": 0,
-                                                           "ignore_eos": True}}) + "\n")
-PY
+  story_requests "$WORK/$1.jsonl" "$2" "$3"
   "$NEW" import "$WORK/$1.jsonl" --endpoint completions --out "$WORK/$1-in.rtrace" >/dev/null 2>&1
   "$NEW" replay "$WORK/$1-in.rtrace" --target "$URL" --token-ids logprobs -c 16 \
     --out "$TRACES/$1-stored.rtrace" >/dev/null 2>"$WORK/$1-stored.err"
@@ -46,10 +39,7 @@ report() {  # NAME
         for binary in old new; do
           local exe=$OLD
           [[ $binary == new ]] && exe=$NEW
-          case $command in
-            stats) cpu=$(command_cpu "$WORK/out" "$exe" stats "$trace") ;;
-            diff) cpu=$(command_cpu "$WORK/out" "$exe" diff "$trace" "$trace") ;;
-          esac
+          cpu=$(reading_cpu "$exe" "$command" "$trace")
           [[ $binary == old ]] && line_old+=" $cpu" || line_new+=" $cpu"
         done
       done
