@@ -113,6 +113,11 @@ bool RowReader::next(Exchange& out) {
     return read;
   }
   return next_exchange_record(reader_, [&](wire::Exchange::Reader in, ListBudget& budget) {
+    if (in.getTokensDerived()) {  // read whole at once: its request side is not read twice
+      ++whole_;
+      detail::read_exchange(in, out, budget, false, kNoAlternatives);
+      return;
+    }
     const ListBudget fresh = budget;
     // read_exchange's request-side reading empties the response and the choices: their storage
     // is set aside first and put back, so a reading loop allocates only while records grow.
