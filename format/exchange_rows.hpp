@@ -1,4 +1,5 @@
-// Exchanges read for one row of a table and its figures (python/'s Trace.exchanges()): a reading
+// Exchanges read for one row of a table and its figures (python/'s Trace.exchanges(), `stats`'s
+// metrics::stats_of_trace): a reading
 // of each record that leaves out what a row never shows, so that a million streamed exchanges
 // cost little more than their decompression. What is read into the Exchange, and what is not:
 //
