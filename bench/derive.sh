@@ -18,14 +18,7 @@ start SIM "$NEW" serve --listen 127.0.0.1:0 --latency-model off --max-model-len 
 URL=$(url_of SIM)
 
 workload() {  # NAME COUNT MAX_TOKENS
-  python3 - "$WORK/$1.jsonl" "$2" "$3" <<'PY'
-import json, sys
-with open(sys.argv[1], "w") as out:
-    for i in range(int(sys.argv[2])):
-        out.write(json.dumps({"id": "r%d" % i, "request": {"prompt": "a story about the sea, part %d" % i,
-                                                           "max_tokens": int(sys.argv[3]), "temperature": 0,
-                                                           "ignore_eos": True}}) + "\n")
-PY
+  story_requests "$WORK/$1.jsonl" "$2" "$3"
   "$NEW" import "$WORK/$1.jsonl" --endpoint completions --out "$WORK/$1-in.rtrace" >/dev/null 2>&1
   local binary
   for binary in old new; do
@@ -50,12 +43,8 @@ report() {  # NAME
     local line_old="" line_new=""
     for round in $(seq "$ROUNDS"); do
       for binary in old new; do
-        local trace=$WORK/$1-$binary.rtrace cpu
-        case $command in
-          stats) cpu=$(command_cpu "$WORK/out" "$NEW" stats "$trace") ;;
-          export) cpu=$(command_cpu "$WORK/out" "$NEW" export "$trace") ;;
-          diff) cpu=$(command_cpu "$WORK/out" "$NEW" diff "$trace" "$trace") ;;
-        esac
+        local cpu
+        cpu=$(reading_cpu "$NEW" "$command" "$WORK/$1-$binary.rtrace")
         [[ $binary == old ]] && line_old+=" $cpu" || line_new+=" $cpu"
       done
     done

@@ -5,7 +5,10 @@
 # `free_port` a free loopback port, `wait_port PORT` until something listens there;
 # `command_cpu OUT CMD...` runs CMD (its output to OUT) and prints the CPU seconds it used;
 # `start_memory_serve RETRACE` the server the peak-RSS benches measure against (sets URL);
-# `gnu_time CMD...` runs CMD under GNU time and prints "WALL_SECONDS PEAK_RSS_KIB".
+# `gnu_time CMD...` runs CMD under GNU time and prints "WALL_SECONDS PEAK_RSS_KIB";
+# `story_requests FILE COUNT MAX_TOKENS` writes COUNT completions requests for `retrace import`;
+# `reading_cpu RETRACE COMMAND TRACE` the CPU seconds of `stats`, `export` or `diff` (TRACE against
+# itself) reading TRACE.
 PIDS=()
 bench_cleanup() {
   local pid
@@ -95,4 +98,22 @@ soak_workload_and_serve() {  # the soaks' workload, $WORK/workload.rtrace (512 s
   "$RETRACE" import "$WORK/workload.jsonl" --out "$WORK/workload.rtrace" --endpoint completions >/dev/null
   start serve "$RETRACE" serve --listen 127.0.0.1:0
   serve_url=$(url_of serve)
+}
+
+story_requests() {  # FILE COUNT MAX_TOKENS : COUNT greedy completions of MAX_TOKENS tokens (ignore_eos), JSONL
+  python3 - "$@" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as out:
+    for i in range(int(sys.argv[2])):
+        out.write(json.dumps({"id": "r%d" % i, "request": {"prompt": "a story about the sea, part %d" % i,
+                                                           "max_tokens": int(sys.argv[3]), "temperature": 0,
+                                                           "ignore_eos": True}}) + "\n")
+PY
+}
+
+reading_cpu() {  # RETRACE COMMAND TRACE : CPU seconds of `RETRACE stats|export TRACE` or `diff TRACE TRACE`
+  case $2 in
+    diff) command_cpu "$WORK/out" "$1" diff "$3" "$3" ;;
+    *) command_cpu "$WORK/out" "$1" "$2" "$3" ;;
+  esac
 }

@@ -93,8 +93,18 @@ bool read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget
 
 }  // namespace
 
+namespace {
+
+// A row shows no alternatives: a derived exchange's tokens are derived without them.
+ReaderOptions without_alternatives(ReaderOptions options) {
+  options.derived = kNoAlternatives;
+  return options;
+}
+
+}  // namespace
+
 RowReader::RowReader(const std::filesystem::path& path, ReaderOptions options, std::uint16_t reads_through)
-    : reader_(path, options), direct_(reader_.header().format_minor <= reads_through) {}
+    : reader_(path, without_alternatives(options)), direct_(reader_.header().format_minor <= reads_through) {}
 
 bool RowReader::next(Exchange& out) {
   if (!direct_) {
@@ -103,6 +113,11 @@ bool RowReader::next(Exchange& out) {
     return read;
   }
   return next_exchange_record(reader_, [&](wire::Exchange::Reader in, ListBudget& budget) {
+    if (in.getTokensDerived()) {  // read whole at once: its request side is not read twice
+      ++whole_;
+      detail::read_exchange(in, out, budget, false, kNoAlternatives);
+      return;
+    }
     const ListBudget fresh = budget;
     // read_exchange's request-side reading empties the response and the choices: their storage
     // is set aside first and put back, so a reading loop allocates only while records grow.
@@ -114,7 +129,7 @@ bool RowReader::next(Exchange& out) {
     if (read_outputs_side(in, out, budget)) return;
     ++whole_;
     ListBudget again = fresh;
-    detail::read_exchange(in, out, again);
+    detail::read_exchange(in, out, again, false, kNoAlternatives);
   });
 }
 

@@ -1,4 +1,5 @@
-// Exchanges read for one row of a table and its figures (python/'s Trace.exchanges()): a reading
+// Exchanges read for one row of a table and its figures (python/'s Trace.exchanges(), `stats`'s
+// metrics::stats_of_trace): a reading
 // of each record that leaves out what a row never shows, so that a million streamed exchanges
 // cost little more than their decompression. What is read into the Exchange, and what is not:
 //
@@ -18,7 +19,7 @@
 // header is of a minor version newer than kRowsReadThrough (every record of it), a record with
 // more parts than the reader reads (kMaxParts: read_exchange notes the rest), a record whose
 // tokens are derived from its events (format 1.7, `--derive-tokens`: read_exchange derives them,
-// for each token's arrival offset), or an enumerant
+// for each token's arrival offset, without alternatives: kNoAlternatives), or an enumerant
 // newer than this reading knows. A record corrupt in a part this reading does not touch is kept
 // here where TraceReader::next drops the rest of its frame.
 #pragma once

@@ -60,7 +60,7 @@ bool tokens_derivable(const Exchange& exchange, std::vector<Choice>& scratch) {
   if (!any_token) return false;  // nothing to save
   const bool said = said_from_events == &exchange;
   if (said && !checking.load(std::memory_order_relaxed)) return true;
-  deriver(exchange.dialect, views_of(exchange), scratch);
+  deriver(exchange.dialect, views_of(exchange), scratch, DecodeWants{});
   const bool same = scratch == exchange.choices;
   if (said && !same)
     throw std::logic_error("exchange " + std::to_string(exchange.id) +
@@ -77,10 +77,10 @@ TokensFromEvents::~TokensFromEvents() { said_from_events = previous_; }
 
 void check_tokens_from_events(bool on) { checking.store(on, std::memory_order_relaxed); }
 
-void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_counts) {
+void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_counts, DecodeWants wants) {
   const TokenDeriver deriver = deriver_or_throw(exchange.id);
   thread_local std::vector<Choice> derived;
-  deriver(exchange.dialect, views_of(exchange), derived);
+  deriver(exchange.dialect, views_of(exchange), derived, wants);
   bool same = derived.size() == exchange.choices.size() && token_counts.size() == derived.size();
   for (std::size_t c = 0; same && c < derived.size(); ++c)
     same = same_shape(derived[c], exchange.choices[c], token_counts[c]);
@@ -98,8 +98,8 @@ void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_c
 }
 
 void derive_choices_of(std::uint64_t id, std::string_view dialect, const std::vector<EventView>& events,
-                       std::vector<Choice>& choices) {
-  deriver_or_throw(id)(dialect, events, choices);
+                       std::vector<Choice>& choices, DecodeWants wants) {
+  deriver_or_throw(id)(dialect, events, choices, wants);
 }
 
 }  // namespace retrace

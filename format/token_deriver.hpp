@@ -44,9 +44,9 @@ struct EventView {
 
 // Makes an exchange's choices (choices, token kinds, finish reasons, parts) from its dialect
 // (Exchange::dialect) and its response's events alone, as the live decoder made them: `choices`
-// is overwritten.
+// is overwritten. `wants` (trace.hpp): what the reader needs of them (the writer's test: all).
 using TokenDeriver = void (*)(std::string_view dialect, const std::vector<EventView>& events,
-                              std::vector<Choice>& choices);
+                              std::vector<Choice>& choices, DecodeWants wants);
 
 // Installs the process's deriver (llm::install_token_deriver does); null uninstalls, and the
 // writer then stores every token as 1.6 did (benchmarks and tests compare the two that way).
@@ -103,10 +103,10 @@ bool tokens_derivable(const Exchange& exchange, std::vector<Choice>& scratch);
 // field but tokens, whose counts are `token_counts`, one per choice) gets its choices from the
 // deriver. A result whose shape differs from what was stored (a later decoder that reads the same
 // events otherwise) is kept, and decode_note says so. Throws NoTokenDeriver when none is installed.
-void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_counts);
+void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_counts, DecodeWants wants = {});
 // The same for a reader that wants the choices only (ExchangeOutputs, which has no decode_note):
 // exchange `id`'s choices from `dialect` and `events` into `choices`, with no shape check.
 void derive_choices_of(std::uint64_t id, std::string_view dialect, const std::vector<EventView>& events,
-                       std::vector<Choice>& choices);
+                       std::vector<Choice>& choices, DecodeWants wants = {});
 
 }  // namespace retrace

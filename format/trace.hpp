@@ -254,9 +254,22 @@ class TraceWriter {
 // ---------------------------------------------------------------------------------------------
 // Reading
 
+// What a reader needs of the tokens the decoder makes (live, or derived from a format 1.7 record's
+// events: token_deriver.hpp): everything by default. A reader that never shows alternatives (stats'
+// counts and arrival offsets, diff's ids and bytes, a table's rows) asks for them left out, and the
+// decoder then does not build them: every other field (token count, ids, bytes, logprobs, offsets,
+// kinds, finish reasons, parts, usage, notes, errors) is what the full decode gives, and each token's
+// top_begin and top_count are 0 (tests/llm_lean_decode_test.cpp).
+struct DecodeWants {
+  bool alternatives = true;
+  bool operator==(const DecodeWants&) const = default;
+};
+inline constexpr DecodeWants kNoAlternatives{.alternatives = false};
+
 struct ReaderOptions {
   std::uint64_t traversal_limit_words = kMaxFrameBytes / 8;  // per message and per frame
   int nesting_limit = 64;
+  DecodeWants derived;  // what next(Exchange&) and read_last derive of a format 1.7 exchange's tokens
 };
 
 // What the reader had to drop: damaged regions in the middle of a file, skipped by

@@ -323,7 +323,7 @@ const TraceHeader& TraceReader::header() const { return impl_->header; }
 
 bool TraceReader::next(Exchange& out) {
   return impl_->next_record([&](wire::Exchange::Reader exchange, ListBudget& budget) {
-    read_exchange(exchange, out, budget);
+    read_exchange(exchange, out, budget, false, impl_->options.derived);
   });
 }
 
@@ -350,7 +350,7 @@ void TraceReader::read_last(Exchange& out) {
   try {
     capnp::FlatArrayMessageReader reader(*impl.last, impl.frames->capnp_options());
     ListBudget budget(impl.last->size());
-    read_exchange(reader.getRoot<wire::Record>().getExchange(), out, budget);
+    read_exchange(reader.getRoot<wire::Record>().getExchange(), out, budget, false, impl.options.derived);
   } catch (const kj::Exception& e) {
     throw TraceError("cannot read trace " + impl.frames->path().string() + ": a corrupt record in the frame at offset " +
                      std::to_string(impl.frames->frame_offset()) + ": " + e.getDescription().cStr());

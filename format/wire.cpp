@@ -276,7 +276,7 @@ static const std::vector<std::uint32_t>& token_counts(wire::Exchange::Reader in,
 }
 
 void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget,
-                   bool requests_only) {
+                   bool requests_only, DecodeWants derived) {
   read_identity(in, exchange.id, exchange.source_id, exchange.key);
   assign(exchange.session_id, in.getSessionId());
   exchange.start_unix_ns = in.getStartUnixNs();
@@ -316,7 +316,7 @@ void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& bu
   exchange.in_flight_max = in.getInFlightMax();
   read_server(in, exchange.server, exchange.server_state);
   if (!requests_only && in.getTokensDerived())
-    derive_tokens(exchange, token_counts(in, exchange.choices.size()));
+    derive_tokens(exchange, token_counts(in, exchange.choices.size()), derived);
 }
 
 static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget) {
@@ -394,7 +394,7 @@ void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudge
       auto data = list[i].getData();
       events[i] = {list[i].getOffsetNs(), {reinterpret_cast<const char*>(data.begin()), data.size()}};
     }
-    derive_choices_of(outputs.id, outputs.dialect, events, derived);
+    derive_choices_of(outputs.id, outputs.dialect, events, derived, kNoAlternatives);
     choice_outputs(derived, outputs.choices);
     return;
   }

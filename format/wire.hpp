@@ -49,8 +49,9 @@ class UnsendableRequest : public TraceError {
 // sending the request again does not need: most of a recording's bytes); every other field is read.
 // Throws UnsendableRequest for a request with a CR, LF or other control byte where the wire has
 // none (its method, target, header names and values).
+// `derived`: what of a derived exchange's tokens (format 1.7) to derive (trace.hpp's DecodeWants).
 void read_exchange(wire::Exchange::Reader in, Exchange& exchange, ListBudget& budget,
-                   bool requests_only = false);
+                   bool requests_only = false, DecodeWants derived = {});
 // A token's figures: every field but its bytes and alternatives (read_exchange's and RowReader's).
 inline void read_token_figures(wire::Token::Reader in, Token& token) {
   token.id = in.getId();
@@ -59,7 +60,8 @@ inline void read_token_figures(wire::Token::Reader in, Token& token) {
   token.offset_ns = in.getOffsetNs();
 }
 // Only the outputs (trace.hpp's ExchangeOutputs), the token bytes appended straight from the
-// message: what outputs_of() takes from a whole exchange read by read_exchange().
+// message: what outputs_of() takes from a whole exchange read by read_exchange(). A derived
+// exchange's tokens are derived without alternatives (ExchangeOutputs has none).
 void read_outputs(wire::Exchange::Reader in, ExchangeOutputs& outputs, ListBudget& budget);
 
 // Each choice's outputs as ExchangeOutputs holds them (exchange_outputs.cpp).

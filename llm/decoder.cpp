@@ -185,11 +185,13 @@ void ResponseDecoder::Impl::read_object(const json::object& root, std::int64_t o
   }
 }
 
-ResponseDecoder::ResponseDecoder(Dialect dialect) : impl_(std::make_unique<Impl>(dialect, true)) {}
+ResponseDecoder::ResponseDecoder(Dialect dialect) : impl_(std::make_unique<Impl>(dialect, true, DecodeWants{})) {}
 ResponseDecoder::ResponseDecoder(Dialect dialect, bool fast_path)
-    : impl_(std::make_unique<Impl>(dialect, fast_path)) {}
+    : impl_(std::make_unique<Impl>(dialect, fast_path, DecodeWants{})) {}
+ResponseDecoder::ResponseDecoder(Dialect dialect, bool fast_path, DecodeWants wants)
+    : impl_(std::make_unique<Impl>(dialect, fast_path, wants)) {}
 ResponseDecoder::~ResponseDecoder() = default;
-void ResponseDecoder::reset(Dialect dialect) { impl_->reset(dialect); }
+void ResponseDecoder::reset(Dialect dialect, DecodeWants wants) { impl_->reset(dialect, wants); }
 ResponseDecoder::ResponseDecoder(ResponseDecoder&&) noexcept = default;
 ResponseDecoder& ResponseDecoder::operator=(ResponseDecoder&&) noexcept = default;
 
@@ -280,10 +282,15 @@ void ResponseDecoder::finish(Exchange& out) {
   for (Choice& choice : impl.choices) {
     std::size_t with_id = 0;
     std::size_t with_logprob = 0;
-    for (const Token& token : choice.tokens) {
+    // Without alternatives (DecodeWants): what the general path built of them is dropped here (the
+    // fast path built none), every token spelled as one that has none.
+    const bool lean = !impl.wants.alternatives;
+    for (Token& token : choice.tokens) {
       with_id += token.id >= 0;
       with_logprob += token.has_logprob;
+      if (lean) token.top_begin = token.top_count = 0;
     }
+    if (lean) choice.alternatives.clear();
     const std::size_t count = choice.tokens.size();
     // Completions with "echo" and "logprobs" (lm-eval's loglikelihood requests): the prompt's first
     // token has no logprob (null), nothing coming before it; the tokens are still the server's.

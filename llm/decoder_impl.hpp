@@ -147,11 +147,17 @@ struct ResponseDecoder::Impl : DecodeState {
 
   static json::parse_options make_options() { return decoder_parse_options(); }
 
-  Impl(Dialect d, bool allow_fast_path) : DecodeState(d), fast_path_allowed(allow_fast_path) {
+  // What the reader needs (format/trace.hpp): without alternatives, the fast path does not build
+  // them (read_simple_logprobs) and finish() drops what the general path built.
+  DecodeWants wants;
+
+  Impl(Dialect d, bool allow_fast_path, DecodeWants w)
+      : DecodeState(d), fast_path_allowed(allow_fast_path), wants(w) {
     fast_path = allow_fast_path;
   }
-  void reset(Dialect d) {
+  void reset(Dialect d, DecodeWants w) {
     static_cast<DecodeState&>(*this) = DecodeState(d);
+    wants = w;
     fast_path = fast_path_allowed;
     bytes_from.clear();
     text_offsets_scratch.clear();

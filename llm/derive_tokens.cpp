@@ -13,11 +13,12 @@ Dialect dialect_from_string(std::string_view name) {
   return Dialect::unknown;
 }
 
-void derive_choices(std::string_view dialect, const std::vector<EventView>& events, std::vector<Choice>& choices) {
+void derive_choices(std::string_view dialect, const std::vector<EventView>& events, std::vector<Choice>& choices,
+                    DecodeWants wants) {
   // One decoder per thread, reset per exchange: its set-up allocates ~20 KiB (ResponseDecoder).
   thread_local ResponseDecoder decoder(Dialect::unknown);
   thread_local Exchange finished;
-  decoder.reset(dialect_from_string(dialect));
+  decoder.reset(dialect_from_string(dialect), wants);
   SseParser parser;
   for (const EventView& event : events) feed_sse(parser, event.data, event.offset_ns, &decoder, nullptr);
   finished.response.streamed = true;

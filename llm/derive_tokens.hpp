@@ -13,8 +13,9 @@ namespace retrace::llm {
 // An exchange's choices made from its dialect (Exchange::dialect, as ResponseDecoder::finish wrote
 // it) and its response's events, by the live path's own loop: feed_sse into a ResponseDecoder,
 // then finish. The TokenDeriver the writer tests an exchange with and the reader rebuilds one
-// with. `choices` is overwritten.
-void derive_choices(std::string_view dialect, const std::vector<EventView>& events, std::vector<Choice>& choices);
+// with. `choices` is overwritten; `wants` is what the reader needs of them (format/trace.hpp).
+void derive_choices(std::string_view dialect, const std::vector<EventView>& events, std::vector<Choice>& choices,
+                    DecodeWants wants = {});
 // Installs derive_choices as the process's TokenDeriver. Every program that reads traces calls it
 // once at start (cli's main, the Python module, the unit tests' main, benches, fuzz targets).
 void install_token_deriver();

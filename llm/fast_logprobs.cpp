@@ -260,6 +260,22 @@ bool LogprobsReader::null() { return skip_ > 0 || scalar_value(nullptr, 0, false
 // ---------------------------------------------------------------------------------------------
 // The tokens: read_content_logprobs() and read_legacy_logprobs() on the values read above.
 
+namespace {
+
+// What a chat alternative's "token" and "bytes" make of it: the id its "token" spells
+// ("token_id:123") and no bytes, else its "bytes", else its "token" text.
+struct AlternativeSpelling {
+  std::optional<std::int32_t> id;
+  std::string_view bytes;
+};
+AlternativeSpelling spelling_of(const SimpleLogprobToken& parsed) {
+  if (!parsed.has_token) return {};
+  if (const auto id = parse_token_id_string(parsed.token)) return {id, {}};
+  return {std::nullopt, parsed.has_bytes ? std::string_view(parsed.bytes) : std::string_view(parsed.token)};
+}
+
+}  // namespace
+
 const std::vector<std::int64_t>* ResponseDecoder::Impl::read_simple_logprobs(Choice& choice,
                                                                             const SimpleLogprobs& logprobs,
                                                                             std::int64_t offset_ns) {
@@ -279,18 +295,25 @@ const std::vector<std::int64_t>* ResponseDecoder::Impl::read_simple_logprobs(Cho
         token.logprob = to_float(entry.logprob);
       }
       if (!entry.has_top) continue;
+      if (!wants.alternatives) {
+        // None built (DecodeWants); only what an alternative gives the token: its logprob, when the
+        // token has none and an alternative has its bytes (the first such, as below).
+        if (token.has_logprob || from == BytesFrom::unknown) continue;
+        for (std::size_t i = entry.top_begin; i < entry.top_end && !token.has_logprob; ++i) {
+          const SimpleLogprobToken& parsed = logprobs.alternatives[i];
+          if (spelling_of(parsed).bytes == token.bytes) {
+            token.has_logprob = true;
+            token.logprob = parsed.has_logprob ? to_float(parsed.logprob) : 0;
+          }
+        }
+        continue;
+      }
       for (std::size_t i = entry.top_begin; i < entry.top_end; ++i) {
         const SimpleLogprobToken& parsed = logprobs.alternatives[i];
         Alternative& alternative = choice.add_alternative(token);
-        if (parsed.has_token) {
-          if (const auto id = parse_token_id_string(parsed.token)) {
-            alternative.id = *id;
-          } else if (parsed.has_bytes) {
-            alternative.bytes.assign(parsed.bytes);
-          } else {
-            alternative.bytes.assign(parsed.token);
-          }
-        }
+        const AlternativeSpelling spelling = spelling_of(parsed);
+        if (spelling.id) alternative.id = *spelling.id;
+        alternative.bytes.assign(spelling.bytes);
         if (parsed.has_id) alternative.id = parsed.id;
         alternative.logprob = parsed.has_logprob ? to_float(parsed.logprob) : 0;
         if (!token.has_logprob && from != BytesFrom::unknown && alternative.bytes == token.bytes) {
@@ -310,7 +333,7 @@ const std::vector<std::int64_t>* ResponseDecoder::Impl::read_simple_logprobs(Cho
       token.has_logprob = true;
       token.logprob = to_float(logprobs.token_logprobs[i].value);
     }
-    if (logprobs.top_is_array && i < logprobs.top.size() && logprobs.top[i].is_object) {
+    if (wants.alternatives && logprobs.top_is_array && i < logprobs.top.size() && logprobs.top[i].is_object) {
       const SimpleTopObject& top = logprobs.top[i];
       for (std::size_t k = top.begin; k < top.end; ++k) {
         set_label_alternative(choice.add_alternative(token), logprobs.labels[k].label, logprobs.labels[k].logprob);

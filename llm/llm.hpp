@@ -115,12 +115,14 @@ class ResponseDecoder {
   // (tests compare the two), only slower. The default decodes the common simple event shape (a
   // text delta, a finish reason) with a SAX pass and falls back to the general parse otherwise.
   ResponseDecoder(Dialect dialect, bool fast_path);
+  // `wants` (format/trace.hpp): what of the tokens the reader needs; the default is everything.
+  ResponseDecoder(Dialect dialect, bool fast_path, DecodeWants wants);
   ~ResponseDecoder();
   ResponseDecoder(ResponseDecoder&&) noexcept;
   ResponseDecoder& operator=(ResponseDecoder&&) noexcept;
   // Starts a new response in `dialect`, as a newly made decoder would, keeping the parser and its
   // buffers (a decoder's set-up allocates ~20 KiB: replay reuses one per exchange in flight).
-  void reset(Dialect dialect);
+  void reset(Dialect dialect, DecodeWants wants = {});
 
   // One SSE event's data (e.g. `{"choices":...}` or `[DONE]`), arrived at `offset_ns`.
   void on_event(std::string_view data, std::int64_t offset_ns);

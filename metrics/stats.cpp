@@ -20,6 +20,8 @@
 
 #include "metrics/run_settings.hpp"
 
+#include "format/exchange_rows.hpp"
+
 #include "llm/llm.hpp"
 
 namespace retrace::metrics {
@@ -156,7 +158,10 @@ Stats compute_stats(bool open_loop, const std::vector<ExchangeMetrics>& metrics,
 }
 
 Stats stats_of_trace(const std::filesystem::path& path, const Slo& slo, Recovery* recovery) {
-  TraceReader reader(path);
+  // summarize() reads token counts, parts, arrival offsets and the request: a row's reading
+  // (format/exchange_rows.hpp: no token bytes, alternatives or event data but the last; a derived
+  // exchange's tokens derived without alternatives) gives it what the whole exchange gives.
+  RowReader reader(path);
   StatsBuilder builder(is_open_loop(reader.header()), slo);
   Exchange exchange;
   while (reader.next(exchange)) builder.add(exchange);

@@ -221,8 +221,9 @@ TEST_CASE("Reading derived tokens with no deriver installed is an error naming t
 TEST_CASE("A decoder that reads the events otherwise than the writer's is said in decode_note") {
   TempDir dir;
   written_stream(6, dir / "t.rtrace");
-  install_token_deriver([](std::string_view dialect, const std::vector<EventView>& events, std::vector<Choice>& choices) {
-    llm::derive_choices(dialect, events, choices);
+  install_token_deriver([](std::string_view dialect, const std::vector<EventView>& events, std::vector<Choice>& choices,
+                           DecodeWants wants) {
+    llm::derive_choices(dialect, events, choices, wants);
     choices.at(0).tokens.pop_back();
   });
   Exchange out;
@@ -334,7 +335,12 @@ TEST_CASE("The row reader reads a derived exchange whole and a stored one direct
   Exchange row;
   REQUIRE(rows.next(row));
   REQUIRE(row.choices.size() == 1);
-  CHECK(row.choices[0].tokens == exchange.choices[0].tokens);  // each token's offset for ITL
+  // Each token's offset for ITL; no alternatives derived (a row shows none: kNoAlternatives).
+  std::vector<Token> without_alternatives = exchange.choices[0].tokens;
+  for (Token& token : without_alternatives) token.top_begin = token.top_count = 0;
+  REQUIRE_FALSE(exchange.choices[0].alternatives.empty());
+  CHECK(row.choices[0].tokens == without_alternatives);
+  CHECK(row.choices[0].alternatives.empty());
   CHECK(rows.read_whole() == 1);
   REQUIRE(rows.next(row));
   CHECK(row.choices[0].tokens.size() == exchange.choices[0].tokens.size());
