@@ -7,7 +7,7 @@
 
 start_listening upstream python3 "$ROOT/tests/e2e/record_faults_upstream.py"
 start_listening proxy "$RETRACE" record --upstream "$upstream_URL" --out "$WORK/relay.rtrace" \
-  --listen 127.0.0.1:0 --upstream-timeout 1s --no-server-info --flush-every 1
+  --listen 127.0.0.1:0 --upstream-timeout 3s --no-server-info --flush-every 1
 P=$proxy_URL
 SIZE=6000000
 
@@ -29,14 +29,19 @@ curl -sS --max-time 20 --limit-rate 12M -o "$WORK/slow.bin" "$P/big?n=$SIZE&fram
   fail "curl could not fetch the body at a limited rate"
 check_eq "$(sha256sum <"$WORK/slow.bin" | cut -d' ' -f1)" "$expected_sha" "body relayed intact to a slow client"
 
-# A client that sends its request and then reads nothing: given up after --upstream-timeout (1 s).
-python3 - "${P##*:}" <<'EOF' || fail "stalled client"
-import socket, sys, time
+# A client that sends its request and then reads nothing: given up after --upstream-timeout (3 s;
+# 1 s let a Python upstream slowed by a loaded machine miss the header's deadline once). The client
+# reads only once the exchange is in the trace as cut (--flush-every 1), so no sleep guesses when.
+python3 - "${P##*:}" "$RETRACE" "$WORK/relay.rtrace" <<'EOF' || fail "stalled client"
+import socket, subprocess, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
 s.sendall(b"GET /big?n=60000000&framing=length&stalled=1 HTTP/1.1\r\nHost: x\r\n\r\n")
-time.sleep(5)  # well past the 1 s --upstream-timeout, even on a loaded machine
-# By now the proxy has closed the connection: reading drains what was buffered, then ends.
+deadline = time.monotonic() + 60
+while b"stalled=1" not in subprocess.run([sys.argv[2], "cat", sys.argv[3]], capture_output=True).stdout:
+    assert time.monotonic() < deadline, "the stalled exchange never reached the trace"
+    time.sleep(0.2)
+# The proxy has given the client up and closed: reading drains what was buffered, then ends.
 s.settimeout(10)
 got = 0
 try:
