@@ -7,6 +7,7 @@
 # `start_memory_serve RETRACE` the server the peak-RSS benches measure against (sets URL);
 # `gnu_time CMD...` runs CMD under GNU time and prints "WALL_SECONDS PEAK_RSS_KIB";
 # `story_requests FILE COUNT MAX_TOKENS` writes COUNT completions requests for `retrace import`;
+# `streamed_story_requests FILE COUNT` COUNT copies of replay.sh (b)'s streamed 256-token completion;
 # `reading_cpu RETRACE COMMAND TRACE` the CPU seconds of `stats`, `export` or `diff` (TRACE against
 # itself) reading TRACE.
 PIDS=()
@@ -100,6 +101,16 @@ soak_workload_and_serve() {  # the soaks' workload, $WORK/workload.rtrace (512 s
   serve_url=$(url_of serve)
 }
 
+streamed_story_requests() {  # FILE COUNT : COUNT copies of one streamed 256-token completion (ignore_eos), JSONL
+  python3 - "$@" <<'PY'
+import json, sys
+body = {"model": "retrace-sim", "prompt": "Tell a long story.", "max_tokens": 256,
+        "temperature": 0, "stream": True, "ignore_eos": True}
+with open(sys.argv[1], "w") as out:
+    for i in range(int(sys.argv[2])):
+        out.write(json.dumps({"request": body}) + "\n")
+PY
+}
 story_requests() {  # FILE COUNT MAX_TOKENS : COUNT greedy completions of MAX_TOKENS tokens (ignore_eos), JSONL
   python3 - "$@" <<'PY'
 import json, sys

@@ -143,14 +143,7 @@ fi
 
 # --- (b) streaming, 256 tokens per response
 if section b; then
-python3 - "$WORK/stream.jsonl" <<'EOF'
-import json, sys
-body = {"model": "retrace-sim", "prompt": "Tell a long story.", "max_tokens": 256,
-        "temperature": 0, "stream": True, "ignore_eos": True}
-with open(sys.argv[1], "w") as out:
-    for i in range(4000):
-        out.write(json.dumps({"request": body}) + "\n")
-EOF
+streamed_story_requests "$WORK/stream.jsonl" 4000
 "$RETRACE" import "$WORK/stream.jsonl" --endpoint completions --out "$WORK/stream.rtrace" >/dev/null
 start_server
 echo

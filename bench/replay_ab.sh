@@ -16,14 +16,7 @@ BEFORE=$1 AFTER=$2 PAIRS=${3:-5}
 bench_workdir replay-ab
 SERVER_PIN=(); CLIENT_PIN=()
 if [[ "${PIN:-1}" == 1 ]]; then SERVER_PIN=(taskset -c 0); CLIENT_PIN=(taskset -c 1); fi
-python3 - "$WORK/stream.jsonl" <<'EOF'
-import json, sys
-body = {"model": "retrace-sim", "prompt": "Tell a long story.", "max_tokens": 256,
-        "temperature": 0, "stream": True, "ignore_eos": True}
-with open(sys.argv[1], "w") as out:
-    for i in range(1500):
-        out.write(json.dumps({"request": body}) + "\n")
-EOF
+streamed_story_requests "$WORK/stream.jsonl" 1500
 "$BEFORE" import "$WORK/stream.jsonl" --endpoint completions --out "$WORK/stream.rtrace" >/dev/null 2>&1
 "${SERVER_PIN[@]}" "$BEFORE" serve --listen 127.0.0.1:0 --latency-model off >"$WORK/serve.out" 2>"$WORK/serve.err" &
 PIDS+=($!)
