@@ -25,6 +25,13 @@ namespace {
 // slice could grow `events`' capacity to (a slice completes at most one event per byte: a lone
 // "\n" is one), counted with the bytes, must stay within `limit`. False (events left as they are) once
 // it would not.
+// What one event's position takes in an Events, measured from one.
+const std::size_t kPositionBytes = [] {
+  Events one, none;
+  one.reserve(1);
+  return one.memory() - none.memory();
+}();
+
 class EventBudget {
  public:
   EventBudget(Events& events, std::size_t limit) : events_(events), limit_(limit) {}
@@ -33,16 +40,35 @@ class EventBudget {
     constexpr std::size_t kSlice = 64u << 10;
     for (std::size_t at = 0; at < text.size(); at += kSlice) {
       auto slice = text.substr(at, kSlice);
-      // Doubling as they go, the positions and the bytes end below twice what they need.
-      if (events_.memory_after(slice.size(), slice.size()) > limit_) return false;
+      // Doubling as they go, the positions and the bytes end below twice what they need; where
+      // that would pass the limit, they are grown to it exactly instead.
+      fed_ += slice.size();
+      if (events_.memory_after(slice.size(), slice.size()) > limit_ && !grow_to_limit(slice.size()))
+        return false;
       llm::feed_sse(parser, slice, offset_ns, decoder, &events_);
     }
     return true;
   }
 
  private:
+  // The events copied into storage that holds `more` events more (positions doubled as a vector
+  // grows) and all of the limit left in bytes, allocated exactly (a string asked for less than
+  // twice its capacity takes twice): false, events untouched, when the bytes framed so far would
+  // not fit. At most a copy or two a stream, near its limit.
+  bool grow_to_limit(std::size_t more) {
+    const std::size_t positions = std::max(2 * events_.size(), events_.size() + more);
+    const std::size_t position_bytes = positions * kPositionBytes;
+    if (position_bytes >= limit_ || limit_ - position_bytes < fed_) return false;
+    Events grown;
+    grown.reserve(positions, limit_ - position_bytes);
+    for (const Event& event : events_) grown.push_back(event);
+    events_.swap(grown);
+    return events_.memory() <= limit_;
+  }
+
   Events& events_;
   std::size_t limit_;
+  std::size_t fed_ = 0;  // decoded bytes framed so far (those of an event not yet complete too)
 };
 
 // An event stream as received, in the pieces it arrived in. `body` is emptied.

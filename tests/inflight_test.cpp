@@ -136,6 +136,21 @@ TEST_CASE("an SSE bomb of tiny events stops at the decode limit counted with its
   CHECK(roomy.exchange.response.events.size() == 3'000'000);
 }
 
+TEST_CASE("a coded stream that decodes to more than half the decode limit is decoded whole") {
+  // 10 MB of events in a gzip'd body under a 16 MiB limit: the events' one buffer, doubling as it
+  // grows, would pass the limit at 8 MiB; it is grown to the limit exactly instead, once.
+  std::string plain = chat_stream(80'000);
+  REQUIRE(plain.size() > 9'000'000);
+  ArrivedBody arrived;
+  arrived.append(gzip(plain), 10);
+  constexpr std::size_t kLimit = 16u << 20;
+  auto out = decode(arrived, "gzip", kLimit);
+  CHECK_FALSE(out.body.as_received);
+  CHECK(joined(out.exchange.response.events) == plain);
+  CHECK(out.exchange.response.events.size() == 80'001);
+  CHECK(out.exchange.response.events.memory() <= kLimit);
+}
+
 TEST_CASE("a body that is not a stream is taken as it is - or decoded - and left to the caller's decoder") {
   auto one_read = [](std::string_view bytes) {
     ArrivedBody arrived;
