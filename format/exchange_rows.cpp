@@ -45,18 +45,21 @@ bool read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget
   else exchange.response.body.assign(reinterpret_cast<const char*>(body.begin()), body.size());
   auto events = response.getEvents();
   auto& into = exchange.response.events;
-  into.resize(budget.take(events.size(), "events"));
+  const auto count = budget.take(events.size(), "events");
+  // The events read from the end until four count: the earlier ones keep their arrival only.
   int plain = 0;
-  for (unsigned i = events.size(); i-- > 0;) {
-    auto event = events[i];
-    into[i].offset_ns = event.getOffsetNs();
-    if (plain >= 4) {
-      into[i].data.clear();
-      continue;
-    }
-    auto data = event.getData();
-    into[i].data.assign(reinterpret_cast<const char*>(data.begin()), data.size());
-    plain += counted_plain(into[i].data);
+  auto first = count;
+  std::size_t bytes = 0;
+  for (; first > 0 && plain < 4; --first) {
+    auto data = events[first - 1].getData();
+    bytes += data.size();
+    plain += counted_plain({reinterpret_cast<const char*>(data.begin()), data.size()});
+  }
+  into.clear();
+  into.reserve(count, bytes);
+  for (unsigned i = 0; i < count; ++i) {
+    auto data = i < first ? capnp::Data::Reader() : events[i].getData();
+    into.push_back(events[i].getOffsetNs(), {reinterpret_cast<const char*>(data.begin()), data.size()});
   }
 
   exchange.choices.resize(budget.take(choices.size(), "choices"));

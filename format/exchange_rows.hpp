@@ -53,7 +53,7 @@ class RowReader {
   bool direct_;
   std::uint64_t whole_ = 0;
   // The storage read_exchange's request-side reading would release, kept across records.
-  std::vector<Event> events_;
+  Events events_;
   std::vector<Choice> choices_;
 };
 

@@ -25,8 +25,10 @@
 // into it as they were decoded then, and compare with each other as they always did.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -153,9 +155,103 @@ inline bool choice_order(const Choice& a, const Choice& b) {
   return a.tool_call < b.tool_call;
 }
 
+// One event of a streamed response as read from its Events: its arrival and a view of its bytes
+// in the response's buffer, valid until those events next change.
 struct Event {
   std::int64_t offset_ns = 0;  // arrival, from the request's send
-  std::string data;            // raw bytes; all events concatenated are the decoded body byte for byte
-  bool operator==(const Event&) const = default;
+  std::string_view data;       // raw bytes; all events concatenated are the decoded body byte for byte
+  bool operator==(const Event& other) const { return offset_ns == other.offset_ns && data == other.data; }
+};
+
+// A streamed response's events: their bytes concatenated in one buffer (the decoded body byte for
+// byte), each event its arrival and where its bytes end in it. Positions, not pointers: copies and
+// moves stay valid. One allocation for all the bytes instead of a string an event (issue 44); a
+// cleared Events keeps its capacity, so a reader that reuses it allocates only while records grow.
+// Read like a vector of Event (values: views into the buffer); append with push_back.
+class Events {
+ public:
+  Events() = default;
+  Events(std::initializer_list<Event> events) {
+    for (const Event& event : events) push_back(event);
+  }
+
+  class const_iterator {
+   public:
+    using value_type = Event;
+    using difference_type = std::ptrdiff_t;
+    const_iterator() = default;
+    const_iterator(const Events* events, std::size_t at) : events_(events), at_(at) {}
+    Event operator*() const { return (*events_)[at_]; }
+    const_iterator& operator++() { return ++at_, *this; }
+    const_iterator operator++(int) { return {events_, at_++}; }
+    bool operator==(const const_iterator& other) const { return at_ == other.at_; }
+
+   private:
+    const Events* events_ = nullptr;
+    std::size_t at_ = 0;
+  };
+
+  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  Event operator[](std::size_t at) const {
+    const std::size_t begin = at == 0 ? 0 : entries_[at - 1].end;
+    return {entries_[at].offset_ns, std::string_view(bytes_).substr(begin, entries_[at].end - begin)};
+  }
+  Event front() const { return (*this)[0]; }
+  Event back() const { return (*this)[size() - 1]; }
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, size()}; }
+  // Every event's bytes, in order: the decoded body.
+  std::string_view bytes() const { return bytes_; }
+
+  void push_back(const Event& event) { push_back(event.offset_ns, event.data); }
+  void push_back(std::int64_t offset_ns, std::string_view data) {
+    bytes_.append(data);
+    entries_.push_back({offset_ns, bytes_.size()});
+  }
+  // Room for `events` events of `bytes` bytes in all, so that appending them allocates nothing.
+  void reserve(std::size_t events, std::size_t bytes = 0) {
+    entries_.reserve(events);
+    bytes_.reserve(bytes);
+  }
+  // Keeps the first `count` events (no more than there are).
+  void truncate(std::size_t count) {
+    if (count >= size()) return;
+    entries_.resize(count);
+    bytes_.resize(count == 0 ? 0 : entries_.back().end);
+  }
+  void clear() {  // keeps the capacity
+    entries_.clear();
+    bytes_.clear();
+  }
+  // Empties and frees the storage.
+  void release() {
+    std::vector<Entry>().swap(entries_);
+    std::string().swap(bytes_);
+  }
+  void swap(Events& other) noexcept {
+    entries_.swap(other.entries_);
+    bytes_.swap(other.bytes_);
+  }
+  // What the storage takes, and could take after growing to hold `more_events` events and
+  // `more_bytes` bytes more (a vector or string at least doubles when it grows).
+  std::size_t memory() const { return entries_.capacity() * sizeof(Entry) + bytes_.capacity(); }
+  std::size_t memory_after(std::size_t more_events, std::size_t more_bytes) const {
+    return grown(entries_.size() + more_events, entries_.capacity()) * sizeof(Entry) +
+           grown(bytes_.size() + more_bytes, bytes_.capacity());
+  }
+  bool operator==(const Events&) const = default;
+
+ private:
+  struct Entry {
+    std::int64_t offset_ns;
+    std::uint64_t end;  // where its bytes end in bytes_; they begin where the previous event's end
+    bool operator==(const Entry&) const = default;
+  };
+  static std::size_t grown(std::size_t need, std::size_t capacity) {
+    return need > capacity ? 2 * std::max(need, capacity) : capacity;
+  }
+  std::vector<Entry> entries_;
+  std::string bytes_;
 };
 }  // namespace retrace

@@ -111,10 +111,11 @@ void read_response(const StrictFields& fields, Response& out) {
   read_bytes(fields, "body", out.body);
   read(fields, "streamed", out.streamed);
   each_object(fields, "events", [&](const StrictFields& event_fields) {
-    Event event;
-    read(event_fields, "offset_ns", event.offset_ns);
-    read_bytes(event_fields, "data", event.data);
-    out.events.push_back(std::move(event));
+    std::int64_t offset_ns = 0;
+    std::string data;
+    read(event_fields, "offset_ns", offset_ns);
+    read_bytes(event_fields, "data", data);
+    out.events.push_back(offset_ns, data);
   });
 }
 

@@ -76,7 +76,7 @@ struct Response {
   std::vector<HttpHeader> headers;
   std::string body;  // the whole body when not streamed, decoded (docs/DESIGN.md)
   bool streamed = false;
-  std::vector<Event> events;
+  Events events;  // the bytes of a streamed response's events, one buffer (exchange_types.hpp)
   bool operator==(const Response&) const = default;
 };
 

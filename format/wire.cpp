@@ -11,8 +11,12 @@ namespace retrace::detail {
 namespace {
 
 kj::StringPtr text(const std::string& s) { return kj::StringPtr(s.c_str(), s.size()); }
-capnp::Data::Reader data(const std::string& s) {
+capnp::Data::Reader data(std::string_view s) {
   return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
+}
+capnp::Data::Reader data(const std::string& s) { return data(std::string_view(s)); }
+std::string_view bytes_of(capnp::Data::Reader in) {
+  return {reinterpret_cast<const char*>(in.begin()), in.size()};
 }
 void assign(std::string& out, capnp::Text::Reader in) { out.assign(in.begin(), in.size()); }
 void assign(std::string& out, capnp::Data::Reader in) {
@@ -326,12 +330,12 @@ static void read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, Lis
   assign(exchange.response.body, response.getBody());
   exchange.response.streamed = response.getStreamed();
   auto events = response.getEvents();
-  exchange.response.events.resize(budget.take(events.size(), "events"));
-  for (unsigned i = 0; i < events.size(); ++i) {
-    auto event = events[i];
-    exchange.response.events[i].offset_ns = event.getOffsetNs();
-    assign(exchange.response.events[i].data, event.getData());
-  }
+  const auto count = budget.take(events.size(), "events");
+  std::size_t bytes = 0;
+  for (auto event : events) bytes += event.getData().size();
+  exchange.response.events.clear();  // its capacity reused, record after record
+  exchange.response.events.reserve(count, bytes);
+  for (auto event : events) exchange.response.events.push_back(event.getOffsetNs(), bytes_of(event.getData()));
 
   auto choices = in.getChoices();
   exchange.choices.resize(parts_read(budget.take(choices.size(), "choices")));

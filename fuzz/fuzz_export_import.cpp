@@ -85,8 +85,10 @@ Exchange exchange(FuzzedDataProvider& in, std::uint64_t id) {
   e.response.headers = headers(in);
   e.response.streamed = in.ConsumeBool();
   if (e.response.streamed) {
-    e.response.events.resize(in.ConsumeIntegralInRange<std::size_t>(0, 3));
-    for (auto& event : e.response.events) event = {in.ConsumeIntegral<std::int64_t>(), bytes(in)};
+    for (auto n = in.ConsumeIntegralInRange<std::size_t>(0, 3); n > 0; --n) {
+      const auto offset_ns = in.ConsumeIntegral<std::int64_t>();
+      e.response.events.push_back(offset_ns, bytes(in));
+    }
   } else {
     e.response.body = bytes(in, 256);
   }

@@ -7,25 +7,25 @@
 namespace retrace::llm {
 
 std::size_t feed_sse(SseParser& parser, std::string_view bytes, std::int64_t offset_ns, ResponseDecoder* decoder,
-                     std::vector<Event>* events) {
+                     Events* events) {
   // The handler captures one pointer, so that std::function holds it in place: a lambda capturing
   // these four by reference did not fit, and cost a malloc and a free a read (one an event).
   struct Sink {
     std::size_t completed;
     std::int64_t offset_ns;
     ResponseDecoder* decoder;
-    std::vector<Event>* events;
+    Events* events;
   } sink{0, offset_ns, decoder, events};
   parser.feed(bytes, [&sink](const SseEvent& event) {
     ++sink.completed;
-    if (sink.events) sink.events->push_back(Event{sink.offset_ns, std::string(event.raw)});
+    if (sink.events) sink.events->push_back(sink.offset_ns, event.raw);
     if (sink.decoder) sink.decoder->on_event(event.data, sink.offset_ns);
   });
   return sink.completed;
 }
 
-void keep_partial_event(SseParser& parser, std::int64_t offset_ns, std::vector<Event>& events) {
-  if (parser.has_partial()) events.push_back(Event{offset_ns, parser.take_partial()});
+void keep_partial_event(SseParser& parser, std::int64_t offset_ns, Events& events) {
+  if (parser.has_partial()) events.push_back(offset_ns, parser.take_partial());
 }
 
 namespace {

@@ -155,10 +155,10 @@ class ResponseDecoder {
 // decoder, keep-alives and empty ones too, so that the decoder's "event N" notes count as
 // `events` does. Returns how many events `bytes` completed.
 std::size_t feed_sse(SseParser& parser, std::string_view bytes, std::int64_t offset_ns, ResponseDecoder* decoder,
-                     std::vector<Event>* events);
+                     Events* events);
 // A stream cut mid-event: keeps the unterminated tail raw as a last event at `offset_ns`, so that
 // the events still add up to the body byte for byte. Does nothing when there is no tail.
-void keep_partial_event(SseParser& parser, std::int64_t offset_ns, std::vector<Event>& events);
+void keep_partial_event(SseParser& parser, std::int64_t offset_ns, Events& events);
 
 // Convenience: decode a stored response (events or body) of `exchange` from scratch, filling its
 // choices/usage/dialect/decode_note. Used by import and tests.

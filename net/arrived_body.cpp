@@ -25,42 +25,62 @@ namespace {
 // slice could grow `events`' capacity to (a slice completes at most one event per byte: a lone
 // "\n" is one), counted with the bytes, must stay within `limit`. False (events left as they are) once
 // it would not.
+// What one event's position takes in an Events, measured from one.
+const std::size_t kPositionBytes = [] {
+  Events one, none;
+  one.reserve(1);
+  return one.memory() - none.memory();
+}();
+
 class EventBudget {
  public:
-  EventBudget(std::vector<Event>& events, std::size_t limit) : events_(events), limit_(limit) {}
+  EventBudget(Events& events, std::size_t limit) : events_(events), limit_(limit) {}
   bool feed(llm::SseParser& parser, std::string_view text, std::int64_t offset_ns,
             llm::ResponseDecoder* decoder) {
     constexpr std::size_t kSlice = 64u << 10;
     for (std::size_t at = 0; at < text.size(); at += kSlice) {
       auto slice = text.substr(at, kSlice);
-      auto capacity = events_.capacity();
-      // Doubling as it goes, the vector ends below twice what it needs.
-      auto most = events_.size() + slice.size() > capacity
-                      ? 2 * std::max(capacity, events_.size() + slice.size())
-                      : capacity;
-      if (bytes_ + slice.size() + most * sizeof(Event) > limit_) return false;
-      bytes_ += slice.size();
+      // Doubling as they go, the positions and the bytes end below twice what they need; where
+      // that would pass the limit, they are grown to it exactly instead.
+      fed_ += slice.size();
+      if (events_.memory_after(slice.size(), slice.size()) > limit_ && !grow_to_limit(slice.size()))
+        return false;
       llm::feed_sse(parser, slice, offset_ns, decoder, &events_);
     }
     return true;
   }
 
  private:
-  std::vector<Event>& events_;
+  // The events copied into storage that holds `more` events more (positions doubled as a vector
+  // grows) and all of the limit left in bytes, allocated exactly (a string asked for less than
+  // twice its capacity takes twice): false, events untouched, when the bytes framed so far would
+  // not fit. At most a copy or two a stream, near its limit.
+  bool grow_to_limit(std::size_t more) {
+    const std::size_t positions = std::max(2 * events_.size(), events_.size() + more);
+    const std::size_t position_bytes = positions * kPositionBytes;
+    if (position_bytes >= limit_ || limit_ - position_bytes < fed_) return false;
+    Events grown;
+    grown.reserve(positions, limit_ - position_bytes);
+    for (const Event& event : events_) grown.push_back(event);
+    events_.swap(grown);
+    return events_.memory() <= limit_;
+  }
+
+  Events& events_;
   std::size_t limit_;
-  std::size_t bytes_ = 0;  // decoded bytes framed so far
+  std::size_t fed_ = 0;  // decoded bytes framed so far (those of an event not yet complete too)
 };
 
 // An event stream as received, in the pieces it arrived in. `body` is emptied.
 void store_stream_as_received(ArrivedBody& body, Response& response) {
   response.body.clear();
-  std::vector<Event>().swap(response.events);  // cleared and freed: it may be the bomb
-  response.events.reserve(body.reads());
+  response.events.release();  // cleared and freed: it may be the bomb
+  response.events.reserve(body.reads(), body.size());
   std::string read;
   body.for_each_read([&](std::string_view piece, std::int64_t offset_ns, bool read_ends) {
     read.append(piece);
     if (read_ends) {
-      response.events.push_back({offset_ns, std::move(read)});
+      response.events.push_back(offset_ns, read);
       read.clear();
     }
     return true;
@@ -79,7 +99,8 @@ DecodedBody decode_arrived(ArrivedBody& body, bool event_stream, std::string_vie
   if (event_stream) {
     response.streamed = true;
     auto& events = response.events;
-    events.reserve(body.reads() + 1);  // most reads bring one event
+    // Most reads bring one event; an identity body decodes to its own bytes.
+    events.reserve(body.reads() + 1, content.active() ? 0 : std::min(body.size(), decode_limit / 2));
     llm::SseParser parser;
     EventBudget budget(events, decode_limit);
     std::string decoded;

@@ -129,8 +129,7 @@ class WriteQueue {
   // What a decoded exchange holds, roughly: its bodies, its events and its tokens.
   static std::size_t decoded_bytes(const Exchange& exchange) {
     std::size_t bytes = exchange.request.body.size() + exchange.response.body.size() +
-                        exchange.response.events.size() * (sizeof(Event) + 16);
-    for (const auto& event : exchange.response.events) bytes += event.data.size();
+                        exchange.response.events.memory();
     for (const auto& choice : exchange.choices) bytes += choice.tokens.size() * sizeof(Token);
     return bytes;
   }

@@ -186,7 +186,7 @@ TEST_CASE("A stream whose kept events do not give its tokens back keeps them sto
   const std::string body = testing::completion_stream(40, random);
   Exchange cut = decoded_live(body, Dialect::openai_completions, 512);
   // The events kept end before the tokens decoded (a body capped after decoding).
-  cut.response.events.resize(cut.response.events.size() / 2);
+  cut.response.events.truncate(cut.response.events.size() / 2);
   CHECK_FALSE(reads_back_the_same(cut));
   // A stream cut mid-event derives: its tail is kept raw and decoded by neither.
   const Exchange torn = decoded_live(body.substr(0, body.size() / 2 + 13), Dialect::openai_completions, 100);
@@ -327,7 +327,7 @@ TEST_CASE("The row reader reads a derived exchange whole and a stored one direct
     writer.write(exchange);  // derived
     Exchange stored = exchange;
     stored.id = 8;
-    stored.response.events.resize(stored.response.events.size() / 2);  // no longer gives its tokens: stored
+    stored.response.events.truncate(stored.response.events.size() / 2);  // no longer gives its tokens: stored
     writer.write(stored);
   }
   RowReader rows(dir / "t.rtrace");

@@ -58,7 +58,7 @@ Decoded decode(ArrivedBody arrived, std::string_view coding, std::size_t limit =
   return out;
 }
 
-std::string joined(const std::vector<Event>& events) {
+std::string joined(const Events& events) {
   std::string body;
   for (const auto& event : events) body += event.data;
   return body;
@@ -112,7 +112,7 @@ TEST_CASE("a cut stream keeps its unterminated tail raw as a last event at the e
 
 TEST_CASE("an SSE bomb of tiny events stops at the decode limit counted with its events' bookkeeping") {
   // 3,000,000 comment events (":\n\n", 9 MB) in a gzip'd body of a few KiB; the limit is 16 MiB.
-  // Counted by their bytes alone they would pass; with an Event each (40 bytes), they cost 129 MB.
+  // Counted by their bytes alone they would pass; with a position each (16 bytes), they cost 57 MB.
   std::string plain;
   for (int i = 0; i < 3'000'000; ++i) plain += ":\n\n";
   auto coded = gzip(plain);
@@ -129,11 +129,26 @@ TEST_CASE("an SSE bomb of tiny events stops at the decode limit counted with its
   REQUIRE(events.size() == 2);
   CHECK(joined(events) == coded);
   CHECK(events[1].offset_ns == 20);
-  CHECK(events.capacity() * sizeof(Event) <= kLimit);
+  CHECK(events.memory() <= kLimit);
   // The same events fit a limit that holds them: then they are all decoded.
   auto roomy = decode(arrived, "gzip", 512u << 20);
   CHECK_FALSE(roomy.body.as_received);
   CHECK(roomy.exchange.response.events.size() == 3'000'000);
+}
+
+TEST_CASE("a coded stream that decodes to more than half the decode limit is decoded whole") {
+  // 10 MB of events in a gzip'd body under a 16 MiB limit: the events' one buffer, doubling as it
+  // grows, would pass the limit at 8 MiB; it is grown to the limit exactly instead, once.
+  std::string plain = chat_stream(80'000);
+  REQUIRE(plain.size() > 9'000'000);
+  ArrivedBody arrived;
+  arrived.append(gzip(plain), 10);
+  constexpr std::size_t kLimit = 16u << 20;
+  auto out = decode(arrived, "gzip", kLimit);
+  CHECK_FALSE(out.body.as_received);
+  CHECK(joined(out.exchange.response.events) == plain);
+  CHECK(out.exchange.response.events.size() == 80'001);
+  CHECK(out.exchange.response.events.memory() <= kLimit);
 }
 
 TEST_CASE("a body that is not a stream is taken as it is - or decoded - and left to the caller's decoder") {

@@ -107,7 +107,7 @@ TEST_CASE("feed_sse keeps every byte of a cut stream and decodes each event as i
   const std::string input = sse + tail;
   ResponseDecoder decoder(Dialect::openai_completions);
   SseParser parser;
-  std::vector<Event> events;
+  Events events;
   std::size_t completed = 0;
   for (std::size_t at = 0; at < input.size(); at += 97) {
     completed += feed_sse(parser, std::string_view(input).substr(at, 97), static_cast<std::int64_t>(at), &decoder, &events);
@@ -131,7 +131,7 @@ TEST_CASE("feed_sse keeps every byte of a cut stream and decodes each event as i
 TEST_CASE("feed_sse passes keep-alive events to the decoder so its notes count every stored event") {
   ResponseDecoder decoder(Dialect::openai_chat);
   SseParser parser;
-  std::vector<Event> events;
+  Events events;
   feed_sse(parser, "data: [DONE]\n\n: ping\n\ndata: {\"choices\":[]}\n\n", 1, &decoder, &events);
   REQUIRE(events.size() == 3);
   Exchange exchange;

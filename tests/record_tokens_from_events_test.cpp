@@ -180,7 +180,7 @@ TEST_CASE("A wrong word is caught by the writer's check and without the check is
   std::vector<std::vector<Finished>> wrong(3, {honest});
   wrong[0][0].exchange.choices[0].tokens[17].bytes = " edited";      // tokens edited after decoding
   wrong[1][0].exchange.choices[0].tokens[3].id = 4242;               // an id sent out of band
-  wrong[2][0].exchange.response.events.resize(100);                  // events trimmed after decoding
+  wrong[2][0].exchange.response.events.truncate(100);                  // events trimmed after decoding
   for (const std::vector<Finished>& exchanges : wrong) {
     CHECK_THROWS_AS(write_and_read(exchanges), std::logic_error);
     CHECK(write_and_read(exchanges, false).read.at(0) == exchanges[0].exchange);  // stored: as it was
