@@ -241,7 +241,10 @@ TEST_CASE("Trace readers that show no alternatives derive none and read the rest
   exchange.response.streamed = true;
   SseParser parser;
   feed_sse(parser, body, 1000, nullptr, &exchange.response.events);
-  for (std::size_t i = 0; i < exchange.response.events.size(); ++i) exchange.response.events[i].offset_ns = 1000 * i;
+  Events timed;  // one event a microsecond
+  for (std::size_t i = 0; i < exchange.response.events.size(); ++i)
+    timed.push_back(static_cast<std::int64_t>(1000 * i), exchange.response.events[i].data);
+  exchange.response.events = std::move(timed);
   decode_exchange(exchange);  // the events' tokens, as the live loop makes them
   REQUIRE(exchange.choices.at(0).alternatives.size() == 6000);
   TempDir dir;
