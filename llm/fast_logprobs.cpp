@@ -64,10 +64,7 @@ bool LogprobsReader::key(std::string_view name) {
   if (top == Level::top_object) {
     // A legacy top_logprobs object maps labels to logprobs; which of two equal labels the DOM
     // keeps is its business.
-    const SimpleTopObject& object = out_->top.back();
-    for (std::size_t i = object.begin; i < out_->labels.size(); ++i) {
-      if (out_->labels[i].label == name) return false;
-    }
+    if (!fresh_label(out_->labels, out_->top.back(), name)) return false;
     SimpleLabelLogprob& label = out_->labels.next();
     label.label.assign(name);
     label.logprob = 0;

@@ -77,6 +77,21 @@ struct SimpleTopObject {
   bool is_object = false;
   std::size_t begin = 0, end = 0;  // in SimpleLogprobs::labels
 };
+// The most labels one legacy top_logprobs object may have on the fast path. A new label is checked
+// against the object's labels so far (a duplicate gives up), so past this an object would cost its
+// size squared: a hostile 2 MB object of 100,000 labels, seconds. The fast path gives such an
+// object up, and the DOM path (hashed keys) reads it. Servers send at most 20 (OpenAI, vLLM's
+// default max_logprobs); llama.cpp's n_probs can ask for more.
+inline constexpr std::size_t kMostFastLabels = 256;
+// Whether `label` may be added to `object`: not past kMostFastLabels, and not already in it.
+template <class Labels>
+bool fresh_label(const Labels& labels, const SimpleTopObject& object, std::string_view label) {
+  if (labels.size() - object.begin >= kMostFastLabels) return false;
+  for (std::size_t i = object.begin; i < labels.size(); ++i) {
+    if (labels[i].label == label) return false;
+  }
+  return true;
+}
 struct SimpleNumber {
   bool present = false;
   double value = 0;

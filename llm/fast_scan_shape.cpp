@@ -293,9 +293,7 @@ bool ShapeReader::legacy_top(SimpleLogprobs& out) {
   object.is_object = true;
   object.begin = object.end = out.labels.size();
   const bool whole = this->object([&](std::string_view name) {
-    for (std::size_t i = object.begin; i < out.labels.size(); ++i) {
-      if (out.labels[i].label == name) return false;
-    }
+    if (!fresh_label(out.labels, object, name)) return false;
     SimpleLabelLogprob& label = out.labels.next();
     label.label.assign(name);
     label.logprob = 0;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fuzz/decoder_differential.hpp"
+#include "llm/fast_logprobs.hpp"
 #include "llm/llm.hpp"
 #include "tests/test_data.hpp"
 
@@ -208,4 +209,23 @@ TEST_CASE("Fast and general decoding agree on malformed and edge values in every
     }
   }
   CHECK(checked == 2 * (sizeof shapes / sizeof shapes[0]) * (sizeof values / sizeof values[0]));
+}
+
+TEST_CASE("A legacy top_logprobs object past the fast path's label bound is read by the general path alike") {
+  // Each new label is checked against the object's labels so far: past kMostFastLabels the fast
+  // path gives the object up (a 100,000-label object would cost it its size squared) and the DOM
+  // path reads it, with the same tokens and alternatives.
+  for (std::size_t labels : {std::size_t(1), kMostFastLabels - 1, kMostFastLabels, kMostFastLabels + 1,
+                             std::size_t(100000)}) {
+    std::string top = "{";
+    for (std::size_t i = 0; i < labels; ++i) top += (i ? ",\"t" : "\"t") + std::to_string(i) + "\":-1.5";
+    top += "}";
+    const std::string event = R"({"choices":[{"index":0,"text":"t0","logprobs":{"tokens":["t0"],)"
+                              R"("token_logprobs":[-1.5],"top_logprobs":[)" + top + R"(],"text_offset":[0]},)"
+                              R"("finish_reason":null}]})";
+    INFO(labels << " labels");
+    CHECK(agree_on(Dialect::openai_completions, "data: " + event + "\n\n", true) ==
+          (labels <= kMostFastLabels ? 1u : 0u));
+    CHECK(agree_on(Dialect::openai_completions, event, false) == (labels <= kMostFastLabels ? 1u : 0u));
+  }
 }
