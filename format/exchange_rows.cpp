@@ -94,10 +94,6 @@ bool read_outputs_side(wire::Exchange::Reader in, Exchange& exchange, ListBudget
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // A row shows no alternatives: a derived exchange's tokens are derived without them.
 ReaderOptions without_alternatives(ReaderOptions options) {
   options.derived = kNoAlternatives;
