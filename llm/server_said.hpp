@@ -1,6 +1,8 @@
 // What a server said about one exchange, read from its stored response (format/server_said.hpp):
 //   vLLM      top-level "metrics" (--enable-per-request-metrics; the final usage chunk when
-//             streaming): queue_time_ms, time_to_first_token_ms, generation_time_ms
+//             streaming): queue_time_ms, time_to_first_token_ms, generation_time_ms; its TTFT
+//             counts from scheduling, after the queue (vLLM's PR #46768: first_token_ts −
+//             scheduled_ts; queue_time_ms scheduled_ts − queued_ts)
 //   llama.cpp "timings" (the last event, or the body): prompt_ms (its TTFT on the server),
 //             predicted_ms, prompt_n, cache_n
 //   SGLang    "meta_info": e2e_latency (seconds), cached_tokens

@@ -132,7 +132,11 @@ void StatsBuilder::add(ExchangeMetrics m, std::int64_t start_unix_ns) {
       for (auto gap : m.token_gaps_ns) itl_.add(static_cast<double>(gap) / kMs);
       if (tpot) tpot_.add(*tpot / kMs);
       const double client_ms = static_cast<double>(*ttft) / kMs;
-      if (m.server_ttft_ms >= 0) ttft_minus_server_.add(std::max(0.0, client_ms - m.server_ttft_ms));
+      // vLLM's time_to_first_token_ms counts from scheduling (first_token_ts − scheduled_ts; its
+      // queue_time_ms is scheduled_ts − queued_ts), so what the server accounts for is the two
+      // together: the rest is the network, any proxy and the HTTP front.
+      if (m.server_ttft_ms >= 0)
+        ttft_minus_server_.add(std::max(0.0, client_ms - m.server_ttft_ms - std::max(0.0, m.server_queue_ms)));
       if (m.server_queue_ms >= 0 && client_ms > 0) queue_share_.add(std::min(100.0, 100 * m.server_queue_ms / client_ms));
     }
     if (m.end_ns >= 0) e2e_.add(static_cast<double>(m.end_ns) / kMs);

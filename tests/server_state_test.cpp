@@ -63,7 +63,7 @@ TEST_CASE("a series without a preemptions counter joins preemptions as not known
   CHECK_FALSE(metrics::ServerSeries{}.join(sent_at(0, 1, 2)).known());
 }
 
-TEST_CASE("stats give the client TTFT minus the server's and the queue share where the server said them") {
+TEST_CASE("stats give the client TTFT minus the server's queue and TTFT and the queue share where the server said them") {
   metrics::StatsBuilder builder(false);
   for (int i = 0; i < 4; ++i) {
     metrics::ExchangeMetrics m;
@@ -72,15 +72,14 @@ TEST_CASE("stats give the client TTFT minus the server's and the queue share whe
     m.first_token_ns = 10'000'000;  // 10 ms
     m.end_ns = 20'000'000;
     m.output_tokens = {5, true};
-    if (i < 3) {
-      m.server_ttft_ms = 4;
-      m.server_queue_ms = 2.5;
-    }
+    m.server_ttft_ms = 4;
+    if (i < 3) m.server_queue_ms = 2.5;
     builder.add(m);
   }
   auto stats = std::move(builder).finish();
-  REQUIRE(stats.ttft_minus_server.count == 3);
-  CHECK(stats.ttft_minus_server.p50 == Approx(6));
+  REQUIRE(stats.ttft_minus_server.count == 4);
+  CHECK(stats.ttft_minus_server.p50 == Approx(3.5));  // 10 − 4 − 2.5: vLLM's TTFT starts at scheduling
+  CHECK(stats.ttft_minus_server.max == Approx(6));    // no queue said (llama.cpp's prompt_ms): 10 − 4
   REQUIRE(stats.queue_share.count == 3);
   CHECK(stats.queue_share.p50 == Approx(25));
   CHECK(stats.ttft.count == 4);

@@ -2,7 +2,8 @@
 # `retrace serve --per-request-metrics` ends each answer with vLLM's per-request "metrics" (#42), so
 # the server's own queue time and TTFT reach the trace and `stats` end to end against serve:
 # 1. At --max-batch 2 and -c 8 six of every eight requests wait for a place in the batch: the
-#    queue is most of their TTFT, and stats' "queue % of TTFT" row says so for every exchange.
+#    queue is most of their TTFT, and stats' "queue % of TTFT" row says so for every exchange;
+#    "TTFT − server's" takes both the queue and the server's TTFT (which starts at scheduling) off.
 # 2. At -c 1 nothing waits: the same row is near 0.
 # 3. Without the flag no answer says it, and stats has no such row.
 # 4. The body of a request that is not streamed carries it too (export's "server").
@@ -33,6 +34,10 @@ check "the queue is most of a loaded run's TTFT: $(json "$WORK/loaded.json" 'JSO
   test "$(json "$WORK/loaded.json" 's.queue_share_of_ttft_pct.p50 > 50')" = true
 check_contains "$WORK/loaded.txt" "queue % of TTFT" "stats' row"
 check_contains "$WORK/loaded.txt" "TTFT − server's" "stats' network row"
+# vLLM's time_to_first_token_ms starts at scheduling, after its queue_time_ms: what the server does
+# not account for is TTFT minus both, the loopback and the HTTP front — not the queue again.
+check "what is left of a loaded TTFT past the server's queue and TTFT is not the queue: $(json "$WORK/loaded.json" 'JSON.stringify([s.ttft_minus_server_ms, s.ttft_ms.p50])')" \
+  test "$(json "$WORK/loaded.json" 's.ttft_minus_server_ms.count == '$COUNT' && s.ttft_minus_server_ms.p50 < s.ttft_ms.p50 / 2')" = true
 
 # 2. Alone: nothing waits.
 run "$SAYS_URL" streamed 1 alone
