@@ -19,7 +19,9 @@
 # Usage: bench/client_roofline.sh [path/to/retrace] [ROUNDS (default 3)]
 # Environment: READER, FLOOR (the bench binaries; default beside RETRACE, else this tree's
 # build/release/bench), REQUESTS (1500), CONCURRENCY (64), PIN=0 to not pin, PEER=0 to skip the
-# Python peer (it needs /usr/bin/python3 with aiohttp).
+# Python peer (it needs /usr/bin/python3 with aiohttp), SERVE_FLAGS (default "--latency-model off":
+# events as fast as serve makes them, several a read; "--latency-model on" paces them as a GPU
+# would, about one event a read).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RETRACE=${1:-$ROOT/build/release/retrace}
@@ -42,7 +44,8 @@ COUNT=(); perf stat -e raw_syscalls:sys_enter true >/dev/null 2>&1 &&
 
 streamed_story_requests "$WORK/stream.jsonl" "$REQUESTS"
 "$RETRACE" import "$WORK/stream.jsonl" --endpoint completions --out "$WORK/stream.rtrace" >/dev/null 2>&1
-"${SERVER_PIN[@]}" "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off >"$WORK/serve.out" 2>"$WORK/serve.err" &
+read -ra SERVE_FLAGS <<<"${SERVE_FLAGS:---latency-model off}"
+"${SERVER_PIN[@]}" "$RETRACE" serve --listen 127.0.0.1:0 "${SERVE_FLAGS[@]}" >"$WORK/serve.out" 2>"$WORK/serve.err" &
 PIDS+=($!)
 URL=$(url_of serve)
 replay=("$RETRACE" replay "$WORK/stream.rtrace" --target "$URL" --out "$WORK/run.rtrace" --force
@@ -59,7 +62,7 @@ ROOF=$(sed -nE 's/^roofline \(zstd \+ parse\): ([0-9.]+) us a token$/\1/p' "$WOR
 [[ -n $ROOF ]] || { cat "$WORK/floor.txt" >&2; echo "no roofline from $FLOOR" >&2; exit 1; }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
-echo "replay: $RETRACE; reader: $READER; $REQUESTS requests at -c $CONCURRENCY, $ROUNDS rounds; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "replay: $RETRACE; reader: $READER; serve ${SERVE_FLAGS[*]}; $REQUESTS requests at -c $CONCURRENCY, $ROUNDS rounds; load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "request body: $BODY"
 sed 's/^/floor roofline on this run'"'"'s trace: /' "$WORK/floor.txt"
 echo "the floor itself (record_trace_bench beside replay: decode + store this run's events as replay does, best of 3): ${STORE:--} us a token"
