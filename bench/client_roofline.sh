@@ -4,7 +4,8 @@
 # workload: 1,500 streamed completions of 256 tokens, logprobs on, -c 64, one client thread), the
 # least reader of the same streams (bench/stream_floor_bench: epoll, one read per readiness,
 # a clock_gettime a read, framing and SSE events counted, nothing kept; its variants with a 4 KiB
-# buffer and without the stamps) and the vLLM-bench-style Python peer (bench/peer_client.py),
+# buffer, without the stamps, and reading again at once after each read as Asio does, the
+# EAGAIN replay pays) and the vLLM-bench-style Python peer (bench/peer_client.py),
 # alternated on CPU 1, R rounds. They send the same request bytes: the reader and the peer the
 # body replay sent (taken from a first replay run's trace, not counted).
 #
@@ -113,6 +114,9 @@ for round in $(seq 1 "$ROUNDS"); do
   same_tokens "$replay_tokens" "reader 4 KiB"
   TOKENS_FIELD=.tokens measure "reader, no timestamps" "$READER" "$URL" "$WORK/requests.jsonl" -c "$CONCURRENCY" --no-timestamp
   same_tokens "$replay_tokens" "reader, no timestamps"
+  TOKENS_FIELD=.tokens measure "reader, read again" "$READER" "$URL" "$WORK/requests.jsonl" -c "$CONCURRENCY" --read-again
+  same_tokens "$replay_tokens" "reader, read again"
+  jq -r '"    reader, read again: \(.empty_reads) of \(.reads) reads came back EAGAIN"' "$WORK/reader, read again.json"
   jq -r '"    reader: \(.reads) reads, \(.epoll_waits) epoll_waits for \(.events) events: \(.events / .reads * 100 | round / 100) events a read"' "$WORK/reader 64 KiB.json"
   peer_us=""
   if [[ "${PEER:-1}" == 1 ]]; then

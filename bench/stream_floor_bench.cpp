@@ -8,12 +8,12 @@
 // event a write; bench/client_roofline.sh runs it beside replay and the Python peer.
 //
 // Usage: stream_floor_bench URL REQUESTS.jsonl [-c N] [--buffer BYTES] [--no-timestamp]
-//                           [--timeout SECONDS]
+//                           [--read-again] [--timeout SECONDS]
 //        stream_floor_bench --self-test
 // REQUESTS.jsonl: one {"method", "target", "body"} a line (body a string), e.g.
 //   retrace export run.rtrace | jq -c '.exchange | select(.) | .request | {method, target, body}'
-// Prints one JSON line: requests, completed, errors, tokens, events, done, reads, epoll_waits,
-// writes, bytes, wall_s. Exit 0 when every request got a 200 that framed right, 1 otherwise.
+// Prints one JSON line: requests, completed, errors, tokens, events, done, reads (empty_reads of
+// them came back EAGAIN), epoll_waits, writes, bytes, wall_s. Exit 0 when every request got a 200 that framed right, 1 otherwise.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -48,6 +48,7 @@ struct Options {
   int connections = 64;
   std::size_t buffer = 65536;
   bool timestamp = true;
+  bool read_again = false;
   double timeout_s = 600;
 };
 
@@ -62,7 +63,7 @@ struct Connection {
 
 struct Totals {
   StreamCounts counts;
-  std::uint64_t completed = 0, errors = 0, reads = 0, epoll_waits = 0, writes = 0, bytes = 0;
+  std::uint64_t completed = 0, errors = 0, reads = 0, empty_reads = 0, epoll_waits = 0, writes = 0, bytes = 0;
 };
 
 std::int64_t now_ns() {
@@ -170,6 +171,8 @@ Options parse_options(int argc, char** argv) {
       options.connections = std::atoi(value().c_str());
     } else if (arg == "--buffer") {
       options.buffer = static_cast<std::size_t>(std::atol(value().c_str()));
+    } else if (arg == "--read-again") {
+      options.read_again = true;
     } else if (arg == "--no-timestamp") {
       options.timestamp = false;
     } else if (arg == "--timeout") {
@@ -180,7 +183,7 @@ Options parse_options(int argc, char** argv) {
   }
   if (positional.size() != 2) {
     die("usage: stream_floor_bench URL REQUESTS.jsonl [-c N] [--buffer BYTES] [--no-timestamp] "
-        "[--timeout SECONDS] | --self-test");
+        "[--read-again] [--timeout SECONDS] | --self-test");
   }
   std::string url = positional[0];
   if (url.rfind("http://", 0) == 0) url = url.substr(7);
@@ -248,6 +251,38 @@ int main(int argc, char** argv) {
     if (next < requests.size() && !start_request(epoll_fd, connection, requests[next++], totals)) ++finished;
   };
 
+  // One read of the connection and what it holds framed; returns read()'s result.
+  auto read_once = [&](Connection& connection) -> ssize_t {
+    ssize_t got = ::read(connection.fd, buffer.data(), buffer.size());
+    ++totals.reads;
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
+      ++totals.empty_reads;
+      return got;
+    }
+    if (options.timestamp) connection.last_arrival_ns = now_ns();
+    if (got <= 0) {  // closed or broken: a response under way failed; an idle connection is closed
+      if (connection.busy) {
+        finish(connection, false);
+      } else {
+        ::close(connection.fd);
+        connection.fd = -1;
+      }
+      return got;
+    }
+    totals.bytes += static_cast<std::uint64_t>(got);
+    if (!connection.busy) {
+      finish(connection, false);  // bytes nobody asked for
+      return got;
+    }
+    std::size_t used = connection.framer.feed(buffer.data(), static_cast<std::size_t>(got));
+    if (connection.framer.failed() || (connection.framer.complete() && used < static_cast<std::size_t>(got))) {
+      finish(connection, false);  // broken framing, or bytes past the response
+    } else if (connection.framer.complete()) {
+      finish(connection, true);
+    }
+    return got;
+  };
+
   while (finished < requests.size()) {
     if (now_ns() > deadline) {
       std::fprintf(stderr, "stream_floor_bench: timed out after %.0f s with %zu of %zu requests finished\n",
@@ -270,30 +305,9 @@ int main(int argc, char** argv) {
         }
       }
       if (!(ready[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))) continue;
-      ssize_t got = ::read(connection.fd, buffer.data(), buffer.size());
-      ++totals.reads;
-      if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      if (options.timestamp) connection.last_arrival_ns = now_ns();
-      if (got <= 0) {  // closed or broken: a response under way failed; an idle one is reopened
-        if (connection.busy) {
-          finish(connection, false);
-        } else {
-          ::close(connection.fd);
-          connection.fd = -1;
-        }
-        continue;
-      }
-      totals.bytes += static_cast<std::uint64_t>(got);
-      if (!connection.busy) {
-        finish(connection, false);  // bytes nobody asked for
-        continue;
-      }
-      std::size_t used = connection.framer.feed(buffer.data(), static_cast<std::size_t>(got));
-      if (connection.framer.failed() || (connection.framer.complete() && used < static_cast<std::size_t>(got))) {
-        finish(connection, false);  // broken framing, or bytes past the response
-      } else if (connection.framer.complete()) {
-        finish(connection, true);
-      }
+      // --read-again: after a read that got bytes, read once more at once, as Asio's next
+      // async_read_some does before it waits (the wasted EAGAIN replay pays, measured alone).
+      if (read_once(connection) > 0 && options.read_again && connection.busy) read_once(connection);
     }
   }
   const double wall = static_cast<double>(now_ns() - started) * 1e-9;
@@ -304,12 +318,13 @@ int main(int argc, char** argv) {
   }
   ::close(epoll_fd);
   std::printf("{\"requests\":%zu,\"completed\":%llu,\"errors\":%llu,\"tokens\":%llu,\"events\":%llu,\"done\":%llu,"
-              "\"reads\":%llu,\"epoll_waits\":%llu,\"writes\":%llu,\"bytes\":%llu,\"wall_s\":%.4f,"
+              "\"reads\":%llu,\"empty_reads\":%llu,\"epoll_waits\":%llu,\"writes\":%llu,\"bytes\":%llu,\"wall_s\":%.4f,"
               "\"timestamps\":%s,\"buffer\":%zu,\"last_arrival_s\":%.4f}\n",
               requests.size(), static_cast<unsigned long long>(totals.completed),
               static_cast<unsigned long long>(totals.errors), static_cast<unsigned long long>(totals.counts.tokens),
               static_cast<unsigned long long>(totals.counts.events), static_cast<unsigned long long>(totals.counts.done),
-              static_cast<unsigned long long>(totals.reads), static_cast<unsigned long long>(totals.epoll_waits),
+              static_cast<unsigned long long>(totals.reads), static_cast<unsigned long long>(totals.empty_reads),
+              static_cast<unsigned long long>(totals.epoll_waits),
               static_cast<unsigned long long>(totals.writes), static_cast<unsigned long long>(totals.bytes), wall,
               options.timestamp ? "true" : "false", options.buffer,
               latest ? static_cast<double>(latest - started) * 1e-9 : 0.0);
