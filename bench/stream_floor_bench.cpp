@@ -270,8 +270,11 @@ int main(int argc, char** argv) {
       return got;
     }
     totals.bytes += static_cast<std::uint64_t>(got);
-    if (!connection.busy) {
-      finish(connection, false);  // bytes nobody asked for
+    if (!connection.busy) {  // bytes nobody asked for: an error, and the connection is closed
+      ++totals.errors;
+      std::fprintf(stderr, "stream_floor_bench: %zd bytes on a connection with no request\n", got);
+      ::close(connection.fd);
+      connection.fd = -1;
       return got;
     }
     std::size_t used = connection.framer.feed(buffer.data(), static_cast<std::size_t>(got));
