@@ -113,7 +113,9 @@ int run_shadow(const ShadowArgs& args) {
   if (args.fail_if_excess >= 0) options.fail_if_excess = args.fail_if_excess;
   options.diff.near_tie = args.near_tie;
 
-  if (args.keep_secrets) warn_keep_secrets("shadow", args.out + " (the primary's, control's and candidate's traces)");
+  if (args.keep_secrets)
+    warn_keep_secrets("shadow", args.out + (options.control ? " (the primary's, control's and candidate's traces)"
+                                                             : " (the primary's and candidate's traces)"));
   auto result = shadow::run_shadow(
       options, [](const std::string& url) { std::cout << "listening on " << url << std::endl; }, std::cerr,
       Clock::system());
