@@ -8,6 +8,7 @@
 # this test's alone), it checks the kernel's own count of dropped handshakes, TcpExtListenOverflows,
 # is 0 once every request was compared, with no mirror error. Skipped (77) where unshare -rn or ip
 # is not allowed.
+# release-only: a test upstream's listen backlog under load, not retrace's memory; shadow_verdict, shadow_faults and shadow_scrape run the mirror under the sanitizers
 if [[ -z "${RETRACE_IN_NETNS:-}" ]]; then
   if ! command -v ip >/dev/null || ! unshare -rn ip link set lo up 2>/dev/null; then
     echo "SKIP: needs a network namespace of its own (unshare -rn) and ip"; exit 77
