@@ -224,6 +224,7 @@ ShadowResult run_shadow(const ShadowOptions& options,
     check_pairs();
   };
   std::function<record::RecordProgress()> proxy_progress;  // guarded by stop_mutex, as stop_proxy
+  record::RecordProgress relayed;  // its last reading, guarded by stop_mutex
   proxy.on_started = [&](const record::RunningProxy& running) {
     std::lock_guard lock(stop_mutex);
     stop_proxy = running.stop;
@@ -233,6 +234,7 @@ ShadowResult run_shadow(const ShadowOptions& options,
   // must not reach them afterwards, nor the reporter.
   proxy.on_stopping = [&] {
     std::lock_guard lock(stop_mutex);
+    if (proxy_progress) relayed = proxy_progress();
     stop_proxy = nullptr;
     proxy_progress = nullptr;
   };
@@ -242,13 +244,12 @@ ShadowResult run_shadow(const ShadowOptions& options,
   reporter.start([&] {
     RunFacts now = facts;
     {
-      // The proxy's own counts, as at the end (not the mirrored requests: sampled-out ones are forwarded too).
+      // The proxy's own counts, as at the end (not the mirrored requests: sampled-out ones are
+      // forwarded too), their last reading once the proxy has stopped and the mirrors drain.
       std::lock_guard lock(stop_mutex);
-      if (proxy_progress) {
-        auto relayed = proxy_progress();
-        now.forwarded = relayed.forwarded;
-        now.sampled_out = relayed.sampled_out;
-      }
+      if (proxy_progress) relayed = proxy_progress();
+      now.forwarded = relayed.forwarded;
+      now.sampled_out = relayed.sampled_out;
     }
     now.elapsed_seconds = std::chrono::duration<double>(clock.now() - run_start).count();
     reporter.write(pairing.snapshot(), now);
