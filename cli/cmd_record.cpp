@@ -133,10 +133,7 @@ int run_record(const RecordArgs& args) {
     std::cout << "admin on " << url << std::endl;
   };
 
-  if (args.keep_secrets)
-    std::cerr << "retrace record: warning: --keep-secrets: Authorization, API keys and cookies "
-                 "will be written to "
-              << args.out << " in clear text\n";
+  if (args.keep_secrets) warn_keep_secrets("record", args.out);
   if (args.insecure && options.upstream.tls())
     std::cerr << "retrace record: warning: --insecure: the upstream's certificate is not checked\n";
 
@@ -216,9 +213,7 @@ void add_record(CLI::App& root, Registry& registry) {
                       "Also redact this header (repeatable; Authorization, cookies, API keys and "
                       "names with auth, token, secret, password or session always are, as are "
                       "secret query parameters and top-level body fields)");
-  command->add_flag("--keep-secrets", args->keep_secrets,
-                    "Record secret headers, query parameters and body fields verbatim (NOT "
-                    "recommended)");
+  add_keep_secrets_flag(*command, args->keep_secrets);
   command->add_option("--include-path", args->include_paths,
                       "Record only paths matching this glob (repeatable, e.g. '/v1/*')");
   command->add_option("--exclude-path", args->exclude_paths,

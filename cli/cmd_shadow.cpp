@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/durations.hpp"
 #include "cli/output_flags.hpp"
+#include "cli/outputs.hpp"
 #include "net/arrived_body.hpp"
 #include "shadow/shadow.hpp"
 
@@ -33,6 +34,7 @@ struct ShadowArgs {
   std::string admin_listen;
   std::string session_header;
   std::vector<std::string> redact_headers;
+  bool keep_secrets = false;
   std::size_t max_body = 32u << 20;
   std::uint64_t max_response_bytes = net::kDefaultMaxResponseBytes;
   std::chrono::milliseconds upstream_timeout{60'000};
@@ -80,6 +82,7 @@ int run_shadow(const ShadowArgs& args) {
   options.proxy.seed = args.seed;
   options.proxy.session_header = args.session_header;
   options.proxy.redact_headers = args.redact_headers;
+  options.proxy.keep_secrets = args.keep_secrets;  // record's switch: the three traces' Redactors
   options.proxy.max_body = args.max_body;
   options.proxy.max_response_bytes = net::check_max_response_bytes(args.max_response_bytes);
   options.proxy.upstream_timeout = args.upstream_timeout;
@@ -110,6 +113,9 @@ int run_shadow(const ShadowArgs& args) {
   if (args.fail_if_excess >= 0) options.fail_if_excess = args.fail_if_excess;
   options.diff.near_tie = args.near_tie;
 
+  if (args.keep_secrets)
+    warn_keep_secrets("shadow", args.out + (options.control ? " (the primary's, control's and candidate's traces)"
+                                                             : " (the primary's and candidate's traces)"));
   auto result = shadow::run_shadow(
       options, [](const std::string& url) { std::cout << "listening on " << url << std::endl; }, std::cerr,
       Clock::system());
@@ -187,6 +193,7 @@ void add_shadow(CLI::App& root, Registry& registry) {
   command->add_option("--session-header", args->session_header,
                       "Request header whose value names a session (--sample keeps whole sessions)");
   command->add_option("--redact-header", args->redact_headers, "Also redact this header in the traces (repeatable)");
+  add_keep_secrets_flag(*command, args->keep_secrets);
   command->add_option("--max-body", args->max_body, "Largest request body in bytes (413 above)")->capture_default_str();
   command->add_option("--max-response-bytes", args->max_response_bytes,
                       "Cut a recorded response past this many bytes as received")

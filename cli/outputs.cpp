@@ -20,6 +20,17 @@ CLI::Option* add_force_flag(CLI::App& command, bool& force, const std::string& w
   return command.add_flag("--force,-f", force, what);
 }
 
+CLI::Option* add_keep_secrets_flag(CLI::App& command, bool& keep_secrets) {
+  return command.add_flag("--keep-secrets", keep_secrets,
+                          "Record secret headers, query parameters and body fields verbatim (NOT "
+                          "recommended)");
+}
+
+void warn_keep_secrets(std::string_view command, const std::string& where) {
+  std::cerr << "retrace " << command << ": warning: --keep-secrets: Authorization, API keys and cookies "
+               "will be written to " << where << " in clear text\n";
+}
+
 namespace {
 
 bool same_file(const fs::path& a, const fs::path& b) {

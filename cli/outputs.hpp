@@ -32,6 +32,13 @@ inline constexpr const char* kDeriveTokensHelp =
 // Adds --force (help text names what it allows) and returns it.
 CLI::Option* add_force_flag(CLI::App& command, bool& force, const std::string& what);
 
+// --keep-secrets (record, shadow): secret headers, query parameters and body fields written to the
+// trace verbatim instead of redacted (format/redaction.hpp's Redactor); off by default.
+CLI::Option* add_keep_secrets_flag(CLI::App& command, bool& keep_secrets);
+// The warning a run with --keep-secrets prints on stderr before it starts: `command` names it
+// ("record"), `where` is its --out.
+void warn_keep_secrets(std::string_view command, const std::string& where);
+
 // Throws std::invalid_argument "FLAG PATH: ..." when `out` is one of `inputs`, or exists and
 // `force` is false. `flag` names the option, e.g. "--out".
 void check_output_file(const std::filesystem::path& out, const std::vector<std::filesystem::path>& inputs,

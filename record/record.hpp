@@ -46,6 +46,16 @@ struct SegmentOptions {
 // be mostly header and index.
 inline constexpr std::uint64_t kMinRotateSize = 1u << 20;
 
+// What a running proxy has relayed so far: the figures of RecordSummary's names, read while it runs.
+struct RecordProgress {
+  std::uint64_t forwarded = 0, sampled_out = 0, probes = 0, excluded = 0;
+};
+// RecordOptions::on_started's argument.
+struct RunningProxy {
+  std::function<void(const std::string& reason)> stop;
+  std::function<RecordProgress()> progress;
+};
+
 struct RecordOptions {
   net::Url upstream;
   std::filesystem::path out;
@@ -94,8 +104,12 @@ struct RecordOptions {
   std::function<std::uint64_t(const Request& request)> on_answered;
   // on_written: on the trace thread, each exchange written, with its tag (0 without on_answered).
   std::function<void(std::uint64_t tag, const Exchange& exchange)> on_written;
-  // on_started: once the proxy runs, with a function (any thread) that stops it for `reason`.
-  std::function<void(std::function<void(const std::string& reason)> stop)> on_started;
+  // on_started: once the proxy runs, with what a command may call on it from any thread (stop it
+  // for `reason`, read its progress) until on_stopping.
+  std::function<void(const RunningProxy& proxy)> on_started;
+  // on_stopping: before run_recorder returns, however it ends: RunningProxy's functions must not be
+  // called from then on.
+  std::function<void()> on_stopping;
   // extra_metrics: appended to the admin endpoint's /metrics text (admin thread).
   std::function<std::string()> extra_metrics;
 };

@@ -68,6 +68,12 @@ std::string fetch_server_info(const RecordOptions& options,
   return boost::json::serialize(info);
 }
 
+// What the workers have relayed so far (any thread).
+RecordProgress progress(const ProxyShared& shared) {
+  return {shared.forwarded.load(std::memory_order_relaxed), shared.sampled_out.load(std::memory_order_relaxed),
+          shared.probes.load(std::memory_order_relaxed), shared.excluded.load(std::memory_order_relaxed)};
+}
+
 // What the admin endpoint serves (record/admin.hpp, record/metrics.hpp): read from the atomics
 // the workers and the trace thread keep, on the admin thread.
 AdminHandlers admin_handlers(const ProxyShared& shared, const TraceSink& sink,
@@ -171,7 +177,9 @@ class Controller {
       });
     }
     if (options_.on_started)
-      options_.on_started([this](const std::string& reason) { post([this, reason] { begin_shutdown(reason); }); });
+      options_.on_started(RunningProxy{
+          [this](const std::string& reason) { post([this, reason] { begin_shutdown(reason); }); },
+          [this] { return progress(shared_); }});
     if (options_.live_status) {
       last_status_ = shared_.clock.now();
       do_status();
@@ -418,6 +426,13 @@ RecordSummary run_recorder(const RecordOptions& options,
   }
 
   Controller controller(control, acceptor, shared, sink, log, scraper ? &*scraper : nullptr);
+  // Tells a command built on the proxy that its RunningProxy goes, however this function ends.
+  struct Stopping {
+    const std::function<void()>& hook;
+    ~Stopping() {
+      if (hook) hook();
+    }
+  } stopping{options.on_stopping};
   controller.start();
   on_listening(net::listening_url(acceptor));
   auto stop_reason = controller.run();
@@ -433,10 +448,11 @@ RecordSummary run_recorder(const RecordOptions& options,
   summary.segments_deleted = segments.segments_deleted;
   summary.bytes_deleted = segments.bytes_deleted;
   summary.exchanges = sink.written;
-  summary.forwarded = shared.forwarded;
-  summary.sampled_out = shared.sampled_out;
-  summary.probes = shared.probes;
-  summary.excluded = shared.excluded;
+  auto relayed = progress(shared);
+  summary.forwarded = relayed.forwarded;
+  summary.sampled_out = relayed.sampled_out;
+  summary.probes = relayed.probes;
+  summary.excluded = relayed.excluded;
   for (std::size_t kind = 0; kind < summary.errors_by_kind.size(); ++kind)
     summary.errors_by_kind[kind] = sink.errors_by_kind[kind];
   summary.tokens = sink.tokens;

@@ -20,7 +20,8 @@ packages=(cmake g++ pkg-config make
           nginx-light  # a gzip-compressing front in tests/e2e/content_coding.sh (and bench/)
           slurm-wlm munge  # a real one-node Slurm cluster in tests/slurm/ (deploy/slurm/)
           buildah podman runc  # the container image, built offline and run (deploy/image/, tests/image/)
-          python3-kubernetes)  # the manifests checked against the API types (tests/e2e/deploy_manifests.sh)
+          python3-kubernetes  # the manifests checked against the API types (tests/e2e/deploy_manifests.sh)
+          iproute2 util-linux)  # ip and unshare: a network namespace of a test's own (tests/e2e/shadow_python_upstream.sh)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk mitmproxy hyperfine python3-aiohttp)
 fi

@@ -29,6 +29,7 @@ std::string leg_settings(const ShadowOptions& options, Leg leg, const net::Url& 
   settings["primary"] = options.proxy.upstream.str();
   settings["sample"] = options.proxy.sample;
   settings["mirror_queue"] = options.mirror_queue;
+  settings["keep_secrets"] = options.proxy.keep_secrets;  // record's key: credentials kept verbatim
   return boost::json::serialize(settings);
 }
 
@@ -222,32 +223,42 @@ ShadowResult run_shadow(const ShadowOptions& options,
     pairing.on_primary(tag, exchange);
     check_pairs();
   };
-  proxy.on_started = [&](std::function<void(const std::string&)> stop) {
+  std::function<record::RecordProgress()> proxy_progress;  // guarded by stop_mutex, as stop_proxy
+  record::RecordProgress relayed;  // its last reading, guarded by stop_mutex
+  proxy.on_started = [&](const record::RunningProxy& running) {
     std::lock_guard lock(stop_mutex);
-    stop_proxy = std::move(stop);
+    stop_proxy = running.stop;
+    proxy_progress = running.progress;
+  };
+  // The proxy's functions live as long as run_recorder: a pair compared during the mirrors' drain
+  // must not reach them afterwards, nor the reporter.
+  proxy.on_stopping = [&] {
+    std::lock_guard lock(stop_mutex);
+    if (proxy_progress) relayed = proxy_progress();
+    stop_proxy = nullptr;
+    proxy_progress = nullptr;
   };
   proxy.extra_metrics = [&pairing] { return metrics_text(pairing.snapshot()); };
 
   Reporter reporter(options.out, options.report_every, log);
   reporter.start([&] {
     RunFacts now = facts;
-    now.forwarded = next_tag.load(std::memory_order_relaxed);  // answered and mirrored so far
+    {
+      // The proxy's own counts, as at the end (not the mirrored requests: sampled-out ones are
+      // forwarded too), their last reading once the proxy has stopped and the mirrors drain.
+      std::lock_guard lock(stop_mutex);
+      if (proxy_progress) relayed = proxy_progress();
+      now.forwarded = relayed.forwarded;
+      now.sampled_out = relayed.sampled_out;
+    }
     now.elapsed_seconds = std::chrono::duration<double>(clock.now() - run_start).count();
     reporter.write(pairing.snapshot(), now);
   });
 
-  // The proxy's stop lives as long as run_recorder: a pair compared during the mirrors' drain
-  // must not reach it afterwards.
-  auto forget_stop = [&] {
-    std::lock_guard lock(stop_mutex);
-    stop_proxy = nullptr;
-  };
   ShadowResult result;
   try {
     result.primary = record::run_recorder(proxy, on_listening, log, clock);
-    forget_stop();
   } catch (...) {
-    forget_stop();
     reporter.stop();
     for (auto& mirror : mirrors) mirror->stop(std::chrono::milliseconds(0));
     for (auto& scrape : scrapes)

@@ -11,13 +11,22 @@ import socketserver
 import sys
 
 
+# The listen backlog: socketserver's default is 5, so a client that opens more connections at
+# once than the accept thread takes (shadow's mirror opens up to --mirror-concurrency, 64) had its
+# surplus handshakes dropped by the kernel and its requests waiting 1, 3, 7, 15, 31 s for the
+# retransmissions. 1024 is what inference servers listen with (uvicorn 2048, hyper 1024).
+BACKLOG = 1024
+
+
 class ThreadingServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = BACKLOG
 
 
 class ThreadingHTTPServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = BACKLOG
 
 
 def port_argument():
