@@ -15,17 +15,26 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using net::error_code;
 
-asio::awaitable<error_code> read_response_part(net::UpstreamConnection& connection,
-                                               ResponsePartParser& parser, bool head_only) {
+namespace {
+
+// What the body can still take: less after a part went in.
+std::size_t room_left(const ResponsePartParser& parser) { return parser.get().body().size; }
+std::size_t room_left(const ArrivedPartParser& parser) { return SIZE_MAX - parser.get().body().taken; }
+
+}  // namespace
+
+template <class Parser>
+asio::awaitable<error_code> read_response_part(net::UpstreamConnection& connection, Parser& parser,
+                                               bool head_only) {
   auto& buffer = connection.buffer();
   parser.eager(!head_only);
   error_code ec;
   for (;;) {
     if (buffer.size() > 0) {
-      auto room = head_only ? 0 : parser.get().body().size;
+      auto room = head_only ? 0 : room_left(parser);
       buffer.consume(parser.put(buffer.data(), ec));
       if (ec != http::error::need_more) co_return ec;  // a part, the body buffer full, or an error
-      if (!head_only && parser.get().body().size < room) co_return error_code{};
+      if (!head_only && room_left(parser) < room) co_return error_code{};
       ec = {};
     }
     // Sized as Beast sizes a read: the buffer's free room, at least 512 bytes, at most 64 KiB.
@@ -49,5 +58,8 @@ asio::awaitable<error_code> read_response_part(net::UpstreamConnection& connecti
     if (ec) co_return ec;
   }
 }
+
+template asio::awaitable<error_code> read_response_part(net::UpstreamConnection&, ResponsePartParser&, bool);
+template asio::awaitable<error_code> read_response_part(net::UpstreamConnection&, ArrivedPartParser&, bool);
 
 }  // namespace retrace::replay
