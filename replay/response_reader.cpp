@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <tuple>
+#include <type_traits>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -44,7 +45,12 @@ asio::awaitable<error_code> read_response_part(net::UpstreamConnection& connecti
     if (want == 0) co_return http::error::buffer_overflow;
     std::size_t got = 0;
     std::tie(ec, got) = co_await connection.visit([&](auto& stream) {
-      return stream.async_read_some(buffer.prepare(want), asio::as_tuple(asio::use_awaitable));
+      // Plain TCP from the socket itself: Beast's tcp_stream wraps each read in an operation of
+      // its own (an allocation, executor copies) for a timeout the worker never sets here.
+      if constexpr (std::is_same_v<std::decay_t<decltype(stream)>, boost::beast::tcp_stream>)
+        return stream.socket().async_read_some(buffer.prepare(want), asio::as_tuple(asio::use_awaitable));
+      else
+        return stream.async_read_some(buffer.prepare(want), asio::as_tuple(asio::use_awaitable));
     });
     buffer.commit(got);
     if (ec == asio::error::eof) {

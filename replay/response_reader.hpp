@@ -82,6 +82,8 @@ using ArrivedPartParser = boost::beast::http::response_parser<ArrivedHttpBody>;
 // their trip through the io_context for bytes already buffered; and async_read_header leaves the
 // parser not eager, which made every chunk of a stream a read of its own (bench/RESULTS.md,
 // session 10).
+// A plain connection is read from its socket: its tcp_stream's expiry (expires_after) does not
+// apply; the worker's watchdog closes a connection that stalls.
 // For a ResponsePartParser, or an ArrivedPartParser (no buffer to fill: every body byte
 // buffered goes into the body at once).
 template <class Parser>
