@@ -155,10 +155,18 @@ bool ArrivedBody::reserve_raw(std::size_t capacity) {
 }
 
 void ArrivedBody::append(std::string_view piece, std::int64_t offset_ns) {
+  mark_read(piece.size(), offset_ns);
+  add_bytes(piece);
+}
+
+void ArrivedBody::mark_read(std::size_t length, std::int64_t offset_ns) {
   put_varint(marks_, zigzag(offset_ns - last_ns_));
-  put_varint(marks_, piece.size());
+  put_varint(marks_, length);
   last_ns_ = offset_ns;
   ++reads_;
+}
+
+void ArrivedBody::add_bytes(std::string_view piece) {
   size_ += piece.size();
   if (!sealing_) {
     const std::size_t need = tail_.size() + piece.size();

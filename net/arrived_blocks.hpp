@@ -55,6 +55,12 @@ class ArrivedBody {
 
   // One read's `piece`, arrived at `offset_ns` (from the request's send).
   void append(std::string_view piece, std::int64_t offset_ns);
+  // The same read in steps, for a reader that hands its bytes over in pieces straight from its
+  // own buffer (an HTTP parser's chunk bodies, replay/response_reader.hpp): add_bytes() for each
+  // piece, then mark_read() once with their total; every byte added must be marked before the
+  // body is read back.
+  void add_bytes(std::string_view piece);
+  void mark_read(std::size_t length, std::int64_t offset_ns);
   // The one rule for a response that passes --max-response-bytes (a stream that never ends): the
   // read's `piece` appended with its mark, cut at `limit` bytes in all. False when the body would
   // pass the limit: the caller stops reading, closes the connection and gives the exchange

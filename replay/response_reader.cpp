@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <tuple>
+#include <type_traits>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -15,17 +16,26 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using net::error_code;
 
-asio::awaitable<error_code> read_response_part(net::UpstreamConnection& connection,
-                                               ResponsePartParser& parser, bool head_only) {
+namespace {
+
+// What the body can still take: less after a part went in.
+std::size_t room_left(const ResponsePartParser& parser) { return parser.get().body().size; }
+std::size_t room_left(const ArrivedPartParser& parser) { return SIZE_MAX - parser.get().body().taken; }
+
+}  // namespace
+
+template <class Parser>
+asio::awaitable<error_code> read_response_part(net::UpstreamConnection& connection, Parser& parser,
+                                               bool head_only) {
   auto& buffer = connection.buffer();
   parser.eager(!head_only);
   error_code ec;
   for (;;) {
     if (buffer.size() > 0) {
-      auto room = head_only ? 0 : parser.get().body().size;
+      auto room = head_only ? 0 : room_left(parser);
       buffer.consume(parser.put(buffer.data(), ec));
       if (ec != http::error::need_more) co_return ec;  // a part, the body buffer full, or an error
-      if (!head_only && parser.get().body().size < room) co_return error_code{};
+      if (!head_only && room_left(parser) < room) co_return error_code{};
       ec = {};
     }
     // Sized as Beast sizes a read: the buffer's free room, at least 512 bytes, at most 64 KiB.
@@ -35,7 +45,12 @@ asio::awaitable<error_code> read_response_part(net::UpstreamConnection& connecti
     if (want == 0) co_return http::error::buffer_overflow;
     std::size_t got = 0;
     std::tie(ec, got) = co_await connection.visit([&](auto& stream) {
-      return stream.async_read_some(buffer.prepare(want), asio::as_tuple(asio::use_awaitable));
+      // Plain TCP from the socket itself: Beast's tcp_stream wraps each read in an operation of
+      // its own (an allocation, executor copies) for a timeout the worker never sets here.
+      if constexpr (std::is_same_v<std::decay_t<decltype(stream)>, boost::beast::tcp_stream>)
+        return stream.socket().async_read_some(buffer.prepare(want), asio::as_tuple(asio::use_awaitable));
+      else
+        return stream.async_read_some(buffer.prepare(want), asio::as_tuple(asio::use_awaitable));
     });
     buffer.commit(got);
     if (ec == asio::error::eof) {
@@ -49,5 +64,8 @@ asio::awaitable<error_code> read_response_part(net::UpstreamConnection& connecti
     if (ec) co_return ec;
   }
 }
+
+template asio::awaitable<error_code> read_response_part(net::UpstreamConnection&, ResponsePartParser&, bool);
+template asio::awaitable<error_code> read_response_part(net::UpstreamConnection&, ArrivedPartParser&, bool);
 
 }  // namespace retrace::replay

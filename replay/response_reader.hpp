@@ -4,15 +4,71 @@
 // ASan + UBSan, fails on this coroutine there: "Cannot represent a difference across sections".)
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
 #include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/buffers_range.hpp>
+#include <boost/beast/http/error.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 
+#include "net/arrived_blocks.hpp"
 #include "net/connection.hpp"
 
 namespace retrace::replay {
 
 using ResponsePartParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
+
+// A Beast body that puts the parser's body bytes straight into an ArrivedBody, from the
+// connection's read buffer: one copy of each byte, where a buffer_body's bytes were copied into
+// a read buffer and from there into the body (bench/RESULTS.md, "zcopy"). The bytes only:
+// the caller marks each read's `taken` bytes with their arrival (ArrivedBody::mark_read) and
+// resets it. Past `limit` bytes in all (--max-response-bytes) the body keeps what fits, sets
+// `past_limit` and stops the parser with body_limit.
+struct ArrivedHttpBody {
+  struct value_type {
+    net::ArrivedBody* body = nullptr;  // set before the body's first byte
+    std::size_t limit = SIZE_MAX;
+    std::size_t taken = 0;  // bytes put in since the caller last marked them
+    bool past_limit = false;
+  };
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(boost::beast::http::header<isRequest, Fields>&, value_type& value) : value_(value) {}
+    void init(const boost::optional<std::uint64_t>&, net::error_code& ec) {
+      ec = value_.body ? net::error_code() : boost::beast::http::error::bad_transfer_encoding;
+    }
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, net::error_code& ec) {
+      ec = {};
+      std::size_t put = 0;
+      for (auto buffer : boost::beast::buffers_range_ref(buffers)) {
+        std::string_view piece(static_cast<const char*>(buffer.data()), buffer.size());
+        const std::size_t room = value_.body->room(value_.limit);
+        if (piece.size() > room) {
+          piece = piece.substr(0, room);
+          value_.past_limit = true;
+        }
+        value_.body->add_bytes(piece);
+        value_.taken += piece.size();
+        put += piece.size();
+        if (value_.past_limit) {
+          ec = boost::beast::http::error::body_limit;
+          break;
+        }
+      }
+      return put;
+    }
+    void finish(net::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& value_;
+  };
+};
+using ArrivedPartParser = boost::beast::http::response_parser<ArrivedHttpBody>;
 
 // Parses what `connection` has buffered, reading its socket only when the parser needs more
 // bytes, until the head is parsed (`head_only`; no body buffer is needed for it) or, after it,
@@ -26,7 +82,12 @@ using ResponsePartParser = boost::beast::http::response_parser<boost::beast::htt
 // their trip through the io_context for bytes already buffered; and async_read_header leaves the
 // parser not eager, which made every chunk of a stream a read of its own (bench/RESULTS.md,
 // session 10).
+// A plain connection is read from its socket: its tcp_stream's expiry (expires_after) does not
+// apply; the worker's watchdog closes a connection that stalls.
+// For a ResponsePartParser, or an ArrivedPartParser (no buffer to fill: every body byte
+// buffered goes into the body at once).
+template <class Parser>
 boost::asio::awaitable<net::error_code> read_response_part(net::UpstreamConnection& connection,
-                                                           ResponsePartParser& parser, bool head_only);
+                                                           Parser& parser, bool head_only);
 
 }  // namespace retrace::replay

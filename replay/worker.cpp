@@ -16,6 +16,7 @@
 #include <boost/beast/http.hpp>
 #include <exception>
 #include <iostream>
+#include <utility>
 
 #include "net/arrived_body.hpp"
 #include "net/errors.hpp"
@@ -270,7 +271,6 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
   auto watchdog = std::make_shared<Watchdog>(io_, timeout, deadline);
   watch(watchdog);
   WatchEnd watch_end(*watchdog);  // must outlive every use of the watchdog below
-  auto buffer = take_buffer();
 
   // A connection reused from the pool may have been closed by the server (while idle, or as
   // llama.cpp's server does, right after a streamed response); such a failure before any
@@ -304,7 +304,9 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
       return asio::async_write(
           stream, std::array<asio::const_buffer, 2>{asio::buffer(head), asio::buffer(body)}, kTuple);
     });
-    ResponsePartParser parser;
+    ArrivedPartParser parser;
+    parser.get().body().body = &flight.arrived;
+    parser.get().body().limit = shared_.options.max_response_bytes;
     parser.body_limit(boost::none);
     parser.header_limit(64 * 1024);
     if (!ec) {
@@ -320,7 +322,7 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
       ec = {};
       continue;  // stale keep-alive connection
     }
-    if (!ec) co_await read_body(flight, *connection, parser, buffer.get(), *watchdog);
+    if (!ec) co_await read_body(flight, *connection, parser, *watchdog);
     hooks.disarm_watchdog();
     // The watchdog closed the socket: report it as the timeout it is, not as an abort.
     if (ec && watchdog->expired != Expiry::none) {
@@ -339,7 +341,6 @@ asio::awaitable<void> Worker::stream(Flight& flight, const std::string& head, co
   if (ec == beast::error::timeout && flight.expired == Expiry::none)
     flight.expired = watchdog->past(Watchdog::WaitClock::now()) == Expiry::deadline ? Expiry::deadline
                                                                                     : Expiry::idle;
-  give_buffer(std::move(buffer));
 }
 
 // Resolves, connects and handshakes within the timeout (and before the deadline). False (with
@@ -369,7 +370,7 @@ asio::awaitable<bool> Worker::connect(Flight& flight, net::UpstreamConnection& c
 // The response's head is in `parser`: records it, then reads the body as it arrives, each read's
 // bytes stamped with their arrival; events go to the decoder as they complete.
 asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection& connection,
-                                        ResponsePartParser& parser, char* buffer, Watchdog& watchdog) {
+                                        ArrivedPartParser& parser, Watchdog& watchdog) {
   auto& exchange = flight.exchange;
   auto& ec = flight.ec;
   watchdog.progress = Watchdog::WaitClock::now();  // the head arrived
@@ -386,16 +387,14 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
   flight.content_encoding = header_value(head, http::field::content_encoding);
   if (exchange.response.streamed) flight.arrived.reserve_like(last_stream_);
   flight.phase = net::Phase::read_body;
+  auto& taken = parser.get().body();  // the parser puts each part straight into flight.arrived
   while (!parser.is_done()) {
-    parser.get().body().data = buffer;
-    parser.get().body().size = kReadBufferBytes;
     ec = co_await read_response_part(connection, parser, false);
-    if (ec == http::error::need_buffer) ec = {};
     if (!ec) watchdog.progress = Watchdog::WaitClock::now();
-    auto got = kReadBufferBytes - parser.get().body().size;
-    if (got > 0 && !flight.arrived.append_within(std::string_view(buffer, got), flight.offset(),
-                                                 shared_.options.max_response_bytes)) {
+    if (taken.taken > 0) flight.arrived.mark_read(std::exchange(taken.taken, 0), flight.offset());
+    if (taken.past_limit) {
       flight.past_limit = true;  // the connection is closed, not pooled: complete stays false
+      ec = {};
       break;
     }
     if (ec) break;

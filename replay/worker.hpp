@@ -248,7 +248,7 @@ class Worker {
   boost::asio::awaitable<bool> connect(Flight& flight, net::UpstreamConnection& connection,
                                        const Watchdog& watchdog);
   boost::asio::awaitable<void> read_body(Flight& flight, net::UpstreamConnection& connection,
-                                         ResponsePartParser& parser, char* buffer, Watchdog& watchdog);
+                                         ArrivedPartParser& parser, Watchdog& watchdog);
   void decode_response(Flight& flight);
   std::optional<SessionAnswer> finish(Flight& flight, bool want_answer);
 
@@ -257,10 +257,8 @@ class Worker {
   // Waits until the writer's queue can count `decoding` more bytes (WriteQueue::reserve); returns
   // what it counted (0 when nothing is written: a warm-up), for WriteQueue::release.
   boost::asio::awaitable<std::size_t> wait_for_writer(std::size_t decoding);
-  // What a worker reuses across its exchanges (worker_pools.cpp): read buffers, decoders, and
-  // each response header name's secret verdict.
-  std::unique_ptr<char[]> take_buffer();
-  void give_buffer(std::unique_ptr<char[]> buffer);
+  // What a worker reuses across its exchanges (worker_pools.cpp): decoders, and each response
+  // header name's secret verdict.
   llm::ResponseDecoder take_decoder(llm::Dialect dialect);
   void give_decoder(llm::ResponseDecoder decoder);
   bool secret_header(std::string_view name);
@@ -269,10 +267,8 @@ class Worker {
   boost::asio::io_context io_{1};
   net::ConnectionPool pool_;
   std::string pool_key_;  // the target's, worked out once
-  static constexpr std::size_t kReadBufferBytes = 64 * 1024;  // one read's buffer
   static constexpr std::size_t kSecretNamesKept = 64;
   std::vector<std::pair<std::string, bool>> secret_names_;  // header name, is_secret_header
-  std::vector<std::unique_ptr<char[]>> free_buffers_;
   net::ArrivedSize last_stream_;  // the last event stream's size: the next one reserves as much
   std::vector<llm::ResponseDecoder> free_decoders_;  // one per exchange in flight, at most
   std::unordered_set<net::UpstreamConnection*> active_;  // connections carrying an exchange

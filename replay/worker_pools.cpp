@@ -1,5 +1,5 @@
-// What a replay worker reuses across its exchanges instead of making anew for each: read
-// buffers, response decoders, and each response header name's secret verdict (replay/worker.hpp).
+// What a replay worker reuses across its exchanges instead of making anew for each: response
+// decoders, and each response header name's secret verdict (replay/worker.hpp).
 #include <memory>
 #include <string_view>
 
@@ -7,17 +7,6 @@
 #include "replay/worker.hpp"
 
 namespace retrace::replay {
-
-std::unique_ptr<char[]> Worker::take_buffer() {
-  if (free_buffers_.empty()) return std::make_unique<char[]>(kReadBufferBytes);
-  auto buffer = std::move(free_buffers_.back());
-  free_buffers_.pop_back();
-  return buffer;
-}
-
-void Worker::give_buffer(std::unique_ptr<char[]> buffer) {
-  if (free_buffers_.size() < 256) free_buffers_.push_back(std::move(buffer));
-}
 
 // A decoder's set-up (its parsers, a 16 KiB arena) is a few large allocations, each of which
 // made glibc consolidate its fast bins: one reset decoder per exchange in flight instead.

@@ -3,15 +3,22 @@
 // (No co_await inside Catch's assertion macros: GCC 12 evaluates the expression twice there.)
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <utility>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
@@ -23,6 +30,7 @@
 
 using namespace retrace;
 using namespace retrace::net;
+using retrace::replay::ArrivedPartParser;
 using retrace::replay::read_response_part;
 using retrace::replay::ResponsePartParser;
 namespace http = boost::beast::http;
@@ -75,7 +83,65 @@ struct Upstream {
     ec = co_await read_response_part(*connection, parser, false);
     co_return std::string(body, sizeof body - parser.get().body().size);
   }
+
+  // Replay's way: the parser puts body bytes straight into `arrived`, each read marked.
+  ArrivedPartParser arrived_parser;
+  ArrivedBody arrived;
+  std::size_t marked = 0;  // reads marked
+  asio::awaitable<error_code> arrived_head() {
+    arrived_parser.body_limit(boost::none);
+    arrived_parser.get().body().body = &arrived;
+    co_return co_await read_response_part(*connection, arrived_parser, true);
+  }
+  // Reads parts until the response is done or fails (the read's error, or the parser's).
+  asio::awaitable<error_code> arrived_parts() {
+    error_code ec;
+    auto& value = arrived_parser.get().body();
+    while (!arrived_parser.is_done() && !ec) {
+      ec = co_await read_response_part(*connection, arrived_parser, false);
+      if (value.taken > 0) arrived.mark_read(std::exchange(value.taken, 0), std::int64_t(++marked));
+    }
+    co_return ec;
+  }
+  // The head, then every part: the first error.
+  asio::awaitable<error_code> arrived_response() {
+    auto ec = co_await arrived_head();
+    if (!ec) ec = co_await arrived_parts();
+    co_return ec;
+  }
+  // Sends `bytes` once the client waits for them (a posted handler runs after it suspends).
+  void send_later(std::string bytes) {
+    asio::post(io, [this, bytes = std::move(bytes)] { send(bytes); });
+  }
 };
+
+std::string chunk(std::string_view bytes) {
+  char size[24];
+  std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
+  return size + std::string(bytes) + "\r\n";
+}
+
+// An event of about the size of a streamed token with logprobs (~370 bytes).
+std::string token_event(std::size_t i) {
+  std::string text = "tok" + std::to_string(i);
+  return "data: {\"choices\":[{\"index\":0,\"text\":\"" + text + "\",\"logprobs\":{\"tokens\":[\"" + text +
+         "\"],\"token_logprobs\":[-0.25],\"top_logprobs\":[{\"" + text + "\":-0.25,\" other\":-1.5}]}}]," +
+         std::string(220, 'p') + "}\n\n";
+}
+
+// Every read's bytes of `body` in order.
+std::vector<std::string> reads_of(const ArrivedBody& body) {
+  std::vector<std::string> reads(1);
+  body.for_each_read([&](std::string_view piece, std::int64_t, bool read_ends) {
+    reads.back() += piece;
+    if (read_ends) reads.emplace_back();
+    return true;
+  });
+  reads.pop_back();
+  return reads;
+}
+
+const std::string kStreamHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
 
 }  // namespace
 
@@ -170,4 +236,111 @@ TEST_CASE("a full body buffer, an end before the response and an end that ends a
       CHECK(head_ec == http::error::header_limit);
     });
   }
+}
+
+TEST_CASE("a stream split at every byte reaches the arrived body whole with one mark a read", "[replay][response]") {
+  std::string wire, expected;
+  for (int i = 0; i < 3; ++i) {
+    auto event = "data: {\"n\":" + std::to_string(i) + "}\n\n";
+    wire += chunk(event);
+    expected += event;
+  }
+  wire += "0\r\n\r\n";
+  int wrong = 0;
+  for (std::size_t at = 0; at <= wire.size(); ++at) {
+    Upstream upstream;
+    upstream.send(kStreamHead + wire.substr(0, at));
+    upstream.run([&]() -> asio::awaitable<void> {
+      auto head_ec = co_await upstream.arrived_head();
+      REQUIRE_FALSE(head_ec);
+      upstream.send_later(wire.substr(at));
+      auto ec = co_await upstream.arrived_parts();
+      auto reads = reads_of(upstream.arrived);
+      std::string joined;
+      for (const auto& read : reads) joined += read;
+      const bool empty_read = std::any_of(reads.begin(), reads.end(), [](const std::string& r) { return r.empty(); });
+      if (ec || !upstream.arrived_parser.is_done() || joined != expected || reads.size() != upstream.marked ||
+          empty_read || upstream.arrived.size() != expected.size())
+        ++wrong;
+    });
+  }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("an arrived body of 0 bytes and one of 16k token events past its raw bound", "[replay][response]") {
+  SECTION("0 bytes") {
+    Upstream upstream;
+    upstream.send(kStreamHead + "0\r\n\r\n");
+    upstream.run([&]() -> asio::awaitable<void> {
+      auto ec = co_await upstream.arrived_response();
+      CHECK_FALSE(ec);
+      CHECK(upstream.arrived_parser.is_done());
+      CHECK(upstream.arrived.size() == 0);
+      CHECK(upstream.arrived.reads() == 0);
+    });
+  }
+  SECTION("16,000 events of ~370 bytes, written in bursts by another thread") {
+    constexpr std::size_t kTokens = 16000;
+    std::string expected;
+    for (std::size_t i = 0; i < kTokens; ++i) expected += token_event(i);
+    Upstream upstream;
+    upstream.send(kStreamHead);
+    std::thread writer([&] {
+      try {  // a client that failed stops reading; the guard's close then fails these writes
+        std::string burst;
+        for (std::size_t i = 0; i < kTokens; ++i) {
+          burst += chunk(token_event(i));
+          if (i % 37 == 36) upstream.send(std::exchange(burst, {}));
+        }
+        upstream.send(burst + "0\r\n\r\n");
+      } catch (const std::exception&) {
+      }
+    });
+    upstream.run([&]() -> asio::awaitable<void> {
+      auto ec = co_await upstream.arrived_response();
+      CHECK_FALSE(ec);
+      CHECK(upstream.arrived_parser.is_done());
+    });
+    writer.join();
+    CHECK(upstream.arrived.reads() == upstream.marked);
+    CHECK(upstream.arrived.compressed_blocks() > 0);  // past kMostRawBytes: sealed in blocks
+    auto reads = reads_of(upstream.arrived);
+    std::string joined;
+    for (const auto& read : reads) joined += read;
+    CHECK(joined.size() == expected.size());
+    CHECK(joined == expected);
+  }
+}
+
+TEST_CASE("an arrived body stops at its limit and keeps what fit", "[replay][response]") {
+  std::string wire, expected;
+  for (std::size_t i = 0; i < 10; ++i) {
+    wire += chunk(token_event(i));
+    expected += token_event(i);
+  }
+  Upstream upstream;
+  upstream.send(kStreamHead + wire + "0\r\n\r\n");
+  upstream.run([&]() -> asio::awaitable<void> {
+    auto head_ec = co_await upstream.arrived_head();
+    REQUIRE_FALSE(head_ec);
+    upstream.arrived_parser.get().body().limit = 1000;
+    auto ec = co_await upstream.arrived_parts();
+    CHECK(ec == http::error::body_limit);
+    CHECK(upstream.arrived_parser.get().body().past_limit);
+  });
+  CHECK(upstream.arrived.take_all() == expected.substr(0, 1000));
+}
+
+TEST_CASE("an arrived body cut mid-event keeps the event before and the half after", "[replay][response]") {
+  Upstream upstream;
+  upstream.send(kStreamHead + chunk(token_event(0)) + "200\r\ndata: half");
+  upstream.run([&]() -> asio::awaitable<void> {
+    auto head_ec = co_await upstream.arrived_head();
+    REQUIRE_FALSE(head_ec);
+    asio::post(upstream.io, [&] { upstream.peer.close(); });
+    auto ec = co_await upstream.arrived_parts();
+    CHECK(ec == http::error::partial_message);
+  });
+  CHECK(upstream.arrived.reads() == upstream.marked);
+  CHECK(upstream.arrived.take_all() == token_event(0) + "data: half");
 }
