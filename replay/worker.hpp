@@ -117,11 +117,12 @@ class WriteQueue {
   }
   // Decoded bytes queued or in the batch being written (any thread; a relaxed estimate).
   std::size_t held() const { return held_.load(std::memory_order_relaxed); }
-  // Counts `bytes` a worker is about to decode as held, if held() is within kHeldBytes; false
-  // (nothing counted) when it is not. The worker release()s them once it has pushed the exchange.
+  // Counts `bytes` a worker is about to decode as held, if held() stays within kHeldBytes with
+  // them, or nothing is held (an exchange larger than the allowance is decoded alone); false
+  // (nothing counted) otherwise. The worker release()s them once it has pushed the exchange.
   bool reserve(std::size_t bytes) {
     auto now = held_.load(std::memory_order_relaxed);
-    while (now <= kHeldBytes)
+    while (now == 0 || now + bytes <= kHeldBytes)
       if (held_.compare_exchange_weak(now, now + bytes, std::memory_order_relaxed)) return true;
     return false;
   }
