@@ -62,9 +62,10 @@ using Clock = retrace::Clock;
 // Events and Tokens cost tens of times that, until the writer has written and freed it. held()
 // counts what is queued or being written, decoded, and what workers are decoding (reserve()), so
 // that a worker decodes its next one only while that is under kHeldBytes: when many long streams
-// end at once, they wait compressed, not decoded, and at most kHeldBytes and one exchange are
-// decoded at once (issue 44 item 4: 8 MiB, not 64: 64 long streams in flight then cost tens of
-// bytes a token in all, where 64 MiB was 64 bytes a token by itself).
+// end at once, they wait compressed, not decoded, and at most kHeldBytes are decoded at once, or
+// one exchange larger than that alone (issue 44 item 4: 8 MiB, not 64: 64 long streams in flight
+// then cost tens of bytes a token in all, where 64 MiB was 64 bytes a token by itself; and a
+// 16,000-token stream with logprobs, ~11 MB decoded, no longer beside another).
 // An exchange finished and queued, with its worker's word that its choices are what its stored
 // events give fed again into a decoder of its dialect (format/token_deriver.hpp, TokensFromEvents).
 struct QueuedExchange {
