@@ -340,6 +340,7 @@ class RunWriter {
         if (failed) continue;
         try {
           write_with_word(writer, exchange, tokens_from_events);  // the writer need not decode them again
+          queue_.give_back(exchange.response.events);  // written: a worker's next long one decodes into it
         } catch (...) {
           failure_ = std::current_exception();
           failed = true;

@@ -128,6 +128,28 @@ class WriteQueue {
     return false;
   }
   void release(std::size_t bytes) { held_.fetch_sub(bytes, std::memory_order_relaxed); }
+  // A long exchange's event storage, given back by the writer once it is written, for the next
+  // long one a worker decodes (take_spare): its pages stay mapped, where freed and allocated
+  // again they were faulted in anew (the run's blocks over 1 MiB are given back to the system:
+  // replay/malloc_policy.cpp). One is kept, the largest, from kSpareBytes to kMostSpareBytes.
+  static constexpr std::size_t kSpareBytes = 1u << 20, kMostSpareBytes = 32u << 20;
+  void give_back(Events& events) {
+    if (events.memory() < kSpareBytes || events.memory() > kMostSpareBytes) return;
+    std::lock_guard lock(mutex_);
+    if (events.memory() > spare_.memory()) events.swap(spare_);
+  }
+  // Swaps the spare storage, emptied, into `events` (empty) when it holds `bytes` at least; one
+  // too small is freed (not kept beside the storage `events` will allocate).
+  void take_spare(Events& events, std::size_t bytes) {
+    if (bytes < kSpareBytes || !events.empty()) return;
+    std::lock_guard lock(mutex_);
+    if (spare_.memory() < bytes) {
+      spare_.release();
+      return;
+    }
+    spare_.clear();
+    events.swap(spare_);
+  }
   // What a decoded exchange holds, roughly: its bodies, its events and its tokens.
   static std::size_t decoded_bytes(const Exchange& exchange) {
     std::size_t bytes = exchange.request.body.size() + exchange.response.body.size() +
@@ -145,6 +167,7 @@ class WriteQueue {
   std::size_t queued_cost_ = 0;  // decoded_bytes of queue_ (under mutex_)
   std::size_t batch_cost_ = 0;   // of the batch the writer holds (writer thread)
   std::atomic<std::size_t> held_{0};
+  Events spare_;  // give_back's, under mutex_
 };
 
 

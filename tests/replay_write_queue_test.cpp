@@ -10,6 +10,7 @@ using retrace::replay::WriteQueue;
 namespace {
 constexpr std::size_t kAllowance = WriteQueue::kHeldBytes;
 constexpr std::size_t kLong = 2 * kAllowance;  // a 16,000-token stream with logprobs, decoded
+const std::size_t kEmpty = retrace::Events().memory();  // no storage (a string's inline room)
 }  // namespace
 
 TEST_CASE("an exchange larger than the allowance is decoded when nothing else is held") {
@@ -56,4 +57,41 @@ TEST_CASE("an exchange queued for the writer counts as held until the writer tak
   CHECK_FALSE(queue.pop_all(batch));  // written and freed
   CHECK(queue.held() == 0);
   CHECK(queue.reserve(kLong));
+}
+
+TEST_CASE("a long exchange's event storage given back is the next long one's emptied") {
+  WriteQueue queue;
+  retrace::Events written;
+  written.reserve(1000, 2 * WriteQueue::kSpareBytes);
+  written.push_back(1, "data: {}\n\n");
+  const auto memory = written.memory();
+  queue.give_back(written);
+  CHECK(written.memory() == kEmpty);  // kept, not freed with the exchange
+
+  retrace::Events next;
+  queue.take_spare(next, WriteQueue::kSpareBytes + 1);
+  CHECK(next.empty());
+  CHECK(next.memory() == memory);
+  retrace::Events another;
+  queue.take_spare(another, WriteQueue::kSpareBytes + 1);
+  CHECK(another.memory() == kEmpty);  // one spare, taken once
+}
+
+TEST_CASE("short exchanges' event storage is not kept and a spare too small is dropped") {
+  WriteQueue queue;
+  retrace::Events small;
+  small.reserve(10, WriteQueue::kSpareBytes / 2);
+  const auto memory = small.memory();
+  queue.give_back(small);
+  CHECK(small.memory() == memory);  // freed with its exchange, as before
+
+  retrace::Events spare;
+  spare.reserve(10, 2 * WriteQueue::kSpareBytes);
+  queue.give_back(spare);
+  retrace::Events larger;
+  queue.take_spare(larger, 4 * WriteQueue::kSpareBytes);
+  CHECK(larger.memory() == kEmpty);
+  retrace::Events fits;
+  queue.take_spare(fits, WriteQueue::kSpareBytes + 1);
+  CHECK(fits.memory() == kEmpty);  // the spare too small for the larger one was freed then
 }
