@@ -34,6 +34,13 @@ struct TraceWriter::Impl {
   // The first segment of every record's builder; MallocMessageBuilder zeroes what it used when
   // it is destroyed, so the scratch stays zeroed between records.
   std::vector<std::uint64_t> scratch;
+  // What the scratch grows to before the next record: the words of the largest record that
+  // overflowed it, up to kMostScratchWords. A long streamed exchange's record (~10 MB for 16,000
+  // tokens with logprobs) then reuses one warm segment instead of allocating its segments anew,
+  // whose pages the kernel faulted in again for each such record (bench/RESULTS.md, "One long
+  // exchange decoded at a time"); the writer keeps at most that much, as long as it lives.
+  static constexpr std::size_t kMostScratchWords = (16u << 20) / sizeof(capnp::word);
+  std::size_t scratch_wanted = 0;
   std::vector<Choice> derived_scratch;  // what the deriver made of the exchange being written
   // Compressed bytes not yet written to the file: compressed[0, compressed_size). Grown without
   // zero-filling (a std::string's resize would clear the room given to zstd on every call).
@@ -125,6 +132,7 @@ struct TraceWriter::Impl {
   // would take past max_frame_bytes is closed first.
   template <class Fill>
   bool append_record(Fill&& fill) {
+    if (scratch_wanted > scratch.size()) scratch.assign(scratch_wanted, 0);  // zeroed, as the builder wants
     capnp::MallocMessageBuilder builder(
         kj::arrayPtr(reinterpret_cast<capnp::word*>(scratch.data()), scratch.size()));
     try {
@@ -141,6 +149,8 @@ struct TraceWriter::Impl {
       segment_table[i + 1] = static_cast<std::uint32_t>(segments[i].size());
       bytes += segments[i].size() * sizeof(capnp::word);
     }
+    if (segments.size() > 1)
+      scratch_wanted = std::max(scratch_wanted, std::min(bytes / sizeof(capnp::word), kMostScratchWords));
     if (bytes > options.max_frame_bytes) return false;
     if (frame_open && frame_bytes + bytes > options.max_frame_bytes) end_frame();
     if (!frame_open) {

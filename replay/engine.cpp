@@ -24,6 +24,7 @@
 #include "replay/client_usage.hpp"
 #include "replay/feed.hpp"
 #include "replay/flags.hpp"
+#include "replay/malloc_policy.hpp"
 #include "replay/preflight.hpp"
 #include "replay/replay.hpp"
 #include "replay/run_input.hpp"
@@ -189,16 +190,6 @@ RunResult run_replay(const StreamedInput& input, const Options& options,
 
 namespace {
 
-// One malloc arena for every thread of the run: glibc gives each new thread an arena of its
-// own, and each --repeat pass (or sweep level) starts new worker and writer threads, whose
-// freed memory stayed resident and fragmented there: RSS crept ~370 KiB a pass even after
-// malloc_trim. Set before the first thread asks for an arena (glibc reads the cap then); its
-// cost in client CPU per request is in bench/RESULTS.md ("replay's memory across --repeat").
-void use_one_malloc_arena() {
-  static const bool one_arena = ::mallopt(M_ARENA_MAX, 1) == 1;
-  (void)one_arena;
-}
-
 // The run's own labels (run, concurrency or rate, repeat), --label replacing same-named ones.
 std::vector<Label> run_labels(const Options& options, const std::filesystem::path& out) {
   const auto& schedule = options.schedule;
@@ -349,6 +340,7 @@ class RunWriter {
         if (failed) continue;
         try {
           write_with_word(writer, exchange, tokens_from_events);  // the writer need not decode them again
+          queue_.give_back(exchange.response.events);  // written: a worker's next long one decodes into it
         } catch (...) {
           failure_ = std::current_exception();
           failed = true;
@@ -419,7 +411,7 @@ void finish_trace(const std::filesystem::path& partial_path, const std::filesyst
 RunResult run(RunInput& input, const Preflight& checked, const Options& options,
               const std::filesystem::path& out, const std::atomic<bool>* stop,
               const std::function<void(const Progress&)>& on_progress) {
-  use_one_malloc_arena();
+  use_run_malloc_policy();
   const auto& url = checked.url;
   std::shared_ptr<asio::ssl::context> tls;
   if (url.tls()) tls = net::make_client_tls_context({options.ca_file, options.insecure});

@@ -410,6 +410,7 @@ void Worker::decode_response(Flight& flight) {
   auto& exchange = flight.exchange;
   auto end = exchange.end_ns >= 0 ? exchange.end_ns : 0;
   auto& arrived = flight.arrived;
+  if (shared_.queue && exchange.response.streamed) shared_.queue->take_spare(exchange.response.events, arrived.size());
   auto decoded = net::decode_arrived(arrived, exchange.response.streamed,
                                      flight.content_encoding, exchange.response, &flight.decoder, end,
                                      net::decode_limit_for(shared_.options.max_response_bytes, exchange.response.streamed));

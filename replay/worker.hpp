@@ -62,9 +62,10 @@ using Clock = retrace::Clock;
 // Events and Tokens cost tens of times that, until the writer has written and freed it. held()
 // counts what is queued or being written, decoded, and what workers are decoding (reserve()), so
 // that a worker decodes its next one only while that is under kHeldBytes: when many long streams
-// end at once, they wait compressed, not decoded, and at most kHeldBytes and one exchange are
-// decoded at once (issue 44 item 4: 8 MiB, not 64: 64 long streams in flight then cost tens of
-// bytes a token in all, where 64 MiB was 64 bytes a token by itself).
+// end at once, they wait compressed, not decoded, and at most kHeldBytes are decoded at once, or
+// one exchange larger than that alone (issue 44 item 4: 8 MiB, not 64: 64 long streams in flight
+// then cost tens of bytes a token in all, where 64 MiB was 64 bytes a token by itself; and a
+// 16,000-token stream with logprobs, ~11 MB decoded, no longer beside another).
 // An exchange finished and queued, with its worker's word that its choices are what its stored
 // events give fed again into a decoder of its dialect (format/token_deriver.hpp, TokensFromEvents).
 struct QueuedExchange {
@@ -117,15 +118,38 @@ class WriteQueue {
   }
   // Decoded bytes queued or in the batch being written (any thread; a relaxed estimate).
   std::size_t held() const { return held_.load(std::memory_order_relaxed); }
-  // Counts `bytes` a worker is about to decode as held, if held() is within kHeldBytes; false
-  // (nothing counted) when it is not. The worker release()s them once it has pushed the exchange.
+  // Counts `bytes` a worker is about to decode as held, if held() stays within kHeldBytes with
+  // them, or nothing is held (an exchange larger than the allowance is decoded alone); false
+  // (nothing counted) otherwise. The worker release()s them once it has pushed the exchange.
   bool reserve(std::size_t bytes) {
     auto now = held_.load(std::memory_order_relaxed);
-    while (now <= kHeldBytes)
+    while (now == 0 || now + bytes <= kHeldBytes)
       if (held_.compare_exchange_weak(now, now + bytes, std::memory_order_relaxed)) return true;
     return false;
   }
   void release(std::size_t bytes) { held_.fetch_sub(bytes, std::memory_order_relaxed); }
+  // A long exchange's event storage, given back by the writer once it is written, for the next
+  // long one a worker decodes (take_spare): its pages stay mapped, where freed and allocated
+  // again they were faulted in anew (the run's blocks over 1 MiB are given back to the system:
+  // replay/malloc_policy.cpp). One is kept, the largest, from kSpareBytes to kMostSpareBytes.
+  static constexpr std::size_t kSpareBytes = 1u << 20, kMostSpareBytes = 32u << 20;
+  void give_back(Events& events) {
+    if (events.memory() < kSpareBytes || events.memory() > kMostSpareBytes) return;
+    std::lock_guard lock(mutex_);
+    if (events.memory() > spare_.memory()) events.swap(spare_);
+  }
+  // Swaps the spare storage, emptied, into `events` (empty) when it holds `bytes` at least; one
+  // too small is freed (not kept beside the storage `events` will allocate).
+  void take_spare(Events& events, std::size_t bytes) {
+    if (bytes < kSpareBytes || !events.empty()) return;
+    std::lock_guard lock(mutex_);
+    if (spare_.memory() < bytes) {
+      spare_.release();
+      return;
+    }
+    spare_.clear();
+    events.swap(spare_);
+  }
   // What a decoded exchange holds, roughly: its bodies, its events and its tokens.
   static std::size_t decoded_bytes(const Exchange& exchange) {
     std::size_t bytes = exchange.request.body.size() + exchange.response.body.size() +
@@ -143,6 +167,7 @@ class WriteQueue {
   std::size_t queued_cost_ = 0;  // decoded_bytes of queue_ (under mutex_)
   std::size_t batch_cost_ = 0;   // of the batch the writer holds (writer thread)
   std::atomic<std::size_t> held_{0};
+  Events spare_;  // give_back's, under mutex_
 };
 
 

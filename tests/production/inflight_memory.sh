@@ -10,10 +10,11 @@
 
 STREAMS=64
 TOKENS=16384
-# Bytes a token in flight, in total: measured 41-50 (off) and 84-95 (auto: logprobs with 2
-# alternatives, ~42 bytes a token compressed) at -c 64 (bench/RESULTS.md); holding the raw events
-# took 307-313 and 546.
-declare -A BOUND=([off]=80 [auto]=140)
+# Bytes a token in flight, in total: measured 30 (off) and 80-83 (auto: logprobs with 2
+# alternatives, ~41 bytes a token compressed) at -c 64 once one long exchange is decoded at a
+# time and its blocks are given back when freed (bench/RESULTS.md, "One long exchange decoded at
+# a time"); before that 38-56 and 78-98, and holding the raw events took 307-313 and 546.
+declare -A BOUND=([off]=50 [auto]=100)
 
 start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --max-model-len 32768
 requests() {  # OUT COUNT MAX_TOKENS
