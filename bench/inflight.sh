@@ -6,7 +6,8 @@
 # RSS (GNU time) and the proxy's (VmHWM), minus their fixed cost (a one-request replay's peak; the
 # idle proxy's), divided by the tokens in flight ("in total"), and the same minus the raw bytes
 # of the C streams' events (which a client that keeps the stream uncompressed must hold, "beyond
-# raw"); and the replay's CPU per token. With BEFORE=OTHER_BINARY each row is run with OTHER_BINARY
+# raw"); the replay's peak minus one such stream's alone, over the other C - 1 streams' tokens
+# ("beyond one stream's": what a further token in flight costs); and the replay's CPU per token. With BEFORE=OTHER_BINARY each row is run with OTHER_BINARY
 # and then RETRACE_BINARY, alternating, against the same server.
 #
 # The server's running batch is as large as the largest level (at least 64), so every stream is in
@@ -84,20 +85,39 @@ for binary in "${BINARIES[@]}"; do
   BASE[$binary]=$(cat "$WORK/base.time")
 done
 
-row() {  # C IDS BINARY PATH PEAK_KIB FIXED_KIB RAW TOKENS CPU_S
-  awk -v c="$1" -v ids="$2" -v bin="$3" -v path="$4" -v p="$5" -v b="$6" -v r="$7" -v t="$8" -v u="$9" 'BEGIN {
+# What one stream of TOKENS tokens costs alone (its peak RSS, by binary and --token-ids): the
+# replay decodes and writes that one long exchange whatever the level, so a level's peak minus it,
+# over the tokens of the other C - 1 streams, is what each further token in flight costs
+# ("beyond one stream"), without the one exchange being decoded and written that "in total" spreads
+# over the level's tokens (at -c 64 with logprobs ~20 MiB: 20 bytes a token there, 1.3 at -c 1,000).
+requests "$WORK/long.jsonl" 1 "$TOKENS"
+"$RETRACE" import "$WORK/long.jsonl" --out "$WORK/long.rtrace" --force 2>/dev/null
+declare -A ONE
+for binary in "${BINARIES[@]}"; do
+  for ids in ${IDS:-off auto}; do
+    /usr/bin/time -f '%M' -o "$WORK/one_long.time" "$binary" replay "$WORK/long.rtrace" --target "$SIM" \
+      --out "$WORK/one_long.rtrace" --force -c 1 --token-ids "$ids" >/dev/null
+    ONE[$binary,$ids]=$(cat "$WORK/one_long.time")
+  done
+done
+
+row() {  # C IDS BINARY PATH PEAK_KIB FIXED_KIB RAW TOKENS CPU_S [ONE_STREAM_KIB]
+  awk -v c="$1" -v ids="$2" -v bin="$3" -v path="$4" -v p="$5" -v b="$6" -v r="$7" -v t="$8" -v u="$9" \
+    -v one="${10:-}" 'BEGIN {
     cpu = u == "" ? "" : sprintf("%.2f", u * 1e6 / t)
-    printf "| %d | %s | %s | %s | %.0f | %.1f | %.1f | %.0f | %s |\n", c, ids, path, bin, p / 1024, r / 1048576,
-      (p * 1024 - b * 1024) / t, (p * 1024 - b * 1024 - r) / t, cpu }'
+    beyond_one = (one == "" || c < 2) ? "" : sprintf("%.1f", (p - one) * 1024 / (t * (c - 1) / c))
+    printf "| %d | %s | %s | %s | %.0f | %.1f | %.1f | %.0f | %s | %s |\n", c, ids, path, bin, p / 1024, r / 1048576,
+      (p * 1024 - b * 1024) / t, (p * 1024 - b * 1024 - r) / t, beyond_one, cpu }'
 }
 
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $TOKENS tokens a stream"
 for binary in "${BINARIES[@]}"; do
-  echo "binary $binary: fixed cost (a one-request replay's peak RSS) $((BASE[$binary] / 1024)) MiB"
+  echo "binary $binary: fixed cost (a one-request replay's peak RSS) $((BASE[$binary] / 1024)) MiB;" \
+    "one stream of $TOKENS tokens alone: $(for ids in ${IDS:-off auto}; do printf '%s %d MiB ' "$ids" $((ONE[$binary,$ids] / 1024)); done)"
 done
 echo
-echo "| -c | --token-ids | path | binary | peak RSS (MiB) | raw event bytes (MiB) | bytes/token in flight, in total | beyond raw | replay CPU µs/token |"
-echo "|---:|---|---|---|---:|---:|---:|---:|---:|"
+echo "| -c | --token-ids | path | binary | peak RSS (MiB) | raw event bytes (MiB) | bytes/token in flight, in total | beyond raw | beyond one stream's | replay CPU µs/token |"
+echo "|---:|---|---|---|---:|---:|---:|---:|---:|---:|"
 for c in "${LEVELS[@]}"; do
   requests "$WORK/in.jsonl" "$c" "$TOKENS"
   "$RETRACE" import "$WORK/in.jsonl" --out "$WORK/in.rtrace" --force 2>/dev/null
@@ -108,7 +128,7 @@ for c in "${LEVELS[@]}"; do
       if [[ " $PATHS " == *" direct "* ]]; then
         read -r peak cpu < <(replay_peak "$binary" "$WORK/direct" "$SIM" -c "$c" --token-ids "$ids")
         [[ -n "$raw" ]] || read -r raw tokens < <(sizes "$WORK/direct.rtrace" "$c")
-        row "$c" "$ids" "$label" replay "$peak" "${BASE[$binary]}" "$raw" "$tokens" "$cpu"
+        row "$c" "$ids" "$label" replay "$peak" "${BASE[$binary]}" "$raw" "$tokens" "$cpu" "${ONE[$binary,$ids]}"
       fi
       [[ " $PATHS " == *" record "* ]] || continue
       "$binary" record --upstream "$SIM" --listen 127.0.0.1:0 --out "$WORK/recorded.rtrace" --force \
