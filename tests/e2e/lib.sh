@@ -66,6 +66,18 @@ wait_until() {
   fail "$what did not happen within 30 s"
 }
 
+# wait_until_output WHAT EXPECTED CMD... : waits (up to 30 s) until CMD prints EXPECTED, running CMD
+# anew each time (a failing CMD counts as not yet); fails naming WHAT and CMD's last output otherwise.
+# Not `wait_until WHAT test "$(CMD)" = EXPECTED`: the shell expands $(CMD) once, before the wait.
+wait_until_output() {
+  local what=$1 want=$2 got="" i; shift 2
+  for i in $(seq 1 300); do
+    got=$("$@" 2>/dev/null) && [[ "$got" == "$want" ]] && return 0
+    sleep 0.1
+  done
+  fail "$what did not happen within 30 s (last output: '$got', expected '$want')"
+}
+
 # wait_for_line FILE TEXT [PID] : waits (up to 30 s) until FILE contains TEXT; fails sooner if
 # process PID exits first.
 wait_for_line() {

@@ -52,8 +52,8 @@ check_contains "$WORK/cut.err" "cut after 16 body bytes" "the front really cut c
 # Each request takes the slow candidate seconds: of the 20 sent at once, one is in flight, one
 # waits, and the queue of one drops the rest while shadow runs (not only when it stops).
 NO_STOP=1 run slow "$slow_URL" --mirror-queue 1 --mirror-concurrency 1
-wait_until "18 requests dropped by the full queue while shadow runs" \
-  test "$(json "$WORK/slow/summary.json" 's.legs.candidate.dropped' 2>/dev/null || echo 0)" -ge 18
+slow_dropped_18() { test "$(json "$WORK/slow/summary.json" 's.legs.candidate.dropped' 2>/dev/null || echo 0)" -ge 18; }
+wait_until "18 requests dropped by the full queue while shadow runs" slow_dropped_18
 stop "$sh_slow_PID" || true
 dropped=$(leg slow dropped)
 check "a slow candidate behind a queue of one drops requests ($dropped)" test "$dropped" -gt 0
@@ -78,8 +78,8 @@ metrics_hold() { curl -sf "$stall_admin/metrics" >"$WORK/stall.metrics" && grep 
 wait_until "4 drops at the full queue on /metrics" \
   metrics_hold 'retrace_shadow_dropped_total{leg="candidate",reason="queue_full"} 4'
 check_contains "$WORK/stall.metrics" 'retrace_shadow_dropped_total{leg="candidate",reason="stopped"} 0' "no drop at stop while running"
-wait_until "summary.json counts the full queue's drops" \
-  test "$(json "$WORK/stall/summary.json" 's.legs.candidate.dropped_queue_full' 2>/dev/null || echo 0)" = 4
+wait_until_output "summary.json counts the full queue's drops" 4 \
+  json "$WORK/stall/summary.json" 's.legs.candidate.dropped_queue_full'
 check_eq "$(json "$WORK/stall/summary.json" 's.legs.candidate.dropped_at_stop')" 0 "summary.json: no drop at stop while running"
 stop "$sh_stall_PID" || true
 check_eq "$(leg stall dropped_queue_full)/$(leg stall dropped_at_stop)/$(leg stall dropped)" 4/5/9 \

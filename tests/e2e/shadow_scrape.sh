@@ -24,8 +24,8 @@ start_listening shadow "$RETRACE" shadow --primary "$primary_URL" --control "$co
 "$RETRACE" replay "$WORK/source.rtrace" --target "$shadow_URL" -c 2 -o "$WORK/through.rtrace" --no-scrape \
   >/dev/null 2>"$WORK/through.err" || { cat "$WORK/through.err" >&2; fail "replay through shadow"; }
 pairs_of() { json "$WORK/run/summary.json" "s.legs.$1 ? s.legs.$1.pairs + s.legs.$1.not_compared + s.legs.$1.errors : -1"; }
-wait_until "$COUNT candidate pairs" test "$(pairs_of candidate 2>/dev/null || echo 0)" = $COUNT
-wait_until "$COUNT control pairs" test "$(pairs_of control 2>/dev/null || echo 0)" = $COUNT
+wait_until_output "$COUNT candidate pairs" $COUNT pairs_of candidate
+wait_until_output "$COUNT control pairs" $COUNT pairs_of control
 stop "$shadow_PID" || true
 
 check_eq "$(grep -c 'usable' "$WORK/shadow.err")" 1 "the candidate without /metrics: one line"

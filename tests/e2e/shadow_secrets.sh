@@ -30,7 +30,7 @@ run() {
     -d "{\"model\":\"retrace-sim\",\"prompt\":\"hello\",\"max_tokens\":4,\"api_key\":\"$BODY_KEY\"}" \
     "${!url_var}/v1/completions?api_key=$QUERY_KEY" >/dev/null || fail "$name: the client's request"
   written() { json "$WORK/$name/summary.json" "s.legs.control.written + s.legs.candidate.written"; }
-  wait_until "$name: both mirrors' exchanges written" test "$(written 2>/dev/null || echo 0)" = 2
+  wait_until_output "$name: both mirrors' exchanges written" 2 written
   stop "${!pid_var}" || fail "$name: shadow did not exit 0"
   for leg in "${LEGS[@]}"; do
     "$RETRACE" export "$WORK/$name/$leg" >"$WORK/$name.$leg.jsonl" || fail "$name: export $leg"

@@ -35,8 +35,8 @@ cmp "$WORK/direct.jsonl" "$WORK/through.jsonl" || fail "the openai client parsed
 
 # 20 gold requests, 3 openai calls (and replay's preflight GET /v1/models is a probe, not mirrored).
 pairs_of() { json "$WORK/run/summary.json" "s.legs.$1 ? s.legs.$1.pairs + s.legs.$1.not_compared + s.legs.$1.errors : -1"; }
-wait_until "23 candidate pairs compared" test "$(pairs_of candidate 2>/dev/null || echo 0)" = 23
-wait_until "23 control pairs compared" test "$(pairs_of control 2>/dev/null || echo 0)" = 23
+wait_until_output "23 candidate pairs compared" 23 pairs_of candidate
+wait_until_output "23 control pairs compared" 23 pairs_of control
 # record's own counters count an exchange once its frame is flushed (--flush-interval): wait for it.
 metrics_hold() { curl -sf "$admin_URL/metrics" >"$WORK/metrics.txt" && grep -qF "$1" "$WORK/metrics.txt"; }
 wait_until "record's 23 recorded on /metrics" metrics_hold 'retrace_record_exchanges_total{outcome="recorded"} 23'
