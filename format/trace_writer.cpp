@@ -1,7 +1,7 @@
 // The .rtrace writer and reader; the byte layout is written once, in format/trace.capnp.
 //
-// This file is the writer: one Cap'n Proto builder per record over a reused zeroed scratch
-// segment, compressed into the open frame, a frame closed on every flush, once it holds
+// This file is the writer: each record built by Cap'n Proto in place after the open frame's
+// records (format/frame_input.hpp), which zstd reads where they are, compressed into the open frame, a frame closed on every flush, once it holds
 // frame_target_bytes (a reader's memory is one frame) and before a record would take it past
 // max_frame_bytes (what the reader accepts). The index grows on disk, not in
 // memory (index_spill.hpp), so a recording of any length runs in flat memory.
@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 
+#include "format/frame_input.hpp"
 #include "format/index_spill.hpp"
 #include "format/token_deriver.hpp"
 #include "format/trace.hpp"
@@ -31,23 +32,27 @@ struct TraceWriter::Impl {
   WriterOptions options;
   int fd = -1;
   ZSTD_CCtx* compressor = nullptr;
-  // The first segment of every record's builder; MallocMessageBuilder zeroes what it used when
-  // it is destroyed, so the scratch stays zeroed between records.
-  std::vector<std::uint64_t> scratch;
-  // What the scratch grows to before the next record: the words of the largest record that
-  // overflowed it, up to kMostScratchWords. A long streamed exchange's record (~10 MB for 16,000
-  // tokens with logprobs) then reuses one warm segment instead of allocating its segments anew,
-  // whose pages the kernel faulted in again for each such record (bench/RESULTS.md, "One long
-  // exchange decoded at a time"); the writer keeps at most that much, as long as it lives.
-  static constexpr std::size_t kMostScratchWords = (16u << 20) / sizeof(capnp::word);
-  std::size_t scratch_wanted = 0;
+  // The open frame's records, built in place and read by zstd where they are
+  // (ZSTD_c_stableInBuffer: no copy into zstd's own input buffer), and what zstd has taken of them.
+  FrameInput input;
+  ZSTD_inBuffer taken{nullptr, 0, 0};
+  // The room a frame starts with: its target and the largest record seen, up to
+  // kMostRecordWords. A long streamed exchange's record (~10 MB for 16,000 tokens with logprobs)
+  // then is built in one warm block instead of segments allocated anew, whose pages the kernel
+  // faulted in again for each such record (bench/RESULTS.md, "One long exchange decoded at a
+  // time"); room past what a frame starts with is given back when its frame ends.
+  static constexpr std::size_t kMostRecordWords = (16u << 20) / sizeof(capnp::word);
+  std::size_t largest_record_words = 64 * 1024;
+  std::size_t frame_words() const {
+    return static_cast<std::size_t>(std::min<std::uint64_t>(options.frame_target_bytes, options.max_frame_bytes) /
+                                    sizeof(capnp::word)) + largest_record_words + 2;
+  }
   std::vector<Choice> derived_scratch;  // what the deriver made of the exchange being written
   // Compressed bytes not yet written to the file: compressed[0, compressed_size). Grown without
   // zero-filling (a std::string's resize would clear the room given to zstd on every call).
   std::unique_ptr<char[]> compressed;
   std::size_t compressed_size = 0;
   std::size_t compressed_capacity = 0;
-  std::vector<std::uint32_t> segment_table;
   std::uint64_t file_offset = 0;
   std::uint64_t exchanges = 0;
   std::uint64_t records = 0;
@@ -110,17 +115,19 @@ struct TraceWriter::Impl {
     compressed_size = 0;
   }
 
-  void compress(const void* bytes, std::size_t size, ZSTD_EndDirective mode) {
-    ZSTD_inBuffer input{bytes, size, 0};
+  // Compresses what the open frame holds that zstd has not taken yet; ZSTD_e_end ends the frame.
+  void compress(ZSTD_EndDirective mode) {
+    taken.size = input.used_words() * sizeof(capnp::word);
     for (;;) {
-      std::size_t room = std::max<std::size_t>(ZSTD_CStreamOutSize(), size / 2 + 1024);
+      std::size_t room = std::max<std::size_t>(ZSTD_CStreamOutSize(), (taken.size - taken.pos) / 2 + 1024);
       ZSTD_outBuffer output{reserve(room), room, 0};
-      std::size_t remaining = ZSTD_compressStream2(compressor, &output, &input, mode);
+      std::size_t remaining = ZSTD_compressStream2(compressor, &output, &taken, mode);
       compressed_size += output.pos;
       if (ZSTD_isError(remaining))
         throw TraceError("cannot compress trace " + path.string() + ": " +
                          ZSTD_getErrorName(remaining));
-      bool done = mode == ZSTD_e_continue ? input.pos == input.size : remaining == 0;
+      bool done = mode == ZSTD_e_continue ? taken.pos == taken.size || output.pos < output.size
+                                          : remaining == 0;
       if (done) break;
     }
     // Large frames reach the file as they grow, so memory stays bounded by the frame buffer.
@@ -132,47 +139,59 @@ struct TraceWriter::Impl {
   // would take past max_frame_bytes is closed first.
   template <class Fill>
   bool append_record(Fill&& fill) {
-    if (scratch_wanted > scratch.size()) scratch.assign(scratch_wanted, 0);  // zeroed, as the builder wants
-    capnp::MallocMessageBuilder builder(
-        kj::arrayPtr(reinterpret_cast<capnp::word*>(scratch.data()), scratch.size()));
-    try {
-      fill(builder.initRoot<wire::Record>());
-    } catch (const kj::Exception&) {
-      return false;  // a field past what a blob holds (kMaxBlobBytes): the record cannot be built
+    // At most three builds: one that did not fit the room after the open frame's records, or
+    // would take the frame past max_frame_bytes, is built again at the start of a new frame.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (!frame_open) input.reserve(frame_words());  // the room moves only between frames
+      RecordBuilder builder(input);
+      bool built = true;
+      try {
+        fill(builder.initRoot<wire::Record>());
+      } catch (const kj::Exception&) {
+        built = false;  // a field past what a blob holds (kMaxBlobBytes): the record cannot be built
+      }
+      const std::size_t room_used = builder.room_words_used();
+      std::size_t words = 0;
+      for (auto segment : builder.getSegmentsForOutput()) words += segment.size();
+      // Framed: one word of segment table and the segment (more for more segments).
+      const std::uint64_t bytes = (words + 1) * sizeof(capnp::word);
+      if (!built || bytes > options.max_frame_bytes) {
+        input.discard(room_used);
+        return false;
+      }
+      if (!builder.in_place() || (frame_open && frame_bytes + bytes > options.max_frame_bytes)) {
+        // Larger than the room left: the frame so far is ended, and the record built again in a
+        // room it fits (the same bytes: one segment).
+        input.discard(room_used);
+        largest_record_words = std::max(largest_record_words, std::min(words + 2, kMostRecordWords));
+        end_frame();
+        input.reserve(frame_words() + words + 2);
+        continue;
+      }
+      input.commit(words);
+      if (!frame_open) {
+        frame_open = true;
+        frame_offset = file_offset + compressed_size;
+        frame_first_record = records;
+        frame_records = 0;
+        frame_bytes = 0;
+        frame_started = options.clock->now();
+        taken = ZSTD_inBuffer{input.data(), 0, 0};
+      }
+      compress(ZSTD_e_continue);
+      frame_bytes += bytes;
+      ++records;
+      ++frame_records;
+      return true;
     }
-    auto segments = builder.getSegmentsForOutput();
-    // Stream framing: u32 (segment count - 1), u32 size of each segment, padded to 8 bytes.
-    segment_table.assign((segments.size() + 2) & ~std::size_t{1}, 0);
-    segment_table[0] = static_cast<std::uint32_t>(segments.size() - 1);
-    std::uint64_t bytes = segment_table.size() * 4;
-    for (std::size_t i = 0; i < segments.size(); ++i) {
-      segment_table[i + 1] = static_cast<std::uint32_t>(segments[i].size());
-      bytes += segments[i].size() * sizeof(capnp::word);
-    }
-    if (segments.size() > 1)
-      scratch_wanted = std::max(scratch_wanted, std::min(bytes / sizeof(capnp::word), kMostScratchWords));
-    if (bytes > options.max_frame_bytes) return false;
-    if (frame_open && frame_bytes + bytes > options.max_frame_bytes) end_frame();
-    if (!frame_open) {
-      frame_open = true;
-      frame_offset = file_offset + compressed_size;
-      frame_first_record = records;
-      frame_records = 0;
-      frame_bytes = 0;
-      frame_started = options.clock->now();
-    }
-    compress(segment_table.data(), segment_table.size() * 4, ZSTD_e_continue);
-    for (auto segment : segments)
-      compress(segment.begin(), segment.size() * sizeof(capnp::word), ZSTD_e_continue);
-    frame_bytes += bytes;
-    ++records;
-    ++frame_records;
-    return true;
+    throw TraceError("cannot write trace " + path.string() + ": a record did not fit the room made for it");
   }
 
   void end_frame() {
     if (!frame_open) return;
-    compress(nullptr, 0, ZSTD_e_end);
+    compress(ZSTD_e_end);
+    input.clear(frame_words());  // zeroed for the next records; a giant record's room given back
+    taken = ZSTD_inBuffer{nullptr, 0, 0};
     if (index) index->add_frame(frame_offset, frame_first_record, frame_records);
     ++frames;
     frame_open = false;
@@ -229,7 +248,9 @@ TraceWriter::TraceWriter(const std::filesystem::path& path, const TraceHeader& h
   if (!impl_->compressor) throw TraceError("cannot create a zstd compressor (out of memory)");
   ZSTD_CCtx_setParameter(impl_->compressor, ZSTD_c_compressionLevel, options.zstd_level);
   ZSTD_CCtx_setParameter(impl_->compressor, ZSTD_c_checksumFlag, 1);
-  impl_->scratch.assign(64 * 1024, 0);
+  // zstd reads each frame's records where they are built (FrameInput): ~13 % less of its CPU on
+  // replay's and record's records (bench/RESULTS.md, issue 44's writer), the same bytes out.
+  ZSTD_CCtx_setParameter(impl_->compressor, ZSTD_c_stableInBuffer, 1);
   if (impl_->options.write_index)
     impl_->index = std::make_unique<IndexSpill>(path, impl_->options.max_frame_bytes);  // 512 KiB: a long streamed exchange fits one segment
 

@@ -1,7 +1,7 @@
-// format/trace_writer.cpp's scratch segment (issue 44 item 4): a record larger than the writer's
-// first segment makes it grow, so that the next records of that size are built in one warm
-// segment instead of segments allocated (and their pages faulted in) anew; every record reads
-// back the same either way. The file's records are read here as the stream framing lays them out
+// format/trace_writer.cpp's room for records (format/frame_input.hpp; issue 44): a record larger
+// than the room left after the open frame's records is built again in a room it fits, so every
+// record is one segment, the first long one too, built in one warm block instead of segments
+// allocated (and their pages faulted in) anew; every record reads back the same. The file's records are read here as the stream framing lays them out
 // (format/trace.capnp): u32 segments - 1, u32 words of each, padded to 8 bytes, the segments.
 #include <catch2/catch.hpp>
 #include <zstd.h>
@@ -73,25 +73,27 @@ std::vector<std::uint32_t> segment_counts(const std::string& bytes) {
 
 }  // namespace
 
-TEST_CASE("after a record larger than the writer's first segment the next ones of its size are one segment") {
+TEST_CASE("records larger than the writer's room are each one segment the first one too") {
   TempDir dir;
-  constexpr std::size_t kRecords = 4;
+  // ~0.5 MB records in the open frame, then ~5 MB ones: past the room a frame starts with (its
+  // 4 MiB target and the largest record so far), the first of them after the open frame's records.
+  const std::vector<std::size_t> events = {1000, 1000, 10000, 10000, 1000};
   {
     TraceWriter writer(dir / "run.rtrace", TraceHeader{}, WriterOptions{.zstd_level = 1, .write_index = false});
-    for (std::uint64_t r = 0; r < kRecords; ++r) writer.write(long_exchange(r, 3000));  // ~1.5 MB a record
+    for (std::uint64_t r = 0; r < events.size(); ++r) writer.write(long_exchange(r, events[r]));
     writer.close();
   }
   auto counts = segment_counts(decompressed(dir / "run.rtrace"));
-  REQUIRE(counts.size() == kRecords + 1);  // the header, then the exchanges
-  CHECK(counts[1] > 1);  // the first long one overflows the first segment
-  for (std::size_t r = 2; r <= kRecords; ++r) CHECK(counts[r] == 1);
+  REQUIRE(counts.size() == events.size() + 1);  // the header, then the exchanges
+  for (std::size_t r = 0; r < counts.size(); ++r) CHECK(counts[r] == 1);
 
   TraceReader reader(dir / "run.rtrace");
   Exchange exchange;
   std::uint64_t r = 0;
   for (; reader.next(exchange); ++r) {
-    const Exchange expected = long_exchange(r, 3000);
+    REQUIRE(r < events.size());
+    const Exchange expected = long_exchange(r, events[r]);
     REQUIRE(exchange.response.events == expected.response.events);
   }
-  CHECK(r == kRecords);
+  CHECK(r == events.size());
 }
