@@ -251,6 +251,9 @@ TraceWriter::TraceWriter(const std::filesystem::path& path, const TraceHeader& h
   // zstd reads each frame's records where they are built (FrameInput): ~13 % less of its CPU on
   // replay's and record's records (bench/RESULTS.md, issue 44's writer), the same bytes out.
   ZSTD_CCtx_setParameter(impl_->compressor, ZSTD_c_stableInBuffer, 1);
+  // A frame under one block is compressed whole at its end, its size then known: not written in
+  // its header, as streamed frames never had it (the reader sizes its buffers as before).
+  ZSTD_CCtx_setParameter(impl_->compressor, ZSTD_c_contentSizeFlag, 0);
   if (impl_->options.write_index)
     impl_->index = std::make_unique<IndexSpill>(path, impl_->options.max_frame_bytes);  // 512 KiB: a long streamed exchange fits one segment
 
