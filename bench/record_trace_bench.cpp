@@ -23,6 +23,7 @@
 
 #include "format/token_deriver.hpp"
 #include "bench/thread_cpu.hpp"
+#include "bench/token_trace.hpp"
 #include "format/trace.hpp"
 #include "record/record.hpp"
 #include "llm/derive_tokens.hpp"
@@ -51,20 +52,7 @@ record::CapturedExchange as_captured(const Exchange& recorded) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  retrace::llm::install_token_deriver();  // format 1.7 (format/token_deriver.hpp)
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: record_trace_bench RECORDED.rtrace [ROUNDS]\n");
-    return 2;
-  }
-  int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
-  auto trace = load_trace(argv[1]);
-  std::uint64_t tokens = 0;
-  for (const auto& exchange : trace.exchanges)
-    for (const auto& choice : exchange.choices) tokens += choice.tokens.size();
-  if (tokens == 0) {
-    std::fprintf(stderr, "record_trace_bench: %s has no decoded tokens\n", argv[1]);
-    return 2;
-  }
+  auto [trace, tokens, rounds] = bench::load_token_trace(argc, argv, "record_trace_bench RECORDED.rtrace [ROUNDS]");
   // One file a process: two benches at once in one $TMPDIR must not write over each other.
   auto out = std::filesystem::temp_directory_path() /
              ("record_trace_bench-" + std::to_string(::getpid()) + ".rtrace");

@@ -16,9 +16,9 @@
 #include <string>
 
 #include "bench/thread_cpu.hpp"
+#include "bench/token_trace.hpp"
 #include "format/token_deriver.hpp"
 #include "format/trace.hpp"
-#include "llm/derive_tokens.hpp"
 #include "metrics/stats.hpp"
 
 using namespace retrace;
@@ -26,20 +26,7 @@ using metrics::StatsBuilder;
 using metrics::summarize;
 
 int main(int argc, char** argv) {
-  retrace::llm::install_token_deriver();
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: run_writer_bench TRACE [ROUNDS]\n");
-    return 2;
-  }
-  int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
-  auto trace = load_trace(argv[1]);
-  std::uint64_t tokens = 0;
-  for (const auto& exchange : trace.exchanges)
-    for (const auto& choice : exchange.choices) tokens += choice.tokens.size();
-  if (tokens == 0) {
-    std::fprintf(stderr, "run_writer_bench: %s has no decoded tokens\n", argv[1]);
-    return 2;
-  }
+  auto [trace, tokens, rounds] = bench::load_token_trace(argc, argv, "run_writer_bench TRACE [ROUNDS] [KEEP.rtrace]");
   const bool keep = argc > 3;
   auto out = keep ? std::filesystem::path(argv[3])
                   : std::filesystem::temp_directory_path() /
