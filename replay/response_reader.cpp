@@ -16,26 +16,17 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using net::error_code;
 
-namespace {
-
-// What the body can still take: less after a part went in.
-std::size_t room_left(const ResponsePartParser& parser) { return parser.get().body().size; }
-std::size_t room_left(const ArrivedPartParser& parser) { return SIZE_MAX - parser.get().body().taken; }
-
-}  // namespace
-
-template <class Parser>
-asio::awaitable<error_code> read_response_part(net::UpstreamConnection& connection, Parser& parser,
-                                               bool head_only) {
+asio::awaitable<error_code> read_response_part(net::UpstreamConnection& connection,
+                                               ArrivedPartParser& parser, bool head_only) {
   auto& buffer = connection.buffer();
   parser.eager(!head_only);
   error_code ec;
   for (;;) {
     if (buffer.size() > 0) {
-      auto room = head_only ? 0 : room_left(parser);
+      const std::size_t taken = parser.get().body().taken;
       buffer.consume(parser.put(buffer.data(), ec));
-      if (ec != http::error::need_more) co_return ec;  // a part, the body buffer full, or an error
-      if (!head_only && room_left(parser) < room) co_return error_code{};
+      if (ec != http::error::need_more) co_return ec;  // a part, past the limit, or an error
+      if (!head_only && parser.get().body().taken > taken) co_return error_code{};
       ec = {};
     }
     // Sized as Beast sizes a read: the buffer's free room, at least 512 bytes, at most 64 KiB.
@@ -64,8 +55,5 @@ asio::awaitable<error_code> read_response_part(net::UpstreamConnection& connecti
     if (ec) co_return ec;
   }
 }
-
-template asio::awaitable<error_code> read_response_part(net::UpstreamConnection&, ResponsePartParser&, bool);
-template asio::awaitable<error_code> read_response_part(net::UpstreamConnection&, ArrivedPartParser&, bool);
 
 }  // namespace retrace::replay

@@ -11,15 +11,12 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 
 #include "net/arrived_blocks.hpp"
 #include "net/connection.hpp"
 
 namespace retrace::replay {
-
-using ResponsePartParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
 
 // A Beast body that puts the parser's body bytes straight into an ArrivedBody, from the
 // connection's read buffer: one copy of each byte, where a buffer_body's bytes were copied into
@@ -71,12 +68,12 @@ struct ArrivedHttpBody {
 using ArrivedPartParser = boost::beast::http::response_parser<ArrivedHttpBody>;
 
 // Parses what `connection` has buffered, reading its socket only when the parser needs more
-// bytes, until the head is parsed (`head_only`; no body buffer is needed for it) or, after it,
-// until some body has gone into the parser's body buffer or the response is complete: every
-// chunk already buffered goes in at once (a token stream is one chunk per token), and body bytes
-// that precede a chunk header still on its way are handed over without waiting for it. Returns
-// Beast's need_buffer when the body buffer is full, end_of_stream when the connection ended
-// before any byte of the response, and the read's or the parser's error otherwise.
+// bytes, until the head is parsed (`head_only`) or, after it, until some body has gone into the
+// parser's ArrivedBody or the response is complete: every chunk already buffered goes in at once
+// (a token stream is one chunk per token), and body bytes that precede a chunk header still on
+// its way are handed over without waiting for it. Returns end_of_stream when the connection
+// ended before any byte of the response, body_limit past the body's `limit`, and the read's or
+// the parser's error otherwise.
 //
 // What Beast's async_read_header and async_read_some do, without their composed operations and
 // their trip through the io_context for bytes already buffered; and async_read_header leaves the
@@ -84,10 +81,7 @@ using ArrivedPartParser = boost::beast::http::response_parser<ArrivedHttpBody>;
 // session 10).
 // A plain connection is read from its socket: its tcp_stream's expiry (expires_after) does not
 // apply; the worker's watchdog closes a connection that stalls.
-// For a ResponsePartParser, or an ArrivedPartParser (no buffer to fill: every body byte
-// buffered goes into the body at once).
-template <class Parser>
 boost::asio::awaitable<net::error_code> read_response_part(net::UpstreamConnection& connection,
-                                                           Parser& parser, bool head_only);
+                                                           ArrivedPartParser& parser, bool head_only);
 
 }  // namespace retrace::replay

@@ -32,10 +32,21 @@ using namespace retrace;
 using namespace retrace::net;
 using retrace::replay::ArrivedPartParser;
 using retrace::replay::read_response_part;
-using retrace::replay::ResponsePartParser;
 namespace http = boost::beast::http;
 
 namespace {
+
+// Every read's bytes of `body` in order.
+std::vector<std::string> reads_of(const ArrivedBody& body) {
+  std::vector<std::string> reads(1);
+  body.for_each_read([&](std::string_view piece, std::int64_t, bool read_ends) {
+    reads.back() += piece;
+    if (read_ends) reads.emplace_back();
+    return true;
+  });
+  reads.pop_back();
+  return reads;
+}
 
 // One connection to a loopback listener, the listener's end of it (`peer`) written by the test.
 struct Upstream {
@@ -43,8 +54,6 @@ struct Upstream {
   tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
   tcp::socket peer{io};
   std::unique_ptr<UpstreamConnection> connection;
-  ResponsePartParser parser;
-  char body[4096];
 
   Upstream() {
     acceptor.async_accept(peer, [](error_code) {});
@@ -57,7 +66,6 @@ struct Upstream {
     io.restart();
     REQUIRE(connected);
     REQUIRE_FALSE(*connected);
-    parser.body_limit(boost::none);
   }
   void send(std::string_view bytes) { asio::write(peer, asio::buffer(bytes)); }
   // Runs `steps` on the io_context. A read that waits for bytes the test sends only after it
@@ -75,14 +83,6 @@ struct Upstream {
     io.run();
     if (failure) std::rethrow_exception(failure);
   }
-  asio::awaitable<error_code> head() { co_return co_await read_response_part(*connection, parser, true); }
-  // The next part of the body, as the bytes it put in the body buffer.
-  asio::awaitable<std::string> part(error_code& ec) {
-    parser.get().body().data = body;
-    parser.get().body().size = sizeof body;
-    ec = co_await read_response_part(*connection, parser, false);
-    co_return std::string(body, sizeof body - parser.get().body().size);
-  }
 
   // Replay's way: the parser puts body bytes straight into `arrived`, each read marked.
   ArrivedPartParser arrived_parser;
@@ -92,6 +92,15 @@ struct Upstream {
     arrived_parser.body_limit(boost::none);
     arrived_parser.get().body().body = &arrived;
     co_return co_await read_response_part(*connection, arrived_parser, true);
+  }
+  // The next part of the body: the bytes one read_response_part put in `arrived` (marked as a
+  // read of their own).
+  asio::awaitable<std::string> arrived_part(error_code& ec) {
+    ec = co_await read_response_part(*connection, arrived_parser, false);
+    auto& value = arrived_parser.get().body();
+    if (value.taken == 0) co_return std::string();
+    arrived.mark_read(std::exchange(value.taken, 0), std::int64_t(++marked));
+    co_return reads_of(arrived).back();
   }
   // Reads parts until the response is done or fails (the read's error, or the parser's).
   asio::awaitable<error_code> arrived_parts() {
@@ -129,37 +138,25 @@ std::string token_event(std::size_t i) {
          std::string(220, 'p') + "}\n\n";
 }
 
-// Every read's bytes of `body` in order.
-std::vector<std::string> reads_of(const ArrivedBody& body) {
-  std::vector<std::string> reads(1);
-  body.for_each_read([&](std::string_view piece, std::int64_t, bool read_ends) {
-    reads.back() += piece;
-    if (read_ends) reads.emplace_back();
-    return true;
-  });
-  reads.pop_back();
-  return reads;
-}
-
 const std::string kStreamHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
 
 }  // namespace
 
-TEST_CASE("a part holds every chunk already received, not one chunk", "[replay][response]") {
+TEST_CASE("a part holds every chunk already received not one chunk", "[replay][response]") {
   Upstream upstream;
   // A token stream's head and three events, sent in one write: one read at the client.
   upstream.send(
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
       "6\r\ndata 1\r\n6\r\ndata 2\r\n6\r\ndata 3\r\n0\r\n\r\n");
   upstream.run([&]() -> asio::awaitable<void> {
-    auto ec = co_await upstream.head();
+    auto ec = co_await upstream.arrived_head();
     REQUIRE_FALSE(ec);
-    CHECK(upstream.parser.is_header_done());
-    CHECK(upstream.parser.get().result_int() == 200);
-    auto part = co_await upstream.part(ec);
+    CHECK(upstream.arrived_parser.is_header_done());
+    CHECK(upstream.arrived_parser.get().result_int() == 200);
+    auto part = co_await upstream.arrived_part(ec);
     CHECK_FALSE(ec);
     CHECK(part == "data 1data 2data 3");
-    CHECK(upstream.parser.is_done());
+    CHECK(upstream.arrived_parser.is_done());
   });
 }
 
@@ -171,44 +168,53 @@ TEST_CASE("body bytes before a chunk header still on its way are handed over at 
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
       "7\r\nevent 1\r\n1");
   upstream.run([&]() -> asio::awaitable<void> {
-    auto head_ec = co_await upstream.head();
+    auto head_ec = co_await upstream.arrived_head();
     REQUIRE_FALSE(head_ec);
     error_code ec;
-    auto first = co_await upstream.part(ec);
+    auto first = co_await upstream.arrived_part(ec);
     REQUIRE_FALSE(ec);
     CHECK(first == "event 1");
-    CHECK_FALSE(upstream.parser.is_done());
+    CHECK_FALSE(upstream.arrived_parser.is_done());
     upstream.send("0\r\nthe sixteen byte\r\n0\r\n\r\n");
     std::string rest;
-    while (!upstream.parser.is_done() && !ec) rest += co_await upstream.part(ec);
+    while (!upstream.arrived_parser.is_done() && !ec) rest += co_await upstream.arrived_part(ec);
     CHECK_FALSE(ec);
     CHECK(rest == "the sixteen byte");
   });
 }
 
-TEST_CASE("a full body buffer, an end before the response and an end that ends a body", "[replay][response]") {
-  SECTION("need_buffer when the body buffer is full, the rest in the next part") {
-    Upstream upstream;
-    std::string body(6000, 'x');
-    upstream.send("HTTP/1.1 200 OK\r\nContent-Length: 6000\r\n\r\n" + body);
-    upstream.run([&]() -> asio::awaitable<void> {
-      auto head_ec = co_await upstream.head();
-    REQUIRE_FALSE(head_ec);
-      error_code ec;
-      std::string got;
-      while (!upstream.parser.is_done()) {
-        got += co_await upstream.part(ec);
-        CHECK((!ec || ec == http::error::need_buffer));
-        if (ec && ec != http::error::need_buffer) break;
-      }
-      CHECK(got == body);
-    });
+TEST_CASE("a length at the body limit and one past it and an end before the response and an end that ends a body",
+          "[replay][response]") {
+  // The arrived path's one bound is the body's limit (--max-response-bytes): a Content-Length
+  // body of exactly the limit completes, one byte more stops at it with what fit kept.
+  const std::string body(6000, 'x');
+  for (std::size_t limit : {body.size(), body.size() - 1}) {
+    DYNAMIC_SECTION("a body of 6000 bytes with a limit of " << limit) {
+      Upstream upstream;
+      upstream.send("HTTP/1.1 200 OK\r\nContent-Length: 6000\r\n\r\n" + body);
+      upstream.run([&]() -> asio::awaitable<void> {
+        auto head_ec = co_await upstream.arrived_head();
+        REQUIRE_FALSE(head_ec);
+        upstream.arrived_parser.get().body().limit = limit;
+        auto ec = co_await upstream.arrived_parts();
+        if (limit == body.size()) {
+          CHECK_FALSE(ec);
+          CHECK(upstream.arrived_parser.is_done());
+          CHECK_FALSE(upstream.arrived_parser.get().body().past_limit);
+        } else {
+          CHECK(ec == http::error::body_limit);
+          CHECK(upstream.arrived_parser.get().body().past_limit);
+        }
+      });
+      CHECK(upstream.arrived.reads() == upstream.marked);
+      CHECK(upstream.arrived.take_all() == body.substr(0, limit));
+    }
   }
   SECTION("the connection closed before any byte of the response: end_of_stream") {
     Upstream upstream;
     upstream.peer.shutdown(tcp::socket::shutdown_send);
     upstream.run([&]() -> asio::awaitable<void> {
-      auto head_ec = co_await upstream.head();
+      auto head_ec = co_await upstream.arrived_head();
       CHECK(head_ec == http::error::end_of_stream);
     });
   }
@@ -217,22 +223,22 @@ TEST_CASE("a full body buffer, an end before the response and an end that ends a
     upstream.send("HTTP/1.1 200 OK\r\n\r\nuntil the end");
     upstream.peer.shutdown(tcp::socket::shutdown_send);
     upstream.run([&]() -> asio::awaitable<void> {
-      auto head_ec = co_await upstream.head();
-    REQUIRE_FALSE(head_ec);
+      auto head_ec = co_await upstream.arrived_head();
+      REQUIRE_FALSE(head_ec);
       error_code ec;
       std::string got;
-      while (!upstream.parser.is_done() && !ec) got += co_await upstream.part(ec);
+      while (!upstream.arrived_parser.is_done() && !ec) got += co_await upstream.arrived_part(ec);
       CHECK_FALSE(ec);
       CHECK(got == "until the end");
-      CHECK_FALSE(upstream.parser.keep_alive());
+      CHECK_FALSE(upstream.arrived_parser.keep_alive());
     });
   }
   SECTION("a head over the parser's limit is refused") {
     Upstream upstream;
-    upstream.parser.header_limit(1024);
+    upstream.arrived_parser.header_limit(1024);
     upstream.send("HTTP/1.1 200 OK\r\nX-Long: " + std::string(4000, 'a') + "\r\n\r\n");
     upstream.run([&]() -> asio::awaitable<void> {
-      auto head_ec = co_await upstream.head();
+      auto head_ec = co_await upstream.arrived_head();
       CHECK(head_ec == http::error::header_limit);
     });
   }
