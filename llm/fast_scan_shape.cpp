@@ -4,12 +4,17 @@
 // where an object goes, ...), this gives up instead, and they read it.
 #include "llm/fast_scan_shape.hpp"
 
+#include <cstring>
+
 #include "llm/decoder_impl.hpp"
 
 namespace retrace::llm {
 
 namespace {
 constexpr int kMaxDepth = 48;  // below basic_parser's max_depth (64), so it never judges alone
+// The longest prefix_ kept: servers' are ~100-250 bytes; a longer one is read each time instead of
+// held for the decoder's life.
+constexpr std::size_t kMostPrefix = 1024;
 }
 
 template <class Item>
@@ -116,8 +121,7 @@ bool ShapeReader::read(std::string_view data) {
   usage_ = {};
   bool saw_choices = false;
   std::uint32_t seen = 0;
-  skip_space();
-  const bool whole = object([&](std::string_view name) {
+  const auto member = [&](std::string_view name) {
     if (name == "choices") {
       if (!first_time(seen, 1)) return false;
       saw_choices = true;
@@ -139,8 +143,55 @@ bool ShapeReader::read(std::string_view data) {
     }
     if (name == "error") return false;
     return skip_value();
-  });
-  if (!whole) return false;
+  };
+  // The top object, as object(member) reads it, but entered past the bytes up to the "choices"
+  // value when they are the last such prefix's (see prefix_).
+  bool resumed = false;
+  if (!prefix_.empty() && data.size() > prefix_.size() && std::memcmp(data.data(), prefix_.data(), prefix_.size()) == 0) {
+    p_ += prefix_.size();
+    depth_ = 1;
+    seen = prefix_seen_;
+    resumed = true;
+  } else {
+    skip_space();
+    if (p_ == end_ || *p_ != '{') return false;
+    ++p_;
+    depth_ = 1;
+    skip_space();
+    if (p_ != end_ && *p_ == '}') return false;  // {}: no "choices"
+  }
+  for (;;) {
+    if (resumed) {
+      resumed = false;
+      if (!member("choices")) return false;
+    } else {
+      std::string_view name;
+      if (p_ == end_ || *p_ != '"' || !string(name)) return false;
+      skip_space();
+      if (p_ == end_ || *p_ != ':') return false;
+      ++p_;
+      skip_space();
+      // Up to here the bytes of the event made no change but to `seen`: kept, with it, for the
+      // next event (unless "usage" was among them, or they are too long to hold).
+      if (name == "choices" && !saw_choices && (seen & 2) == 0 &&
+          static_cast<std::size_t>(p_ - data.data()) <= kMostPrefix) {
+        prefix_.assign(data.data(), p_);
+        prefix_seen_ = seen;
+      }
+      if (p_ == end_ || !member(name)) return false;
+    }
+    skip_space();
+    if (p_ == end_) return false;
+    if (*p_ == ',') {
+      ++p_;
+      skip_space();
+      continue;
+    }
+    if (*p_ != '}') return false;
+    ++p_;
+    --depth_;
+    break;
+  }
   skip_space();
   return p_ == end_ && saw_choices;
 }

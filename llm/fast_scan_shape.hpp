@@ -59,6 +59,12 @@ class ShapeReader : JsonLexer {
   bool array(Element element);
 
   std::string unescaped_;
+  // The bytes of the last event that read up to its "choices" value with no effect but on `seen`
+  // (whitespace, "{", the keys and values before it, `"choices":`), and `seen` there. A stream
+  // repeats them in every event (id, object, created, model, ...): an event that begins with the
+  // same bytes is read on from its "choices" value, as reading them again would leave it.
+  std::string prefix_;
+  std::uint32_t prefix_seen_ = 0;
   std::vector<SimpleChoice> choices_;
   std::size_t used_ = 0;
   SimpleUsage usage_;

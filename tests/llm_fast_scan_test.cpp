@@ -373,3 +373,38 @@ TEST_CASE("The scanner reads numbers of every digit count as the parser does bit
   CHECK(differs == 0);
   CHECK(scanned >= checked * 6 / 10);
 }
+
+// ShapeReader reads on from the "choices" value of an event that begins with the bytes the last
+// one did up to there: what it saw in them must hold, as if read again (a key of them repeated
+// after "choices", "usage" before it, an error object), and an event that differs in them is read
+// whole.
+TEST_CASE("The shape reader resumes after a repeated prefix as if it had read it") {
+  const std::string prefix = R"({"id":"cmpl-1","object":"text_completion","created":1796542049,"model":"m","choices":)";
+  const std::string choices = R"([{"index":0,"text":" a","finish_reason":null}])";
+  const std::string events[] = {
+      prefix + choices + "}",
+      prefix + choices + R"(,"object":"text_completion"})",
+      prefix + choices + R"(,"choices":[]})",
+      prefix + choices + R"(,"usage":{"prompt_tokens":1}})",
+      prefix + choices + R"(,"usage":null,"usage":null})",
+      prefix + "[]}",
+      prefix + choices,
+      prefix + choices + R"(,"error":{"message":"x"}})",
+      R"({"id":"cmpl-1","object":"error","created":1796542049,"model":"m","choices":)" + choices + "}",
+      R"({"id":"cmpl-1","object":"text_completion","created":1796542049,"model":"m","usage":{"prompt_tokens":4},"choices":)" + choices + "}",
+      R"({"id":"cmpl-2","object":"text_completion","created":1796542049,"model":"m","choices":)" + choices + "}",
+      R"({"id":"cmpl-1","object":"text_completion","object":"x","created":1796542049,"model":"m","choices":)" + choices + "}",
+      prefix,
+  };
+  Tally tally;
+  for (const std::string& first : events) {
+    for (const std::string& second : events) {
+      for (const std::string& third : events) {
+        tally.check(first);
+        tally.check(second);
+        tally.check(third);
+      }
+    }
+  }
+  CHECK(tally.fast.shaped() > 0);
+}
