@@ -36,13 +36,13 @@ inline boost::json::parse_options decoder_parse_options() {
 struct SimpleMessage {
   bool is_object = false;  // "delta"/"message" present as an object
   bool has_content = false;
-  std::string content;
+  EventText content;
 };
 
 struct SimpleChoice {
   std::int64_t index = 0;
   bool has_text = false;
-  std::string text;
+  EventText text;
   bool has_finish_reason = false;
   std::string finish_reason;
   SimpleMessage delta, message;

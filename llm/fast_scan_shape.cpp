@@ -97,6 +97,16 @@ bool ShapeReader::real(double& out) {
   return true;
 }
 
+bool ShapeReader::string_or_null(bool& has, EventText& out) {
+  if (p_ == end_) return false;
+  if (*p_ == 'n') return literal("null");
+  std::string_view value;
+  if (*p_ != '"' || !string(value)) return false;
+  has = true;
+  keep(out, value);
+  return true;
+}
+
 bool ShapeReader::string_or_null(bool& has, std::string& out) {
   if (p_ == end_) return false;
   if (*p_ == 'n') return literal("null");
@@ -295,7 +305,7 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
         if (*p_ != '"' || !string(text)) return false;
         SimpleLegacyToken& token = out.tokens.next();
         token.is_string = true;
-        token.text.assign(text);
+        keep(token.text, text);
         return true;
       });
     }
@@ -346,7 +356,7 @@ bool ShapeReader::legacy_top(SimpleLogprobs& out) {
   const bool whole = this->object([&](std::string_view name) {
     if (!fresh_label(out.labels, object, name)) return false;
     SimpleLabelLogprob& label = out.labels.next();
-    label.label.assign(name);
+    keep(label.label, name);
     label.logprob = 0;
     return null() || real(label.logprob);
   });

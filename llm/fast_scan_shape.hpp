@@ -46,6 +46,15 @@ class ShapeReader : JsonLexer {
   bool real(double& out);
   // A string, or null (has false); false for anything else.
   bool string_or_null(bool& has, std::string& out);
+  bool string_or_null(bool& has, EventText& out);
+  // `text`, a string just read, kept in `out`: viewed where it is the event's bytes.
+  void keep(EventText& out, std::string_view text) {
+    if (text.data() == unescaped_.data()) {
+      out.assign(text);
+    } else {
+      out.view(text);
+    }
+  }
   bool null();
   // The container at p_ that `open` begins and `close` ends: item() with p_ at each member or
   // element, then ',' or `close`.
