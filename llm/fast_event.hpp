@@ -37,6 +37,9 @@ struct SimpleMessage {
   bool is_object = false;  // "delta"/"message" present as an object
   bool has_content = false;
   EventText content;
+  // Flags only: content is read where has_content says, and keeps its storage for the next event
+  // (assigning a fresh SimpleMessage gave it up every event).
+  void reset() { is_object = has_content = false; }
 };
 
 struct SimpleChoice {

@@ -209,7 +209,8 @@ bool ShapeReader::read(std::string_view data) {
 bool ShapeReader::choice(SimpleChoice& out) {
   out.index = 0;
   out.has_text = out.has_finish_reason = false;
-  out.delta = out.message = {};
+  out.delta.reset();
+  out.message.reset();
   out.seen = 0;
   out.logprobs.reset();
   out.has_token_ids = false;
