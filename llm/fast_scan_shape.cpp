@@ -18,14 +18,16 @@ constexpr std::size_t kMostPrefix = 1024;
 }
 
 template <class Item>
-bool ShapeReader::container(char open, char close, Item item) {
-  if (p_ == end_ || *p_ != open || ++depth_ > kMaxDepth) return false;
-  ++p_;
-  skip_space();
-  if (p_ != end_ && *p_ == close) {
+bool ShapeReader::container(char open, char close, Item item, bool entered) {
+  if (!entered) {
+    if (p_ == end_ || *p_ != open || ++depth_ > kMaxDepth) return false;
     ++p_;
-    --depth_;
-    return true;
+    skip_space();
+    if (p_ != end_ && *p_ == close) {
+      ++p_;
+      --depth_;
+      return true;
+    }
   }
   for (;;) {
     if (p_ == end_ || !item()) return false;
@@ -44,16 +46,19 @@ bool ShapeReader::container(char open, char close, Item item) {
 }
 
 template <class Key>
+bool ShapeReader::member(Key key) {
+  std::string_view name;
+  if (*p_ != '"' || !string(name)) return false;
+  skip_space();
+  if (p_ == end_ || *p_ != ':') return false;
+  ++p_;
+  skip_space();
+  return key(name);  // reads the value; `name` may point into the buffer it reuses
+}
+
+template <class Key>
 bool ShapeReader::object(Key key) {
-  return container('{', '}', [&] {
-    std::string_view name;
-    if (*p_ != '"' || !string(name)) return false;
-    skip_space();
-    if (p_ == end_ || *p_ != ':') return false;
-    ++p_;
-    skip_space();
-    return key(name);  // reads the value; `name` may point into the buffer it reuses
-  });
+  return container('{', '}', [&] { return member(key); });
 }
 
 template <class Element>
@@ -131,10 +136,26 @@ bool ShapeReader::read(std::string_view data) {
   usage_ = {};
   bool saw_choices = false;
   std::uint32_t seen = 0;
-  const auto member = [&](std::string_view name) {
+  // Entered past the bytes up to the "choices" value when they are the last such prefix's (prefix_).
+  bool resumed = false;
+  if (!prefix_.empty() && data.size() > prefix_.size() && std::memcmp(data.data(), prefix_.data(), prefix_.size()) == 0) {
+    p_ += prefix_.size();
+    depth_ = 1;
+    seen = prefix_seen_;
+    resumed = true;
+  } else {
+    skip_space();
+  }
+  const auto top_key = [&](std::string_view name) {
     if (name == "choices") {
       if (!first_time(seen, 1)) return false;
       saw_choices = true;
+      // Up to here the bytes of the event made no change but to `seen`: kept, with it, for the
+      // next event (unless "usage" was among them, or they are too long to hold).
+      if (!resumed && (seen & 2) == 0 && static_cast<std::size_t>(p_ - data.data()) <= kMostPrefix) {
+        prefix_.assign(data.data(), p_);
+        prefix_seen_ = seen & ~1u;
+      }
       return array([&] {
         if (*p_ != '{' || used_ == kMaxParts) return false;
         if (used_ == choices_.size()) choices_.emplace_back();
@@ -154,54 +175,16 @@ bool ShapeReader::read(std::string_view data) {
     if (name == "error") return false;
     return skip_value();
   };
-  // The top object, as object(member) reads it, but entered past the bytes up to the "choices"
-  // value when they are the last such prefix's (see prefix_).
-  bool resumed = false;
-  if (!prefix_.empty() && data.size() > prefix_.size() && std::memcmp(data.data(), prefix_.data(), prefix_.size()) == 0) {
-    p_ += prefix_.size();
-    depth_ = 1;
-    seen = prefix_seen_;
-    resumed = true;
-  } else {
-    skip_space();
-    if (p_ == end_ || *p_ != '{') return false;
-    ++p_;
-    depth_ = 1;
-    skip_space();
-    if (p_ != end_ && *p_ == '}') return false;  // {}: no "choices"
-  }
-  for (;;) {
-    if (resumed) {
-      resumed = false;
-      if (!member("choices")) return false;
-    } else {
-      std::string_view name;
-      if (p_ == end_ || *p_ != '"' || !string(name)) return false;
-      skip_space();
-      if (p_ == end_ || *p_ != ':') return false;
-      ++p_;
-      skip_space();
-      // Up to here the bytes of the event made no change but to `seen`: kept, with it, for the
-      // next event (unless "usage" was among them, or they are too long to hold).
-      if (name == "choices" && !saw_choices && (seen & 2) == 0 &&
-          static_cast<std::size_t>(p_ - data.data()) <= kMostPrefix) {
-        prefix_.assign(data.data(), p_);
-        prefix_seen_ = seen;
-      }
-      if (p_ == end_ || !member(name)) return false;
-    }
-    skip_space();
-    if (p_ == end_) return false;
-    if (*p_ == ',') {
-      ++p_;
-      skip_space();
-      continue;
-    }
-    if (*p_ != '}') return false;
-    ++p_;
-    --depth_;
-    break;
-  }
+  bool first = resumed;
+  const bool whole = container(
+      '{', '}',
+      [&] {
+        if (!first) return member(top_key);
+        first = false;
+        return top_key("choices");
+      },
+      resumed);
+  if (!whole) return false;
   skip_space();
   return p_ == end_ && saw_choices;
 }

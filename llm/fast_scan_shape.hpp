@@ -58,8 +58,12 @@ class ShapeReader : JsonLexer {
   bool null();
   // The container at p_ that `open` begins and `close` ends: item() with p_ at each member or
   // element, then ',' or `close`.
+  // `entered`: p_ is already past the opening and the whitespace after it, at a first item.
   template <class Item>
-  bool container(char open, char close, Item item);
+  bool container(char open, char close, Item item, bool entered = false);
+  // The key at p_, then key(name) with p_ at its value.
+  template <class Key>
+  bool member(Key key);
   // The object at p_: calls key(name) for each key, p_ at its value; false when key() is false.
   template <class Key>
   bool object(Key key);
