@@ -80,7 +80,7 @@ class FastEventParser {
 
   // The choices of `data` in order when it is an event of the simple shape: an object with a
   // "choices" array. nullopt when it is not, and the general path must read it. The span lives
-  // until the next parse().
+  // until the next parse(), and its strings (EventText) while `data` does.
   std::optional<std::span<const SimpleChoice>> parse(std::string_view data);
   // The last successful parse's "usage".
   const SimpleUsage& usage() const;
