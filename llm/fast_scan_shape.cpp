@@ -122,6 +122,31 @@ bool ShapeReader::string_or_null(bool& has, std::string& out) {
   return true;
 }
 
+// Whether `name` is `word`, inline: string_view's == called memcmp for the longer keys, each key of
+// each event. Up to 16 bytes as two words that may overlap (both ends of the name).
+template <class Word>
+static bool same_word(const char* a, const char* b) {
+  Word x, y;
+  std::memcpy(&x, a, sizeof x);
+  std::memcpy(&y, b, sizeof y);
+  return x == y;
+}
+template <std::size_t N>
+static bool is(std::string_view name, const char (&word)[N]) {
+  constexpr std::size_t size = N - 1;
+  if (name.size() != size) return false;
+  const char* at = name.data();
+  if constexpr (size > 16) {
+    return std::memcmp(at, word, size) == 0;
+  } else if constexpr (size >= 8) {
+    return same_word<std::uint64_t>(at, word) && same_word<std::uint64_t>(at + size - 8, word + size - 8);
+  } else if constexpr (size >= 4) {
+    return same_word<std::uint32_t>(at, word) && same_word<std::uint32_t>(at + size - 4, word + size - 4);
+  } else {
+    return std::memcmp(at, word, size) == 0;
+  }
+}
+
 // Marks `bit` in `seen`; false when it was there (which duplicate wins is the DOM's business).
 static bool first_time(std::uint32_t& seen, std::uint32_t bit) {
   if (seen & bit) return false;
@@ -147,7 +172,7 @@ bool ShapeReader::read(std::string_view data) {
     skip_space();
   }
   const auto top_key = [&](std::string_view name) {
-    if (name == "choices") {
+    if (is(name, "choices")) {
       if (!first_time(seen, 1)) return false;
       saw_choices = true;
       // Up to here the bytes of the event made no change but to `seen`: kept, with it, for the
@@ -162,17 +187,17 @@ bool ShapeReader::read(std::string_view data) {
         return choice(choices_[used_++]);
       });
     }
-    if (name == "usage") {
+    if (is(name, "usage")) {
       if (!first_time(seen, 2)) return false;
       if (null()) return true;
       usage_.present = true;
       return usage_object();
     }
-    if (name == "object") {  // "error" makes it an error event
+    if (is(name, "object")) {  // "error" makes it an error event
       std::string_view value;
       return first_time(seen, 4) && p_ != end_ && *p_ == '"' && string(value) && value != "error";
     }
-    if (name == "error") return false;
+    if (is(name, "error")) return false;
     return skip_value();
   };
   bool first = resumed;
@@ -199,7 +224,7 @@ bool ShapeReader::choice(SimpleChoice& out) {
   out.has_token_ids = false;
   out.token_ids.clear();
   return object([&](std::string_view name) {
-    if (name == "index") {
+    if (is(name, "index")) {
       std::optional<std::int64_t> index;
       if (!first_time(out.seen, 1) || !integer_or_null(index)) return false;
       if (!index) return true;
@@ -207,20 +232,20 @@ bool ShapeReader::choice(SimpleChoice& out) {
       out.index = *index;
       return true;
     }
-    if (name == "text") return first_time(out.seen, 2) && string_or_null(out.has_text, out.text);
-    if (name == "finish_reason") return first_time(out.seen, 4) && string_or_null(out.has_finish_reason, out.finish_reason);
-    if (name == "delta" || name == "message") {
-      SimpleMessage& message = name == "delta" ? out.delta : out.message;
-      if (!first_time(out.seen, name == "delta" ? 8 : 16)) return false;
+    if (is(name, "text")) return first_time(out.seen, 2) && string_or_null(out.has_text, out.text);
+    if (is(name, "finish_reason")) return first_time(out.seen, 4) && string_or_null(out.has_finish_reason, out.finish_reason);
+    if (is(name, "delta") || is(name, "message")) {
+      SimpleMessage& message = is(name, "delta") ? out.delta : out.message;
+      if (!first_time(out.seen, is(name, "delta") ? 8 : 16)) return false;
       if (null()) return true;
       message.is_object = true;
       return this->message(message);
     }
-    if (name == "logprobs") {
+    if (is(name, "logprobs")) {
       if (!first_time(out.seen, 32)) return false;
       return null() || logprobs(out.logprobs);
     }
-    if (name == "token_ids") {
+    if (is(name, "token_ids")) {
       if (!first_time(out.seen, 64)) return false;
       if (null()) return true;
       out.has_token_ids = true;
@@ -238,12 +263,12 @@ bool ShapeReader::choice(SimpleChoice& out) {
 bool ShapeReader::message(SimpleMessage& out) {
   std::uint32_t seen = 0;
   return object([&](std::string_view name) {
-    if (name == "content") return first_time(seen, 1) && string_or_null(out.has_content, out.content);
+    if (is(name, "content")) return first_time(seen, 1) && string_or_null(out.has_content, out.content);
     // Read by the DOM path unless null.
-    if (name == "reasoning") return first_time(seen, 2) && null();
-    if (name == "reasoning_content") return first_time(seen, 4) && null();
-    if (name == "refusal") return first_time(seen, 8) && null();
-    if (name == "tool_calls") return first_time(seen, 16) && null();
+    if (is(name, "reasoning")) return first_time(seen, 2) && null();
+    if (is(name, "reasoning_content")) return first_time(seen, 4) && null();
+    if (is(name, "refusal")) return first_time(seen, 8) && null();
+    if (is(name, "tool_calls")) return first_time(seen, 16) && null();
     return skip_value();
   });
 }
@@ -251,11 +276,11 @@ bool ShapeReader::message(SimpleMessage& out) {
 bool ShapeReader::usage_object() {
   std::uint32_t seen = 0;
   return object([&](std::string_view name) {
-    if (name == "prompt_tokens") return first_time(seen, 1) && integer_or_null(usage_.prompt_tokens);
-    if (name == "completion_tokens") return first_time(seen, 2) && integer_or_null(usage_.completion_tokens);
-    if (name == "total_tokens") return first_time(seen, 4) && integer_or_null(usage_.total_tokens);
-    if (name == "reasoning_tokens") return first_time(seen, 8) && integer_or_null(usage_.reasoning_tokens_top);
-    if (name == "completion_tokens_details") {
+    if (is(name, "prompt_tokens")) return first_time(seen, 1) && integer_or_null(usage_.prompt_tokens);
+    if (is(name, "completion_tokens")) return first_time(seen, 2) && integer_or_null(usage_.completion_tokens);
+    if (is(name, "total_tokens")) return first_time(seen, 4) && integer_or_null(usage_.total_tokens);
+    if (is(name, "reasoning_tokens")) return first_time(seen, 8) && integer_or_null(usage_.reasoning_tokens_top);
+    if (is(name, "completion_tokens_details")) {
       if (!first_time(seen, 16)) return false;
       if (null()) return true;
       usage_.details_present = true;
@@ -274,13 +299,13 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
   out.is_object = true;
   constexpr std::uint32_t content = 1, tokens = 2, token_logprobs = 4, top = 8, text_offset = 16, refusal = 32;
   const bool whole = object([&](std::string_view name) {
-    if (name == "content") {
+    if (is(name, "content")) {
       if (!first_time(out.seen, content)) return false;
       if (null()) return true;
       out.content_is_array = true;
       return array([&] { return content_entry(out, true); });
     }
-    if (name == "tokens") {
+    if (is(name, "tokens")) {
       if (!first_time(out.seen, tokens)) return false;
       if (null()) return true;
       out.tokens_is_array = true;
@@ -293,7 +318,7 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
         return true;
       });
     }
-    if (name == "token_logprobs") {
+    if (is(name, "token_logprobs")) {
       if (!first_time(out.seen, token_logprobs)) return false;
       if (null()) return true;
       out.token_logprobs_is_array = true;
@@ -305,7 +330,7 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
         return value.present = real(value.value);
       });
     }
-    if (name == "top_logprobs") {
+    if (is(name, "top_logprobs")) {
       if (!first_time(out.seen, top)) return false;
       if (null()) return true;
       out.top_is_array = true;
@@ -314,7 +339,7 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
         return legacy_top(out);
       });
     }
-    if (name == "text_offset") {
+    if (is(name, "text_offset")) {
       if (!first_time(out.seen, text_offset)) return false;
       if (null()) return true;
       out.text_offset_is_array = true;
@@ -325,7 +350,7 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
         return true;
       });
     }
-    if (name == "refusal") return first_time(out.seen, refusal) && null();
+    if (is(name, "refusal")) return first_time(out.seen, refusal) && null();
     return skip_value();
   });
   // Neither shape and none of the keys that say "nothing here": the DOM path notes it.
@@ -355,16 +380,16 @@ bool ShapeReader::content_entry(SimpleLogprobs& out, bool entry) {
   token.reset();
   constexpr std::uint32_t text = 1, logprob = 2, bytes = 4, id = 8, top = 16;
   return object([&](std::string_view name) {
-    if (name == "token") {
+    if (is(name, "token")) {
       if (!first_time(token.seen, text)) return false;
       return string_or_null(token.has_token, token.token);
     }
-    if (name == "logprob") {
+    if (is(name, "logprob")) {
       if (!first_time(token.seen, logprob)) return false;
       if (null()) return true;
       return token.has_logprob = real(token.logprob);
     }
-    if (name == "bytes") {
+    if (is(name, "bytes")) {
       if (!first_time(token.seen, bytes)) return false;
       if (null()) return true;
       token.has_bytes = true;
@@ -384,7 +409,7 @@ bool ShapeReader::content_entry(SimpleLogprobs& out, bool entry) {
       if (token.bytes_invalid) token.has_bytes = false;
       return whole;
     }
-    if (name == "id") {
+    if (is(name, "id")) {
       if (!first_time(token.seen, id)) return false;
       std::optional<std::int64_t> value;
       if (!integer_or_null(value)) return false;
@@ -392,7 +417,7 @@ bool ShapeReader::content_entry(SimpleLogprobs& out, bool entry) {
       token.id = token_id_of(value);
       return true;
     }
-    if (entry && name == "top_logprobs") {
+    if (entry && is(name, "top_logprobs")) {
       if (!first_time(token.seen, top)) return false;
       if (null()) return true;
       token.has_top = true;
@@ -402,8 +427,8 @@ bool ShapeReader::content_entry(SimpleLogprobs& out, bool entry) {
       return whole;
     }
     // llama.cpp's spellings, read by the DOM path only.
-    if (entry ? (name == "content" || name == "prob" || name == "top_probs" || name == "probs")
-              : (name == "tok_str" || name == "prob")) {
+    if (entry ? (is(name, "content") || is(name, "prob") || is(name, "top_probs") || is(name, "probs"))
+              : (is(name, "tok_str") || is(name, "prob"))) {
       return false;
     }
     return skip_value();
