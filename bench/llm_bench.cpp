@@ -1,14 +1,17 @@
 // Throughput of the llm/ hot path: SSE framing and response decoding, as the recorder and the
 // replayer run it for every streamed event. Synthetic streams shaped like real servers' output.
 //
-//   build/<dir>/bench/llm_bench [exchanges]   (default 400 exchanges of 512 events each)
+//   build/<dir>/bench/llm_bench [exchanges] [ROW]   (default 400 exchanges of 512 events each;
+//                                                    ROW: only the rows whose name contains it)
 //
 // Rates are per second of the process's CPU time. Prints, per stream shape: MB/s and events/s
 // through SseParser alone, and tokens/s through
 // SseParser + ResponseDecoder, fed in 1500-byte network-sized chunks. "(DOM)" rows decode every
 // event through the decoder's general path, as before its SAX fast path for simple events.
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <string>
 
@@ -72,6 +75,30 @@ std::string legacy_logprobs_stream(std::size_t events) {
   return stream;
 }
 
+// retrace serve's event as replay (b) (bench/replay_ab.sh) reads it: completions, logprobs 2, each
+// logprob a float's shortest spelling, as serve prints them.
+std::string serve_logprobs_stream(std::size_t events) {
+  const auto shortest = [](float value) {
+    char text[32];
+    return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);
+  };
+  std::string stream;
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < events; ++i) {
+    const std::string word = " word" + std::to_string(i % 1000), other = i % 3 ? " the" : ",";
+    const std::string logprob = shortest(-0.0137f * static_cast<float>(i % 997) - 0.011f);
+    const std::string second = shortest(-0.71f - 0.00731f * static_cast<float>(i % 613));
+    stream += R"(data: {"id":"cmpl-6c1595b118ce5fccdb901af3fc845879","object":"text_completion","created":1796592732,"model":"retrace-sim","system_fingerprint":"fp_retrace_sim_0","choices":[{"index":0,"text":")" +
+              word + R"(","logprobs":{"tokens":[")" + word + R"("],"token_logprobs":[)" + logprob +
+              R"(],"top_logprobs":[{")" + word + R"(":)" + logprob + R"(,")" + other + R"(":)" + second +
+              R"(}],"text_offset":[)" + std::to_string(offset) +
+              R"(]},"finish_reason":null,"stop_reason":null}]})" "\n\n";
+    offset += word.size();
+  }
+  stream += "data: [DONE]\n\n";
+  return stream;
+}
+
 // Chat chunks with logprobs (OpenAI's shape: token, logprob, bytes, top_logprobs), no ids.
 std::string chat_logprobs_stream(std::size_t events) {
   std::string stream;
@@ -85,8 +112,11 @@ std::string chat_logprobs_stream(std::size_t events) {
 // `stream` is one exchange's response; it is decoded `repeats` times, a fresh decoder each, as
 // the recorder does per exchange.
 // `fast_path` false decodes every event through the general (DOM) parse, for comparison.
+const char* only = nullptr;  // ROW
+
 void run(const char* name, const std::string& stream, Dialect dialect, std::size_t repeats,
          bool fast_path = true) {
+  if (only && !std::strstr(name, only)) return;
   constexpr std::size_t kChunk = 1500;
   std::size_t events = 0;
   auto start = Clock::now();
@@ -137,6 +167,7 @@ void run_large_event(std::size_t megabytes) {
 int main(int argc, char** argv) {
   retrace::llm::install_token_deriver();  // format 1.7 (format/token_deriver.hpp)
   const std::size_t repeats = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 400;
+  if (argc > 2) only = argv[2];
   constexpr std::size_t kEventsPerExchange = 512;
   const std::string text_deltas = text_delta_stream(kEventsPerExchange);
   run("text deltas", text_deltas, Dialect::openai_completions, repeats);
@@ -145,8 +176,9 @@ int main(int argc, char** argv) {
   const std::string legacy = legacy_logprobs_stream(kEventsPerExchange);
   run("legacy logprobs", legacy, Dialect::openai_completions, repeats);
   run("legacy logprobs (DOM)", legacy, Dialect::openai_completions, repeats, false);
+  run("serve logprobs", serve_logprobs_stream(kEventsPerExchange), Dialect::openai_completions, repeats);
   const std::string chat = chat_logprobs_stream(kEventsPerExchange);
   run("chat logprobs", chat, Dialect::openai_chat, repeats);
   run("chat logprobs (DOM)", chat, Dialect::openai_chat, repeats, false);
-  run_large_event(64);
+  if (!only) run_large_event(64);
 }

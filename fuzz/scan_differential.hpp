@@ -94,7 +94,7 @@ inline std::string bits_of(double value) {
 
 inline void describe(std::string& out, const llm::SimpleLogprobToken& token) {
   out += "<";
-  if (token.has_token) out += "token " + token.token;
+  if (token.has_token) out += "token " + std::string(token.token.get());
   if (token.has_bytes) out += "|bytes " + token.bytes;
   if (token.has_id) out += "|id " + std::to_string(token.id);
   if (token.has_logprob) out += "|logprob " + bits_of(token.logprob);
@@ -107,11 +107,11 @@ inline std::string describe(std::span<const llm::SimpleChoice> choices, const ll
   auto count = [&](const std::optional<std::int64_t>& value) { out += value ? std::to_string(*value) + "," : "-,"; };
   for (const llm::SimpleChoice& choice : choices) {
     out += "choice " + std::to_string(choice.index);
-    if (choice.has_text) out += " text " + choice.text;
+    if (choice.has_text) out += " text " + std::string(choice.text.get());
     if (choice.has_finish_reason) out += " finish " + choice.finish_reason;
     for (const llm::SimpleMessage* message : {&choice.delta, &choice.message}) {
       out += " message " + std::to_string(message->is_object);
-      if (message->has_content) out += " content " + message->content;
+      if (message->has_content) out += " content " + std::string(message->content.get());
     }
     if (choice.has_token_ids) {
       out += " ids";
@@ -127,12 +127,12 @@ inline std::string describe(std::span<const llm::SimpleChoice> choices, const ll
       out += "\n";
       for (const auto& alternative : logprobs.alternatives) describe(out, alternative);
       out += "\n";
-      for (const auto& token : logprobs.tokens) out += token.is_string ? token.text + "," : std::string("-,");
+      for (const auto& token : logprobs.tokens) out += token.is_string ? std::string(token.text.get()) + "," : std::string("-,");
       for (const auto& value : logprobs.token_logprobs) out += value.present ? bits_of(value.value) + "," : "-,";
       for (const auto& top : logprobs.top) {
         out += top.is_object ? std::to_string(top.begin) + "-" + std::to_string(top.end) + "," : std::string("-,");
       }
-      for (const auto& label : logprobs.labels) out += label.label + "=" + bits_of(label.logprob) + ",";
+      for (const auto& label : logprobs.labels) out += std::string(label.label.get()) + "=" + bits_of(label.logprob) + ",";
       for (std::int64_t offset : logprobs.text_offsets) out += std::to_string(offset) + ",";
     }
     out += "\n";

@@ -69,10 +69,20 @@ inline std::int64_t sum_of_counts(std::int64_t a, std::int64_t b) {
 float to_float(double value);
 // "logprob", or the log of "prob" (llama.cpp's probability spellings).
 std::optional<float> logprob_of(const json::object& object);
-// vLLM's return_tokens_as_token_ids spelling of a token, "token_id:123", as the id.
-std::optional<std::int32_t> parse_token_id_string(std::string_view text);
+// vLLM's return_tokens_as_token_ids spelling of a token, "token_id:123", as the id. Every token
+// text and label of a stream is asked, and most are plain text: those are told apart here, inline,
+// by their first byte, and only a text that may be a spelling reaches the parse (tokens.cpp).
+std::optional<std::int32_t> parse_token_id_spelling(std::string_view text);
+inline std::optional<std::int32_t> parse_token_id_string(std::string_view text) {
+  if (text.size() <= 9 || text[0] != 't') return std::nullopt;  // 9: "token_id:"
+  return parse_token_id_spelling(text);
+}
 // "bytes:\xe5\x85" (tiktoken's spelling of a piece of a UTF-8 character) as the bytes it names.
-std::optional<std::string> parse_bytes_label(std::string_view text);
+std::optional<std::string> parse_bytes_spelling(std::string_view text);
+inline std::optional<std::string> parse_bytes_label(std::string_view text) {
+  if (text.size() <= 6 || text[0] != 'b') return std::nullopt;  // 6: "bytes:"
+  return parse_bytes_spelling(text);
+}
 
 // What the decoding of one response collects. Kept apart from the parser and the buffers below so
 // that ResponseDecoder::reset() starts the next response from a fresh one of these, whatever

@@ -52,7 +52,8 @@ class SimpleEventHandler {
         SimpleChoice& added = choices_[used_++];
         added.index = 0;
         added.has_text = added.has_finish_reason = false;
-        added.delta = added.message = {};  // keeps no capacity; messages are rare on this path
+        added.delta.reset();
+        added.message.reset();
         added.seen = 0;
         added.logprobs.reset();
         added.has_token_ids = false;

@@ -36,13 +36,16 @@ inline boost::json::parse_options decoder_parse_options() {
 struct SimpleMessage {
   bool is_object = false;  // "delta"/"message" present as an object
   bool has_content = false;
-  std::string content;
+  EventText content;
+  // Flags only: content is read where has_content says, and keeps its storage for the next event
+  // (assigning a fresh SimpleMessage gave it up every event).
+  void reset() { is_object = has_content = false; }
 };
 
 struct SimpleChoice {
   std::int64_t index = 0;
   bool has_text = false;
-  std::string text;
+  EventText text;
   bool has_finish_reason = false;
   std::string finish_reason;
   SimpleMessage delta, message;
@@ -77,7 +80,7 @@ class FastEventParser {
 
   // The choices of `data` in order when it is an event of the simple shape: an object with a
   // "choices" array. nullopt when it is not, and the general path must read it. The span lives
-  // until the next parse().
+  // until the next parse(), and its strings (EventText) while `data` does.
   std::optional<std::span<const SimpleChoice>> parse(std::string_view data);
   // The last successful parse's "usage".
   const SimpleUsage& usage() const;

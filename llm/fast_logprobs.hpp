@@ -19,6 +19,29 @@
 
 namespace retrace::llm {
 
+// A string of the event being read: a view of the event's own bytes where it has none to unescape
+// (the event outlives its reading: FastEventParser::parse), else a copy of what it unescapes to;
+// read as a std::string_view. ShapeReader views; the SAX handlers, whose strings may sit in the
+// parser's buffer, copy. A view saves a string copy per token and per alternative.
+class EventText {
+ public:
+  void view(std::string_view text) {
+    view_ = text;
+    copied_ = false;
+  }
+  void assign(std::string_view text) {
+    copy_.assign(text);
+    copied_ = true;
+  }
+  std::string_view get() const { return copied_ ? std::string_view(copy_) : view_; }
+  operator std::string_view() const { return get(); }
+
+ private:
+  std::string_view view_;
+  std::string copy_;  // kept warm across events
+  bool copied_ = true;
+};
+
 // A vector whose elements keep their capacity across events: clear() forgets them, next() hands
 // the next one back (reset by the caller), so a warm reader allocates nothing.
 template <typename T>
@@ -44,7 +67,7 @@ class ReusedList {
 // One chat entry or one of its alternatives, as read_content_logprobs() reads it.
 struct SimpleLogprobToken {
   bool has_token = false;  // "token" is a string
-  std::string token;
+  EventText token;
   bool has_bytes = false;  // "bytes" is an array of integers 0..255
   bool bytes_invalid = false;
   std::string bytes;
@@ -67,10 +90,10 @@ struct SimpleLogprobToken {
 // One legacy "tokens" element, and its top_logprobs object as (label, logprob) pairs.
 struct SimpleLegacyToken {
   bool is_string = false;
-  std::string text;
+  EventText text;
 };
 struct SimpleLabelLogprob {
-  std::string label;
+  EventText label;
   double logprob = 0;  // number_of(value).value_or(0)
 };
 struct SimpleTopObject {
@@ -88,7 +111,7 @@ template <class Labels>
 bool fresh_label(const Labels& labels, const SimpleTopObject& object, std::string_view label) {
   if (labels.size() - object.begin >= kMostFastLabels) return false;
   for (std::size_t i = object.begin; i < labels.size(); ++i) {
-    if (labels[i].label == label) return false;
+    if (labels[i].label.get() == label) return false;
   }
   return true;
 }

@@ -4,23 +4,30 @@
 // where an object goes, ...), this gives up instead, and they read it.
 #include "llm/fast_scan_shape.hpp"
 
+#include <cstring>
+
 #include "llm/decoder_impl.hpp"
 
 namespace retrace::llm {
 
 namespace {
 constexpr int kMaxDepth = 48;  // below basic_parser's max_depth (64), so it never judges alone
+// The longest prefix_ kept: servers' are ~100-250 bytes; a longer one is read each time instead of
+// held for the decoder's life.
+constexpr std::size_t kMostPrefix = 1024;
 }
 
 template <class Item>
-bool ShapeReader::container(char open, char close, Item item) {
-  if (p_ == end_ || *p_ != open || ++depth_ > kMaxDepth) return false;
-  ++p_;
-  skip_space();
-  if (p_ != end_ && *p_ == close) {
+bool ShapeReader::container(char open, char close, Item item, bool entered) {
+  if (!entered) {
+    if (p_ == end_ || *p_ != open || ++depth_ > kMaxDepth) return false;
     ++p_;
-    --depth_;
-    return true;
+    skip_space();
+    if (p_ != end_ && *p_ == close) {
+      ++p_;
+      --depth_;
+      return true;
+    }
   }
   for (;;) {
     if (p_ == end_ || !item()) return false;
@@ -39,16 +46,19 @@ bool ShapeReader::container(char open, char close, Item item) {
 }
 
 template <class Key>
+bool ShapeReader::member(Key key) {
+  std::string_view name;
+  if (*p_ != '"' || !string(name)) return false;
+  skip_space();
+  if (p_ == end_ || *p_ != ':') return false;
+  ++p_;
+  skip_space();
+  return key(name);  // reads the value; `name` may point into the buffer it reuses
+}
+
+template <class Key>
 bool ShapeReader::object(Key key) {
-  return container('{', '}', [&] {
-    std::string_view name;
-    if (*p_ != '"' || !string(name)) return false;
-    skip_space();
-    if (p_ == end_ || *p_ != ':') return false;
-    ++p_;
-    skip_space();
-    return key(name);  // reads the value; `name` may point into the buffer it reuses
-  });
+  return container('{', '}', [&] { return member(key); });
 }
 
 template <class Element>
@@ -92,6 +102,16 @@ bool ShapeReader::real(double& out) {
   return true;
 }
 
+bool ShapeReader::string_or_null(bool& has, EventText& out) {
+  if (p_ == end_) return false;
+  if (*p_ == 'n') return literal("null");
+  std::string_view value;
+  if (*p_ != '"' || !string(value)) return false;
+  has = true;
+  keep(out, value);
+  return true;
+}
+
 bool ShapeReader::string_or_null(bool& has, std::string& out) {
   if (p_ == end_) return false;
   if (*p_ == 'n') return literal("null");
@@ -100,6 +120,31 @@ bool ShapeReader::string_or_null(bool& has, std::string& out) {
   has = true;
   out.assign(value);
   return true;
+}
+
+// Whether `name` is `word`, inline: string_view's == called memcmp for the longer keys, each key of
+// each event. Up to 16 bytes as two words that may overlap (both ends of the name).
+template <class Word>
+static bool same_word(const char* a, const char* b) {
+  Word x, y;
+  std::memcpy(&x, a, sizeof x);
+  std::memcpy(&y, b, sizeof y);
+  return x == y;
+}
+template <std::size_t N>
+static bool is(std::string_view name, const char (&word)[N]) {
+  constexpr std::size_t size = N - 1;
+  if (name.size() != size) return false;
+  const char* at = name.data();
+  if constexpr (size > 16) {
+    return std::memcmp(at, word, size) == 0;
+  } else if constexpr (size >= 8) {
+    return same_word<std::uint64_t>(at, word) && same_word<std::uint64_t>(at + size - 8, word + size - 8);
+  } else if constexpr (size >= 4) {
+    return same_word<std::uint32_t>(at, word) && same_word<std::uint32_t>(at + size - 4, word + size - 4);
+  } else {
+    return std::memcmp(at, word, size) == 0;
+  }
 }
 
 // Marks `bit` in `seen`; false when it was there (which duplicate wins is the DOM's business).
@@ -116,30 +161,54 @@ bool ShapeReader::read(std::string_view data) {
   usage_ = {};
   bool saw_choices = false;
   std::uint32_t seen = 0;
-  skip_space();
-  const bool whole = object([&](std::string_view name) {
-    if (name == "choices") {
+  // Entered past the bytes up to the "choices" value when they are the last such prefix's (prefix_).
+  bool resumed = false;
+  if (!prefix_.empty() && data.size() > prefix_.size() && std::memcmp(data.data(), prefix_.data(), prefix_.size()) == 0) {
+    p_ += prefix_.size();
+    depth_ = 1;
+    seen = prefix_seen_;
+    resumed = true;
+  } else {
+    skip_space();
+  }
+  const auto top_key = [&](std::string_view name) {
+    if (is(name, "choices")) {
       if (!first_time(seen, 1)) return false;
       saw_choices = true;
+      // Up to here the bytes of the event made no change but to `seen`: kept, with it, for the
+      // next event (unless "usage" was among them, or they are too long to hold).
+      if (!resumed && (seen & 2) == 0 && static_cast<std::size_t>(p_ - data.data()) <= kMostPrefix) {
+        prefix_.assign(data.data(), p_);
+        prefix_seen_ = seen & ~1u;
+      }
       return array([&] {
         if (*p_ != '{' || used_ == kMaxParts) return false;
         if (used_ == choices_.size()) choices_.emplace_back();
         return choice(choices_[used_++]);
       });
     }
-    if (name == "usage") {
+    if (is(name, "usage")) {
       if (!first_time(seen, 2)) return false;
       if (null()) return true;
       usage_.present = true;
       return usage_object();
     }
-    if (name == "object") {  // "error" makes it an error event
+    if (is(name, "object")) {  // "error" makes it an error event
       std::string_view value;
       return first_time(seen, 4) && p_ != end_ && *p_ == '"' && string(value) && value != "error";
     }
-    if (name == "error") return false;
+    if (is(name, "error")) return false;
     return skip_value();
-  });
+  };
+  bool first = resumed;
+  const bool whole = container(
+      '{', '}',
+      [&] {
+        if (!first) return member(top_key);
+        first = false;
+        return top_key("choices");
+      },
+      resumed);
   if (!whole) return false;
   skip_space();
   return p_ == end_ && saw_choices;
@@ -148,13 +217,14 @@ bool ShapeReader::read(std::string_view data) {
 bool ShapeReader::choice(SimpleChoice& out) {
   out.index = 0;
   out.has_text = out.has_finish_reason = false;
-  out.delta = out.message = {};
+  out.delta.reset();
+  out.message.reset();
   out.seen = 0;
   out.logprobs.reset();
   out.has_token_ids = false;
   out.token_ids.clear();
   return object([&](std::string_view name) {
-    if (name == "index") {
+    if (is(name, "index")) {
       std::optional<std::int64_t> index;
       if (!first_time(out.seen, 1) || !integer_or_null(index)) return false;
       if (!index) return true;
@@ -162,20 +232,20 @@ bool ShapeReader::choice(SimpleChoice& out) {
       out.index = *index;
       return true;
     }
-    if (name == "text") return first_time(out.seen, 2) && string_or_null(out.has_text, out.text);
-    if (name == "finish_reason") return first_time(out.seen, 4) && string_or_null(out.has_finish_reason, out.finish_reason);
-    if (name == "delta" || name == "message") {
-      SimpleMessage& message = name == "delta" ? out.delta : out.message;
-      if (!first_time(out.seen, name == "delta" ? 8 : 16)) return false;
+    if (is(name, "text")) return first_time(out.seen, 2) && string_or_null(out.has_text, out.text);
+    if (is(name, "finish_reason")) return first_time(out.seen, 4) && string_or_null(out.has_finish_reason, out.finish_reason);
+    if (is(name, "delta") || is(name, "message")) {
+      SimpleMessage& message = is(name, "delta") ? out.delta : out.message;
+      if (!first_time(out.seen, is(name, "delta") ? 8 : 16)) return false;
       if (null()) return true;
       message.is_object = true;
       return this->message(message);
     }
-    if (name == "logprobs") {
+    if (is(name, "logprobs")) {
       if (!first_time(out.seen, 32)) return false;
       return null() || logprobs(out.logprobs);
     }
-    if (name == "token_ids") {
+    if (is(name, "token_ids")) {
       if (!first_time(out.seen, 64)) return false;
       if (null()) return true;
       out.has_token_ids = true;
@@ -193,12 +263,12 @@ bool ShapeReader::choice(SimpleChoice& out) {
 bool ShapeReader::message(SimpleMessage& out) {
   std::uint32_t seen = 0;
   return object([&](std::string_view name) {
-    if (name == "content") return first_time(seen, 1) && string_or_null(out.has_content, out.content);
+    if (is(name, "content")) return first_time(seen, 1) && string_or_null(out.has_content, out.content);
     // Read by the DOM path unless null.
-    if (name == "reasoning") return first_time(seen, 2) && null();
-    if (name == "reasoning_content") return first_time(seen, 4) && null();
-    if (name == "refusal") return first_time(seen, 8) && null();
-    if (name == "tool_calls") return first_time(seen, 16) && null();
+    if (is(name, "reasoning")) return first_time(seen, 2) && null();
+    if (is(name, "reasoning_content")) return first_time(seen, 4) && null();
+    if (is(name, "refusal")) return first_time(seen, 8) && null();
+    if (is(name, "tool_calls")) return first_time(seen, 16) && null();
     return skip_value();
   });
 }
@@ -206,11 +276,11 @@ bool ShapeReader::message(SimpleMessage& out) {
 bool ShapeReader::usage_object() {
   std::uint32_t seen = 0;
   return object([&](std::string_view name) {
-    if (name == "prompt_tokens") return first_time(seen, 1) && integer_or_null(usage_.prompt_tokens);
-    if (name == "completion_tokens") return first_time(seen, 2) && integer_or_null(usage_.completion_tokens);
-    if (name == "total_tokens") return first_time(seen, 4) && integer_or_null(usage_.total_tokens);
-    if (name == "reasoning_tokens") return first_time(seen, 8) && integer_or_null(usage_.reasoning_tokens_top);
-    if (name == "completion_tokens_details") {
+    if (is(name, "prompt_tokens")) return first_time(seen, 1) && integer_or_null(usage_.prompt_tokens);
+    if (is(name, "completion_tokens")) return first_time(seen, 2) && integer_or_null(usage_.completion_tokens);
+    if (is(name, "total_tokens")) return first_time(seen, 4) && integer_or_null(usage_.total_tokens);
+    if (is(name, "reasoning_tokens")) return first_time(seen, 8) && integer_or_null(usage_.reasoning_tokens_top);
+    if (is(name, "completion_tokens_details")) {
       if (!first_time(seen, 16)) return false;
       if (null()) return true;
       usage_.details_present = true;
@@ -229,13 +299,13 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
   out.is_object = true;
   constexpr std::uint32_t content = 1, tokens = 2, token_logprobs = 4, top = 8, text_offset = 16, refusal = 32;
   const bool whole = object([&](std::string_view name) {
-    if (name == "content") {
+    if (is(name, "content")) {
       if (!first_time(out.seen, content)) return false;
       if (null()) return true;
       out.content_is_array = true;
       return array([&] { return content_entry(out, true); });
     }
-    if (name == "tokens") {
+    if (is(name, "tokens")) {
       if (!first_time(out.seen, tokens)) return false;
       if (null()) return true;
       out.tokens_is_array = true;
@@ -244,11 +314,11 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
         if (*p_ != '"' || !string(text)) return false;
         SimpleLegacyToken& token = out.tokens.next();
         token.is_string = true;
-        token.text.assign(text);
+        keep(token.text, text);
         return true;
       });
     }
-    if (name == "token_logprobs") {
+    if (is(name, "token_logprobs")) {
       if (!first_time(out.seen, token_logprobs)) return false;
       if (null()) return true;
       out.token_logprobs_is_array = true;
@@ -260,7 +330,7 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
         return value.present = real(value.value);
       });
     }
-    if (name == "top_logprobs") {
+    if (is(name, "top_logprobs")) {
       if (!first_time(out.seen, top)) return false;
       if (null()) return true;
       out.top_is_array = true;
@@ -269,7 +339,7 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
         return legacy_top(out);
       });
     }
-    if (name == "text_offset") {
+    if (is(name, "text_offset")) {
       if (!first_time(out.seen, text_offset)) return false;
       if (null()) return true;
       out.text_offset_is_array = true;
@@ -280,7 +350,7 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
         return true;
       });
     }
-    if (name == "refusal") return first_time(out.seen, refusal) && null();
+    if (is(name, "refusal")) return first_time(out.seen, refusal) && null();
     return skip_value();
   });
   // Neither shape and none of the keys that say "nothing here": the DOM path notes it.
@@ -295,7 +365,7 @@ bool ShapeReader::legacy_top(SimpleLogprobs& out) {
   const bool whole = this->object([&](std::string_view name) {
     if (!fresh_label(out.labels, object, name)) return false;
     SimpleLabelLogprob& label = out.labels.next();
-    label.label.assign(name);
+    keep(label.label, name);
     label.logprob = 0;
     return null() || real(label.logprob);
   });
@@ -310,16 +380,16 @@ bool ShapeReader::content_entry(SimpleLogprobs& out, bool entry) {
   token.reset();
   constexpr std::uint32_t text = 1, logprob = 2, bytes = 4, id = 8, top = 16;
   return object([&](std::string_view name) {
-    if (name == "token") {
+    if (is(name, "token")) {
       if (!first_time(token.seen, text)) return false;
       return string_or_null(token.has_token, token.token);
     }
-    if (name == "logprob") {
+    if (is(name, "logprob")) {
       if (!first_time(token.seen, logprob)) return false;
       if (null()) return true;
       return token.has_logprob = real(token.logprob);
     }
-    if (name == "bytes") {
+    if (is(name, "bytes")) {
       if (!first_time(token.seen, bytes)) return false;
       if (null()) return true;
       token.has_bytes = true;
@@ -339,7 +409,7 @@ bool ShapeReader::content_entry(SimpleLogprobs& out, bool entry) {
       if (token.bytes_invalid) token.has_bytes = false;
       return whole;
     }
-    if (name == "id") {
+    if (is(name, "id")) {
       if (!first_time(token.seen, id)) return false;
       std::optional<std::int64_t> value;
       if (!integer_or_null(value)) return false;
@@ -347,7 +417,7 @@ bool ShapeReader::content_entry(SimpleLogprobs& out, bool entry) {
       token.id = token_id_of(value);
       return true;
     }
-    if (entry && name == "top_logprobs") {
+    if (entry && is(name, "top_logprobs")) {
       if (!first_time(token.seen, top)) return false;
       if (null()) return true;
       token.has_top = true;
@@ -357,8 +427,8 @@ bool ShapeReader::content_entry(SimpleLogprobs& out, bool entry) {
       return whole;
     }
     // llama.cpp's spellings, read by the DOM path only.
-    if (entry ? (name == "content" || name == "prob" || name == "top_probs" || name == "probs")
-              : (name == "tok_str" || name == "prob")) {
+    if (entry ? (is(name, "content") || is(name, "prob") || is(name, "top_probs") || is(name, "probs"))
+              : (is(name, "tok_str") || is(name, "prob"))) {
       return false;
     }
     return skip_value();

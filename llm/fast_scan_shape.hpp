@@ -46,11 +46,24 @@ class ShapeReader : JsonLexer {
   bool real(double& out);
   // A string, or null (has false); false for anything else.
   bool string_or_null(bool& has, std::string& out);
+  bool string_or_null(bool& has, EventText& out);
+  // `text`, a string just read, kept in `out`: viewed where it is the event's bytes.
+  void keep(EventText& out, std::string_view text) {
+    if (text.data() == unescaped_.data()) {
+      out.assign(text);
+    } else {
+      out.view(text);
+    }
+  }
   bool null();
   // The container at p_ that `open` begins and `close` ends: item() with p_ at each member or
   // element, then ',' or `close`.
+  // `entered`: p_ is already past the opening and the whitespace after it, at a first item.
   template <class Item>
-  bool container(char open, char close, Item item);
+  bool container(char open, char close, Item item, bool entered = false);
+  // The key at p_, then key(name) with p_ at its value.
+  template <class Key>
+  bool member(Key key);
   // The object at p_: calls key(name) for each key, p_ at its value; false when key() is false.
   template <class Key>
   bool object(Key key);
@@ -59,6 +72,12 @@ class ShapeReader : JsonLexer {
   bool array(Element element);
 
   std::string unescaped_;
+  // The bytes of the last event that read up to its "choices" value with no effect but on `seen`
+  // (whitespace, "{", the keys and values before it, `"choices":`), and `seen` there. A stream
+  // repeats them in every event (id, object, created, model, ...): an event that begins with the
+  // same bytes is read on from its "choices" value, as reading them again would leave it.
+  std::string prefix_;
+  std::uint32_t prefix_seen_ = 0;
   std::vector<SimpleChoice> choices_;
   std::size_t used_ = 0;
   SimpleUsage usage_;

@@ -36,7 +36,7 @@ std::optional<float> logprob_of(const json::object& object) {
 }
 
 // vLLM's return_tokens_as_token_ids spelling of a token: "token_id:123".
-std::optional<std::int32_t> parse_token_id_string(std::string_view text) {
+std::optional<std::int32_t> parse_token_id_spelling(std::string_view text) {
   constexpr std::string_view prefix = "token_id:";
   if (text.size() <= prefix.size() || text.substr(0, prefix.size()) != prefix) return std::nullopt;
   std::int64_t id = 0;
@@ -49,7 +49,7 @@ std::optional<std::int32_t> parse_token_id_string(std::string_view text) {
 }
 
 // "bytes:\xe5\x85" as the bytes it names; nullopt when `text` is not exactly that form.
-std::optional<std::string> parse_bytes_label(std::string_view text) {
+std::optional<std::string> parse_bytes_spelling(std::string_view text) {
   constexpr std::string_view prefix = "bytes:";
   if (text.size() <= prefix.size() || text.substr(0, prefix.size()) != prefix) return std::nullopt;
   text.remove_prefix(prefix.size());

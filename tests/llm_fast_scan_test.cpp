@@ -326,3 +326,85 @@ TEST_CASE("The scanner and the parser agree on every one byte mutation of a repe
   INFO(tally.inputs << " inputs, " << tally.scanned << " scanned");
   CHECK(tally.inputs > 10000);
 }
+
+// The scanner's numbers against the parser's, bit for bit: every integer-part length (0 to 20
+// digits) by every fraction length (none, 1 to 25 digits) by exponents (none, small, at the ends
+// of the double range, subnormal), signed and not, each both where the parser's fast path reads it
+// (33 bytes or more after the sign) and where its slow one does, in random, all-0 and all-9 digits.
+TEST_CASE("The scanner reads numbers of every digit count as the parser does bit for bit") {
+  std::mt19937_64 random(44);
+  const char* exponents[] = {"", "e5", "E-3", "e+12", "e-308", "e-320", "e308", "e-30"};
+  std::size_t checked = 0, scanned = 0, differs = 0;
+  const auto check = [&](const std::string& number) {
+    for (const std::string& data : {number, number + std::string(40, ' '), "[" + number + R"(,"0123456789012345678901234567890123456789"])"}) {
+      ++checked;
+      const ScanVerdict verdict = fuzzing::scan_against_parser(data);
+      if (verdict == ScanVerdict::differs) {
+        ++differs;
+        FAIL_CHECK("differs: " << data);
+      }
+      if (verdict == ScanVerdict::scanned) ++scanned;
+    }
+  };
+  for (const char* sign : {"", "-"}) {
+    for (int whole = 0; whole <= 20; ++whole) {
+      for (int fraction = -1; fraction <= 25; ++fraction) {
+        for (const char* exponent : exponents) {
+          for (int repeat = 0; repeat < 24; ++repeat) {
+            const char fill = repeat == 0 ? '0' : repeat == 1 ? '9' : 0;
+            const auto digit = [&] { return fill ? fill : static_cast<char>('0' + random() % 10); };
+            std::string number = sign;
+            if (whole == 0) number += '0';
+            for (int i = 0; i < whole; ++i) number += i == 0 ? static_cast<char>('1' + random() % 9) : digit();
+            if (fraction >= 0) number += '.';
+            for (int i = 0; i < fraction; ++i) number += digit();
+            check(number + exponent);
+          }
+        }
+      }
+    }
+  }
+  for (const char* number : {"-0", "-0.0", "0.0", "4.9406564584124654e-324", "2.2250738585072011e-308",
+                             "1.7976931348623157e308", "9007199254740993.0", "0.30000000000000004",
+                             "-0.00000000000000000000001", "0.1234567890123456789", "1.", "0.e1", "-.5", "01.5"}) {
+    check(number);
+  }
+  INFO(checked << " numbers, " << scanned << " scanned");
+  CHECK(differs == 0);
+  CHECK(scanned >= checked * 6 / 10);
+}
+
+// ShapeReader reads on from the "choices" value of an event that begins with the bytes the last
+// one did up to there: what it saw in them must hold, as if read again (a key of them repeated
+// after "choices", "usage" before it, an error object), and an event that differs in them is read
+// whole.
+TEST_CASE("The shape reader resumes after a repeated prefix as if it had read it") {
+  const std::string prefix = R"({"id":"cmpl-1","object":"text_completion","created":1796542049,"model":"m","choices":)";
+  const std::string choices = R"([{"index":0,"text":" a","finish_reason":null}])";
+  const std::string events[] = {
+      prefix + choices + "}",
+      prefix + choices + R"(,"object":"text_completion"})",
+      prefix + choices + R"(,"choices":[]})",
+      prefix + choices + R"(,"usage":{"prompt_tokens":1}})",
+      prefix + choices + R"(,"usage":null,"usage":null})",
+      prefix + "[]}",
+      prefix + choices,
+      prefix + choices + R"(,"error":{"message":"x"}})",
+      R"({"id":"cmpl-1","object":"error","created":1796542049,"model":"m","choices":)" + choices + "}",
+      R"({"id":"cmpl-1","object":"text_completion","created":1796542049,"model":"m","usage":{"prompt_tokens":4},"choices":)" + choices + "}",
+      R"({"id":"cmpl-2","object":"text_completion","created":1796542049,"model":"m","choices":)" + choices + "}",
+      R"({"id":"cmpl-1","object":"text_completion","object":"x","created":1796542049,"model":"m","choices":)" + choices + "}",
+      prefix,
+  };
+  Tally tally;
+  for (const std::string& first : events) {
+    for (const std::string& second : events) {
+      for (const std::string& third : events) {
+        tally.check(first);
+        tally.check(second);
+        tally.check(third);
+      }
+    }
+  }
+  CHECK(tally.fast.shaped() > 0);
+}
