@@ -15,6 +15,7 @@
 #
 # Usage: [BEFORE=BIN] [TUNABLES=1|"NAME=VALUE ..."] [THREADS=2] [PASSES=3] [C=64] [TOKENS=16000]
 #        [SHORT=1500] bench/record_memory.sh [RETRACE_BINARY] [ROUNDS=2]
+#   (PASSES=0: the short workload alone, for CPU)
 #   e.g. TUNABLES="mmap=glibc.malloc.mmap_threshold=1048576 arena=glibc.malloc.arena_max=1"
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,8 +47,10 @@ CONFIGS+=(after); BIN[after]=$RETRACE; ENVS[after]=""
 PIDS+=($!)
 SIM=$(url_of serve)
 
-streamed_chat_requests "$WORK/long.jsonl" "$C" "$TOKENS"
-"$RETRACE" import "$WORK/long.jsonl" --out "$WORK/long.rtrace" >/dev/null 2>&1
+if (( PASSES > 0 )); then
+  streamed_chat_requests "$WORK/long.jsonl" "$C" "$TOKENS"
+  "$RETRACE" import "$WORK/long.jsonl" --out "$WORK/long.rtrace" >/dev/null 2>&1
+fi
 streamed_chat_requests "$WORK/short.jsonl" "$SHORT" 256
 "$RETRACE" import "$WORK/short.jsonl" --out "$WORK/short.rtrace" >/dev/null 2>&1
 
@@ -92,18 +95,21 @@ echo "| round | config | idle RSS (MiB) | RSS after each long pass (MiB) | peak 
 echo "|---:|---|---:|---|---:|---:|---:|---|"
 for round in $(seq 1 "$ROUNDS"); do
   for config in "${CONFIGS[@]}"; do
-    start_record "$config"
-    idle=$(status_kib "$REC_PID" VmRSS)
-    before=$(cpu_s "$REC_PID")
-    after_passes=()
-    for pass in $(seq 1 "$PASSES"); do
-      replay_through "$WORK/long.rtrace" -c "$C" --token-ids auto
-      wait_recorded $(( pass * C ))
-      after_passes+=("$(( $(status_kib "$REC_PID" VmRSS) / 1024 ))")
-    done
-    long_cpu=$(awk -v a="$(cpu_s "$REC_PID")" -v b="$before" -v t="$(( PASSES * C * TOKENS ))" 'BEGIN {printf "%.2f", (a - b) * 1e6 / t}')
-    peak=$(status_kib "$REC_PID" VmHWM)
-    stop_record
+    idle=0 peak=0 long_cpu=- after_passes=(-)
+    if (( PASSES > 0 )); then  # PASSES=0: the short workload's CPU alone
+      start_record "$config"
+      idle=$(status_kib "$REC_PID" VmRSS)
+      before=$(cpu_s "$REC_PID")
+      after_passes=()
+      for pass in $(seq 1 "$PASSES"); do
+        replay_through "$WORK/long.rtrace" -c "$C" --token-ids auto
+        wait_recorded $(( pass * C ))
+        after_passes+=("$(( $(status_kib "$REC_PID" VmRSS) / 1024 ))")
+      done
+      long_cpu=$(awk -v a="$(cpu_s "$REC_PID")" -v b="$before" -v t="$(( PASSES * C * TOKENS ))" 'BEGIN {printf "%.2f", (a - b) * 1e6 / t}')
+      peak=$(status_kib "$REC_PID" VmHWM)
+      stop_record
+    fi
     start_record "$config"
     before=$(cpu_s "$REC_PID")
     replay_through "$WORK/short.rtrace" -c 64 --token-ids auto
