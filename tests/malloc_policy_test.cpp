@@ -11,7 +11,15 @@
 
 #include "base/malloc_policy.hpp"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)  // GCC's; clang's is __has_feature(address_sanitizer)
+#define RETRACE_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RETRACE_TEST_ASAN 1
+#endif
+#endif
+
+#ifdef RETRACE_TEST_ASAN
 // The ASan tier: malloc is the sanitizer's, which neither maps by glibc's threshold nor counts in
 // mallinfo2, so there is nothing of glibc's to check.
 TEST_CASE("Under AddressSanitizer malloc is the sanitizer's and the mmap threshold is not checked") {
