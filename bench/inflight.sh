@@ -39,18 +39,6 @@ for c in "${LEVELS[@]}"; do (( c <= MAX_BATCH )) || MAX_BATCH=$c; done
 PIDS+=($!)
 SIM=$(url_of serve)
 
-requests() {  # FILE COUNT MAX_TOKENS : COUNT streamed chat requests, distinct prompts
-  python3 - "$@" <<'PY'
-import json, sys
-out, count, max_tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-with open(out, "w") as f:
-    for i in range(count):
-        body = {"model": "retrace-sim", "messages": [{"role": "user", "content": "think about problem %d" % i}],
-                "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0, "stream": True}
-        f.write(json.dumps({"request": body}) + "\n")
-PY
-}
-
 sizes() {  # TRACE C : "RAW_BYTES TOKENS": every stored response event's bytes, every choice's tokens
   local scale=1 lines=cat
   if (( $2 * TOKENS > ${SAMPLE_PAST:-4000000} )); then scale=$2; lines="head -n 2"; fi  # the header and the first answer
@@ -76,7 +64,7 @@ replay_peak() {  # BINARY OUT_PREFIX TARGET ARGS... : "PEAK_KIB CPU_S" of one re
   awk '{printf "%d %.3f\n", $1, $2 + $3}' "$prefix.time"
 }
 
-requests "$WORK/one.jsonl" 1 16
+streamed_chat_requests "$WORK/one.jsonl" 1 16
 "$RETRACE" import "$WORK/one.jsonl" --out "$WORK/one.rtrace" --force 2>/dev/null
 declare -A BASE
 for binary in "${BINARIES[@]}"; do
@@ -90,7 +78,7 @@ done
 # over the tokens of the other C - 1 streams, is what each further token in flight costs
 # ("beyond one stream"), without the one exchange being decoded and written that "in total" spreads
 # over the level's tokens (at -c 64 with logprobs ~20 MiB: 20 bytes a token there, 1.3 at -c 1,000).
-requests "$WORK/long.jsonl" 1 "$TOKENS"
+streamed_chat_requests "$WORK/long.jsonl" 1 "$TOKENS"
 "$RETRACE" import "$WORK/long.jsonl" --out "$WORK/long.rtrace" --force 2>/dev/null
 declare -A ONE
 for binary in "${BINARIES[@]}"; do
@@ -119,7 +107,7 @@ echo
 echo "| -c | --token-ids | path | binary | peak RSS (MiB) | raw event bytes (MiB) | bytes/token in flight, in total | beyond raw | beyond one stream's | replay CPU µs/token |"
 echo "|---:|---|---|---|---:|---:|---:|---:|---:|---:|"
 for c in "${LEVELS[@]}"; do
-  requests "$WORK/in.jsonl" "$c" "$TOKENS"
+  streamed_chat_requests "$WORK/in.jsonl" "$c" "$TOKENS"
   "$RETRACE" import "$WORK/in.jsonl" --out "$WORK/in.rtrace" --force 2>/dev/null
   for ids in ${IDS:-off auto}; do
     raw=""

@@ -8,6 +8,7 @@
 # `gnu_time CMD...` runs CMD under GNU time and prints "WALL_SECONDS PEAK_RSS_KIB";
 # `story_requests FILE COUNT MAX_TOKENS` writes COUNT completions requests for `retrace import`;
 # `streamed_story_requests FILE COUNT` COUNT copies of replay.sh (b)'s streamed 256-token completion;
+# `streamed_chat_requests FILE COUNT MAX_TOKENS` COUNT streamed chat requests with distinct prompts;
 # `reading_cpu RETRACE COMMAND TRACE` the CPU seconds of `stats`, `export` or `diff` (TRACE against
 # itself) reading TRACE.
 PIDS=()
@@ -101,6 +102,17 @@ soak_workload_and_serve() {  # the soaks' workload, $WORK/workload.rtrace (512 s
   serve_url=$(url_of serve)
 }
 
+streamed_chat_requests() {  # FILE COUNT MAX_TOKENS : COUNT streamed chat requests, distinct prompts
+  python3 - "$@" <<'PY'
+import json, sys
+out, count, max_tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with open(out, "w") as f:
+    for i in range(count):
+        body = {"model": "retrace-sim", "messages": [{"role": "user", "content": "think about problem %d" % i}],
+                "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0, "stream": True}
+        f.write(json.dumps({"request": body}) + "\n")
+PY
+}
 streamed_story_requests() {  # FILE COUNT : COUNT copies of one streamed 256-token completion (ignore_eos), JSONL
   python3 - "$@" <<'PY'
 import json, sys

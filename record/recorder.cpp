@@ -23,6 +23,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
+#include "base/malloc_policy.hpp"
 #include "format/header.hpp"
 #include "net/accept_backoff.hpp"
 #include "net/fetch.hpp"
@@ -375,6 +376,11 @@ class Controller {
 RecordSummary run_recorder(const RecordOptions& options,
                            const std::function<void(const std::string&)>& on_listening,
                            std::ostream& log, const Clock& clock) {
+  // Freed long exchanges (the trace thread's decoded events) given back, not kept by a threshold
+  // risen to the largest: 0-17 MiB less resident, depending on timing, at -c 64 with 16k tokens. Not
+  // the one-arena cap replay sets: record's threads live as long as it does, and one arena kept
+  // ~35 MiB more resident (bench/RESULTS.md, "record under replay's malloc policy").
+  use_fixed_mmap_threshold();
   std::shared_ptr<asio::ssl::context> tls;
   if (options.upstream.tls()) tls = net::make_client_tls_context(options.tls);
 

@@ -5,17 +5,22 @@
 // shape corpus in every dialect and generated streams up to 16k tokens, plain and gzip'd. A stream
 // stored as received, of no known dialect or not streamed gets no word; a word said wrongly is
 // caught by the check the unit tests and debug builds keep, and without it would be written wrong.
+// And record's trace thread (TraceSink) passes the word on: with --derive-tokens it writes the
+// streams it decoded without a second decode (the deriver, counted, is not called).
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <filesystem>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "format/header.hpp"
 #include "format/token_deriver.hpp"
 #include "format/trace.hpp"
 #include "record/record.hpp"
+#include "record/trace_sink.hpp"
 #include "tests/encoders.hpp"
 #include "tests/llm_samples.hpp"
 #include "tests/temp_dir.hpp"
@@ -66,6 +71,24 @@ Finished finish(record::CapturedExchange capture, std::size_t decode_limit = kMa
 struct CheckOff {
   CheckOff() { check_tokens_from_events(false); }
   ~CheckOff() { check_tokens_from_events(true); }
+};
+
+// The installed deriver counted while this lives: each call is one decode of an exchange's events
+// (the writer's verifying one, or a reader's).
+std::atomic<std::size_t> derivations{0};
+TokenDeriver counted_deriver = nullptr;
+void counting_deriver(std::string_view dialect, const std::vector<EventView>& events,
+                      std::vector<Choice>& choices, DecodeWants wants) {
+  ++derivations;
+  counted_deriver(dialect, events, choices, wants);
+}
+struct CountDerivations {
+  CountDerivations() {
+    counted_deriver = installed_token_deriver();
+    derivations = 0;
+    install_token_deriver(counting_deriver);
+  }
+  ~CountDerivations() { install_token_deriver(counted_deriver); }
 };
 
 struct Written {
@@ -191,4 +214,54 @@ TEST_CASE("A wrong word is caught by the writer's check and without the check is
     // Taken on its word, the exchange is not what was decoded: the check is what catches it.
     CHECK(write_and_read(exchanges).read.at(0) != exchanges[0].exchange);
   }
+}
+
+TEST_CASE("Record's trace thread writes the streams it decoded on their word without decoding them again") {
+  std::mt19937_64 random(23);
+  std::vector<std::string> bodies;
+  for (std::size_t n : {1, 40, 300, 2000}) bodies.push_back(testing::completion_stream(n, random));
+  std::vector<Finished> live;  // the same captures, finished as the trace thread does
+  for (const std::string& body : bodies) live.push_back(finish(captured(body, "/v1/completions", 700)));
+  CheckOff off;  // the release build's writer: a word taken is a decode saved
+  CountDerivations count;
+
+  // The control: the same exchanges written with derivation on and no word are each decoded once.
+  std::vector<Finished> unsaid = live;
+  for (Finished& finished : unsaid) finished.word = false;
+  derivations = 0;
+  {
+    TempDir dir;
+    WriterOptions options;
+    options.derive_tokens = true;
+    TraceWriter writer(dir / "t.rtrace", TraceHeader{}, options);
+    for (const Finished& finished : unsaid) write_with_word(writer, finished.exchange, false);
+    writer.close();
+  }
+  REQUIRE(derivations == live.size());
+
+  TempDir dir;
+  WriterOptions options;  // record --derive-tokens
+  options.derive_tokens = true;
+  {
+    record::TraceSink sink(dir / "rec.rtrace",
+                   new_trace_header(Source::recorded, "test", "http://upstream", "{}", Clock::system()),
+                   options, Redactor(false, {}));
+    derivations = 0;
+    sink.start({});
+    for (const std::string& body : bodies) sink.submit(captured(body, "/v1/completions", 700));
+    sink.close();
+    REQUIRE(sink.written == bodies.size());
+    CHECK(derivations == 0);  // the trace thread took finish_exchange's word
+  }
+  // Written derived (the reader decodes each once) and read back as decoded live.
+  derivations = 0;
+  TraceReader reader(dir / "rec.rtrace");
+  std::size_t i = 0;
+  for (Exchange exchange; reader.next(exchange); ++i) {
+    REQUIRE(i < live.size());
+    live[i].exchange.id = exchange.id;
+    CHECK(exchange.choices == live[i].exchange.choices);
+  }
+  CHECK(i == live.size());
+  CHECK(derivations == live.size());
 }

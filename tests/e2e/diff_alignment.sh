@@ -9,10 +9,8 @@
 . "$(dirname "$0")/lib.sh"
 
 COUNT=12
-for i in $(seq 1 $COUNT); do
-  printf '{"prompt":"Question %d: which way does the river run?"}\n' "$i"
-done >"$WORK/questions.jsonl"
-"$RETRACE" import "$WORK/questions.jsonl" --out "$WORK/source.rtrace" --max-tokens 16 >/dev/null || fail "import"
+import_numbered "$WORK/source.rtrace" $COUNT '{"prompt":"Question %d: which way does the river run?"}' \
+  --max-tokens 16
 
 start_listening sim "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
 # Only the inference requests are recorded (not the replay's preflight and server-info reads).

@@ -5,11 +5,9 @@
 . "$(dirname "$0")/lib.sh"
 
 COUNT=32
-for i in $(seq 1 $COUNT); do
-  printf '{"request":{"model":"retrace-sim","prompt":"Question %d: what should we do about the order?","max_tokens":64,"temperature":0,"ignore_eos":true,"logprobs":5,"stream":true}}\n' "$i"
-done >"$WORK/prompts.jsonl"
-"$RETRACE" import "$WORK/prompts.jsonl" --out "$WORK/source.rtrace" --endpoint completions >/dev/null \
-  || fail "import"
+import_numbered "$WORK/source.rtrace" $COUNT \
+  '{"request":{"model":"retrace-sim","prompt":"Question %d: what should we do about the order?","max_tokens":64,"temperature":0,"ignore_eos":true,"logprobs":5,"stream":true}}' \
+  --endpoint completions
 
 replay() {  # URL CONCURRENCY OUT
   "$RETRACE" replay "$WORK/source.rtrace" --target "$1" -c "$2" -o "$WORK/$3" >/dev/null 2>"$WORK/$3.err" \

@@ -50,10 +50,8 @@ check_eq "$(grep -c '^( *exchange = ' "$WORK/decoded.txt")" 20 "capnp decode: ex
 check_contains "$WORK/decoded.txt" 'expected = "change_address"' "capnp decode: fields"
 
 # A torn tail (what kill -9 of a writer leaves): one frame per exchange, then cut the file.
-for i in $(seq 1 300); do
-  printf '{"id": "q%d", "prompt": "question number %d about the weather in town %d"}\n' "$i" "$i" "$i"
-done >"$WORK/many.jsonl"
-"$RETRACE" import "$WORK/many.jsonl" --out "$WORK/many.rtrace" --flush-every 1 2>/dev/null
+import_numbered "$WORK/many.rtrace" 300 '{"id": "q%d", "prompt": "question number %d about the weather in town %d"}' \
+  --flush-every 1
 size=$(stat -c %s "$WORK/many.rtrace")
 cut_at=$((size * 6 / 10))
 truncate -s "$cut_at" "$WORK/many.rtrace"

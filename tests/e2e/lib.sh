@@ -1,6 +1,7 @@
 # Shared helpers for end-to-end tests. Source it first thing:  . "$(dirname "$0")/lib.sh"
 # Provides: $RETRACE (the binary under test), $ROOT (source tree), $WORK (a scratch directory
-# removed at exit), start_listening, wait_for_line, fail, check, check_eq, check_contains, json. Every
+# removed at exit), start_listening, wait_for_line, fail, check, check_eq, check_contains, json,
+# import_numbered. Every
 # process started with start_listening is killed at exit, so a failing test leaves nothing running.
 set -euo pipefail
 
@@ -26,6 +27,19 @@ check_eq() { [[ "$1" == "$2" ]] || fail "$3: expected '$2', got '$1'"; }
 check_contains() { grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; head -c 4000 "$1" >&2; fail "$3: '$2' not found in $1"; }; }
 # json FILE EXPRESSION: evaluates a JavaScript expression over the JSON in FILE (as `s`), with node.
 json() { node -e "const s=JSON.parse(require('fs').readFileSync(process.argv[1],'utf8')); console.log($2)" "$1"; }
+
+# import_numbered TRACE COUNT LINE [IMPORT_FLAGS...] : the trace TRACE (X.rtrace) that `retrace
+# import IMPORT_FLAGS` makes of COUNT requests, line i (1 to COUNT) being LINE with every %d
+# replaced by i; the lines stay beside it in X.jsonl. Fails the test, with import's message, when
+# import fails.
+import_numbered() {
+  local trace=$1 count=$2 line=$3 i
+  shift 3
+  local lines=${trace%.rtrace}.jsonl
+  for ((i = 1; i <= count; i++)); do printf '%s\n' "${line//%d/$i}"; done >"$lines"
+  "$RETRACE" import "$lines" --out "$trace" "$@" >/dev/null 2>"$WORK/import.err" ||
+    { cat "$WORK/import.err" >&2; fail "import of $lines"; }
+}
 
 # start_listening NAME CMD... : runs CMD in the background, waits (up to 30 s) for the line
 # "listening on http://HOST:PORT" on its stdout, then sets ${NAME}_URL and ${NAME}_PID.

@@ -9,10 +9,9 @@
 . "$(dirname "$0")/lib.sh"
 
 COUNT=12
-for i in $(seq 1 $COUNT); do
-  printf '{"request":{"model":"retrace-sim","prompt":"Question %d: what now?","max_tokens":16,"temperature":0,"ignore_eos":true,"stream":true}}\n' "$i"
-done >"$WORK/prompts.jsonl"
-"$RETRACE" import "$WORK/prompts.jsonl" --out "$WORK/source.rtrace" --endpoint completions >/dev/null || fail "import"
+import_numbered "$WORK/source.rtrace" $COUNT \
+  '{"request":{"model":"retrace-sim","prompt":"Question %d: what now?","max_tokens":16,"temperature":0,"ignore_eos":true,"stream":true}}' \
+  --endpoint completions
 
 record_run() {  # NAME UPSTREAM [RECORD FLAGS...]: COUNT requests through a record, then stopped
   local name=$1 upstream=$2; shift 2
@@ -33,7 +32,7 @@ python3 "$(dirname "$0")/served_series.py" "$WORK/scraped.series" "$WORK/scraped
 
 # 2. No /metrics: said once, the recording goes on.
 start_listening UP python3 "$(dirname "$0")/metrics_upstream.py" 0 none
-sed 's/"stream":true/"stream":false/' "$WORK/prompts.jsonl" | head -3 >"$WORK/plain.jsonl"
+sed 's/"stream":true/"stream":false/' "$WORK/source.jsonl" | head -3 >"$WORK/plain.jsonl"
 "$RETRACE" import "$WORK/plain.jsonl" --out "$WORK/source.rtrace.plain" --endpoint completions >/dev/null || fail "import plain"
 mv "$WORK/source.rtrace.plain" "$WORK/source.rtrace"
 record_run bare "$UP_URL" --scrape-interval 100ms

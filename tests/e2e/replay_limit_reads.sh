@@ -8,13 +8,9 @@
 . "$(dirname "$0")/lib.sh"
 
 start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
-python3 - "$WORK/many.jsonl" <<'PY'
-import json, sys
-with open(sys.argv[1], "w") as out:
-    for i in range(300):  # five zstd frames of 64 exchanges (import's default)
-        out.write(json.dumps({"request": {"prompt": "story %d" % i, "max_tokens": 2, "temperature": 0}}) + "\n")
-PY
-"$RETRACE" import "$WORK/many.jsonl" --endpoint completions --out "$WORK/many.rtrace" >/dev/null
+# Five zstd frames of 64 exchanges (import's default).
+import_numbered "$WORK/many.rtrace" 300 '{"request": {"prompt": "story %d", "max_tokens": 2, "temperature": 0}}' \
+  --endpoint completions
 size=$(stat -c %s "$WORK/many.rtrace")
 truncate -s $((size * 9 / 10)) "$WORK/many.rtrace"  # torn in the index at its end
 

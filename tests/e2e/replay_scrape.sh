@@ -15,10 +15,9 @@
 . "$(dirname "$0")/lib.sh"
 
 COUNT=32
-for i in $(seq 1 $COUNT); do
-  printf '{"request":{"model":"retrace-sim","prompt":"Question %d: what should we do about the order?","max_tokens":48,"temperature":0,"ignore_eos":true,"logprobs":5,"stream":true}}\n' "$i"
-done >"$WORK/prompts.jsonl"
-"$RETRACE" import "$WORK/prompts.jsonl" --out "$WORK/source.rtrace" --endpoint completions >/dev/null || fail "import"
+import_numbered "$WORK/source.rtrace" $COUNT \
+  '{"request":{"model":"retrace-sim","prompt":"Question %d: what should we do about the order?","max_tokens":48,"temperature":0,"ignore_eos":true,"logprobs":5,"stream":true}}' \
+  --endpoint completions
 
 replay() {  # URL CONCURRENCY OUT [FLAGS...]
   local url=$1 c=$2 out=$3; shift 3

@@ -7,14 +7,8 @@
 . "$(dirname "$0")/lib.sh"
 
 start_listening SIM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
-python3 - "$WORK/many.jsonl" <<'PY'
-import json, sys
-with open(sys.argv[1], "w") as out:
-    for i in range(3000):
-        out.write(json.dumps({"request": {"prompt": "story %d" % i, "max_tokens": 3, "temperature": 0},
-                              "id": "q%d" % i}) + "\n")
-PY
-"$RETRACE" import "$WORK/many.jsonl" --endpoint completions --out "$WORK/many.rtrace" >/dev/null
+import_numbered "$WORK/many.rtrace" 3000 \
+  '{"request": {"prompt": "story %d", "max_tokens": 3, "temperature": 0}, "id": "q%d"}' --endpoint completions
 ids() { "$RETRACE" export "$1" | jq -r 'select(.exchange) | .exchange.source_id' | sort -n | paste -sd, -; }
 
 # --- closed loop: the same requests, the same outputs.
@@ -30,7 +24,7 @@ check_contains "$WORK/diff.txt" "0 of 3000 differ" "outputs, streamed vs loaded"
 # The input's labels and the run's travel with each request.
 check_eq "$("$RETRACE" export "$WORK/streamed.rtrace" | jq -r 'select(.exchange) | .exchange |
   select(.source_id == 1234) | [.labels.id, .labels.run, .labels.concurrency] | @tsv')" \
-  "q1233	streamed	8" "the labels of source 1234: the dataset's id and the run's"
+  "q1234	streamed	8" "the labels of source 1234: the dataset's id and the run's"
 
 # --- open loop: the same arrival process, request for request.
 intended() { "$RETRACE" export "$1" | jq -r 'select(.exchange) | .exchange | "\(.source_id) \(.intended_send_ns)"' | sort -n | paste -sd, -; }

@@ -6,14 +6,9 @@
 # machine does not turn one outcome into another.
 . "$(dirname "$0")/lib.sh"
 
-python3 - "$WORK/long.jsonl" <<'PY'
-import json, sys
-with open(sys.argv[1], "w") as out:
-    for i in range(2):
-        out.write(json.dumps({"request": {"prompt": "a long story %d" % i, "max_tokens": 40,
-                                          "ignore_eos": True, "temperature": 0}}) + "\n")
-PY
-"$RETRACE" import "$WORK/long.jsonl" --endpoint completions --out "$WORK/long.rtrace" >/dev/null
+import_numbered "$WORK/long.rtrace" 2 \
+  '{"request": {"prompt": "a long story %d", "max_tokens": 40, "ignore_eos": true, "temperature": 0}}' \
+  --endpoint completions
 ex() { "$RETRACE" export "$1" | jq -c 'select(.exchange) | .exchange'; }
 kinds() { ex "$1" | jq -r '.error.kind' | sort | uniq -c | awk '{print $2 "=" $1}' | paste -sd, -; }
 

@@ -5,10 +5,9 @@
 # A live session sends the earlier turns' answers back without their reasoning, as clients do.
 . "$(dirname "$0")/lib.sh"
 
-for i in 1 2 3 4; do
-  printf '{"request":{"model":"retrace-sim","messages":[{"role":"user","content":"Question %d: why?"}],"max_tokens":12,"temperature":0,"ignore_eos":true}}\n' "$i"
-done >"$WORK/prompts.jsonl"
-"$RETRACE" import "$WORK/prompts.jsonl" --out "$WORK/source.rtrace" --endpoint chat >/dev/null || fail "import"
+import_numbered "$WORK/source.rtrace" 4 \
+  '{"request":{"model":"retrace-sim","messages":[{"role":"user","content":"Question %d: why?"}],"max_tokens":12,"temperature":0,"ignore_eos":true}}' \
+  --endpoint chat
 
 start_listening four "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --reasoning 4
 start_listening five "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --reasoning 5

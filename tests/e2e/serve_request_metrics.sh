@@ -10,11 +10,10 @@
 . "$(dirname "$0")/lib.sh"
 
 COUNT=12
-for i in $(seq 1 $COUNT); do
-  printf '{"request":{"model":"retrace-sim","prompt":"Question %d: what now?","max_tokens":16,"temperature":0,"ignore_eos":true,"stream":true}}\n' "$i"
-done >"$WORK/streamed.jsonl"
+import_numbered "$WORK/streamed.rtrace" $COUNT \
+  '{"request":{"model":"retrace-sim","prompt":"Question %d: what now?","max_tokens":16,"temperature":0,"ignore_eos":true,"stream":true}}' \
+  --endpoint completions
 sed 's/"stream":true/"stream":false/' "$WORK/streamed.jsonl" | head -2 >"$WORK/whole.jsonl"
-"$RETRACE" import "$WORK/streamed.jsonl" --out "$WORK/streamed.rtrace" --endpoint completions >/dev/null || fail "import"
 "$RETRACE" import "$WORK/whole.jsonl" --out "$WORK/whole.rtrace" --endpoint chat >/dev/null || fail "import whole"
 
 start_listening SAYS "$RETRACE" serve --listen 127.0.0.1:0 --per-request-metrics --max-batch 2

@@ -5,12 +5,11 @@
 . "$(dirname "$0")/lib.sh"
 
 tools='"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]'
-for i in 1 2 3; do
-  printf '{"request":{"model":"retrace-sim","messages":[{"role":"user","content":"Weather %d?"}],"max_tokens":8,"temperature":0,"ignore_eos":true,%s}}\n' "$i" "$tools"
-done >"$WORK/tools.jsonl"
+import_numbered "$WORK/tools.rtrace" 3 \
+  '{"request":{"model":"retrace-sim","messages":[{"role":"user","content":"Weather %d?"}],"max_tokens":8,"temperature":0,"ignore_eos":true,'"$tools"'}}' \
+  --endpoint chat
 sed 's/,"tools":.*}]}}$/}}/' "$WORK/tools.jsonl" >"$WORK/plain.jsonl"
 grep -q tools "$WORK/plain.jsonl" && fail "the plain questions still name tools"
-"$RETRACE" import "$WORK/tools.jsonl" --out "$WORK/tools.rtrace" --endpoint chat >/dev/null || fail "import tools"
 "$RETRACE" import "$WORK/plain.jsonl" --out "$WORK/plain.rtrace" --endpoint chat >/dev/null || fail "import plain"
 
 start_listening sim "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off

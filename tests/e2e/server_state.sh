@@ -26,11 +26,9 @@ check_contains "$WORK/guide/loaded.html" 'data-series="running"' "the guide: the
 check_contains "$WORK/guide/loaded.html" 'data-series="client in flight"' "the guide: the client's line"
 
 # 2. By prefix-cache hit or miss.
-for i in $(seq 1 24); do
-  printf '{"request":{"model":"retrace-sim","prompt":"Case %d. %s","max_tokens":24,"temperature":0}}\n' "$i" \
-    "$(printf 'the quick brown fox jumps over the lazy dog and keeps running past the river %.0s' 1 2 3 4 5)"
-done >"$WORK/prompts.jsonl"
-"$RETRACE" import "$WORK/prompts.jsonl" --out "$WORK/source.rtrace" --endpoint completions >/dev/null || fail "import"
+import_numbered "$WORK/source.rtrace" 24 \
+  '{"request":{"model":"retrace-sim","prompt":"Case %d. '"$(printf 'the quick brown fox jumps over the lazy dog and keeps running past the river %.0s' 1 2 3 4 5)"'","max_tokens":24,"temperature":0}}' \
+  --endpoint completions
 start_listening COLD "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --cache-variance
 start_listening WARM "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off --cache-variance
 run() {  # URL OUT [FLAGS...]

@@ -22,10 +22,9 @@ overflows() { awk '/^TcpExt:/ { if (!names) { split($0, names_of); names = 1 } e
 check_eq "$(overflows)" 0 "a fresh namespace's count"
 
 N=400
-for i in $(seq 1 $N); do
-  printf '{"request":{"model":"retrace-sim","prompt":"Question %d: what now?","max_tokens":8,"stream":false}}\n' "$i"
-done >"$WORK/prompts.jsonl"
-"$RETRACE" import "$WORK/prompts.jsonl" --out "$WORK/source.rtrace" --endpoint completions >/dev/null || fail "import"
+import_numbered "$WORK/source.rtrace" $N \
+  '{"request":{"model":"retrace-sim","prompt":"Question %d: what now?","max_tokens":8,"stream":false}}' \
+  --endpoint completions
 
 start_listening primary "$RETRACE" serve --listen 127.0.0.1:0 --latency-model off
 start_listening candidate python3 "$ROOT/tests/e2e/metrics_upstream.py" 0 none

@@ -8,10 +8,9 @@
 . "$(dirname "$0")/lib.sh"
 
 COUNT=8
-for i in $(seq 1 $COUNT); do
-  printf '{"request":{"model":"retrace-sim","prompt":"Question %d: what now?","max_tokens":8,"temperature":0,"stream":false}}\n' "$i"
-done >"$WORK/prompts.jsonl"
-"$RETRACE" import "$WORK/prompts.jsonl" --out "$WORK/source.rtrace" --endpoint completions >/dev/null || fail "import"
+import_numbered "$WORK/source.rtrace" $COUNT \
+  '{"request":{"model":"retrace-sim","prompt":"Question %d: what now?","max_tokens":8,"temperature":0,"stream":false}}' \
+  --endpoint completions
 
 SERVE=(serve --listen 127.0.0.1:0 --latency-model off)
 start_listening primary "$RETRACE" "${SERVE[@]}"
