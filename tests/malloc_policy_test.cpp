@@ -11,22 +11,7 @@
 
 #include "base/malloc_policy.hpp"
 
-#if defined(__SANITIZE_ADDRESS__)  // GCC's; clang's is __has_feature(address_sanitizer)
-#define RETRACE_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RETRACE_TEST_ASAN 1
-#endif
-#endif
-
-#ifdef RETRACE_TEST_ASAN
-// The ASan tier: malloc is the sanitizer's, which neither maps by glibc's threshold nor counts in
-// mallinfo2, so there is nothing of glibc's to check.
-TEST_CASE("Under AddressSanitizer malloc is the sanitizer's and the mmap threshold is not checked") {
-  retrace::use_fixed_mmap_threshold();
-  SUCCEED();
-}
-#else
+// Not built under the sanitizers (tests/CMakeLists.txt): their malloc is not glibc's.
 namespace {
 
 // Whether a block of `bytes` is mapped (glibc counts mapped blocks in use in hblks).
@@ -53,4 +38,3 @@ TEST_CASE("With the fixed mmap threshold a block of 2 MiB is mapped even after a
   CHECK(mapped((1u << 20) + 4096));
   CHECK_FALSE(mapped(256u << 10));  // a usual request's block stays on the heap
 }
-#endif
