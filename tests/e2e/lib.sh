@@ -73,26 +73,30 @@ stop() {
   return $status
 }
 
-# wait_until WHAT CMD... : waits (up to 30 s) until CMD succeeds; fails naming WHAT otherwise.
-wait_until() {
-  local what=$1 i; shift
+# _poll CMD... : runs CMD every 0.1 s until it succeeds (0), for up to 30 s (1): the one wait of
+# wait_until and wait_until_output.
+_poll() {
+  local i
   for i in $(seq 1 300); do
     "$@" && return 0
     sleep 0.1
   done
-  fail "$what did not happen within 30 s"
+  return 1
+}
+
+# wait_until WHAT CMD... : waits (up to 30 s) until CMD succeeds; fails naming WHAT otherwise.
+wait_until() {
+  local what=$1; shift
+  _poll "$@" || fail "$what did not happen within 30 s"
 }
 
 # wait_until_output WHAT EXPECTED CMD... : waits (up to 30 s) until CMD prints EXPECTED, running CMD
 # anew each time (a failing CMD counts as not yet); fails naming WHAT and CMD's last output otherwise.
 # Not `wait_until WHAT test "$(CMD)" = EXPECTED`: the shell expands $(CMD) once, before the wait.
 wait_until_output() {
-  local what=$1 want=$2 got="" i; shift 2
-  for i in $(seq 1 300); do
-    got=$("$@" 2>/dev/null) && [[ "$got" == "$want" ]] && return 0
-    sleep 0.1
-  done
-  fail "$what did not happen within 30 s (last output: '$got', expected '$want')"
+  local what=$1 want=$2 got=""; shift 2
+  _prints() { got=$("$@" 2>/dev/null) && [[ "$got" == "$want" ]]; }  # sets wait_until_output's got
+  _poll _prints "$@" || fail "$what did not happen within 30 s (last output: '$got', expected '$want')"
 }
 
 # wait_for_line FILE TEXT [PID] : waits (up to 30 s) until FILE contains TEXT; fails sooner if
