@@ -188,10 +188,16 @@ void ArrivedBody::add_bytes(std::string_view piece) {
   }
 }
 
-bool ArrivedBody::append_within(std::string_view piece, std::int64_t offset_ns, std::size_t limit) {
+bool ArrivedBody::add_bytes_within(std::string_view& piece, std::size_t limit) {
   const bool within = piece.size() <= room(limit);
   if (!within) piece = piece.substr(0, room(limit));
-  if (!piece.empty()) append(piece, offset_ns);
+  add_bytes(piece);
+  return within;
+}
+
+bool ArrivedBody::append_within(std::string_view piece, std::int64_t offset_ns, std::size_t limit) {
+  const bool within = add_bytes_within(piece, limit);
+  if (!piece.empty()) mark_read(piece.size(), offset_ns);
   return within;
 }
 

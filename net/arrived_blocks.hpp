@@ -66,6 +66,9 @@ class ArrivedBody {
   // pass the limit: the caller stops reading, closes the connection and gives the exchange
   // response_limit_error(); what arrived up to the limit is kept and decoded as usual.
   bool append_within(std::string_view piece, std::int64_t offset_ns, std::size_t limit);
+  // The same cut for add_bytes(): `piece` added up to `limit` bytes in all, the part kept left in
+  // `piece` (the caller marks it); false when the piece passed the limit.
+  bool add_bytes_within(std::string_view& piece, std::size_t limit);
   // How many more bytes append_within() keeps under `limit` (a relay sends the client as many
   // before it appends them: compressing a full block never holds a read back).
   std::size_t room(std::size_t limit) const { return limit > size_ ? limit - size_ : 0; }

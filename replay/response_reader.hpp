@@ -44,12 +44,7 @@ struct ArrivedHttpBody {
       std::size_t put = 0;
       for (auto buffer : boost::beast::buffers_range_ref(buffers)) {
         std::string_view piece(static_cast<const char*>(buffer.data()), buffer.size());
-        const std::size_t room = value_.body->room(value_.limit);
-        if (piece.size() > room) {
-          piece = piece.substr(0, room);
-          value_.past_limit = true;
-        }
-        value_.body->add_bytes(piece);
+        value_.past_limit = !value_.body->add_bytes_within(piece, value_.limit);
         value_.taken += piece.size();
         put += piece.size();
         if (value_.past_limit) {
