@@ -46,10 +46,20 @@ std::uint64_t list_pointer(const capnp::word* at, const capnp::word* target, std
 }
 
 // `bytes` as a Data blob at `*next`, its pointer at `at`; `*next` moves past its words.
-void put_blob(capnp::word* at, capnp::word*& next, const std::string& bytes) {
-  put(at, list_pointer(at, next, 2, bytes.size()));
-  if (!bytes.empty()) std::memcpy(static_cast<void*>(next), bytes.data(), bytes.size());  // its padding is zero already
-  next += words_of(bytes.size());
+inline void put_blob(capnp::word* at, capnp::word*& next, const std::string& bytes) {
+  const std::size_t size = bytes.size();
+  put(at, list_pointer(at, next, 2, size));
+  if (size - 1 < 8 && bytes.capacity() >= 8) {
+    // Most tokens: one word, read whole from the string's buffer (capacity + 1 bytes) and its
+    // bytes past the size masked off (the padding is zero), instead of a call to memcpy.
+    std::uint64_t word;
+    std::memcpy(&word, bytes.data(), sizeof word);
+    put(next, word & (~std::uint64_t{0} >> (64 - 8 * size)));
+    next += 1;
+  } else {
+    if (size != 0) std::memcpy(static_cast<void*>(next), bytes.data(), size);  // its padding is zero already
+    next += words_of(size);
+  }
 }
 
 // The generated setters, field by field: where the words cannot go in one block (a message

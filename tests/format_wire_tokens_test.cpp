@@ -1,7 +1,8 @@
 // format/wire_tokens.cpp: a choice's tokens and alternatives written as words in one pass are
 // byte for byte what Cap'n Proto's generated setters make of them, field by field (the writer
 // before it), at production size (16,384 tokens with 5 alternatives) and at the edges (empty
-// bytes, no logprob, no id, 20 alternatives, a 100 KB token, -0 and NaN logprobs); and where the
+// bytes, 1 to 9 bytes, other bytes past a string's size, no logprob, no id, 20 alternatives, a
+// 100 KB token, -0 and NaN logprobs); and where the
 // words cannot go in one block after the list (the message's segment ends), the setters write
 // them and they read back the same.
 #include <capnp/message.h>
@@ -131,6 +132,12 @@ Choice edges() {
   add(Token{.id = 12, .bytes = std::string(100 * 1024, 'k'), .offset_ns = 1}, {{3, std::string(100 * 1024 + 3, 'z'), -9.0f}});
   add(Token{.id = std::numeric_limits<std::int32_t>::max(), .bytes = std::string("\0\xff\n", 3), .offset_ns = std::numeric_limits<std::int64_t>::min()},
       {{std::numeric_limits<std::int32_t>::min(), "\xf0\x9f", 1.0f}});
+  // Strings whose buffers hold other bytes past their size (shrunk: on the heap, and in place).
+  add(Token{.id = 14, .bytes = "s"}, {{5, "t", -2.0f}});
+  choice.tokens.back().bytes.assign(40, 'g');
+  choice.tokens.back().bytes.resize(5);
+  choice.alternatives.back().bytes.assign(15, 'h');
+  choice.alternatives.back().bytes.resize(2);
   return choice;
 }
 
