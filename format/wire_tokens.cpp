@@ -62,8 +62,8 @@ inline void put_blob(capnp::word* at, capnp::word*& next, const std::string& byt
   }
 }
 
-// The generated setters, field by field: where the words cannot go in one block (a message
-// whose segment ends before them: far pointers between segments), or a big-endian machine.
+}  // namespace
+
 void fill_tokens_by_setters(capnp::List<wire::Token>::Builder tokens, const Choice& choice) {
   for (unsigned t = 0; t < choice.tokens.size(); ++t) {
     const Token& token = choice.tokens[t];
@@ -84,8 +84,6 @@ void fill_tokens_by_setters(capnp::List<wire::Token>::Builder tokens, const Choi
     }
   }
 }
-
-}  // namespace
 
 void fill_tokens(wire::Choice::Builder out, const Choice& choice) {
   auto tokens = out.initTokens(static_cast<unsigned>(choice.tokens.size()));

@@ -20,30 +20,9 @@ using namespace retrace;
 
 namespace {
 
-capnp::Data::Reader blob(const std::string& s) {
-  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
-}
-
-// The setters, field by field, in the order fill_exchange called them before fill_tokens.
+// The generated setters, field by field, as fill_exchange wrote tokens before fill_tokens.
 void fill_tokens_by_setters(wire::Choice::Builder out, const Choice& choice) {
-  auto tokens = out.initTokens(static_cast<unsigned>(choice.tokens.size()));
-  for (unsigned t = 0; t < choice.tokens.size(); ++t) {
-    const Token& token = choice.tokens[t];
-    auto token_out = tokens[t];
-    token_out.setId(token.id);
-    token_out.setBytes(blob(token.bytes));
-    token_out.setHasLogprob(token.has_logprob);
-    token_out.setLogprob(token.logprob);
-    token_out.setOffsetNs(token.offset_ns);
-    if (const auto alternatives = choice.top(token); !alternatives.empty()) {
-      auto top = token_out.initTop(static_cast<unsigned>(alternatives.size()));
-      for (unsigned a = 0; a < alternatives.size(); ++a) {
-        top[a].setId(alternatives[a].id);
-        top[a].setBytes(blob(alternatives[a].bytes));
-        top[a].setLogprob(alternatives[a].logprob);
-      }
-    }
-  }
+  detail::fill_tokens_by_setters(out.initTokens(static_cast<unsigned>(choice.tokens.size())), choice);
 }
 
 // The message's one segment after `fill` wrote a Choice (its index set first, as fill_exchange
