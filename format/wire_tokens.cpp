@@ -49,12 +49,22 @@ std::uint64_t list_pointer(const capnp::word* at, const capnp::word* target, std
 inline void put_blob(capnp::word* at, capnp::word*& next, const std::string& bytes) {
   const std::size_t size = bytes.size();
   put(at, list_pointer(at, next, 2, size));
-  if (size - 1 < 8 && bytes.capacity() >= 8) {
-    // Most tokens: one word, read whole from the string's buffer (capacity + 1 bytes) and its
-    // bytes past the size masked off (the padding is zero), instead of a call to memcpy.
+  if (size - 1 < 8) {
+    // Most tokens: one word, put together from loads inside the bytes (two overlapping 4-byte
+    // ones from 4 bytes up, else the first, middle and last byte), its padding zero, instead of a
+    // call to memcpy.
+    const char* in = bytes.data();
     std::uint64_t word;
-    std::memcpy(&word, bytes.data(), sizeof word);
-    put(next, word & (~std::uint64_t{0} >> (64 - 8 * size)));
+    if (size >= 4) {
+      std::uint32_t low, high;
+      std::memcpy(&low, in, 4);
+      std::memcpy(&high, in + size - 4, 4);
+      word = low | std::uint64_t{high} << 8 * (size - 4);
+    } else {
+      auto byte = [&](std::size_t at) { return std::uint64_t{static_cast<unsigned char>(in[at])} << 8 * at; };
+      word = byte(0) | byte(size / 2) | byte(size - 1);
+    }
+    put(next, word);
     next += 1;
   } else {
     if (size != 0) std::memcpy(static_cast<void*>(next), bytes.data(), size);  // its padding is zero already
