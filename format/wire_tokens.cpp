@@ -1,8 +1,8 @@
 // A choice's stored tokens and their alternatives -> Cap'n Proto (trace.capnp's Token and
 // Alternative), written as words in one pass instead of through a setter a field: the writer's
 // largest cost after zstd on a streamed answer with logprobs (issue 44). The words are exactly
-// those the generated setters make, in their order (tests/format_writer_scratch_test.cpp compares
-// the two at production size), so a trace is byte for byte what it was:
+// those the generated setters make, in their order (tests/format_wire_tokens_test.cpp compares
+// the two at production size and at the edges), so a trace is byte for byte what it was:
 //
 //   tokens list: its tag, then a Token a 5 words: data {id ^ -1 : u32, hasLogprob : bit 32},
 //   {logprob : f32}, {offsetNs : i64}; pointers {bytes}, {top}

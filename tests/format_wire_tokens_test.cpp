@@ -132,6 +132,9 @@ TEST_CASE("tokens at every edge in one pass are the setters' words and read back
   const Choice choice = edges();
   require_same_words(choice);
   require_same_words(Choice{});  // no token: the list alone
+  Choice empty;  // tokens with no bytes and no alternatives: nothing after the list
+  for (int t = 0; t < 3; ++t) empty.add_token(Token{.id = t, .bytes = "", .has_logprob = t == 1, .logprob = -0.5f}, {});
+  require_same_words(empty);
   std::vector<capnp::word> scratch(1u << 16);
   capnp::MallocMessageBuilder builder(kj::arrayPtr(scratch.data(), scratch.size()));
   detail::fill_tokens(builder.initRoot<wire::Choice>(), choice);
