@@ -210,25 +210,7 @@ void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange, bool t
       choice_out.setTokenCount(static_cast<std::uint32_t>(choice.tokens.size()));
       continue;  // rebuilt from the events when read
     }
-    auto tokens = choice_out.initTokens(choice.tokens.size());
-    for (unsigned t = 0; t < choice.tokens.size(); ++t) {
-      const Token& token = choice.tokens[t];
-      auto token_out = tokens[t];
-      token_out.setId(token.id);
-      token_out.setBytes(data(token.bytes));
-      token_out.setHasLogprob(token.has_logprob);
-      token_out.setLogprob(token.logprob);
-      token_out.setOffsetNs(token.offset_ns);
-      if (const auto alternatives = choice.top(token); !alternatives.empty()) {
-        auto top = token_out.initTop(alternatives.size());
-        for (unsigned a = 0; a < alternatives.size(); ++a) {
-          auto alternative = top[a];
-          alternative.setId(alternatives[a].id);
-          alternative.setBytes(data(alternatives[a].bytes));
-          alternative.setLogprob(alternatives[a].logprob);
-        }
-      }
-    }
+    fill_tokens(choice_out, choice);
   }
 
   auto usage = out.initUsage();

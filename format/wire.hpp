@@ -38,6 +38,13 @@ void read_index(wire::TraceIndex::Reader in, TraceIndex& index);
 // With `tokens_derived` (format 1.7, format/token_deriver.hpp: the writer found them derivable),
 // each choice is written without its tokens, their count in tokenCount, and the flag set.
 void fill_exchange(wire::Exchange::Builder out, const Exchange& exchange, bool tokens_derived = false);
+// A choice's stored tokens and alternatives, written as words in one pass (wire_tokens.cpp): the
+// bytes the generated setters make, without a call a field.
+void fill_tokens(wire::Choice::Builder out, const Choice& choice);
+// The same through the generated setters, field by field, into a list of choice.tokens.size():
+// where the words cannot go in one block (a message whose segment ends before them: far pointers
+// between segments), or a big-endian machine; and the reference its tests compare with.
+void fill_tokens_by_setters(capnp::List<wire::Token>::Builder tokens, const Choice& choice);
 // A stored request that cannot go on the wire as it is (format/wire_syntax.hpp): read_exchange
 // throws it, and the reader leaves out that one record, not the rest of its frame.
 class UnsendableRequest : public TraceError {
