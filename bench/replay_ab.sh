@@ -7,7 +7,8 @@
 # The figure includes the client's start-up and its trace's rewrite, as (b)'s does.
 #
 # Usage: bench/replay_ab.sh BEFORE AFTER [PAIRS (default 5)]
-# Environment: PIN=0 to not pin (default: the server on CPU 0, the clients on CPU 1).
+# Environment: PIN=0 to not pin (default: the server on CPU 0, the clients on CPU 1); REPLAY_FLAGS,
+# more flags for both replays (e.g. REPLAY_FLAGS=--derive-tokens).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 [[ $# -ge 2 ]] || { echo "usage: bench/replay_ab.sh BEFORE AFTER [PAIRS]" >&2; exit 2; }
@@ -23,13 +24,13 @@ PIDS+=($!)
 URL=$(url_of serve)
 COUNT=(); perf stat -e raw_syscalls:sys_enter true >/dev/null 2>&1 &&
   COUNT=(perf stat -x, -e raw_syscalls:sys_enter -o "$WORK/stat" --)
-echo "before: $BEFORE; after: $AFTER; $PAIRS pairs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "before: $BEFORE; after: $AFTER; $PAIRS pairs; flags: ${REPLAY_FLAGS:-none}; load $(cut -d' ' -f1-3 /proc/loadavg)"
 for pair in $(seq 1 "$PAIRS"); do
   for side in before after; do
     binary=$BEFORE; [[ $side == after ]] && binary=$AFTER
     rm -f "$WORK/stat"
     "${COUNT[@]}" /usr/bin/time -f '%U %S' -o "$WORK/time" "${CLIENT_PIN[@]}" "$binary" replay "$WORK/stream.rtrace" \
-      --target "$URL" --out "$WORK/run.rtrace" --force -c 64 --threads 1 --limit 1500 --json >"$WORK/run.json"
+      --target "$URL" --out "$WORK/run.rtrace" --force -c 64 --threads 1 --limit 1500 --json ${REPLAY_FLAGS:-} >"$WORK/run.json"
     tokens=$(jq -r .output_tokens "$WORK/run.json")
     calls=$(awk -F, '/sys_enter/ {print $1}' "$WORK/stat" 2>/dev/null || true)
     read -r user sys <"$WORK/time"

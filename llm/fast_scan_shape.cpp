@@ -96,9 +96,46 @@ bool ShapeReader::integer_or_null(std::optional<std::int64_t>& out) {
 }
 
 bool ShapeReader::real(double& out) {
+  if (skip_values_) return out = 0, skip_number();
   JsonNumber number;
   if (!this->number(number)) return false;
   out = number.is_double ? number.real : static_cast<double>(number.integer);  // LogprobsReader's rule
+  return true;
+}
+
+// What number() accepts, nothing converted: -?(0|[1-9] up to 15 digits)(.digits)?([eE][+-]?1-4
+// digits)?, ending where number() ends (tests/llm_lean_decode_test.cpp compares the two).
+bool ShapeReader::skip_number() {
+  const char* q = p_;
+  const auto digit = [&] { return q != end_ && static_cast<unsigned char>(*q - '0') <= 9; };
+  if (q != end_ && *q == '-') ++q;
+  if (!digit()) return false;
+  if (*q == '0') {
+    ++q;
+    if (digit()) return false;
+  } else {
+    const char* first = q;
+    while (digit()) {
+      if (q - first >= 15) return false;
+      ++q;
+    }
+  }
+  if (q != end_ && *q == '.') {
+    ++q;
+    if (!digit()) return false;
+    while (digit()) ++q;
+  }
+  if (q != end_ && (*q | 32) == 'e') {
+    ++q;
+    if (q != end_ && (*q == '+' || *q == '-')) ++q;
+    const char* first = q;
+    while (digit()) {
+      if (q - first >= 4) return false;
+      ++q;
+    }
+    if (q == first) return false;
+  }
+  p_ = q;
   return true;
 }
 
