@@ -105,6 +105,18 @@ TokensFromEvents::~TokensFromEvents() {
   said_wants = previous_wants_;
 }
 
+bool written_whole(const Exchange& exchange, std::size_t event_bytes, const WriterOptions& options) {
+  // An event's place in a record (its offset, its data's pointer and padding) is under 32 bytes; the
+  // headers, labels, notes and the choices' shape (no tokens: derived) are counted with 1 MiB over.
+  std::uint64_t bytes = exchange.request.body.size() + 33 * std::uint64_t{event_bytes} + (1u << 20);
+  for (const auto* headers : {&exchange.request.headers, &exchange.response.headers})
+    for (const HttpHeader& header : *headers) bytes += header.name.size() + header.value.size() + 16;
+  for (const Label& label : exchange.labels) bytes += label.key.size() + label.value.size() + 16;
+  if (exchange.expected) bytes += exchange.expected->size();
+  bytes += exchange.session_id.size() + exchange.decode_note.size();
+  return bytes < options.max_frame_bytes;
+}
+
 void check_tokens_from_events(bool on) { checking.store(on, std::memory_order_relaxed); }
 
 void derive_tokens(Exchange& exchange, const std::vector<std::uint32_t>& token_counts, DecodeWants wants) {

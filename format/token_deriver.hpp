@@ -93,6 +93,12 @@ void write_with_word(Writer& writer, const Exchange& exchange, bool said, Decode
   writer.write(exchange);
 }
 
+// Whether `exchange` (its response's events not yet made: `event_bytes` of them to come) will surely
+// be written whole by a writer with `options`: its bodies and events kept, as a record within
+// max_frame_bytes even at one event a byte. Else TraceWriter::write keeps its tokens without the
+// events, as its producer decoded them: so a producer decodes lean (kNoLogprobValues) only when so.
+bool written_whole(const Exchange& exchange, std::size_t event_bytes, const WriterOptions& options);
+
 // When on, the writer derives a said exchange anyway and throws std::logic_error if the word was
 // wrong (its tokens are not what its events give, cut to what its decode kept): on in debug builds (no NDEBUG) and in the unit
 // tests (tests/catch_main.cpp), off in release, where the word saves the decode.

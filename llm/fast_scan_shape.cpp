@@ -106,36 +106,26 @@ bool ShapeReader::real(double& out) {
 // What number() accepts, nothing converted: -?(0|[1-9] up to 15 digits)(.digits)?([eE][+-]?1-4
 // digits)?, ending where number() ends (tests/llm_lean_decode_test.cpp compares the two).
 bool ShapeReader::skip_number() {
-  const char* q = p_;
-  const auto digit = [&] { return q != end_ && static_cast<unsigned char>(*q - '0') <= 9; };
-  if (q != end_ && *q == '-') ++q;
-  if (!digit()) return false;
-  if (*q == '0') {
-    ++q;
-    if (digit()) return false;
-  } else {
-    const char* first = q;
-    while (digit()) {
-      if (q - first >= 15) return false;
-      ++q;
-    }
+  const char* const start = p_;
+  const auto refuse = [&] { return p_ = start, false; };
+  if (p_ != end_ && *p_ == '-') ++p_;
+  if (!digit_at(p_, end_)) return refuse();
+  if (*p_ == '0') {
+    ++p_;
+    if (digit_at(p_, end_)) return refuse();
+  } else if (skip_digits() > 15) {
+    return refuse();
   }
-  if (q != end_ && *q == '.') {
-    ++q;
-    if (!digit()) return false;
-    while (digit()) ++q;
+  if (p_ != end_ && *p_ == '.') {
+    ++p_;
+    if (skip_digits() == 0) return refuse();
   }
-  if (q != end_ && (*q | 32) == 'e') {
-    ++q;
-    if (q != end_ && (*q == '+' || *q == '-')) ++q;
-    const char* first = q;
-    while (digit()) {
-      if (q - first >= 4) return false;
-      ++q;
-    }
-    if (q == first) return false;
+  if (p_ != end_ && (*p_ | 32) == 'e') {
+    ++p_;
+    if (p_ != end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+    const std::size_t digits = skip_digits();
+    if (digits == 0 || digits > 4) return refuse();
   }
-  p_ = q;
   return true;
 }
 

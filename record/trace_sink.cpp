@@ -109,7 +109,11 @@ void TraceSink::run() {
       // the word): the count (`tokens` below), and on_written's whole exchange (shadow compares the
       // legs' logprobs). So with --derive-tokens and no on_written, no logprob value or alternative
       // is made (kNoLogprobValues, where finish_exchange is sure of its word).
-      DecodeWants live = options_.derive_tokens && !on_written ? kNoLogprobValues : DecodeWants{};
+      // And only for an exchange the writer will write whole (written_whole), events and all.
+      DecodeWants live = options_.derive_tokens && !on_written &&
+                                 written_whole(captured.exchange, captured.body.size(), options_)
+                             ? kNoLogprobValues
+                             : DecodeWants{};
       const bool from_events =
           finish_exchange(std::move(captured), redactor_, next_id++, exchange, decode_limit, &live);
       if (scrapes) exchange.server_state = series_.join(exchange);

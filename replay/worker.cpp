@@ -419,11 +419,12 @@ void Worker::decode_response(Flight& flight) {
   // notes and errors; the writer stores only the parts' shape and token counts, on this decode's
   // word. Nobody reads a logprob value or an alternative, so the decoder converts and builds none
   // (kNoLogprobValues), where the word is sure before decoding: a stream of a known dialect whose
-  // every event will be framed and stored (net::decodes_whole). Else, and without
+  // every event will be framed (net::decodes_whole) and written (written_whole). Else, and without
   // --derive-tokens, the full decode, as the trace stores what it makes.
   flight.live = shared_.record && shared_.options.writer.derive_tokens && exchange.response.streamed &&
                         exchange.response.status != 0 && flight.dialect != llm::Dialect::unknown &&
-                        net::decodes_whole(arrived, flight.content_encoding, limit)
+                        net::decodes_whole(arrived, flight.content_encoding, limit) &&
+                        written_whole(exchange, arrived.size(), shared_.options.writer)
                     ? kNoLogprobValues
                     : DecodeWants{};
   if (flight.live != DecodeWants{}) flight.decoder.set_wants(flight.live);

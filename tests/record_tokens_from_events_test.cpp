@@ -327,3 +327,32 @@ TEST_CASE("Record's trace thread writes the streams it decoded on their word wit
   CHECK(i == live.size());
   CHECK(derivations == live.size());
 }
+
+TEST_CASE("A stream too large for one record is decoded in full and its tokens kept with their logprobs") {
+  // With --derive-tokens, a record past max_frame_bytes is written without its events and with the
+  // tokens as decoded live: so the trace thread decodes such an exchange in full (written_whole).
+  std::mt19937_64 random(31);
+  const std::string body = testing::completion_stream(300, random);
+  TempDir dir;
+  WriterOptions options;
+  options.derive_tokens = true;
+  options.max_frame_bytes = 64u << 10;  // below the stream's bytes
+  REQUIRE(body.size() > options.max_frame_bytes);
+  {
+    record::TraceSink sink(dir / "rec.rtrace",
+                           new_trace_header(Source::recorded, "test", "http://upstream", "{}", Clock::system()),
+                           options, Redactor(false, {}));
+    sink.start({});
+    sink.submit(captured(body, "/v1/completions", 700));
+    sink.close();
+    REQUIRE(sink.written == 1);
+  }
+  TraceReader reader(dir / "rec.rtrace");
+  Exchange read;
+  REQUIRE(reader.next(read));
+  CHECK(read.decode_note.find("not kept") != std::string::npos);  // written without its events
+  CHECK(read.response.events.empty());
+  const Finished full = finish(captured(body, "/v1/completions", 700));
+  CHECK(read.choices == full.exchange.choices);  // logprobs and alternatives as the full decode's
+  CHECK(read.choices.at(0).alternatives.size() == 600);
+}
