@@ -250,13 +250,35 @@ bool ShapeReader::choice(SimpleChoice& out) {
   out.logprobs.reset();
   out.has_token_ids = false;
   out.token_ids.clear();
-  return object([&](std::string_view name) {
+  const char* const start = p_;
+  bool entered = false;  // past choice_prefix_ and its ","
+  if (!choice_prefix_.empty() && static_cast<std::size_t>(end_ - p_) > choice_prefix_.size() &&
+      std::memcmp(p_, choice_prefix_.data(), choice_prefix_.size()) == 0) {
+    p_ += choice_prefix_.size();
+    skip_space();
+    if (p_ != end_ && *p_ == ',') {  // the index's value ended with the prefix (no "05", "0.5")
+      ++p_;
+      skip_space();
+      if (++depth_ > kMaxDepth) return false;
+      out.index = choice_prefix_index_;
+      out.seen = 1;
+      entered = true;
+    } else {
+      p_ = start;
+    }
+  }
+  const auto key = [&](std::string_view name) {
     if (is(name, "index")) {
       std::optional<std::int64_t> index;
+      const bool first = out.seen == 0;
       if (!first_time(out.seen, 1) || !integer_or_null(index)) return false;
-      if (!index) return true;
-      if (*index < 0 || static_cast<std::uint64_t>(*index) >= kMaxParts) return false;
-      out.index = *index;
+      if (index && (*index < 0 || static_cast<std::uint64_t>(*index) >= kMaxParts)) return false;
+      if (index) out.index = *index;
+      // The choice's first member: its bytes so far are the next choice's prefix if it repeats them.
+      if (first && static_cast<std::size_t>(p_ - start) <= kMostPrefix) {
+        choice_prefix_.assign(start, p_);
+        choice_prefix_index_ = out.index;
+      }
       return true;
     }
     if (is(name, "text")) return first_time(out.seen, 2) && string_or_null(out.has_text, out.text);
@@ -284,7 +306,8 @@ bool ShapeReader::choice(SimpleChoice& out) {
       });
     }
     return skip_value();
-  });
+  };
+  return container('{', '}', [&] { return member(key); }, entered);
 }
 
 bool ShapeReader::message(SimpleMessage& out) {

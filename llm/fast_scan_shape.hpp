@@ -82,6 +82,11 @@ class ShapeReader : JsonLexer {
   // same bytes is read on from its "choices" value, as reading them again would leave it.
   std::string prefix_;
   std::uint32_t prefix_seen_ = 0;
+  // The same inside a choice: the bytes of the last choice that began with its "index" member, from
+  // its "{" through the index's value (`{"index":0`), and that index. A choice that begins with them
+  // and a "," after is read on from there, as reading them again would leave it.
+  std::string choice_prefix_;
+  std::int64_t choice_prefix_index_ = 0;
   std::vector<SimpleChoice> choices_;
   std::size_t used_ = 0;
   SimpleUsage usage_;

@@ -409,6 +409,30 @@ TEST_CASE("The shape reader resumes after a repeated prefix as if it had read it
   CHECK(tally.fast.shaped() > 0);
 }
 
+TEST_CASE("The shape reader resumes a choice after its repeated index as if it had read it") {
+  // Each choice after each other (ShapeReader keeps the last choice's bytes through its "index"):
+  // those that begin with the same bytes but a value that goes on, another value, no comma after,
+  // a second "index", other spacing, or no "index" first must read as the parser reads them.
+  const std::string head = R"({"id":"c","object":"text_completion","choices":[)";
+  const std::string choices[] = {
+      R"({"index":0,"text":" a","finish_reason":null})",   R"({"index":1,"text":" a","finish_reason":null})",
+      R"({"index":05,"text":" a"})",                       R"({"index":0.5,"text":" a"})",
+      R"({"index":0e1,"text":" a"})",                      R"({"index":0 ,"text":" a"})",
+      R"({"index":0})",                                    R"({"index":0,})",
+      R"({"index":0,"index":1,"text":" a"})",              R"({"index":null,"text":" a"})",
+      R"({"index":nullx,"text":" a"})",                    R"({ "index":0,"text":" a"})",
+      R"({"text":" a","index":0})",                        R"({"index":0,"text":" a"},{"index":0,"text":" b"})",
+      R"({"index":-1,"text":" a"})",                       R"({"index":0,"text":" a","finish_reason":"stop"})",
+  };
+  Tally tally;
+  for (const std::string& first : choices)
+    for (const std::string& second : choices) {
+      tally.check(head + first + "]}");
+      tally.check(head + second + "]}");
+    }
+  CHECK(tally.fast.shaped() > 100);
+}
+
 TEST_CASE("The shape reader skipping logprob values takes the same events on numbers of every digit count") {
   // Each number as a legacy token's logprob and label value and as a chat entry's and its
   // alternative's: ScanAndParse::agree also requires the reader that checks numbers without
