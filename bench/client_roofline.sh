@@ -22,7 +22,7 @@
 # build/release/bench), REQUESTS (1500), CONCURRENCY (64), PIN=0 to not pin, PEER=0 to skip the
 # Python peer (it needs /usr/bin/python3 with aiohttp), SERVE_FLAGS (default "--latency-model off":
 # events as fast as serve makes them, several a read; "--latency-model on" paces them as a GPU
-# would, about one event a read).
+# would, about one event a read), REPLAY_FLAGS (more replay flags, e.g. --derive-tokens).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RETRACE=${1:-$ROOT/build/release/retrace}
@@ -50,7 +50,7 @@ read -ra SERVE_FLAGS <<<"${SERVE_FLAGS:---latency-model off}"
 PIDS+=($!)
 URL=$(url_of serve)
 replay=("$RETRACE" replay "$WORK/stream.rtrace" --target "$URL" --out "$WORK/run.rtrace" --force
-        -c "$CONCURRENCY" --threads 1 --limit "$REQUESTS" --json)
+        -c "$CONCURRENCY" --threads 1 --limit "$REQUESTS" --json ${REPLAY_FLAGS:-})
 
 # A first replay (not counted) writes the trace the requests and the floor's roofline come from.
 "${CLIENT_PIN[@]}" "${replay[@]}" >"$WORK/first.json"

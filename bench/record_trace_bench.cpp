@@ -7,7 +7,8 @@
 // format/token_deriver.hpp) and without (the default: every token stored, as 1.6 did), each with
 // its bytes before and after zstd; the first line printed is the default's (bench/lib.sh's
 // storing_us_per_token reads it). Derived twice: the writer verifying each exchange by decoding its
-// events again (as before TokensFromEvents), and taking finish_exchange's word as record does.
+// events again (as before TokensFromEvents), and taking finish_exchange's word as record does; and
+// last, the word taken with the live decode lean (kNoLogprobValues), as TraceSink::run decodes.
 //
 // Usage: record_trace_bench RECORDED.rtrace [ROUNDS]
 //   e.g. on the trace bench/record.sh keeps (recorded.rtrace in its OUT_DIR's work folder) or on
@@ -62,12 +63,15 @@ int main(int argc, char** argv) {
     const char* name;
     bool derive;
     bool word = true;  // TokensFromEvents said where finish_exchange says so, as TraceSink::run does
+    DecodeWants live = {};  // what finish_exchange is asked to keep (TraceSink::run: kNoLogprobValues)
     double best = 1e30;
     std::uint64_t written_tokens = 0, compressed = 0, decompressed = 0;
   };
   Mode modes[] = {{"tokens stored (the default)", false},
                   {"tokens derived (--derive-tokens), each exchange's events decoded again to verify", true, false},
-                  {"tokens derived (--derive-tokens), finish_exchange's word taken (TraceSink::run)", true, true}};
+                  {"tokens derived (--derive-tokens), finish_exchange's word taken, full live decode", true, true},
+                  {"tokens derived (--derive-tokens), finish_exchange's word taken, no logprob values (TraceSink::run)",
+                   true, true, kNoLogprobValues}};
   for (int round = 0; round < rounds; ++round) {
     for (Mode& mode : modes) {
       options.derive_tokens = mode.derive;
@@ -81,8 +85,9 @@ int main(int argc, char** argv) {
       double start = bench::thread_cpu_seconds();
       std::uint64_t id = 0;
       for (auto& one : captured) {
-        const bool from_events = record::finish_exchange(std::move(one), redactor, id++, finished);
-        write_with_word(writer, finished, from_events && mode.word);
+        DecodeWants live = mode.live;
+        const bool from_events = record::finish_exchange(std::move(one), redactor, id++, finished, kMaxBlobBytes, &live);
+        write_with_word(writer, finished, from_events && mode.word, live);
         for (const auto& choice : finished.choices) mode.written_tokens += choice.tokens.size();
       }
       writer.close();

@@ -7,8 +7,8 @@
 # The figure includes the client's start-up and its trace's rewrite, as (b)'s does.
 #
 # Usage: bench/replay_ab.sh BEFORE AFTER [PAIRS (default 5)]
-# Environment: PIN=0 to not pin (default: the server on CPU 0, the clients on CPU 1); FLAGS: more
-# replay flags for both binaries, e.g. FLAGS=--derive-tokens (format 1.7's derived tokens);
+# Environment: PIN=0 to not pin (default: the server on CPU 0, the clients on CPU 1); REPLAY_FLAGS: more
+# replay flags for both binaries, e.g. REPLAY_FLAGS=--derive-tokens (format 1.7's derived tokens);
 # BEFORE_FLAGS, AFTER_FLAGS: for one side only (an older binary may not know a newer flag).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,8 +25,8 @@ PIDS+=($!)
 URL=$(url_of serve)
 COUNT=(); perf stat -e raw_syscalls:sys_enter true >/dev/null 2>&1 &&
   COUNT=(perf stat -x, -e raw_syscalls:sys_enter -o "$WORK/stat" --)
-read -ra BEFORE_FLAGS <<<"${FLAGS:-} ${BEFORE_FLAGS:-}"
-read -ra AFTER_FLAGS <<<"${FLAGS:-} ${AFTER_FLAGS:-}"
+read -ra BEFORE_FLAGS <<<"${REPLAY_FLAGS:-} ${BEFORE_FLAGS:-}"
+read -ra AFTER_FLAGS <<<"${REPLAY_FLAGS:-} ${AFTER_FLAGS:-}"
 echo "before: $BEFORE; after: $AFTER; $PAIRS pairs; flags: before ${BEFORE_FLAGS[*]:-none}, after ${AFTER_FLAGS[*]:-none}; load $(cut -d' ' -f1-3 /proc/loadavg)"
 for pair in $(seq 1 "$PAIRS"); do
   for side in before after; do

@@ -12,6 +12,7 @@ namespace {
 
 std::atomic<TokenDeriver> installed{nullptr};
 thread_local const Exchange* said_from_events = nullptr;  // TokensFromEvents' exchange
+thread_local DecodeWants said_wants;                      // and what its producer's decode kept
 #ifdef NDEBUG
 std::atomic<bool> checking{false};
 #else
@@ -44,6 +45,30 @@ TokenDeriver deriver_or_throw(std::uint64_t id) {
   return deriver;
 }
 
+// `choices` as a decode with `wants` makes them (llm/decoder.cpp's finish): no alternatives, logprob
+// values 0, as asked.
+void cut_to(std::vector<Choice>& choices, DecodeWants wants) {
+  if (wants == DecodeWants{}) return;
+  for (Choice& choice : choices) {
+    if (!wants.alternatives) {
+      choice.alternatives.clear();
+      for (Token& token : choice.tokens) token.top_begin = token.top_count = 0;
+    }
+    if (!wants.logprob_values)
+      for (Token& token : choice.tokens) token.logprob = 0;
+  }
+}
+
+// The check of a producer's word: the full derivation (what a reader gets), cut to what the
+// producer's decode kept, equals its choices.
+bool same_as_said(const Exchange& exchange, std::vector<Choice>& derived) {
+  if (said_wants == DecodeWants{}) return derived == exchange.choices;
+  std::vector<Choice> cut = derived, live = exchange.choices;
+  cut_to(cut, said_wants);
+  cut_to(live, said_wants);
+  return cut == live;
+}
+
 }  // namespace
 
 void install_token_deriver(TokenDeriver deriver) { installed.store(deriver, std::memory_order_release); }
@@ -61,7 +86,7 @@ bool tokens_derivable(const Exchange& exchange, std::vector<Choice>& scratch) {
   const bool said = said_from_events == &exchange;
   if (said && !checking.load(std::memory_order_relaxed)) return true;
   deriver(exchange.dialect, views_of(exchange), scratch, DecodeWants{});
-  const bool same = scratch == exchange.choices;
+  const bool same = said ? same_as_said(exchange, scratch) : scratch == exchange.choices;
   if (said && !same)
     throw std::logic_error("exchange " + std::to_string(exchange.id) +
                            ": its producer said its tokens were decoded from exactly its events "
@@ -69,11 +94,28 @@ bool tokens_derivable(const Exchange& exchange, std::vector<Choice>& scratch) {
   return same;
 }
 
-TokensFromEvents::TokensFromEvents(const Exchange& exchange, bool said) : previous_(said_from_events) {
+TokensFromEvents::TokensFromEvents(const Exchange& exchange, bool said, DecodeWants live)
+    : previous_(said_from_events), previous_wants_(said_wants) {
   said_from_events = said ? &exchange : nullptr;
+  said_wants = live;
 }
 
-TokensFromEvents::~TokensFromEvents() { said_from_events = previous_; }
+TokensFromEvents::~TokensFromEvents() {
+  said_from_events = previous_;
+  said_wants = previous_wants_;
+}
+
+bool written_whole(const Exchange& exchange, std::size_t event_bytes, const WriterOptions& options) {
+  // An event's place in a record (its offset, its data's pointer and padding) is under 32 bytes; the
+  // headers, labels, notes and the choices' shape (no tokens: derived) are counted with 1 MiB over.
+  std::uint64_t bytes = exchange.request.body.size() + 33 * std::uint64_t{event_bytes} + (1u << 20);
+  for (const auto* headers : {&exchange.request.headers, &exchange.response.headers})
+    for (const HttpHeader& header : *headers) bytes += header.name.size() + header.value.size() + 16;
+  for (const Label& label : exchange.labels) bytes += label.key.size() + label.value.size() + 16;
+  if (exchange.expected) bytes += exchange.expected->size();
+  bytes += exchange.session_id.size() + exchange.decode_note.size();
+  return bytes < options.max_frame_bytes;
+}
 
 void check_tokens_from_events(bool on) { checking.store(on, std::memory_order_relaxed); }
 

@@ -70,27 +70,37 @@ class NoTokenDeriver : public TraceError {
 // later write can carry it stale. Say it only when sure: anything that can make the tokens differ
 // from a re-derivation (ids sent out of band, events trimmed, stored as received or edited after
 // decoding, a decoder that changed dialect) must not; unsaid, the writer verifies as before.
+// `live`: what the producer's decode kept (format/trace.hpp's DecodeWants). The writer stores of
+// the choices only what every wants keeps (their shape and token counts), so a word is true when
+// the full derivation, cut to `live`, equals the choices; the check compares exactly that.
 class TokensFromEvents {
  public:
-  TokensFromEvents(const Exchange& exchange, bool said);
+  TokensFromEvents(const Exchange& exchange, bool said, DecodeWants live = {});
   ~TokensFromEvents();
   TokensFromEvents(const TokensFromEvents&) = delete;
   TokensFromEvents& operator=(const TokensFromEvents&) = delete;
 
  private:
   const Exchange* previous_;
+  DecodeWants previous_wants_;
 };
 
 // `writer.write(exchange)` (a TraceWriter, or what wraps one: record's TraceOutput) with `said` as
-// the producer's word.
+// the producer's word, its decode having kept `live`.
 template <typename Writer>
-void write_with_word(Writer& writer, const Exchange& exchange, bool said) {
-  TokensFromEvents word(exchange, said);
+void write_with_word(Writer& writer, const Exchange& exchange, bool said, DecodeWants live = {}) {
+  TokensFromEvents word(exchange, said, live);
   writer.write(exchange);
 }
 
+// Whether `exchange` (its response's events not yet made: `event_bytes` of them to come) will surely
+// be written whole by a writer with `options`: its bodies and events kept, as a record within
+// max_frame_bytes even at one event a byte. Else TraceWriter::write keeps its tokens without the
+// events, as its producer decoded them: so a producer decodes lean (kNoLogprobValues) only when so.
+bool written_whole(const Exchange& exchange, std::size_t event_bytes, const WriterOptions& options);
+
 // When on, the writer derives a said exchange anyway and throws std::logic_error if the word was
-// wrong (its tokens are not what its events give): on in debug builds (no NDEBUG) and in the unit
+// wrong (its tokens are not what its events give, cut to what its decode kept): on in debug builds (no NDEBUG) and in the unit
 // tests (tests/catch_main.cpp), off in release, where the word saves the decode.
 void check_tokens_from_events(bool on);
 

@@ -262,9 +262,17 @@ class TraceWriter {
 // top_begin and top_count are 0 (tests/llm_lean_decode_test.cpp).
 struct DecodeWants {
   bool alternatives = true;
+  // Without values (kNoLogprobValues, with no alternatives): each token's has_logprob is what the
+  // full decode gives and its logprob 0 (the fast path checks each number's syntax, converts none).
+  bool logprob_values = true;
   bool operator==(const DecodeWants&) const = default;
 };
 inline constexpr DecodeWants kNoAlternatives{.alternatives = false};
+// Neither alternatives nor logprob values: what replay's and record's live decode keep when the
+// trace derives the tokens from the events (--derive-tokens, format/token_deriver.hpp): counts,
+// arrivals, ids, bytes, has_logprob, kinds, finish reasons, parts, usage, notes and errors, as the
+// full decode gives them.
+inline constexpr DecodeWants kNoLogprobValues{.alternatives = false, .logprob_values = false};
 
 struct ReaderOptions {
   std::uint64_t traversal_limit_words = kMaxFrameBytes / 8;  // per message and per frame

@@ -92,18 +92,21 @@ inline std::string bits_of(double value) {
   return std::to_string(bits);
 }
 
-inline void describe(std::string& out, const llm::SimpleLogprobToken& token) {
+// `values` false: each logprob value as "v" (FastEventParser::skip_logprob_values gives them as 0).
+inline void describe(std::string& out, const llm::SimpleLogprobToken& token, bool values = true) {
   out += "<";
   if (token.has_token) out += "token " + std::string(token.token.get());
   if (token.has_bytes) out += "|bytes " + token.bytes;
   if (token.has_id) out += "|id " + std::to_string(token.id);
-  if (token.has_logprob) out += "|logprob " + bits_of(token.logprob);
+  if (token.has_logprob) out += "|logprob " + (values ? bits_of(token.logprob) : "v");
   if (token.has_top) out += "|top " + std::to_string(token.top_begin) + "-" + std::to_string(token.top_end);
   out += ">";
 }
 
-inline std::string describe(std::span<const llm::SimpleChoice> choices, const llm::SimpleUsage& usage) {
+inline std::string describe(std::span<const llm::SimpleChoice> choices, const llm::SimpleUsage& usage,
+                            bool values = true) {
   std::string out;
+  auto value = [&](double number) { return values ? bits_of(number) : std::string("v"); };
   auto count = [&](const std::optional<std::int64_t>& value) { out += value ? std::to_string(*value) + "," : "-,"; };
   for (const llm::SimpleChoice& choice : choices) {
     out += "choice " + std::to_string(choice.index);
@@ -123,16 +126,16 @@ inline std::string describe(std::span<const llm::SimpleChoice> choices, const ll
       out += std::to_string(logprobs.content_is_array) + std::to_string(logprobs.tokens_is_array) +
              std::to_string(logprobs.token_logprobs_is_array) + std::to_string(logprobs.top_is_array) +
              std::to_string(logprobs.text_offset_is_array) + std::to_string(logprobs.text_offsets_integers) + "\n";
-      for (const auto& entry : logprobs.entries) describe(out, entry);
+      for (const auto& entry : logprobs.entries) describe(out, entry, values);
       out += "\n";
-      for (const auto& alternative : logprobs.alternatives) describe(out, alternative);
+      for (const auto& alternative : logprobs.alternatives) describe(out, alternative, values);
       out += "\n";
       for (const auto& token : logprobs.tokens) out += token.is_string ? std::string(token.text.get()) + "," : std::string("-,");
-      for (const auto& value : logprobs.token_logprobs) out += value.present ? bits_of(value.value) + "," : "-,";
+      for (const auto& number : logprobs.token_logprobs) out += number.present ? value(number.value) + "," : "-,";
       for (const auto& top : logprobs.top) {
         out += top.is_object ? std::to_string(top.begin) + "-" + std::to_string(top.end) + "," : std::string("-,");
       }
-      for (const auto& label : logprobs.labels) out += std::string(label.label.get()) + "=" + bits_of(label.logprob) + ",";
+      for (const auto& label : logprobs.labels) out += std::string(label.label.get()) + "=" + value(label.logprob) + ",";
       for (std::int64_t offset : logprobs.text_offsets) out += std::to_string(offset) + ",";
     }
     out += "\n";
@@ -146,21 +149,31 @@ inline std::string describe(std::span<const llm::SimpleChoice> choices, const ll
 }
 
 // What the fast path's parser makes of `data`: its description, or "gave up".
-inline std::string fast_parse(llm::FastEventParser& parser, std::string_view data) {
+inline std::string fast_parse(llm::FastEventParser& parser, std::string_view data, bool values = true) {
   const auto choices = parser.parse(data);
-  return choices ? describe(*choices, parser.usage()) : std::string("gave up");
+  return choices ? describe(*choices, parser.usage(), values) : std::string("gave up");
 }
 
-// The fast path's parser with the scanner in front and without it agree on `data`.
+// The fast path's parser with the scanner in front and without it agree on `data`; and one that
+// skips logprob values (replay's and record's live decode with --derive-tokens) reads all else
+// alike, its ShapeReader reading (and giving up on) exactly the events the converting one does.
 class ScanAndParse {
  public:
-  bool agree(std::string_view data) { return fast_parse(scanning_, data) == fast_parse(parsing_, data); }
+  ScanAndParse() { skipping_.skip_logprob_values(true); }
+  bool agree(std::string_view data) {
+    const auto choices = scanning_.parse(data);
+    const std::string scanned = choices ? describe(*choices, scanning_.usage()) : std::string("gave up");
+    const std::string shape = choices ? describe(*choices, scanning_.usage(), false) : std::string("gave up");
+    if (scanned != fast_parse(parsing_, data)) return false;
+    return fast_parse(skipping_, data, false) == shape && skipping_.shaped() == scanning_.shaped();
+  }
   std::size_t scanned() const { return scanning_.scanned(); }
   std::size_t shaped() const { return scanning_.shaped(); }
 
  private:
   llm::FastEventParser scanning_{llm::decoder_parse_options(), true};
   llm::FastEventParser parsing_{llm::decoder_parse_options(), false};
+  llm::FastEventParser skipping_{llm::decoder_parse_options(), true};
 };
 
 }  // namespace retrace::fuzzing

@@ -192,6 +192,7 @@ ResponseDecoder::ResponseDecoder(Dialect dialect, bool fast_path, DecodeWants wa
     : impl_(std::make_unique<Impl>(dialect, fast_path, wants)) {}
 ResponseDecoder::~ResponseDecoder() = default;
 void ResponseDecoder::reset(Dialect dialect, DecodeWants wants) { impl_->reset(dialect, wants); }
+void ResponseDecoder::set_wants(DecodeWants wants) { impl_->set_wants(wants); }
 ResponseDecoder::ResponseDecoder(ResponseDecoder&&) noexcept = default;
 ResponseDecoder& ResponseDecoder::operator=(ResponseDecoder&&) noexcept = default;
 
@@ -284,11 +285,14 @@ void ResponseDecoder::finish(Exchange& out) {
     std::size_t with_logprob = 0;
     // Without alternatives (DecodeWants): what the general path built of them is dropped here (the
     // fast path built none), every token spelled as one that has none.
+    // Without logprob values, each is 0 whichever path read it (the fast path converts none).
     const bool lean = !impl.wants.alternatives;
+    const bool values = impl.wants.logprob_values;
     for (Token& token : choice.tokens) {
       with_id += token.id >= 0;
       with_logprob += token.has_logprob;
       if (lean) token.top_begin = token.top_count = 0;
+      if (!values) token.logprob = 0;
     }
     if (lean) choice.alternatives.clear();
     const std::size_t count = choice.tokens.size();

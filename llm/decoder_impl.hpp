@@ -162,12 +162,17 @@ struct ResponseDecoder::Impl : DecodeState {
   DecodeWants wants;
 
   Impl(Dialect d, bool allow_fast_path, DecodeWants w)
-      : DecodeState(d), fast_path_allowed(allow_fast_path), wants(w) {
+      : DecodeState(d), fast_path_allowed(allow_fast_path) {
     fast_path = allow_fast_path;
+    set_wants(w);
+  }
+  void set_wants(DecodeWants w) {
+    wants = w;
+    fast_parser.skip_logprob_values(!w.logprob_values);
   }
   void reset(Dialect d, DecodeWants w) {
     static_cast<DecodeState&>(*this) = DecodeState(d);
-    wants = w;
+    set_wants(w);
     fast_path = fast_path_allowed;
     bytes_from.clear();
     text_offsets_scratch.clear();

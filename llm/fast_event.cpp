@@ -435,6 +435,8 @@ std::optional<std::span<const SimpleChoice>> FastEventParser::parse(std::string_
   return simple.choices();
 }
 
+void FastEventParser::skip_logprob_values(bool skip) { parser_->shape.skip_values(skip); }
+
 std::size_t FastEventParser::scanned() const { return parser_->scanned; }
 std::size_t FastEventParser::shaped() const { return parser_->shaped; }
 

@@ -84,6 +84,9 @@ class FastEventParser {
   std::optional<std::span<const SimpleChoice>> parse(std::string_view data);
   // The last successful parse's "usage".
   const SimpleUsage& usage() const;
+  // Logprob values checked but not converted (DecodeWants::logprob_values false): ShapeReader
+  // gives them as 0, and gives up on exactly the same bytes as when it converts them.
+  void skip_logprob_values(bool skip);
   // Events the scanner read to the end (the rest went through basic_parser), and of those, the
   // ones ShapeReader read alone (fast_scan_shape.hpp).
   std::size_t scanned() const;

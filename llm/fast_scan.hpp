@@ -181,18 +181,39 @@ class JsonLexer {
     return true;
   }
 
-  // The digits among the 8 bytes at `p` (all readable) up to the first other byte, appended to
-  // `mant` (mant * 10^n + their value); n, 0..8. SWAR on the bytes as one little-endian word.
-  static int eight_digits(const char* p, std::uint64_t& mant) {
-    static constexpr std::uint64_t kPowers[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+  // The 8 bytes at `p` (all readable) as one little-endian word.
+  static std::uint64_t word_at(const char* p) {
     std::uint64_t word;
     std::memcpy(&word, p, 8);
     if constexpr (std::endian::native != std::endian::little) word = __builtin_bswap64(word);
+    return word;
+  }
+  // How many of a word's bytes (word_at) are digits before the first other byte, 0..8.
+  static int leading_digits(std::uint64_t word) {
     // A byte is a digit when it xor '0' is at most 9: then neither it nor it + 0x76 has bit 7 set.
     // A carry out of a byte flags a byte after one already flagged, so the lowest flag is right.
     const std::uint64_t x = word ^ 0x3030303030303030u;
     const std::uint64_t stop = ((x + 0x7676767676767676u) | x) & 0x8080808080808080u;
-    const int n = stop ? __builtin_ctzll(stop) / 8 : 8;
+    return stop ? __builtin_ctzll(stop) / 8 : 8;
+  }
+  // The digits at p_ on, 8 at a time where 8 bytes are readable: how many (p_ left past them).
+  std::size_t skip_digits() {
+    const char* const first = p_;
+    while (end_ - p_ >= 8) {
+      const int n = leading_digits(word_at(p_));
+      p_ += n;
+      if (n < 8) return static_cast<std::size_t>(p_ - first);
+    }
+    while (digit_at(p_, end_)) ++p_;
+    return static_cast<std::size_t>(p_ - first);
+  }
+
+  // The digits among the 8 bytes at `p` (all readable) up to the first other byte, appended to
+  // `mant` (mant * 10^n + their value); n, 0..8. SWAR on the bytes as one little-endian word.
+  static int eight_digits(const char* p, std::uint64_t& mant) {
+    static constexpr std::uint64_t kPowers[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+    const std::uint64_t word = word_at(p);
+    const int n = leading_digits(word);
     if (n == 0) return 0;
     // The n digits moved up, zero digits below them, and the 8 summed (fast_float's reduction);
     // a borrow out of a byte past the digits only reaches bytes shifted out.

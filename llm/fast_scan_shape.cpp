@@ -96,9 +96,36 @@ bool ShapeReader::integer_or_null(std::optional<std::int64_t>& out) {
 }
 
 bool ShapeReader::real(double& out) {
+  if (skip_values_) return out = 0, skip_number();
   JsonNumber number;
   if (!this->number(number)) return false;
   out = number.is_double ? number.real : static_cast<double>(number.integer);  // LogprobsReader's rule
+  return true;
+}
+
+// What number() accepts, nothing converted: -?(0|[1-9] up to 15 digits)(.digits)?([eE][+-]?1-4
+// digits)?, ending where number() ends (tests/llm_lean_decode_test.cpp compares the two).
+bool ShapeReader::skip_number() {
+  const char* const start = p_;
+  const auto refuse = [&] { return p_ = start, false; };
+  if (p_ != end_ && *p_ == '-') ++p_;
+  if (!digit_at(p_, end_)) return refuse();
+  if (*p_ == '0') {
+    ++p_;
+    if (digit_at(p_, end_)) return refuse();
+  } else if (skip_digits() > 15) {
+    return refuse();
+  }
+  if (p_ != end_ && *p_ == '.') {
+    ++p_;
+    if (skip_digits() == 0) return refuse();
+  }
+  if (p_ != end_ && (*p_ | 32) == 'e') {
+    ++p_;
+    if (p_ != end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+    const std::size_t digits = skip_digits();
+    if (digits == 0 || digits > 4) return refuse();
+  }
   return true;
 }
 
@@ -223,13 +250,35 @@ bool ShapeReader::choice(SimpleChoice& out) {
   out.logprobs.reset();
   out.has_token_ids = false;
   out.token_ids.clear();
-  return object([&](std::string_view name) {
+  const char* const start = p_;
+  bool entered = false;  // past choice_prefix_ and its ","
+  if (!choice_prefix_.empty() && static_cast<std::size_t>(end_ - p_) > choice_prefix_.size() &&
+      std::memcmp(p_, choice_prefix_.data(), choice_prefix_.size()) == 0) {
+    p_ += choice_prefix_.size();
+    skip_space();
+    if (p_ != end_ && *p_ == ',') {  // the index's value ended with the prefix (no "05", "0.5")
+      ++p_;
+      skip_space();
+      if (++depth_ > kMaxDepth) return false;
+      out.index = choice_prefix_index_;
+      out.seen = 1;
+      entered = true;
+    } else {
+      p_ = start;
+    }
+  }
+  const auto key = [&](std::string_view name) {
     if (is(name, "index")) {
       std::optional<std::int64_t> index;
+      const bool first = out.seen == 0;
       if (!first_time(out.seen, 1) || !integer_or_null(index)) return false;
-      if (!index) return true;
-      if (*index < 0 || static_cast<std::uint64_t>(*index) >= kMaxParts) return false;
-      out.index = *index;
+      if (index && (*index < 0 || static_cast<std::uint64_t>(*index) >= kMaxParts)) return false;
+      if (index) out.index = *index;
+      // The choice's first member: its bytes so far are the next choice's prefix if it repeats them.
+      if (first && static_cast<std::size_t>(p_ - start) <= kMostPrefix) {
+        choice_prefix_.assign(start, p_);
+        choice_prefix_index_ = out.index;
+      }
       return true;
     }
     if (is(name, "text")) return first_time(out.seen, 2) && string_or_null(out.has_text, out.text);
@@ -257,7 +306,8 @@ bool ShapeReader::choice(SimpleChoice& out) {
       });
     }
     return skip_value();
-  });
+  };
+  return container('{', '}', [&] { return member(key); }, entered);
 }
 
 bool ShapeReader::message(SimpleMessage& out) {

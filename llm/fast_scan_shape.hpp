@@ -30,6 +30,8 @@ class ShapeReader : JsonLexer {
   bool read(std::string_view data);
   std::span<const SimpleChoice> choices() const { return {choices_.data(), used_}; }
   const SimpleUsage& usage() const { return usage_; }
+  // real()'s numbers checked but not converted (read as 0): FastEventParser::skip_logprob_values.
+  void skip_values(bool skip) { skip_values_ = skip; }
 
  private:
   // Each reads the value at p_ (whitespace before it skipped) and leaves p_ past it.
@@ -42,8 +44,10 @@ class ShapeReader : JsonLexer {
   bool skip_value();
   // A count or an id: an integer, or null (nullopt); false for anything else.
   bool integer_or_null(std::optional<std::int64_t>& out);
-  // A number as a double (an integer converted), as LogprobsReader takes a logprob.
+  // A number as a double (an integer converted), as LogprobsReader takes a logprob; 0 under
+  // skip_values, the number's syntax checked as number() checks it (skip_number).
   bool real(double& out);
+  bool skip_number();
   // A string, or null (has false); false for anything else.
   bool string_or_null(bool& has, std::string& out);
   bool string_or_null(bool& has, EventText& out);
@@ -78,10 +82,16 @@ class ShapeReader : JsonLexer {
   // same bytes is read on from its "choices" value, as reading them again would leave it.
   std::string prefix_;
   std::uint32_t prefix_seen_ = 0;
+  // The same inside a choice: the bytes of the last choice that began with its "index" member, from
+  // its "{" through the index's value (`{"index":0`), and that index. A choice that begins with them
+  // and a "," after is read on from there, as reading them again would leave it.
+  std::string choice_prefix_;
+  std::int64_t choice_prefix_index_ = 0;
   std::vector<SimpleChoice> choices_;
   std::size_t used_ = 0;
   SimpleUsage usage_;
   int depth_ = 0;  // containers open
+  bool skip_values_ = false;
 };
 
 }  // namespace retrace::llm

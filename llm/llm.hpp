@@ -123,6 +123,9 @@ class ResponseDecoder {
   // Starts a new response in `dialect`, as a newly made decoder would, keeping the parser and its
   // buffers (a decoder's set-up allocates ~20 KiB: replay reuses one per exchange in flight).
   void reset(Dialect dialect, DecodeWants wants = {});
+  // What of the tokens to keep, chosen before the response's first event (replay decides once
+  // the whole body is in: kNoLogprobValues when the trace derives them).
+  void set_wants(DecodeWants wants);
 
   // One SSE event's data (e.g. `{"choices":...}` or `[DONE]`), arrived at `offset_ns`.
   void on_event(std::string_view data, std::int64_t offset_ns);

@@ -137,4 +137,10 @@ DecodedBody decode_arrived(ArrivedBody& body, bool event_stream, std::string_vie
   return result;
 }
 
+bool decodes_whole(const ArrivedBody& body, std::string_view content_encoding, std::size_t decode_limit) {
+  if (!content_encoding.empty() && ContentDecoder(content_encoding, decode_limit).active()) return false;
+  // EventBudget: at most one event a byte, positions at most doubled, plus the bytes themselves.
+  return body.size() < decode_limit / (4 * (kPositionBytes + 1));
+}
+
 }  // namespace retrace::net

@@ -58,5 +58,10 @@ DecodedBody decode_arrived(ArrivedBody& body, bool event_stream,
                            std::string_view content_encoding, Response& response,
                            llm::ResponseDecoder* decoder, std::int64_t end_ns,
                            std::size_t decode_limit = kMaxDecodedBytes);
+// Whether decode_arrived will frame every event of `body` (an event stream) and store them, not
+// the body as received, whatever its bytes: no content coding to fail, and too few bytes for the
+// events' bookkeeping to pass `decode_limit` even at one event a byte. Known before decoding, so a
+// caller can choose what its decoder keeps by it (replay's and record's --derive-tokens).
+bool decodes_whole(const ArrivedBody& body, std::string_view content_encoding, std::size_t decode_limit);
 
 }  // namespace retrace::net

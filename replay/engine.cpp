@@ -333,13 +333,13 @@ class RunWriter {
     bool failed = false;
     while (queue_.pop_all(batch)) {
       if (!failed && scraper_) write_scrapes(writer, *scraper_, &series_);  // the latest, for the join
-      for (auto& [exchange, tokens_from_events] : batch) {
+      for (auto& [exchange, tokens_from_events, live] : batch) {
         exchange.id = next_id++;
         if (scraper_) exchange.server_state = series_.join(exchange);
         stats.add(summarize(exchange));  // its offsets are the run's own: no wall-clock start
         if (failed) continue;
         try {
-          write_with_word(writer, exchange, tokens_from_events);  // the writer need not decode them again
+          write_with_word(writer, exchange, tokens_from_events, live);  // the writer need not decode them again
           queue_.give_back(exchange.response.events);  // written: a worker's next long one decodes into it
         } catch (...) {
           failure_ = std::current_exception();

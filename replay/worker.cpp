@@ -85,6 +85,7 @@ struct Flight {
   bool past_limit = false;  // cut at --max-response-bytes (net::append_within)
   llm::Dialect dialect = llm::Dialect::unknown;  // the decoder's when taken (start_flight)
   bool tokens_from_events = false;  // decode_response's word, handed to the writer (WriteQueue)
+  DecodeWants live;                 // what decode_response's decode kept of the tokens
   std::string failure;  // an exception's message: retrace itself could not go on
 };
 
@@ -411,9 +412,24 @@ void Worker::decode_response(Flight& flight) {
   auto end = exchange.end_ns >= 0 ? exchange.end_ns : 0;
   auto& arrived = flight.arrived;
   if (shared_.queue && exchange.response.streamed) shared_.queue->take_spare(exchange.response.events, arrived.size());
+  const auto limit = net::decode_limit_for(shared_.options.max_response_bytes, exchange.response.streamed);
+  // What is read of the tokens live when the trace derives them (--derive-tokens): their count
+  // per part and arrivals (the run's stats: TTFT, ITL, TPOT), their bytes (a live session's
+  // answer: finish's want_answer), ids and has_logprob (each part's kind), finish reasons, usage,
+  // notes and errors; the writer stores only the parts' shape and token counts, on this decode's
+  // word. Nobody reads a logprob value or an alternative, so the decoder converts and builds none
+  // (kNoLogprobValues), where the word is sure before decoding: a stream of a known dialect whose
+  // every event will be framed (net::decodes_whole) and written (written_whole). Else, and without
+  // --derive-tokens, the full decode, as the trace stores what it makes.
+  flight.live = shared_.record && shared_.options.writer.derive_tokens && exchange.response.streamed &&
+                        exchange.response.status != 0 && flight.dialect != llm::Dialect::unknown &&
+                        net::decodes_whole(arrived, flight.content_encoding, limit) &&
+                        written_whole(exchange, arrived.size(), shared_.options.writer)
+                    ? kNoLogprobValues
+                    : DecodeWants{};
+  if (flight.live != DecodeWants{}) flight.decoder.set_wants(flight.live);
   auto decoded = net::decode_arrived(arrived, exchange.response.streamed,
-                                     flight.content_encoding, exchange.response, &flight.decoder, end,
-                                     net::decode_limit_for(shared_.options.max_response_bytes, exchange.response.streamed));
+                                     flight.content_encoding, exchange.response, &flight.decoder, end, limit);
   arrived = {};  // its bytes are in the response now
   if (!exchange.response.streamed && exchange.response.status != 0 && !decoded.as_received)
     flight.decoder.on_body(exchange.response.body, end);
@@ -472,7 +488,7 @@ std::optional<SessionAnswer> Worker::finish(Flight& flight, bool want_answer) {
   if (flight.sent.count > 0) exchange.in_flight_max = shared_.in_flight.ended(flight.sent);
   if (exchange.error.kind != ErrorKind::none) shared_.errors.fetch_add(1);
   shared_.done.fetch_add(1);
-  if (shared_.record) shared_.queue->push(std::move(exchange), flight.tokens_from_events);
+  if (shared_.record) shared_.queue->push(std::move(exchange), flight.tokens_from_events, flight.live);
   return answer;
 }
 

@@ -68,9 +68,11 @@ using Clock = retrace::Clock;
 // 16,000-token stream with logprobs, ~11 MB decoded, no longer beside another).
 // An exchange finished and queued, with its worker's word that its choices are what its stored
 // events give fed again into a decoder of its dialect (format/token_deriver.hpp, TokensFromEvents).
+// `live`: what of the tokens its decode kept (kNoLogprobValues when the trace derives them).
 struct QueuedExchange {
   Exchange exchange;
   bool tokens_from_events = false;
+  DecodeWants live;
 };
 
 class WriteQueue {
@@ -79,13 +81,13 @@ class WriteQueue {
   static constexpr std::chrono::milliseconds kMaxDelay{5};
   static constexpr std::size_t kHeldBytes = 8u << 20;
 
-  void push(Exchange exchange, bool tokens_from_events = false) {
+  void push(Exchange exchange, bool tokens_from_events = false, DecodeWants live = {}) {
     auto cost = decoded_bytes(exchange);
     held_.fetch_add(cost, std::memory_order_relaxed);
     bool wake;
     {
       std::lock_guard lock(mutex_);
-      queue_.push_back({std::move(exchange), tokens_from_events});
+      queue_.push_back({std::move(exchange), tokens_from_events, live});
       queued_cost_ += cost;
       wake = queue_.size() == wake_at_;
     }

@@ -408,3 +408,65 @@ TEST_CASE("The shape reader resumes after a repeated prefix as if it had read it
   }
   CHECK(tally.fast.shaped() > 0);
 }
+
+TEST_CASE("The shape reader resumes a choice after its repeated index as if it had read it") {
+  // Each choice after each other (ShapeReader keeps the last choice's bytes through its "index"):
+  // those that begin with the same bytes but a value that goes on, another value, no comma after,
+  // a second "index", other spacing, or no "index" first must read as the parser reads them.
+  const std::string head = R"({"id":"c","object":"text_completion","choices":[)";
+  const std::string choices[] = {
+      R"({"index":0,"text":" a","finish_reason":null})",   R"({"index":1,"text":" a","finish_reason":null})",
+      R"({"index":05,"text":" a"})",                       R"({"index":0.5,"text":" a"})",
+      R"({"index":0e1,"text":" a"})",                      R"({"index":0 ,"text":" a"})",
+      R"({"index":0})",                                    R"({"index":0,})",
+      R"({"index":0,"index":1,"text":" a"})",              R"({"index":null,"text":" a"})",
+      R"({"index":nullx,"text":" a"})",                    R"({ "index":0,"text":" a"})",
+      R"({"text":" a","index":0})",                        R"({"index":0,"text":" a"},{"index":0,"text":" b"})",
+      R"({"index":-1,"text":" a"})",                       R"({"index":0,"text":" a","finish_reason":"stop"})",
+  };
+  Tally tally;
+  for (const std::string& first : choices)
+    for (const std::string& second : choices) {
+      tally.check(head + first + "]}");
+      tally.check(head + second + "]}");
+    }
+  CHECK(tally.fast.shaped() > 100);
+}
+
+TEST_CASE("The shape reader skipping logprob values takes the same events on numbers of every digit count") {
+  // Each number as a legacy token's logprob and label value and as a chat entry's and its
+  // alternative's: ScanAndParse::agree also requires the reader that checks numbers without
+  // converting them to read (or give up on) each event as the converting one does.
+  std::mt19937_64 random(45);
+  fuzzing::ScanAndParse fast;
+  std::size_t events = 0;
+  const auto check = [&](const std::string& number) {
+    for (const std::string& event :
+         {R"({"choices":[{"index":0,"text":"a","logprobs":{"tokens":["a"],"token_logprobs":[)" + number +
+              R"(],"top_logprobs":[{"a":)" + number + R"(}]}}]})",
+          R"({"choices":[{"index":0,"delta":{"content":"a"},"logprobs":{"content":[{"token":"a","logprob":)" + number +
+              R"(,"top_logprobs":[{"token":"a","logprob":)" + number + "}]}]}}]}"}) {
+      ++events;
+      INFO(event);
+      CHECK(fast.agree(event));
+    }
+  };
+  for (const char* sign : {"", "-", "+", "--"}) {
+    for (int whole = 0; whole <= 17; ++whole) {
+      for (int fraction = -1; fraction <= 20; ++fraction) {
+        for (const char* exponent : {"", "e5", "E-3", "e+12", "e-308", "e1234", "e12345", "e", "e+", "x"}) {
+          std::string number = sign;
+          if (whole == 0) number += '0';
+          for (int i = 0; i < whole; ++i) number += static_cast<char>((i == 0 ? '1' : '0') + random() % (i == 0 ? 9 : 10));
+          if (fraction >= 0) number += '.';
+          for (int i = 0; i < fraction; ++i) number += static_cast<char>('0' + random() % 10);
+          check(number + exponent);
+        }
+      }
+    }
+  }
+  for (const char* number : {"01", "-01.5", "1.", "-.5", ".5", "0.e1", "00", "-0", "1e-0000", "\"1\"", "null", "[1]"})
+    check(number);
+  INFO(events << " events, " << fast.shaped() << " read by the shape reader");
+  CHECK(fast.shaped() >= events / 5);  // most of the numbers made are ones the lexer refuses
+}

@@ -6,7 +6,10 @@
 // dialect; the fuzz corpora (or the samples where none was grown), also wrapped as a choice's
 // logprobs; generated streams of 0 to 16,384 tokens with 0 to 5 alternatives in both OpenAI shapes
 // (a token without a logprob that takes its alternative's, ids spelled "token_id:N"); and the trace
-// readers that ask for it.
+// readers that ask for it. And a decode without logprob values either (kNoLogprobValues: replay's
+// and record's live decode with --derive-tokens) is the full decode without alternatives and with
+// every logprob 0, on all of the above and on logprobs objects of bad numbers, duplicate keys and
+// huge alternatives lists, the fast path taking exactly the same events.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -36,6 +39,13 @@ Exchange without_alternatives(Exchange exchange) {
     for (Token& token : choice.tokens) token.top_begin = token.top_count = 0;
     choice.alternatives.clear();
   }
+  return exchange;
+}
+// And without logprob values.
+Exchange without_values(Exchange exchange) {
+  exchange = without_alternatives(std::move(exchange));
+  for (Choice& choice : exchange.choices)
+    for (Token& token : choice.tokens) token.logprob = 0;
   return exchange;
 }
 
@@ -77,6 +87,9 @@ void lean_matches_full(Dialect dialect, std::string_view bytes, bool streamed, T
     const Decoded lean = decode(*decoder, dialect, kNoAlternatives, bytes, streamed);
     CHECK(lean.exchange == without_alternatives(full.exchange));
     CHECK(lean.fast_events == full.fast_events);
+    const Decoded counts = decode(*decoder, dialect, kNoLogprobValues, bytes, streamed);
+    CHECK(counts.exchange == without_values(full.exchange));
+    CHECK(counts.fast_events == full.fast_events);
     REQUIRE(lean.tool_call_ids.size() == full.tool_call_ids.size());
     for (std::size_t i = 0; i < full.tool_call_ids.size(); ++i) {
       const ToolCallId &a = lean.tool_call_ids[i], &b = full.tool_call_ids[i];
@@ -275,4 +288,44 @@ TEST_CASE("Trace readers that show no alternatives derive none and read the rest
   Exchange last;
   outputs_reader.read_last(last);
   CHECK(last == exchange);  // diff's whole read after its outputs: alternatives and all
+}
+
+TEST_CASE("A decode without logprob values is the full decode without them on bad numbers duplicate keys and huge lists") {
+  // Numbers the fast path's lexer refuses (it then leaves the event to the parser) and ones it
+  // takes, in each place a logprob value goes; duplicate keys; more labels than the fast path reads.
+  const std::vector<std::string> numbers = {
+      "-0.5", "0", "-0", "1", "-12345678901234.5", "-1234567890123456", "-1234567890123456.5", "01", "-01.5",
+      "1.", "-.5", "-", "1e", "1e+", "1E5", "-2.5e-3", "1e1234", "1e12345", "-9.99999999999999999999e-300",
+      "1.5e400", "-0.4350352300000000000000000000000000001", "1x", "\"-1\"", "true", "null", "[]", "{}"};
+  std::vector<std::string> events;
+  for (const std::string& number : numbers) {
+    events.push_back(R"({"choices":[{"index":0,"text":"a","logprobs":{"tokens":["a"],"token_logprobs":[)" + number +
+                     R"(],"top_logprobs":[{"a":)" + number + R"(,"b":-1}]}}]})");
+    events.push_back(R"({"choices":[{"index":0,"text":"a","logprobs":{"tokens":["a"],"token_logprobs":[-1],"top_logprobs":[{"a":-1,"b":)" +
+                     number + R"(}]}}]})");
+    events.push_back(R"({"choices":[{"index":0,"delta":{"content":"a"},"logprobs":{"content":[{"token":"a","logprob":)" +
+                     number + R"(,"top_logprobs":[{"token":"a","logprob":)" + number + R"(}]}]}}]})");
+    events.push_back(R"({"choices":[{"index":0,"delta":{"content":"a"},"logprobs":{"content":[{"token":"a","top_logprobs":[{"token":"a","logprob":)" +
+                     number + R"(}]}]}}]})");  // the token's logprob is its alternative's
+  }
+  for (const char* duplicate :
+       {R"({"choices":[{"index":0,"text":"a","logprobs":{"tokens":["a"],"token_logprobs":[-1],"token_logprobs":[-2]}}]})",
+        R"({"choices":[{"index":0,"text":"a","logprobs":{"tokens":["a"],"token_logprobs":[-1],"top_logprobs":[{"a":-1,"a":-2}]}}]})",
+        R"({"choices":[{"index":0,"delta":{"content":"a"},"logprobs":{"content":[{"token":"a","logprob":-1,"logprob":-2}]}}]})",
+        R"({"choices":[{"index":0,"delta":{"content":"a"},"logprobs":{"content":[{"token":"a","logprob":-1,"top_logprobs":[{"token":"a","logprob":-1,"logprob":-3}]}]}}]})"})
+    events.push_back(duplicate);
+  for (std::size_t labels : {255, 256, 257, 5000}) {  // past kMostFastLabels the parser reads them
+    std::string top;
+    for (std::size_t k = 0; k < labels; ++k) top += (k ? ",\"" : "\"") + std::to_string(k) + "\":-" + std::to_string(k) + ".25";
+    events.push_back(R"({"choices":[{"index":0,"text":"a","logprobs":{"tokens":["a"],"token_logprobs":[-1],"top_logprobs":[{)" + top + "}]}}]}");
+  }
+  Tally tally;
+  for (const std::string& event : events) {
+    INFO(event.substr(0, 300));
+    const Dialect dialect = event.find("delta") != std::string::npos ? Dialect::openai_chat : Dialect::openai_completions;
+    // Alone, and after events of the repeated shape (the fast path's warm state and prefix).
+    lean_matches_full(dialect, "data: " + event + "\n\n", true, tally);
+    lean_matches_full(dialect, "data: " + event + "\n\ndata: " + event + "\n\ndata: " + event + "\n\n", true, tally);
+  }
+  CHECK(tally.fast_events > 100);
 }

@@ -6,7 +6,9 @@
 // stored as received, of no known dialect or not streamed gets no word; a word said wrongly is
 // caught by the check the unit tests and debug builds keep, and without it would be written wrong.
 // And record's trace thread (TraceSink) passes the word on: with --derive-tokens it writes the
-// streams it decoded without a second decode (the deriver, counted, is not called).
+// streams it decoded without a second decode (the deriver, counted, is not called). Finished lean
+// (kNoLogprobValues: no logprob value converted, no alternative built, as the trace thread decodes
+// with --derive-tokens), the word still holds, checked, and the trace reads back the full decode.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -56,13 +58,16 @@ record::CapturedExchange captured(std::string_view body, const std::string& targ
 struct Finished {
   Exchange exchange;
   bool word = false;  // finish_exchange's: its tokens are its events'
+  DecodeWants live;   // what its decode kept
 };
 
-// As record's trace thread finishes an exchange (TraceSink::run).
-Finished finish(record::CapturedExchange capture, std::size_t decode_limit = kMaxBlobBytes) {
+// As record's trace thread finishes an exchange (TraceSink::run), asking for `live` (with
+// --derive-tokens: kNoLogprobValues).
+Finished finish(record::CapturedExchange capture, std::size_t decode_limit = kMaxBlobBytes, DecodeWants live = {}) {
   static const Redactor redactor(false, {});
   Finished finished;
-  finished.word = record::finish_exchange(std::move(capture), redactor, 1, finished.exchange, decode_limit);
+  finished.live = live;
+  finished.word = record::finish_exchange(std::move(capture), redactor, 1, finished.exchange, decode_limit, &finished.live);
   return finished;
 }
 
@@ -104,7 +109,8 @@ Written write_and_read(const std::vector<Finished>& exchanges, bool words = true
     WriterOptions options;
     options.derive_tokens = words;
     TraceWriter writer(dir / "t.rtrace", TraceHeader{}, options);
-    for (const Finished& finished : exchanges) write_with_word(writer, finished.exchange, words && finished.word);
+    for (const Finished& finished : exchanges)
+      write_with_word(writer, finished.exchange, words && finished.word, finished.live);
     writer.close();
   }
   Written written;
@@ -216,6 +222,62 @@ TEST_CASE("A wrong word is caught by the writer's check and without the check is
   }
 }
 
+TEST_CASE("Streams finished lean keep their word and read back as the full decode of their events") {
+  std::mt19937_64 random(61);
+  std::vector<Finished> full, lean;
+  std::size_t lean_decodes = 0;
+  auto both = [&](const record::CapturedExchange& capture) {
+    full.push_back(finish(capture));
+    lean.push_back(finish(capture, kMaxBlobBytes, kNoLogprobValues));
+    lean_decodes += lean.back().live == kNoLogprobValues;
+  };
+  for (const fs::path& path : testing::sse_files()) {
+    const std::string body = testing::read_path(path.string());
+    for (const char* target : kTargets) both(captured(body, target, 7));
+  }
+  for (std::size_t n : {0, 1, 300, 16384}) {
+    const std::string body = testing::completion_stream(n, random);
+    both(captured(body, "/v1/completions", 4096));
+    both(captured(test::gzip(body), "/v1/completions", 1000, "gzip"));  // decoded full: no prediction
+  }
+  CHECK(lean_decodes == lean.size() - 4);
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    INFO("exchange " << i);
+    CHECK(lean[i].word == full[i].word);
+    // What the writer stores of the live choices, and the rest of the exchange, as the full decode.
+    Exchange cut = full[i].exchange;
+    for (Choice& choice : cut.choices) {
+      if (lean[i].live != kNoLogprobValues) break;  // gzip: decoded in full
+      choice.alternatives.clear();
+      for (Token& token : choice.tokens) token.top_begin = token.top_count = 0, token.logprob = 0;
+    }
+    CHECK(lean[i].exchange == cut);
+  }
+  // Written on the lean word (checked, then trusted): read back, the full decode.
+  Written checked;
+  REQUIRE_NOTHROW(checked = write_and_read(lean));
+  CheckOff off;
+  const Written trusted = write_and_read(lean);
+  REQUIRE(trusted.read.size() == full.size());
+  for (std::size_t i = 0; i < full.size(); ++i) REQUIRE(trusted.read[i] == full[i].exchange);
+  CHECK(checked.read == trusted.read);
+}
+
+TEST_CASE("A wrong lean word is caught by the writer's check") {
+  std::mt19937_64 random(8);
+  const Finished honest =
+      finish(captured(testing::completion_stream(300, random), "/v1/completions", 4096), kMaxBlobBytes, kNoLogprobValues);
+  REQUIRE(honest.word);
+  REQUIRE(honest.live == kNoLogprobValues);
+  REQUIRE_NOTHROW(write_and_read({honest}));
+  std::vector<std::vector<Finished>> wrong(4, {honest});
+  wrong[0][0].exchange.choices[0].tokens.pop_back();                  // a count the events do not give
+  wrong[1][0].exchange.choices[0].tokens[5].has_logprob = false;      // a logprob the events give
+  wrong[2][0].exchange.choices[0].tokens[9].offset_ns += 1;           // an arrival
+  wrong[3][0].live = DecodeWants{};                                   // a lean decode said to be full
+  for (const std::vector<Finished>& exchanges : wrong) CHECK_THROWS_AS(write_and_read(exchanges), std::logic_error);
+}
+
 TEST_CASE("Record's trace thread writes the streams it decoded on their word without decoding them again") {
   std::mt19937_64 random(23);
   std::vector<std::string> bodies;
@@ -264,4 +326,33 @@ TEST_CASE("Record's trace thread writes the streams it decoded on their word wit
   }
   CHECK(i == live.size());
   CHECK(derivations == live.size());
+}
+
+TEST_CASE("A stream too large for one record is decoded in full and its tokens kept with their logprobs") {
+  // With --derive-tokens, a record past max_frame_bytes is written without its events and with the
+  // tokens as decoded live: so the trace thread decodes such an exchange in full (written_whole).
+  std::mt19937_64 random(31);
+  const std::string body = testing::completion_stream(300, random);
+  TempDir dir;
+  WriterOptions options;
+  options.derive_tokens = true;
+  options.max_frame_bytes = 64u << 10;  // below the stream's bytes
+  REQUIRE(body.size() > options.max_frame_bytes);
+  {
+    record::TraceSink sink(dir / "rec.rtrace",
+                           new_trace_header(Source::recorded, "test", "http://upstream", "{}", Clock::system()),
+                           options, Redactor(false, {}));
+    sink.start({});
+    sink.submit(captured(body, "/v1/completions", 700));
+    sink.close();
+    REQUIRE(sink.written == 1);
+  }
+  TraceReader reader(dir / "rec.rtrace");
+  Exchange read;
+  REQUIRE(reader.next(read));
+  CHECK(read.decode_note.find("not kept") != std::string::npos);  // written without its events
+  CHECK(read.response.events.empty());
+  const Finished full = finish(captured(body, "/v1/completions", 700));
+  CHECK(read.choices == full.exchange.choices);  // logprobs and alternatives as the full decode's
+  CHECK(read.choices.at(0).alternatives.size() == 600);
 }

@@ -5,7 +5,10 @@
 # simulator writes 1.7 with every token stored by default, and with --derive-tokens its streamed
 # tokens derived, which `inspect` names, the stock `zstd -dc | capnp decode` reads, and `diff`
 # finds identical to the 1.6 golden run of the same requests; record the same, both ways; export
-# lines imported again are written with their tokens stored and export the same.
+# lines imported again are written with their tokens stored and export the same. With logprobs
+# (top 2, chat and completions), a run with --derive-tokens (whose live decode converts no logprob
+# value and builds no alternative) exports the same tokens, logprobs and alternatives as a run
+# that stores them, replay's and record's alike.
 . "$(dirname "$0")/lib.sh"
 
 golden=$ROOT/tests/data/golden
@@ -56,13 +59,28 @@ check_contains "$WORK/new.diff" "0 of 5 differ" "derived tokens diff as the stor
 check_eq "$(jq -c 'select(.exchange) | [.exchange.choices[].tokens[].bytes] | length' "$WORK/new.jsonl" | paste -sd,)" \
   "$(jq -c 'select(.exchange) | [.exchange.choices[].tokens[].bytes] | length' "$WORK/golden-1.6-chat.jsonl" | paste -sd,)" \
   "export of the derived run has every token"
+# Every token's id, bytes, logprob and alternatives, without arrivals (they differ run to run).
+tokens_of() { "$RETRACE" export "$1" | jq -c 'select(.exchange) | .exchange.choices | walk(if type == "object" then del(.offset_ns) else . end)'; }
+check "replay --derive-tokens exports the stored run's tokens logprobs and alternatives (chat)" \
+  cmp -s <(tokens_of "$WORK/stored.rtrace") <(tokens_of "$WORK/new.rtrace")
+check_contains "$WORK/new.jsonl" '"top":[{' "the derived run's export has alternatives"
+for mode in stored derived; do
+  flag=(); [[ $mode == derived ]] && flag=(--derive-tokens)
+  "$RETRACE" replay "$golden/golden-1.6-completions.rtrace" --target "$SIM_URL" -c 1 "${flag[@]}" \
+    --out "$WORK/completions-$mode.rtrace" >/dev/null 2>"$WORK/replay.err" || { cat "$WORK/replay.err" >&2; fail "replay ($mode)"; }
+done
+check "replay --derive-tokens exports the stored run's tokens logprobs and alternatives (completions)" \
+  cmp -s <(tokens_of "$WORK/completions-stored.rtrace") <(tokens_of "$WORK/completions-derived.rtrace")
+check_eq "$(tokens_of "$WORK/completions-derived.rtrace" | grep -o '"logprob":-' | wc -l)" \
+  "$(tokens_of "$golden/golden-1.6-completions.rtrace" | grep -o '"logprob":-' | wc -l)" \
+  "the derived completions run has every logprob of the golden run"
 before=$(zstd -dc "$WORK/stored.rtrace" | wc -c)
 after=$(zstd -dc "$WORK/new.rtrace" | wc -c)
 check "the derived run: $after bytes before compression, fewer than the default run's $before" test "$after" -lt "$before"
 
 # record --derive-tokens: a streamed completion through the proxy is written derived (and by
 # default stored), each run's header settings saying which.
-request='{"model":"retrace-sim","prompt":"a story about the sea","max_tokens":24,"stream":true,"ignore_eos":true,"temperature":0}'
+request='{"model":"retrace-sim","prompt":"a story about the sea","max_tokens":24,"stream":true,"ignore_eos":true,"temperature":0,"logprobs":2}'
 for mode in default derive; do
   flag=(); [[ $mode == derive ]] && flag=(--derive-tokens)
   start_listening PROXY "$RETRACE" record --upstream "$SIM_URL" --listen 127.0.0.1:0 \
@@ -80,8 +98,9 @@ for mode in default derive; do
 done
 check_eq "$(grep -c 'tokensDerived = true' "$WORK/rec-derive.txt")" 1 "record --derive-tokens derives the stream"
 check_eq "$(grep -c 'tokensDerived = true' "$WORK/rec-default.txt" || true)" 0 "record stores the tokens by default"
-check "record: the same tokens either way" cmp -s <(jq -c 'select(.exchange) | [.exchange.choices[].tokens[].bytes]' "$WORK/rec-default.jsonl") \
-  <(jq -c 'select(.exchange) | [.exchange.choices[].tokens[].bytes]' "$WORK/rec-derive.jsonl")
+check "record: the same tokens logprobs and alternatives either way" \
+  cmp -s <(tokens_of "$WORK/rec-default.rtrace") <(tokens_of "$WORK/rec-derive.rtrace")
+check_contains "$WORK/rec-derive.jsonl" '"top":[{' "record --derive-tokens: the alternatives read back"
 
 # Export lines imported again: written as the default writes (tokens stored), read back the same.
 for name in golden-1.6-chat golden-1.6-completions; do
