@@ -78,10 +78,15 @@ class EventBudget {
 // its bytes are copied once fewer between the socket and the trace. The events, their arrival
 // times and what the decoder sees are decode_arrived's copying path's, byte for byte (an event
 // to a position, feed_sse's loop; the cut tail at `end_ns`, keep_partial_event's rule). False,
-// nothing done, when the body is not such a stream; `body` is emptied otherwise.
+// nothing done, when the body is not such a stream, or when its buffer holds more than a quarter
+// more than its bytes (a worker's first stream, its buffer grown by doubling: copied to its exact
+// size, as before, for the events wait in the writer's queue and memory in flight must not grow;
+// later ones are reserved a margin of an eighth, ArrivedBody::reserve_like); `body` is emptied
+// otherwise.
 bool frame_where_arrived(ArrivedBody& body, Events& events, llm::ResponseDecoder* decoder,
                          std::int64_t end_ns, std::size_t limit) {
   if (body.compressed_blocks() != 0 || body.reads() == 0 || !events.empty() ||
+      body.held_bytes() > body.size() + body.size() / 4 ||
       2 * (body.size() + 1) * kPositionBytes + body.held_bytes() > limit)
     return false;
   events.reserve(body.reads() + 1);  // most reads bring one event

@@ -52,8 +52,11 @@ std::vector<std::size_t> read_ends(const std::string& body, Cut cut) {
   return ends;
 }
 
-ArrivedBody arrive(std::string_view body, const std::vector<std::size_t>& ends) {
+// `body` in reads ending at `ends`, into a buffer reserved for `like` bytes (a worker's later
+// stream: ArrivedBody::reserve_like from its last; 0: none, grown by doubling).
+ArrivedBody arrive(std::string_view body, const std::vector<std::size_t>& ends, std::size_t like) {
   ArrivedBody arrived;
+  if (like > 0) arrived.reserve_like({like, ends.size(), 3 * ends.size()});
   std::size_t from = 0;
   std::int64_t offset = 0;
   for (std::size_t end : ends) {
@@ -122,7 +125,7 @@ TEST_CASE("an identity event stream held raw keeps its bytes where they arrived 
     const std::string body = stream_of(size, bytes);
     for (Cut cut : {Cut::per_event, Cut::fixed, Cut::at_blocks, Cut::mid_event}) {
       const std::string_view kept = cut == Cut::mid_event ? std::string_view(body).substr(0, body.size() - 7) : body;
-      ArrivedBody arrived = arrive(kept, read_ends(std::string(kept), cut));
+      ArrivedBody arrived = arrive(kept, read_ends(std::string(kept), cut), kept.size());
       const std::int64_t end_ns = arrived.last_offset_ns() + 5;
       const Exchange reference = framed_by_copy(arrived, end_ns);
       const bool raw = arrived.compressed_blocks() == 0;
@@ -161,7 +164,7 @@ TEST_CASE("an identity event stream held raw keeps its bytes where they arrived 
 
 TEST_CASE("an event stream past the decode limit or content coded is framed by copying as before") {
   const std::string body = stream_of(100, 50u << 10);
-  ArrivedBody arrived = arrive(body, read_ends(body, Cut::per_event));
+  ArrivedBody arrived = arrive(body, read_ends(body, Cut::per_event), body.size());
   const Exchange reference = framed_by_copy(arrived, 9);
   const char* arrived_at = nullptr;
   arrived.for_each_read([&](std::string_view piece, std::int64_t, bool) {
@@ -177,6 +180,22 @@ TEST_CASE("an event stream past the decode limit or content coded is framed by c
   CHECK(exchange.response.events == reference.response.events);
   CHECK(exchange.response.events.bytes().data() != arrived_at);
   CHECK(exchange.choices == reference.choices);
+}
+
+TEST_CASE("a body whose buffer holds far more than its bytes is copied to their size not adopted") {
+  const std::string body = stream_of(300, 100u << 10);
+  // A buffer reserved for twice the stream: a worker whose last stream was twice as long.
+  ArrivedBody arrived = arrive(body, read_ends(body, Cut::per_event), 2 * body.size());
+  REQUIRE(arrived.held_bytes() > 2 * body.size());
+  const Exchange reference = framed_by_copy(arrived, 9);
+  Exchange exchange = exchange_for();
+  llm::ResponseDecoder decoder(llm::Dialect::openai_completions);
+  decode_arrived(arrived, true, "", exchange.response, &decoder, 9);
+  decoder.finish(exchange);
+  CHECK(exchange.response.events == reference.response.events);
+  CHECK(exchange.choices == reference.choices);
+  // The bytes at their size and the positions: not the buffer's twice.
+  CHECK(exchange.response.events.memory() < body.size() + body.size() / 4);
 }
 
 TEST_CASE("events adopt only bytes that are exactly what their positions cover") {
