@@ -96,11 +96,16 @@ bool frame_where_arrived(ArrivedBody& body, Events& events, llm::ResponseDecoder
     events.push_position(read_ns, event.raw.size());
     if (decoder) decoder->on_event(event.data, read_ns);
   };
-  body.for_each_read([&](std::string_view text, std::int64_t offset_ns, bool) {
-    read_ns = offset_ns;
-    parser.feed(text, on_event);
-    return true;
-  });
+  try {
+    body.for_each_read([&](std::string_view text, std::int64_t offset_ns, bool) {
+      read_ns = offset_ns;
+      parser.feed(text, on_event);
+      return true;
+    });
+  } catch (...) {
+    events.clear();  // no positions without their bytes left behind
+    throw;
+  }
   if (parser.has_partial()) events.push_position(end_ns, parser.take_partial().size());
   std::string bytes = body.take_all();
   if (!events.adopt(bytes))
