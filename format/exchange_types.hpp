@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/enum_names.hpp"
@@ -208,6 +209,20 @@ class Events {
   void push_back(std::int64_t offset_ns, std::string_view data) {
     bytes_.append(data);
     entries_.push_back({offset_ns, bytes_.size()});
+  }
+  // Events framed in a buffer held elsewhere, which they then take over instead of copying it
+  // (net/arrived_body.cpp frames a body where it arrived): push_position() for each event in
+  // order, then adopt() the bytes; until then the positions have no bytes (only size() and
+  // memory() may be asked).
+  void push_position(std::int64_t offset_ns, std::size_t length) {
+    entries_.push_back({offset_ns, (entries_.empty() ? 0 : entries_.back().end) + length});
+  }
+  // Takes `bytes` (moved from) as the events' bytes when they are exactly what the positions
+  // cover and the Events holds no bytes yet; false, `bytes` untouched, otherwise.
+  bool adopt(std::string& bytes) {
+    if (!bytes_.empty() || bytes.size() != (entries_.empty() ? 0 : entries_.back().end)) return false;
+    bytes_ = std::move(bytes);
+    return true;
   }
   // Room for `events` events of `bytes` bytes in all, so that appending them allocates nothing.
   void reserve(std::size_t events, std::size_t bytes = 0) {

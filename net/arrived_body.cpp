@@ -71,6 +71,49 @@ class EventBudget {
   std::size_t fed_ = 0;  // decoded bytes framed so far (those of an event not yet complete too)
 };
 
+// An identity event stream held raw (no block compressed: up to ArrivedBody::kMostRawBytes,
+// replay (b)'s 95 KB streams) whose events could not pass `limit` however its bytes split into
+// events (a position per byte and one, their vector doubled, and the body's buffer): framed where
+// its bytes arrived, and `events` (empty) adopt the body's buffer instead of copying it, so that
+// its bytes are copied once fewer between the socket and the trace. The events, their arrival
+// times and what the decoder sees are decode_arrived's copying path's, byte for byte (an event
+// to a position, feed_sse's loop; the cut tail at `end_ns`, keep_partial_event's rule). False,
+// nothing done, when the body is not such a stream, or when its buffer holds more than a quarter
+// more than its bytes (a worker's first stream, its buffer grown by doubling: copied to its exact
+// size, as before, for the events wait in the writer's queue and memory in flight must not grow;
+// later ones are reserved a margin of an eighth, ArrivedBody::reserve_like); `body` is emptied
+// otherwise.
+bool frame_where_arrived(ArrivedBody& body, Events& events, llm::ResponseDecoder* decoder,
+                         std::int64_t end_ns, std::size_t limit) {
+  if (body.compressed_blocks() != 0 || body.reads() == 0 || !events.empty() ||
+      body.held_bytes() > body.size() + body.size() / 4 ||
+      2 * (body.size() + 1) * kPositionBytes + body.held_bytes() > limit)
+    return false;
+  events.reserve(body.reads() + 1);  // most reads bring one event
+  llm::SseParser parser;
+  std::int64_t read_ns = 0;
+  const llm::SseParser::Handler on_event = [&](const llm::SseEvent& event) {
+    events.push_position(read_ns, event.raw.size());
+    if (decoder) decoder->on_event(event.data, read_ns);
+  };
+  try {
+    body.for_each_read([&](std::string_view text, std::int64_t offset_ns, bool) {
+      read_ns = offset_ns;
+      parser.feed(text, on_event);
+      return true;
+    });
+  } catch (...) {
+    events.clear();  // no positions without their bytes left behind
+    throw;
+  }
+  if (parser.has_partial()) events.push_position(end_ns, parser.take_partial().size());
+  std::string bytes = body.take_all();
+  if (!events.adopt(bytes))
+    throw std::logic_error("an event stream's events do not add up to its " + std::to_string(bytes.size()) +
+                           " bytes as received");
+  return true;
+}
+
 // An event stream as received, in the pieces it arrived in. `body` is emptied.
 void store_stream_as_received(ArrivedBody& body, Response& response) {
   response.body.clear();
@@ -99,6 +142,8 @@ DecodedBody decode_arrived(ArrivedBody& body, bool event_stream, std::string_vie
   if (event_stream) {
     response.streamed = true;
     auto& events = response.events;
+    if (!content.active() && frame_where_arrived(body, events, decoder, end_ns, decode_limit))
+      return {};
     // Most reads bring one event; an identity body decodes to its own bytes.
     events.reserve(body.reads() + 1, content.active() ? 0 : std::min(body.size(), decode_limit / 2));
     llm::SseParser parser;
