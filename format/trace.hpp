@@ -277,7 +277,7 @@ inline constexpr DecodeWants kNoLogprobValues{.alternatives = false, .logprob_va
 struct ReaderOptions {
   std::uint64_t traversal_limit_words = kMaxFrameBytes / 8;  // per message and per frame
   int nesting_limit = 64;
-  DecodeWants derived;  // what next(Exchange&) and read_last derive of a format 1.7 exchange's tokens
+  DecodeWants derived{};  // what next(Exchange&) and read_last derive of a format 1.7 exchange's tokens
 };
 
 // What the reader had to drop: damaged regions in the middle of a file, skipped by
