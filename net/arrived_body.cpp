@@ -73,7 +73,7 @@ class EventBudget {
 
 // An identity event stream held raw (no block compressed: up to ArrivedBody::kMostRawBytes,
 // replay (b)'s 95 KB streams) whose events could not pass `limit` however its bytes split into
-// events (a position per byte and one, their vector doubled, and the body's buffer): framed where
+// events (decodes_whole: the one rule, which replay's and record's lean decode asks too): framed where
 // its bytes arrived, and `events` (empty) adopt the body's buffer instead of copying it, so that
 // its bytes are copied once fewer between the socket and the trace. The events, their arrival
 // times and what the decoder sees are decode_arrived's copying path's, byte for byte (an event
@@ -86,8 +86,7 @@ class EventBudget {
 bool frame_where_arrived(ArrivedBody& body, Events& events, llm::ResponseDecoder* decoder,
                          std::int64_t end_ns, std::size_t limit) {
   if (body.compressed_blocks() != 0 || body.reads() == 0 || !events.empty() ||
-      body.held_bytes() > body.size() + body.size() / 4 ||
-      2 * (body.size() + 1) * kPositionBytes + body.held_bytes() > limit)
+      body.held_bytes() > body.size() + body.size() / 4 || !decodes_whole(body, "", limit))
     return false;
   events.reserve(body.reads() + 1);  // most reads bring one event
   llm::SseParser parser;
