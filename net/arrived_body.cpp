@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "format/token_deriver.hpp"
+
 namespace retrace::net {
 
 std::size_t check_max_response_bytes(std::uint64_t bytes, std::string_view flag) {
@@ -185,6 +187,14 @@ bool decodes_whole(const ArrivedBody& body, std::string_view content_encoding, s
   if (!content_encoding.empty() && ContentDecoder(content_encoding, decode_limit).active()) return false;
   // EventBudget: at most one event a byte, positions at most doubled, plus the bytes themselves.
   return body.size() < decode_limit / (4 * (kPositionBytes + 1));
+}
+
+DecodeWants live_wants(DecodeWants wanted, bool known_dialect, bool event_stream, const ArrivedBody& body,
+                       std::string_view content_encoding, std::size_t decode_limit, const Exchange& exchange,
+                       const WriterOptions& writer) {
+  if (wanted == DecodeWants{} || !known_dialect || !event_stream) return {};
+  if (!decodes_whole(body, content_encoding, decode_limit) || !written_whole(exchange, body.size(), writer)) return {};
+  return wanted;
 }
 
 }  // namespace retrace::net

@@ -63,5 +63,13 @@ DecodedBody decode_arrived(ArrivedBody& body, bool event_stream,
 // events' bookkeeping to pass `decode_limit` even at one event a byte. Known before decoding, so a
 // caller can choose what its decoder keeps by it (replay's and record's --derive-tokens).
 bool decodes_whole(const ArrivedBody& body, std::string_view content_encoding, std::size_t decode_limit);
+// What a producer's live decode keeps (replay's worker, record's trace thread): `wanted` (less than
+// the full decode when the trace derives the tokens and nobody reads their values live) only where
+// the writer may take that decode's word, sure before decoding: a stream of a known dialect whose
+// every event is framed (decodes_whole) and written in its record (written_whole); else the full
+// decode, as the trace then stores what it makes. The one rule both producers follow.
+DecodeWants live_wants(DecodeWants wanted, bool known_dialect, bool event_stream, const ArrivedBody& body,
+                       std::string_view content_encoding, std::size_t decode_limit, const Exchange& exchange,
+                       const WriterOptions& writer);
 
 }  // namespace retrace::net

@@ -24,7 +24,7 @@ bool path_selected(std::string_view target, const std::vector<std::string>& incl
 }
 
 bool finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std::uint64_t id,
-                     Exchange& out, std::size_t decode_limit, DecodeWants* live) {
+                     Exchange& out, std::size_t decode_limit, DecodeWants* live, const WriterOptions& writer) {
   out = std::move(captured.exchange);
   out.id = id;
   redactor.apply(out.request);
@@ -41,12 +41,13 @@ bool finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std:
   // arrived: each event keeps the arrival time of the coded bytes that completed it. The rule
   // (and the decode limit's, which counts events' bookkeeping) is replay's too.
   auto* tokens = decoder ? &*decoder : nullptr;
-  // The caller's wants only where the word below is sure before decoding: a decoder of a known
-  // dialect (it keeps it), a stream whose every event will be framed and stored.
+  // The caller's wants only where the word below is sure before decoding (net::live_wants, replay's
+  // rule too): a decoder of a known dialect (it keeps it), a stream whose every event will be framed
+  // and written in its record.
   if (live) {
-    if (!decoder || !captured.event_stream || !net::decodes_whole(captured.body, captured.content_encoding, decode_limit))
-      *live = DecodeWants{};
-    if (decoder && *live != DecodeWants{}) decoder->set_wants(*live);
+    *live = net::live_wants(*live, decoder.has_value(), captured.event_stream, captured.body,
+                            captured.content_encoding, decode_limit, out, writer);
+    if (*live != DecodeWants{}) decoder->set_wants(*live);
   }
   const bool marked = captured.body.reads() > 0;
   std::int64_t last_ns = captured.body.last_offset_ns();

@@ -139,10 +139,11 @@ struct CapturedExchange {
 // (format/token_deriver.hpp, TokensFromEvents) and not decode the events again.
 // `live`, when given: in, what of the tokens nobody on the trace thread reads when the word is
 // given (kNoLogprobValues with --derive-tokens and no on_written); out, what the decode kept:
-// those wants only where the word is sure before decoding (net::decodes_whole, a known dialect),
-// else everything.
+// those wants only where the word is sure before decoding (net::live_wants, under `writer`, the
+// options of the writer that will write it), else everything.
 bool finish_exchange(CapturedExchange&& captured, const Redactor& redactor, std::uint64_t id,
-                     Exchange& out, std::size_t decode_limit = kMaxBlobBytes, DecodeWants* live = nullptr);
+                     Exchange& out, std::size_t decode_limit = kMaxBlobBytes, DecodeWants* live = nullptr,
+                     const WriterOptions& writer = {});
 
 // Settings JSON for the trace header.
 std::string settings_json(const RecordOptions& options);

@@ -108,14 +108,10 @@ void TraceSink::run() {
       // Read live of the tokens, past the writer (which stores the parts' shape and token counts on
       // the word): the count (`tokens` below), and on_written's whole exchange (shadow compares the
       // legs' logprobs). So with --derive-tokens and no on_written, no logprob value or alternative
-      // is made (kNoLogprobValues, where finish_exchange is sure of its word).
-      // And only for an exchange the writer will write whole (written_whole), events and all.
-      DecodeWants live = options_.derive_tokens && !on_written &&
-                                 written_whole(captured.exchange, captured.body.size(), options_)
-                             ? kNoLogprobValues
-                             : DecodeWants{};
+      // is made (kNoLogprobValues, where finish_exchange is sure of its word: net::live_wants).
+      DecodeWants live = options_.derive_tokens && !on_written ? kNoLogprobValues : DecodeWants{};
       const bool from_events =
-          finish_exchange(std::move(captured), redactor_, next_id++, exchange, decode_limit, &live);
+          finish_exchange(std::move(captured), redactor_, next_id++, exchange, decode_limit, &live, options_);
       if (scrapes) exchange.server_state = series_.join(exchange);
       try {
         write_with_word(output_, exchange, from_events, live);  // the writer need not decode them again

@@ -418,15 +418,12 @@ void Worker::decode_response(Flight& flight) {
   // answer: finish's want_answer), ids and has_logprob (each part's kind), finish reasons, usage,
   // notes and errors; the writer stores only the parts' shape and token counts, on this decode's
   // word. Nobody reads a logprob value or an alternative, so the decoder converts and builds none
-  // (kNoLogprobValues), where the word is sure before decoding: a stream of a known dialect whose
-  // every event will be framed (net::decodes_whole) and written (written_whole). Else, and without
-  // --derive-tokens, the full decode, as the trace stores what it makes.
-  flight.live = shared_.record && shared_.options.writer.derive_tokens && exchange.response.streamed &&
-                        exchange.response.status != 0 && flight.dialect != llm::Dialect::unknown &&
-                        net::decodes_whole(arrived, flight.content_encoding, limit) &&
-                        written_whole(exchange, arrived.size(), shared_.options.writer)
-                    ? kNoLogprobValues
-                    : DecodeWants{};
+  // (kNoLogprobValues), where the word is sure before decoding (net::live_wants, record's rule
+  // too). Else, and without --derive-tokens, the full decode, as the trace stores what it makes.
+  const bool lean = shared_.record && shared_.options.writer.derive_tokens && exchange.response.status != 0;
+  flight.live = net::live_wants(lean ? kNoLogprobValues : DecodeWants{}, flight.dialect != llm::Dialect::unknown,
+                                exchange.response.streamed, arrived, flight.content_encoding, limit, exchange,
+                                shared_.options.writer);
   if (flight.live != DecodeWants{}) flight.decoder.set_wants(flight.live);
   auto decoded = net::decode_arrived(arrived, exchange.response.streamed,
                                      flight.content_encoding, exchange.response, &flight.decoder, end, limit);
