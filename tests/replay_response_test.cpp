@@ -355,8 +355,8 @@ TEST_CASE("an arrived body cut mid-event keeps the event before and the half aft
 TEST_CASE("bodies of every size chunked every way or with a length arrive as main's path frames them and never regrow",
           "[replay][response]") {
   // One keep-alive connection, a writer thread sending every response back to back, as an
-  // upstream answers a worker. Each body (1 B to 250 KB of token events, the last one cut
-  // mid-event) comes with a Content-Length, or chunked in 1-byte chunks, 7-byte chunks with an
+  // upstream answers a worker. Each body (every size to 400 B, then 5 % apart to 250 KB, of
+  // token events, the last one cut mid-event) comes with a Content-Length, or chunked in 1-byte chunks, 7-byte chunks with an
   // extension, 370-byte chunks that split events, one chunk an event with a trailer, or 64 KiB
   // chunks; the events decode_arrived frames from it must be those it frames from the body
   // appended whole (main's path), and the raw tail must hold at the end what it held after the
@@ -364,7 +364,8 @@ TEST_CASE("bodies of every size chunked every way or with a length arrive as mai
   std::string events;
   for (std::size_t i = 0; events.size() < 250'000; ++i) events += token_event(i);
   std::vector<std::size_t> sizes;
-  for (double size = 1; size <= 250'000; size = size * 1.07 + 1) sizes.push_back(std::size_t(size));
+  for (std::size_t size = 1; size < 400; ++size) sizes.push_back(size);  // an event cut at every byte
+  for (double size = 400; size <= 250'000; size *= 1.05) sizes.push_back(std::size_t(size));
   sizes.push_back(250'000);
   enum Framing { length, ones, sevens, splits, per_event, blocks, kFramings };
   auto wire_of = [&](std::string_view body, int framing) {
