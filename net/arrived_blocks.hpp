@@ -83,8 +83,8 @@ class ArrivedBody {
   // What every body's raw tail beyond its first block takes now, in total (kRawBudgetBytes).
   static std::size_t raw_budget_used();
   ArrivedSize size_like() const { return {size_, reads_, marks_.size()}; }
-  // Reserves the marks and the raw tail `last` took plus an eighth (the marks at most 1 MiB, the
-  // tail at most a block).
+  // Reserves the marks and the raw tail `last` took plus an eighth (the marks at most 1 MiB; the
+  // tail at most the raw bound when `last` was held raw and the budget has room, else a block).
   void reserve_like(ArrivedSize last);
   // A body whose length is known before its first byte (a Content-Length, cut at the response
   // limit): the raw tail reserved once at `bytes`, so that it is not copied again on each
