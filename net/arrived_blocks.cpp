@@ -242,9 +242,23 @@ void ArrivedBody::reserve_like(ArrivedSize last) {
   // The raw tail as well: a stream under a block (128 tokens with logprobs is ~48 KB) would
   // otherwise copy its bytes again on each doubling, on the relay's thread (bench/RESULTS.md,
   // "record: the relay's copies").
-  // Past a block when the last stream was short enough to be held raw (and the budget has room).
+  // Past a block when the last stream was short enough to be held raw (and the budget has room),
+  // its margin cut at the raw bound.
   const std::size_t raw = with_margin(last.bytes);
-  if (raw > kMostRawBytes || !reserve_raw(raw)) tail_.reserve(std::min(kBlockBytes, raw));
+  reserve_tail(last.bytes <= kMostRawBytes ? std::min(raw, kMostRawBytes) : raw);
+}
+
+void ArrivedBody::reserve_tail(std::size_t bytes) {
+  if (bytes > kMostRawBytes || !reserve_raw(bytes)) tail_.reserve(std::min(kBlockBytes, bytes));
+}
+
+void ArrivedBody::reserve_known(std::size_t bytes) {
+  if (size_ != 0) return;
+  if (bytes <= kMostRawBytes) return reserve_tail(bytes);
+  // It will pass the bound: sealed now, its tail one block, not grown to the bound and copied
+  // into blocks then.
+  tail_.reserve(kBlockBytes);
+  sealing_ = true;
 }
 
 void ArrivedBody::for_each_read(const std::function<bool(std::string_view, std::int64_t, bool)>& visit) const {

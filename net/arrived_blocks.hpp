@@ -83,9 +83,17 @@ class ArrivedBody {
   // What every body's raw tail beyond its first block takes now, in total (kRawBudgetBytes).
   static std::size_t raw_budget_used();
   ArrivedSize size_like() const { return {size_, reads_, marks_.size()}; }
-  // Reserves the marks and the raw tail `last` took plus an eighth (the marks at most 1 MiB, the
-  // tail at most a block).
+  // Reserves the marks and the raw tail `last` took plus an eighth (the marks at most 1 MiB; the
+  // tail at most the raw bound when `last` was held raw and the budget has room, else a block).
   void reserve_like(ArrivedSize last);
+  // A body whose length is known before its first byte (a Content-Length, cut at the response
+  // limit): the raw tail reserved once at `bytes`, so that it is not copied again on each
+  // doubling as it fills; a body past the raw bound (kMostRawBytes) has its full blocks
+  // compressed as they fill from the start, as it would once past the bound. No-op once a byte
+  // is in.
+  void reserve_known(std::size_t bytes);
+  // What the raw tail can hold without growing (a test's witness that it was not re-grown).
+  std::size_t raw_capacity() const { return tail_.capacity(); }
 
   // Calls `visit(piece, offset_ns, read_ends)` over the bytes in order: each read in one piece,
   // or several where it spans blocks (`read_ends` on its last). Stops when visit returns false.
@@ -98,6 +106,7 @@ class ArrivedBody {
   void seal();                       // compresses the tail's full blocks, the rest stays raw
   void release_raw();                // gives back what the tail took of kRawBudgetBytes
   bool reserve_raw(std::size_t capacity);  // false when the budget has no room for it
+  void reserve_tail(std::size_t bytes);    // held raw past a block if the budget allows, else a block at most
 
   std::vector<std::string> blocks_;  // each kBlockBytes raw, compressed, at its exact size
   std::string tail_;                 // the raw bytes after the last block (< kMostRawBytes)

@@ -24,6 +24,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 
+#include "net/arrived_body.hpp"
 #include "net/connection.hpp"
 #include "replay/response_reader.hpp"
 #include "net/url.hpp"
@@ -349,4 +350,101 @@ TEST_CASE("an arrived body cut mid-event keeps the event before and the half aft
   });
   CHECK(upstream.arrived.reads() == upstream.marked);
   CHECK(upstream.arrived.take_all() == token_event(0) + "data: half");
+}
+
+TEST_CASE("bodies of every size chunked every way or with a length arrive as main's path frames them and never regrow",
+          "[replay][response]") {
+  // One keep-alive connection, a writer thread sending every response back to back, as an
+  // upstream answers a worker. Each body (every size to 400 B, then 5 % apart to 250 KB, of
+  // token events, the last one cut mid-event) comes with a Content-Length, or chunked in 1-byte chunks, 7-byte chunks with an
+  // extension, 370-byte chunks that split events, one chunk an event with a trailer, or 64 KiB
+  // chunks; the events decode_arrived frames from it must be those it frames from the body
+  // appended whole (main's path), and the raw tail must hold at the end what it held after the
+  // first read: reserved once, from the length or (chunked) as a worker's later stream.
+  std::string events;
+  for (std::size_t i = 0; events.size() < 250'000; ++i) events += token_event(i);
+  std::vector<std::size_t> sizes;
+  for (std::size_t size = 1; size < 400; ++size) sizes.push_back(size);  // an event cut at every byte
+  for (double size = 400; size <= 250'000; size *= 1.05) sizes.push_back(std::size_t(size));
+  sizes.push_back(250'000);
+  enum Framing { length, ones, sevens, splits, per_event, blocks, kFramings };
+  auto wire_of = [&](std::string_view body, int framing) {
+    if (framing == length)
+      return "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " + std::to_string(body.size()) +
+             "\r\n\r\n" + std::string(body);
+    std::string wire = kStreamHead;
+    auto piece = [&](std::size_t at) -> std::size_t {
+      switch (framing) {
+        case ones: return 1;
+        case sevens: return 7;
+        case splits: return 370;
+        case per_event: {
+          auto end = body.find("\n\n", at);
+          return end == std::string_view::npos ? body.size() - at : end + 2 - at;
+        }
+        default: return 64 << 10;
+      }
+    };
+    for (std::size_t at = 0, n = 0; at < body.size(); at += n) {
+      n = std::min(piece(at), body.size() - at);
+      if (framing == sevens) {
+        char size[32];
+        std::snprintf(size, sizeof size, "%zx;ext=\"a b\"\r\n", n);
+        wire += size + std::string(body.substr(at, n)) + "\r\n";
+      } else {
+        wire += chunk(body.substr(at, n));
+      }
+    }
+    return wire + (framing == per_event ? "0\r\nX-Trailer: done\r\n\r\n" : "0\r\n\r\n");
+  };
+  Upstream upstream;
+  std::thread writer([&] {
+    try {  // a client that failed stops reading; the guard's close then fails these writes
+      for (std::size_t size : sizes)
+        for (int framing = 0; framing < kFramings; ++framing) upstream.send(wire_of(std::string_view(events).substr(0, size), framing));
+    } catch (const std::exception&) {
+    }
+  });
+  std::size_t bodies = 0, wrong = 0, regrown = 0;
+  upstream.run([&]() -> asio::awaitable<void> {
+    for (std::size_t size : sizes) {
+      for (int framing = 0; framing < kFramings; ++framing) {
+        ArrivedPartParser parser;
+        ArrivedBody arrived;
+        parser.body_limit(boost::none);
+        parser.get().body().body = &arrived;
+        auto ec = co_await read_response_part(*upstream.connection, parser, true);
+        if (framing != length) arrived.reserve_like({size, 0, 0});  // a worker's later stream
+        // What the tail holds once the first bytes are in (a length reserves as the parser
+        // meets the body, past the head): the same as at the end, or it was regrown.
+        std::size_t reserved = arrived.raw_capacity();
+        std::int64_t read = 0;
+        while (!ec && !parser.is_done()) {
+          ec = co_await read_response_part(*upstream.connection, parser, false);
+          auto& value = parser.get().body();
+          if (value.taken == 0) continue;
+          arrived.mark_read(std::exchange(value.taken, 0), ++read);
+          if (read == 1) reserved = arrived.raw_capacity();
+        }
+        ++bodies;
+        if (ec) {
+          ++wrong;
+          co_return;  // the connection is out of step: nothing after this is worth reading
+        }
+        regrown += arrived.raw_capacity() != reserved || reserved < size;
+        ArrivedBody whole;
+        whole.append(std::string_view(events).substr(0, size), 1);
+        Response got, expected;
+        net::decode_arrived(arrived, true, "", got, nullptr, read + 1);
+        net::decode_arrived(whole, true, "", expected, nullptr, 2);
+        bool same = got.events.size() == expected.events.size() && got.events.bytes() == expected.events.bytes();
+        for (std::size_t i = 0; same && i < got.events.size(); ++i) same = got.events[i].data == expected.events[i].data;
+        wrong += !same;
+      }
+    }
+  });
+  writer.join();
+  CHECK(bodies == sizes.size() * kFramings);
+  CHECK(wrong == 0);
+  CHECK(regrown == 0);
 }
