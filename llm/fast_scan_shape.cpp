@@ -106,7 +106,12 @@ bool ShapeReader::read(std::string_view data) {
   used_ = 0;
   usage_ = {};
   bool saw_choices = false;
-  std::uint32_t seen = 0;
+  seen_ = 0;
+  std::uint32_t& seen = seen_;
+  finished_ = false;
+  tail_at_ = !tail_.empty() && data.size() > tail_.size() ? end_ - tail_.size() : nullptr;
+  std::uint32_t seen_with_choices = 0;  // `seen` when "choices" was read
+  bool usage_before_choices = false;
   // Entered past the bytes up to the "choices" value when they are the last such prefix's (prefix_).
   bool resumed = false;
   if (!prefix_.empty() && data.size() > prefix_.size() && std::memcmp(data.data(), prefix_.data(), prefix_.size()) == 0) {
@@ -121,6 +126,8 @@ bool ShapeReader::read(std::string_view data) {
     if (is(name, "choices")) {
       if (!first_time(seen, 1)) return false;
       saw_choices = true;
+      seen_with_choices = seen;
+      usage_before_choices = usage_.present;
       // Up to here the bytes of the event made no change but to `seen`: kept, with it, for the
       // next event (unless "usage" was among them, or they are too long to hold).
       if (!resumed && (seen & 2) == 0 && static_cast<std::size_t>(p_ - data.data()) <= kMostPrefix) {
@@ -157,7 +164,28 @@ bool ShapeReader::read(std::string_view data) {
       resumed);
   if (!whole) return false;
   skip_space();
-  return p_ == end_ && saw_choices;
+  if (p_ != end_ || !saw_choices) return false;
+  // The bytes after the last choice's last member that made a change made none but to `seen`s
+  // (nulls, skipped keys, closings; no "usage" object): kept, with those marks, for the next event.
+  if (!finished_ && quiet_from_ != nullptr && usage_.present == usage_before_choices &&
+      static_cast<std::size_t>(end_ - quiet_from_) <= kMostPrefix) {
+    tail_.assign(quiet_from_, end_);
+    tail_choice_seen_ = choices_[used_ - 1].seen & ~quiet_choice_seen_;
+    tail_seen_ = seen & ~seen_with_choices;
+  }
+  return true;
+}
+
+bool ShapeReader::take_tail(SimpleChoice& out) {
+  if ((out.seen & tail_choice_seen_) != 0 || (seen_ & tail_seen_) != 0 ||
+      std::memcmp(p_, tail_.data(), tail_.size()) != 0) {
+    return false;
+  }
+  out.seen |= tail_choice_seen_;
+  seen_ |= tail_seen_;
+  p_ = end_;
+  finished_ = true;
+  return true;
 }
 
 bool ShapeReader::choice(SimpleChoice& out) {
@@ -171,6 +199,7 @@ bool ShapeReader::choice(SimpleChoice& out) {
   out.token_ids.clear();
   const char* const start = p_;
   bool entered = false;  // past choice_prefix_ and its ","
+  quiet_from_ = nullptr;
   if (!choice_prefix_.empty() && static_cast<std::size_t>(end_ - p_) > choice_prefix_.size() &&
       std::memcmp(p_, choice_prefix_.data(), choice_prefix_.size()) == 0) {
     p_ += choice_prefix_.size();
@@ -182,11 +211,15 @@ bool ShapeReader::choice(SimpleChoice& out) {
       out.index = choice_prefix_index_;
       out.seen = 1;
       entered = true;
+      quiet_from_ = start + choice_prefix_.size();
+      quiet_choice_seen_ = out.seen;
     } else {
       p_ = start;
     }
   }
+  bool quiet = false;  // the member just read made no change but to out.seen
   const auto key = [&](std::string_view name) {
+    quiet = false;
     if (is(name, "index")) {
       std::optional<std::int64_t> index;
       const bool first = out.seen == 0;
@@ -200,22 +233,29 @@ bool ShapeReader::choice(SimpleChoice& out) {
       }
       return true;
     }
-    if (is(name, "text")) return first_time(out.seen, 2) && string_or_null(out.has_text, out.text);
-    if (is(name, "finish_reason")) return first_time(out.seen, 4) && string_or_null(out.has_finish_reason, out.finish_reason);
+    if (is(name, "text")) {
+      if (!first_time(out.seen, 2) || !string_or_null(out.has_text, out.text)) return false;
+      return quiet = !out.has_text, true;
+    }
+    if (is(name, "finish_reason")) {
+      if (!first_time(out.seen, 4) || !string_or_null(out.has_finish_reason, out.finish_reason)) return false;
+      return quiet = !out.has_finish_reason, true;
+    }
     if (is(name, "delta") || is(name, "message")) {
       SimpleMessage& message = is(name, "delta") ? out.delta : out.message;
       if (!first_time(out.seen, is(name, "delta") ? 8 : 16)) return false;
-      if (null()) return true;
+      if (null()) return quiet = true, true;
       message.is_object = true;
       return this->message(message);
     }
     if (is(name, "logprobs")) {
       if (!first_time(out.seen, 32)) return false;
-      return null() || logprobs(out.logprobs);
+      if (null()) return quiet = true, true;
+      return logprobs(out.logprobs);
     }
     if (is(name, "token_ids")) {
       if (!first_time(out.seen, 64)) return false;
-      if (null()) return true;
+      if (null()) return quiet = true, true;
       out.has_token_ids = true;
       return array([&] {
         JsonNumber id;
@@ -224,9 +264,19 @@ bool ShapeReader::choice(SimpleChoice& out) {
         return true;
       });
     }
+    quiet = true;
     return skip_value();
   };
-  return container('{', '}', [&] { return member(key); }, entered);
+  return container('{', '}', [&] {
+    if (!member(key)) return false;
+    // Where the last event's tail would begin: the rest of the event read at once when it is that.
+    if (p_ == tail_at_ && take_tail(out)) return true;
+    if (!quiet) {
+      quiet_from_ = p_;
+      quiet_choice_seen_ = out.seen;
+    }
+    return true;
+  }, entered);
 }
 
 bool ShapeReader::message(SimpleMessage& out) {

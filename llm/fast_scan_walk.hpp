@@ -28,7 +28,7 @@ bool ShapeReader::container(char open, char close, Item item, bool entered) {
   for (;;) {
     if (p_ == end_ || !item()) return false;
     skip_space();
-    if (p_ == end_) return false;
+    if (p_ == end_) return finished_;  // the end reached by take_tail() closes every container
     if (*p_ == ',') {
       ++p_;
       skip_space();

@@ -470,3 +470,45 @@ TEST_CASE("The shape reader skipping logprob values takes the same events on num
   INFO(events << " events, " << fast.shaped() << " read by the shape reader");
   CHECK(fast.shaped() >= events / 5);  // most of the numbers made are ones the lexer refuses
 }
+
+TEST_CASE("The shape reader reads a repeated tail at once as if it had read it") {
+  // Each event after each other (ShapeReader keeps the bytes after the last choice's last member
+  // that made a change, to the end): a tail that differs by one byte, keys that share a prefix, a
+  // key of the tail seen before it in the choice or at the top, spacing, escapes, more choices, an
+  // event shorter than the tail, and a tail whose bytes sit inside another value.
+  const std::string head = R"({"id":"c","object":"text_completion","choices":[{"index":0,"text":" a","logprobs":{"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[0]})";
+  const std::string tail = R"(,"finish_reason":null,"stop_reason":null}]})";
+  const std::string events[] = {
+      head + tail,
+      head + R"(,"finish_reason":null,"stop_reason":nulx}]})",
+      head + R"(,"finish_reason":null,"stop_reasoX":null}]})",
+      head + R"(,"finish_reason":null,"finish_reason":null}]})",
+      head + R"(,"finish_reasons":null,"stop_reason":null}]})",
+      head + R"(,"finish_reason":"stop","stop_reason":null}]})",
+      head + R"( , "finish_reason" : null , "stop_reason" : null } ] } )" "\r\n",
+      head + R"(,"finish_\u0072eason":null,"stop_reason":null}]})",
+      head + R"(,"finish_reason":null,"stop_reason":null}],"usage":null})",
+      head + R"(,"finish_reason":null,"stop_reason":null}],"usage":{"prompt_tokens":1}})",
+      head + R"(,"finish_reason":null,"stop_reason":null}],"object":"error"})",
+      head + R"(,"finish_reason":null,"stop_reason":null}],"choices":[]})",
+      R"({"usage":null,"choices":[{"index":0,"text":" a"}],"usage":null})",
+      R"({"id":"c","choices":[{"index":0,"finish_reason":null,"text":" a","finish_reason":null,"stop_reason":null}]})",
+      R"({"id":"c","choices":[{"index":0,"text":" a"},{"index":1,"text":" b","finish_reason":null,"stop_reason":null}]})",
+      R"({"id":"c","choices":[{"index":0,"text":" b","x":{"y":1,"finish_reason":null,"stop_reason":null}]})",
+      R"({"id":"c","choices":[{"index":0,"text":null,"logprobs":null,"finish_reason":null,"stop_reason":null}]})",
+      R"({"id":"c","choices":[{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":null}]})",
+      R"({"choices":[{"index":0,"text":"a","finish_reason":null,"stop_reason":null}]})",
+      tail,
+  };
+  Tally tally;
+  for (const std::string& first : events) {
+    for (const std::string& second : events) {
+      for (const std::string& third : {events[0], second}) {
+        tally.check(first);
+        tally.check(second);
+        tally.check(third);
+      }
+    }
+  }
+  CHECK(tally.fast.shaped() > 1000);
+}
