@@ -316,6 +316,7 @@ bool ShapeReader::usage_object() {
 bool ShapeReader::logprobs(SimpleLogprobs& out) {
   out.reset();
   out.is_object = true;
+  if (legacy_compact(out)) return true;
   constexpr std::uint32_t content = 1, tokens = 2, token_logprobs = 4, top = 8, text_offset = 16, refusal = 32;
   const bool whole = object([&](std::string_view name) {
     if (is(name, "content")) {
@@ -374,22 +375,6 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
   });
   // Neither shape and none of the keys that say "nothing here": the DOM path notes it.
   return whole && (out.content_is_array || out.tokens_is_array || (out.seen & (content | tokens | refusal)));
-}
-
-// One legacy top_logprobs object: labels and their logprobs, each label once.
-bool ShapeReader::legacy_top(SimpleLogprobs& out) {
-  SimpleTopObject& object = out.top.next();
-  object.is_object = true;
-  object.begin = object.end = out.labels.size();
-  const bool whole = this->object([&](std::string_view name) {
-    if (!fresh_label(out.labels, object, name)) return false;
-    SimpleLabelLogprob& label = out.labels.next();
-    keep(label.label, name);
-    label.logprob = 0;
-    return null() || real(label.logprob);
-  });
-  object.end = out.labels.size();
-  return whole;
 }
 
 // One chat "content" entry (`entry`) or one of its top_logprobs alternatives.

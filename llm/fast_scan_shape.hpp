@@ -43,6 +43,11 @@ class ShapeReader : JsonLexer {
   bool logprobs(SimpleLogprobs& out);
   bool content_entry(SimpleLogprobs& out, bool entry);
   bool legacy_top(SimpleLogprobs& out);
+  // fast_scan_legacy.cpp: a legacy logprobs object of one token in OpenAI's compact layout, or
+  // false with nothing read (out reset).
+  bool legacy_compact(SimpleLogprobs& out);
+  template <std::size_t N>
+  bool skip_run(const char (&run)[N]);
   bool skip_value();
   // A count or an id: an integer, or null (nullopt); false for anything else.
   bool integer_or_null(std::optional<std::int64_t>& out);

@@ -512,3 +512,50 @@ TEST_CASE("The shape reader reads a repeated tail at once as if it had read it")
   }
   CHECK(tally.fast.shaped() > 1000);
 }
+
+TEST_CASE("The shape reader reads a compact legacy logprobs object as it reads any other") {
+  // ShapeReader reads {"tokens":[..],"token_logprobs":[..],"top_logprobs":[{..}],"text_offset":[..]}
+  // of one token in one pass when it is compact; each object that differs from that layout by a
+  // little (spacing, order, a key that shares a prefix, two tokens, nulls, an empty or duplicate
+  // top object, escapes, a double offset, a cut) must read as the parser reads it.
+  const std::string head = R"({"id":"c","object":"text_completion","choices":[{"index":0,"text":" a","logprobs":)";
+  const std::string tail = R"(,"finish_reason":null}]})";
+  const std::string objects[] = {
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5,"b":-1.25e-3}],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7]})",
+      R"({"tokens":[" a"], "token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a" :-0.5}],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5 }],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7] })",
+      R"({"token_logprobs":[-0.5],"tokens":[" a"],"top_logprobs":[{" a":-0.5}],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offsets":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7],"tokens":[]})",
+      R"({"tokens":[" a","b"],"token_logprobs":[-0.5,-1],"top_logprobs":[{" a":-0.5},{"b":-1}],"text_offset":[7,9]})",
+      R"({"tokens":[" a"],"token_logprobs":[null],"top_logprobs":[{" a":null}],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[null],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{}],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5," a":-1}],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" \u0061":-0.5,"\" a":-1}],"text_offset":[7]})",
+      R"({"tokens":["\n\u00e9"],"token_logprobs":[-0.5],"top_logprobs":[{"\n\u00e9":-0.5}],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7.0]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[null]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7]]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7 ]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7]])",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5;"b":-1}],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7)",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5,)",
+      R"({"tokens":[" a"],"token_logprobs":[-01],"top_logprobs":[{" a":1e99999}],"text_offset":[7]})",
+      R"({"tokens":[1],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":"-0.5"}],"text_offset":[7]})",
+  };
+  Tally tally;
+  for (const std::string& first : objects) {
+    for (const std::string& second : objects) {
+      tally.check(head + first + tail);
+      tally.check(head + second + tail);
+    }
+  }
+  for (const std::string& object : objects) tally.check(head + object);  // the event cut after it
+  CHECK(tally.fast.shaped() > 500);
+}
