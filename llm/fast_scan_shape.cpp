@@ -109,6 +109,7 @@ bool ShapeReader::read(std::string_view data) {
   seen_ = 0;
   std::uint32_t& seen = seen_;
   finished_ = false;
+  quiet_from_ = nullptr;  // set by this event's last choice, if it has one
   tail_at_ = !tail_.empty() && data.size() > tail_.size() ? end_ - tail_.size() : nullptr;
   std::uint32_t seen_with_choices = 0;  // `seen` when "choices" was read
   bool usage_before_choices = false;
