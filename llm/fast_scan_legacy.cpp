@@ -91,4 +91,19 @@ bool ShapeReader::legacy_compact(SimpleLogprobs& out) {
   return true;
 }
 
+// Past a choice's repeated `{"index":N,` (choice_prefix_): `"text":"..","logprobs":{..}` as
+// completions servers write them, read as choice()'s members read them (text kept, "logprobs" by
+// logprobs(), their seen bits set). False with p_ and `out` as they were for anything else.
+bool ShapeReader::text_and_logprobs(SimpleChoice& out) {
+  const char* const start = p_;
+  std::string_view text;
+  if (!skip_run("\"text\":\"") || !(--p_, string(text))) return p_ = start, false;
+  keep(out.text, text);  // before logprobs() reads on: `text` may be unescaped_'s
+  // (choice() read on from `start` resets out.logprobs where it reaches "logprobs".)
+  if (!skip_run(",\"logprobs\":{") || !(--p_, logprobs(out.logprobs))) return p_ = start, false;
+  out.has_text = true;
+  out.seen |= 2 | 32;  // choice()'s bits for "text" and "logprobs"
+  return true;
+}
+
 }  // namespace retrace::llm

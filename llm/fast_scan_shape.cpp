@@ -268,6 +268,15 @@ bool ShapeReader::choice(SimpleChoice& out) {
     quiet = true;
     return skip_value();
   };
+  if (entered && text_and_logprobs(out)) {  // members read as `key` reads them, then on as after any
+    quiet_from_ = p_;
+    quiet_choice_seen_ = out.seen;
+    if (p_ == tail_at_ && take_tail(out)) return true;
+    skip_space();
+    if (p_ == end_ || (*p_ != ',' && *p_ != '}')) return false;
+    if (*p_++ == '}') return --depth_, true;
+    skip_space();
+  }
   return container('{', '}', [&] {
     if (!member(key)) return false;
     // Where the last event's tail would begin: the rest of the event read at once when it is that.

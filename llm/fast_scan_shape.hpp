@@ -48,6 +48,7 @@ class ShapeReader : JsonLexer {
   bool legacy_compact(SimpleLogprobs& out);
   template <std::size_t N>
   bool skip_run(const char (&run)[N]);
+  bool text_and_logprobs(SimpleChoice& out);
   bool skip_value();
   // A count or an id: an integer, or null (nullopt); false for anything else.
   bool integer_or_null(std::optional<std::int64_t>& out);

@@ -567,3 +567,44 @@ TEST_CASE("The shape reader reads a compact legacy logprobs object as it reads a
   for (const std::string& object : objects) tally.check(head + object);  // the event cut after it
   CHECK(tally.fast.shaped() > 500);
 }
+
+TEST_CASE("The shape reader reads a choice's text and logprobs after its repeated index as any other") {
+  // Past a repeated {"index":0, ShapeReader reads "text":"..","logprobs":{..} in one pass when they
+  // come so: each choice near that (null, escaped or spaced text, the keys in the other order or
+  // sharing a prefix, a logprobs object it refuses, a key repeated after, the choice ended or
+  // going on after them) after each other must read as the parser reads it.
+  const std::string head = R"({"id":"c","object":"text_completion","choices":[)";
+  const std::string logprobs = R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[0]})";
+  const std::string choices[] = {
+      R"({"index":0,"text":" a","logprobs":)" + logprobs + R"(,"finish_reason":null})",
+      R"({"index":0,"text":" a","logprobs":)" + logprobs + "}",
+      R"({"index":0,"text":" a","logprobs":)" + logprobs + " }",
+      R"({"index":0,"text":" a","logprobs":)" + logprobs + R"( , "finish_reason":"stop"})",
+      R"({"index":0,"text":" a","logprobs":)" + logprobs + R"(,"text":" b"})",
+      R"({"index":0,"text":" a","logprobs":)" + logprobs + R"(,"logprobs":null})",
+      R"({"index":0,"text":" a","logprobs":)" + logprobs + R"(,})",
+      R"({"index":0,"text":" a","logprobs":)" + logprobs + R"(])",
+      R"({"index":0,"text":"\n\u00e9\"","logprobs":)" + logprobs + "}",
+      R"({"index":0,"text":null,"logprobs":)" + logprobs + "}",
+      R"({"index":0,"text":"","logprobs":)" + logprobs + "}",
+      R"({"index":0,"text":" a","logprobs":)" + logprobs + R"(;"finish_reason":null})",
+      R"({"index":0,"text" :" a","logprobs":)" + logprobs + "}",
+      R"({"index":0,"text":" a", "logprobs":)" + logprobs + "}",
+      R"({"index":0,"texts":" a","logprobs":)" + logprobs + "}",
+      R"({"index":0,"logprobs":)" + logprobs + R"(,"text":" a"})",
+      R"({"index":0,"text":" a","logprobs":null})",
+      R"({"index":0,"text":" a","logprobs":{"tokens":[" a"],"tokens":[" b"]}})",
+      R"({"index":0,"text":" a","logprobs":{"tokens":[" a"],"token_logprobs":["x"]}})",
+      R"({"index":0,"text":" a","logprobs":{}})",
+      R"({"index":0,"text":" a","logprobs":)" + logprobs + R"(},{"index":0,"text":" b","logprobs":)" + logprobs + "}",
+      R"({"index":1,"text":" a","logprobs":)" + logprobs + "}",
+  };
+  Tally tally;
+  for (const std::string& first : choices) {
+    for (const std::string& second : choices) {
+      tally.check(head + first + "]}");
+      tally.check(head + second + "]}");
+    }
+  }
+  CHECK(tally.fast.shaped() > 500);
+}
