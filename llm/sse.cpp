@@ -157,7 +157,9 @@ void SseParser::process_line(std::string_view line) {
   if (line.front() == ':') return;  // comment
   std::string_view name = line;
   std::string_view value;
-  if (const auto colon = line.find(':'); colon != std::string_view::npos) {
+  // Nearly every line is a data line: its colon is at 4 ("data" has none), found without a search.
+  const bool data_line = line.size() >= 5 && std::memcmp(line.data(), "data:", 5) == 0;
+  if (const auto colon = data_line ? 4 : line.find(':'); colon != std::string_view::npos) {
     name = line.substr(0, colon);
     value = line.substr(colon + 1);
     if (!value.empty() && value.front() == ' ') value.remove_prefix(1);

@@ -172,3 +172,11 @@ TEST_CASE("SSE parser finds a line break at every offset of a long line") {
     }
   }
 }
+
+TEST_CASE("SSE parser takes a field whose name only begins with data for another field") {
+  // A "data:" line's colon is found without a search: "data2:", "database:" and a bare "data"
+  // are not such a line.
+  const auto events = parse_in_pieces("data2: x\ndatabase: y\ndata\ndata: z\n\n", {});
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].data == "\nz");
+}
