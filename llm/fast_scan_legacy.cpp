@@ -81,11 +81,20 @@ bool ShapeReader::legacy_compact(SimpleLogprobs& out) {
   ++p_;
   object.end = out.labels.size();
   if (!skip_run("],\"text_offset\":[")) return refuse();
-  JsonNumber offset;
-  if (!number(offset) || offset.is_double) return refuse();
-  out.text_offsets.push_back(offset.integer);
-  if (end_ - p_ < 2 || p_[0] != ']' || p_[1] != '}') return refuse();
+  // The offset as number() reads an integer: 0, or 1 to 15 digits not led by 0 (anything else,
+  // a sign, a fraction, an exponent, is refused: number() and logprobs() read it).
+  std::int64_t offset = 0;
+  const char* const digits = p_;
+  if (p_ != end_ && *p_ == '0') {
+    ++p_;
+  } else {
+    while (p_ != end_ && static_cast<unsigned char>(*p_ - '0') <= 9 && p_ - digits < 15) {
+      offset = offset * 10 + (*p_++ - '0');
+    }
+  }
+  if (p_ == digits || end_ - p_ < 2 || p_[0] != ']' || p_[1] != '}') return refuse();
   p_ += 2;
+  out.text_offsets.push_back(offset);
   out.seen = 2 | 4 | 8 | 16;  // logprobs()'s bits: tokens, token_logprobs, top, text_offset
   out.tokens_is_array = out.token_logprobs_is_array = out.top_is_array = out.text_offset_is_array = true;
   return true;
