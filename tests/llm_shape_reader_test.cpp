@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fuzz/scan_differential.hpp"
 #include "tests/llm_scan_tally.hpp"
@@ -171,45 +172,41 @@ TEST_CASE("The shape reader reads a compact legacy logprobs object as it reads a
   // top object, escapes, a double offset, a cut) must read as the parser reads it.
   const std::string head = R"({"id":"c","object":"text_completion","choices":[{"index":0,"text":" a","logprobs":)";
   const std::string tail = R"(,"finish_reason":null}]})";
-  const std::string objects[] = {
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5,"b":-1.25e-3}],"text_offset":[7]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7]})",
+  // The compact object of one token, its top_logprobs element and what follows "text_offset":[
+  // given; `top` and "7]}" make it whole.
+  const auto with = [](const std::string& element, const std::string& offset) {
+    return R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[)" + element + R"(],"text_offset":[)" + offset;
+  };
+  const std::string top = R"({" a":-0.5})";
+  std::vector<std::string> objects = {
+      with(top, "7]}"),
+      with(R"({" a":-0.5,"b":-1.25e-3})", "7]}"),
+      with(R"({" a" :-0.5})", "7]}"),
+      with(R"({" a":-0.5 })", "7]}"),
+      with(R"({" a":-0.5," a":-1})", "7]}"),
+      with(R"({" \u0061":-0.5,"\" a":-1})", "7]}"),
+      with(R"({" a":-0.5;"b":-1})", "7]}"),
+      with(R"({" a":"-0.5"})", "7]}"),
+      with(R"({" a":null})", "7]}"),
+      with("null", "7]}"),
+      with("{}", "7]}"),
+      with(top, "7],\"tokens\":[]}"),
+      with(top, "7"),
       R"({"tokens":[" a"], "token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a" :-0.5}],"text_offset":[7]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5 }],"text_offset":[7]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7] })",
       R"({"token_logprobs":[-0.5],"tokens":[" a"],"top_logprobs":[{" a":-0.5}],"text_offset":[7]})",
       R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offsets":[7]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7],"tokens":[]})",
       R"({"tokens":[" a","b"],"token_logprobs":[-0.5,-1],"top_logprobs":[{" a":-0.5},{"b":-1}],"text_offset":[7,9]})",
-      R"({"tokens":[" a"],"token_logprobs":[null],"top_logprobs":[{" a":null}],"text_offset":[7]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[null],"text_offset":[7]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{}],"text_offset":[7]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5," a":-1}],"text_offset":[7]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" \u0061":-0.5,"\" a":-1}],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[null],"top_logprobs":[{" a":-0.5}],"text_offset":[7]})",
       R"({"tokens":["\n\u00e9"],"token_logprobs":[-0.5],"top_logprobs":[{"\n\u00e9":-0.5}],"text_offset":[7]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7.0]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[null]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[0]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[05]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[-3]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[-0]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[123456789012345]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[1234567890123456]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[12345678901234567890]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7e2]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[10]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7]]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7 ]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7]])",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5;"b":-1}],"text_offset":[7]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7)",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5,)",
       R"({"tokens":[" a"],"token_logprobs":[-01],"top_logprobs":[{" a":1e99999}],"text_offset":[7]})",
       R"({"tokens":[1],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5}],"text_offset":[7]})",
-      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":"-0.5"}],"text_offset":[7]})",
+      R"({"tokens":[" a"],"token_logprobs":[-0.5],"top_logprobs":[{" a":-0.5,)",
   };
+  // Offsets number() reads as integers, as doubles or not at all, and closings that are not "]}".
+  for (const char* offset : {"7.0]}", "null]}", "0]}", "05]}", "-3]}", "-0]}", "123456789012345]}", "1234567890123456]}",
+                             "12345678901234567890]}", "7e2]}", "10]}", "]}", "7]]}", "7 ]}", "7]]", "7] }"}) {
+    objects.push_back(with(top, offset));
+  }
   Tally tally;
   for (const std::string& first : objects) {
     for (const std::string& second : objects) {
