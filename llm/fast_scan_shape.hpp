@@ -8,7 +8,8 @@
 // everything it is not sure of: a duplicate key it reads, a value of a type it does not expect, a
 // name the handler refuses or treats apart (errors, reasoning, refusals, tool calls, llama.cpp's
 // spellings), deep nesting, bad JSON. FastEventParser then runs the scanner and the handler on the
-// same bytes. tests/llm_fast_scan_test.cpp and fuzz_fast_scan compare the two paths' results.
+// same bytes. tests/llm_fast_scan_test.cpp, tests/llm_shape_reader_test.cpp (what it reads on from
+// a stream's repeated bytes) and fuzz_fast_scan compare the two paths' results.
 #pragma once
 
 #include <cstdint>
