@@ -53,7 +53,12 @@ Choice* ResponseDecoder::Impl::choice_at(const json::object& object) {
 
 Choice& ResponseDecoder::Impl::part_of(std::uint32_t index, Part part, std::uint32_t call) {
   const PartKey key{index, part, call};
-  if (const auto found = part_slots.find(key); found != part_slots.end()) return choices[found->second.position];
+  if (key == last_part) return choices[last_part_position];
+  if (const auto found = part_slots.find(key); found != part_slots.end()) {
+    last_part = key;
+    last_part_position = found->second.position;
+    return choices[last_part_position];
+  }
   if (choices.size() >= kMaxParts) {
     if (parts_dropped++ == 0) {
       note(where() + ": more than " + std::to_string(kMaxParts) + " outputs (choices, items, blocks, calls or embeddings); the rest dropped");
@@ -65,6 +70,8 @@ Choice& ResponseDecoder::Impl::part_of(std::uint32_t index, Part part, std::uint
     return dropped_part;
   }
   part_slots.emplace(key, PartSlot{static_cast<std::uint32_t>(choices.size())});
+  last_part = key;
+  last_part_position = static_cast<std::uint32_t>(choices.size());
   Choice& added = choices.emplace_back();
   added.index = index;
   added.part = part;

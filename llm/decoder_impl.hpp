@@ -113,6 +113,11 @@ struct DecodeState {
     bool id_recorded = false;
   };
   std::unordered_map<PartKey, PartSlot, PartKeyHash> part_slots;
+  // The part part_of last found or made, which the next event nearly always names again (a stream
+  // of one choice): told by one compare before the hash lookup. Valid as long as part_slots is.
+  // The index kMaxParts is no part's.
+  PartKey last_part{static_cast<std::uint32_t>(kMaxParts), Part{}, 0};
+  std::uint32_t last_part_position = 0;
   // What part_of hands out once kMaxParts parts exist: emptied every time, so what is written
   // into it is dropped and costs one event's worth at most.
   Choice dropped_part;

@@ -7,63 +7,14 @@
 #include <cstring>
 
 #include "llm/decoder_impl.hpp"
+#include "llm/fast_scan_walk.hpp"
 
 namespace retrace::llm {
 
 namespace {
-constexpr int kMaxDepth = 48;  // below basic_parser's max_depth (64), so it never judges alone
 // The longest prefix_ kept: servers' are ~100-250 bytes; a longer one is read each time instead of
 // held for the decoder's life.
 constexpr std::size_t kMostPrefix = 1024;
-}
-
-template <class Item>
-bool ShapeReader::container(char open, char close, Item item, bool entered) {
-  if (!entered) {
-    if (p_ == end_ || *p_ != open || ++depth_ > kMaxDepth) return false;
-    ++p_;
-    skip_space();
-    if (p_ != end_ && *p_ == close) {
-      ++p_;
-      --depth_;
-      return true;
-    }
-  }
-  for (;;) {
-    if (p_ == end_ || !item()) return false;
-    skip_space();
-    if (p_ == end_) return false;
-    if (*p_ == ',') {
-      ++p_;
-      skip_space();
-      continue;
-    }
-    if (*p_ != close) return false;
-    ++p_;
-    --depth_;
-    return true;
-  }
-}
-
-template <class Key>
-bool ShapeReader::member(Key key) {
-  std::string_view name;
-  if (*p_ != '"' || !string(name)) return false;
-  skip_space();
-  if (p_ == end_ || *p_ != ':') return false;
-  ++p_;
-  skip_space();
-  return key(name);  // reads the value; `name` may point into the buffer it reuses
-}
-
-template <class Key>
-bool ShapeReader::object(Key key) {
-  return container('{', '}', [&] { return member(key); });
-}
-
-template <class Element>
-bool ShapeReader::array(Element element) {
-  return container('[', ']', element);
 }
 
 bool ShapeReader::skip_value() {
@@ -149,45 +100,19 @@ bool ShapeReader::string_or_null(bool& has, std::string& out) {
   return true;
 }
 
-// Whether `name` is `word`, inline: string_view's == called memcmp for the longer keys, each key of
-// each event. Up to 16 bytes as two words that may overlap (both ends of the name).
-template <class Word>
-static bool same_word(const char* a, const char* b) {
-  Word x, y;
-  std::memcpy(&x, a, sizeof x);
-  std::memcpy(&y, b, sizeof y);
-  return x == y;
-}
-template <std::size_t N>
-static bool is(std::string_view name, const char (&word)[N]) {
-  constexpr std::size_t size = N - 1;
-  if (name.size() != size) return false;
-  const char* at = name.data();
-  if constexpr (size > 16) {
-    return std::memcmp(at, word, size) == 0;
-  } else if constexpr (size >= 8) {
-    return same_word<std::uint64_t>(at, word) && same_word<std::uint64_t>(at + size - 8, word + size - 8);
-  } else if constexpr (size >= 4) {
-    return same_word<std::uint32_t>(at, word) && same_word<std::uint32_t>(at + size - 4, word + size - 4);
-  } else {
-    return std::memcmp(at, word, size) == 0;
-  }
-}
-
-// Marks `bit` in `seen`; false when it was there (which duplicate wins is the DOM's business).
-static bool first_time(std::uint32_t& seen, std::uint32_t bit) {
-  if (seen & bit) return false;
-  seen |= bit;
-  return true;
-}
-
 bool ShapeReader::read(std::string_view data) {
   start(data);
   depth_ = 0;
   used_ = 0;
   usage_ = {};
   bool saw_choices = false;
-  std::uint32_t seen = 0;
+  seen_ = 0;
+  std::uint32_t& seen = seen_;
+  finished_ = false;
+  quiet_from_ = nullptr;  // set by this event's last choice, if it has one
+  tail_at_ = !tail_.empty() && data.size() > tail_.size() ? end_ - tail_.size() : nullptr;
+  std::uint32_t seen_with_choices = 0;  // `seen` when "choices" was read
+  bool usage_before_choices = false;
   // Entered past the bytes up to the "choices" value when they are the last such prefix's (prefix_).
   bool resumed = false;
   if (!prefix_.empty() && data.size() > prefix_.size() && std::memcmp(data.data(), prefix_.data(), prefix_.size()) == 0) {
@@ -202,6 +127,8 @@ bool ShapeReader::read(std::string_view data) {
     if (is(name, "choices")) {
       if (!first_time(seen, 1)) return false;
       saw_choices = true;
+      seen_with_choices = seen;
+      usage_before_choices = usage_.present;
       // Up to here the bytes of the event made no change but to `seen`: kept, with it, for the
       // next event (unless "usage" was among them, or they are too long to hold).
       if (!resumed && (seen & 2) == 0 && static_cast<std::size_t>(p_ - data.data()) <= kMostPrefix) {
@@ -238,7 +165,28 @@ bool ShapeReader::read(std::string_view data) {
       resumed);
   if (!whole) return false;
   skip_space();
-  return p_ == end_ && saw_choices;
+  if (p_ != end_ || !saw_choices) return false;
+  // The bytes after the last choice's last member that made a change made none but to `seen`s
+  // (nulls, skipped keys, closings; no "usage" object): kept, with those marks, for the next event.
+  if (!finished_ && quiet_from_ != nullptr && usage_.present == usage_before_choices &&
+      static_cast<std::size_t>(end_ - quiet_from_) <= kMostPrefix) {
+    tail_.assign(quiet_from_, end_);
+    tail_choice_seen_ = choices_[used_ - 1].seen & ~quiet_choice_seen_;
+    tail_seen_ = seen & ~seen_with_choices;
+  }
+  return true;
+}
+
+bool ShapeReader::take_tail(SimpleChoice& out) {
+  if ((out.seen & tail_choice_seen_) != 0 || (seen_ & tail_seen_) != 0 ||
+      std::memcmp(p_, tail_.data(), tail_.size()) != 0) {
+    return false;
+  }
+  out.seen |= tail_choice_seen_;
+  seen_ |= tail_seen_;
+  p_ = end_;
+  finished_ = true;
+  return true;
 }
 
 bool ShapeReader::choice(SimpleChoice& out) {
@@ -252,6 +200,7 @@ bool ShapeReader::choice(SimpleChoice& out) {
   out.token_ids.clear();
   const char* const start = p_;
   bool entered = false;  // past choice_prefix_ and its ","
+  quiet_from_ = nullptr;
   if (!choice_prefix_.empty() && static_cast<std::size_t>(end_ - p_) > choice_prefix_.size() &&
       std::memcmp(p_, choice_prefix_.data(), choice_prefix_.size()) == 0) {
     p_ += choice_prefix_.size();
@@ -263,11 +212,15 @@ bool ShapeReader::choice(SimpleChoice& out) {
       out.index = choice_prefix_index_;
       out.seen = 1;
       entered = true;
+      quiet_from_ = start + choice_prefix_.size();
+      quiet_choice_seen_ = out.seen;
     } else {
       p_ = start;
     }
   }
+  bool quiet = false;  // the member just read made no change but to out.seen
   const auto key = [&](std::string_view name) {
+    quiet = false;
     if (is(name, "index")) {
       std::optional<std::int64_t> index;
       const bool first = out.seen == 0;
@@ -281,22 +234,29 @@ bool ShapeReader::choice(SimpleChoice& out) {
       }
       return true;
     }
-    if (is(name, "text")) return first_time(out.seen, 2) && string_or_null(out.has_text, out.text);
-    if (is(name, "finish_reason")) return first_time(out.seen, 4) && string_or_null(out.has_finish_reason, out.finish_reason);
+    if (is(name, "text")) {
+      if (!first_time(out.seen, 2) || !string_or_null(out.has_text, out.text)) return false;
+      return quiet = !out.has_text, true;
+    }
+    if (is(name, "finish_reason")) {
+      if (!first_time(out.seen, 4) || !string_or_null(out.has_finish_reason, out.finish_reason)) return false;
+      return quiet = !out.has_finish_reason, true;
+    }
     if (is(name, "delta") || is(name, "message")) {
       SimpleMessage& message = is(name, "delta") ? out.delta : out.message;
       if (!first_time(out.seen, is(name, "delta") ? 8 : 16)) return false;
-      if (null()) return true;
+      if (null()) return quiet = true, true;
       message.is_object = true;
       return this->message(message);
     }
     if (is(name, "logprobs")) {
       if (!first_time(out.seen, 32)) return false;
-      return null() || logprobs(out.logprobs);
+      if (null()) return quiet = true, true;
+      return logprobs(out.logprobs);
     }
     if (is(name, "token_ids")) {
       if (!first_time(out.seen, 64)) return false;
-      if (null()) return true;
+      if (null()) return quiet = true, true;
       out.has_token_ids = true;
       return array([&] {
         JsonNumber id;
@@ -305,9 +265,28 @@ bool ShapeReader::choice(SimpleChoice& out) {
         return true;
       });
     }
+    quiet = true;
     return skip_value();
   };
-  return container('{', '}', [&] { return member(key); }, entered);
+  if (entered && text_and_logprobs(out)) {  // members read as `key` reads them, then on as after any
+    quiet_from_ = p_;
+    quiet_choice_seen_ = out.seen;
+    if (p_ == tail_at_ && take_tail(out)) return true;
+    skip_space();
+    if (p_ == end_ || (*p_ != ',' && *p_ != '}')) return false;
+    if (*p_++ == '}') return --depth_, true;
+    skip_space();
+  }
+  return container('{', '}', [&] {
+    if (!member(key)) return false;
+    // Where the last event's tail would begin: the rest of the event read at once when it is that.
+    if (p_ == tail_at_ && take_tail(out)) return true;
+    if (!quiet) {
+      quiet_from_ = p_;
+      quiet_choice_seen_ = out.seen;
+    }
+    return true;
+  }, entered);
 }
 
 bool ShapeReader::message(SimpleMessage& out) {
@@ -347,6 +326,7 @@ bool ShapeReader::usage_object() {
 bool ShapeReader::logprobs(SimpleLogprobs& out) {
   out.reset();
   out.is_object = true;
+  if (legacy_compact(out)) return true;
   constexpr std::uint32_t content = 1, tokens = 2, token_logprobs = 4, top = 8, text_offset = 16, refusal = 32;
   const bool whole = object([&](std::string_view name) {
     if (is(name, "content")) {
@@ -405,22 +385,6 @@ bool ShapeReader::logprobs(SimpleLogprobs& out) {
   });
   // Neither shape and none of the keys that say "nothing here": the DOM path notes it.
   return whole && (out.content_is_array || out.tokens_is_array || (out.seen & (content | tokens | refusal)));
-}
-
-// One legacy top_logprobs object: labels and their logprobs, each label once.
-bool ShapeReader::legacy_top(SimpleLogprobs& out) {
-  SimpleTopObject& object = out.top.next();
-  object.is_object = true;
-  object.begin = object.end = out.labels.size();
-  const bool whole = this->object([&](std::string_view name) {
-    if (!fresh_label(out.labels, object, name)) return false;
-    SimpleLabelLogprob& label = out.labels.next();
-    keep(label.label, name);
-    label.logprob = 0;
-    return null() || real(label.logprob);
-  });
-  object.end = out.labels.size();
-  return whole;
 }
 
 // One chat "content" entry (`entry`) or one of its top_logprobs alternatives.

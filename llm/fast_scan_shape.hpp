@@ -8,7 +8,8 @@
 // everything it is not sure of: a duplicate key it reads, a value of a type it does not expect, a
 // name the handler refuses or treats apart (errors, reasoning, refusals, tool calls, llama.cpp's
 // spellings), deep nesting, bad JSON. FastEventParser then runs the scanner and the handler on the
-// same bytes. tests/llm_fast_scan_test.cpp and fuzz_fast_scan compare the two paths' results.
+// same bytes. tests/llm_fast_scan_test.cpp, tests/llm_shape_reader_test.cpp (what it reads on from
+// a stream's repeated bytes) and fuzz_fast_scan compare the two paths' results.
 #pragma once
 
 #include <cstdint>
@@ -36,11 +37,19 @@ class ShapeReader : JsonLexer {
  private:
   // Each reads the value at p_ (whitespace before it skipped) and leaves p_ past it.
   bool choice(SimpleChoice& out);
+  // At tail_at_ after a member of `out`: true, p_ at the end and finished_, when tail_ is there.
+  bool take_tail(SimpleChoice& out);
   bool message(SimpleMessage& out);
   bool usage_object();
   bool logprobs(SimpleLogprobs& out);
   bool content_entry(SimpleLogprobs& out, bool entry);
   bool legacy_top(SimpleLogprobs& out);
+  // fast_scan_legacy.cpp: a legacy logprobs object of one token in OpenAI's compact layout, or
+  // false with nothing read (out reset).
+  bool legacy_compact(SimpleLogprobs& out);
+  template <std::size_t N>
+  bool skip_run(const char (&run)[N]);
+  bool text_and_logprobs(SimpleChoice& out);
   bool skip_value();
   // A count or an id: an integer, or null (nullopt); false for anything else.
   bool integer_or_null(std::optional<std::int64_t>& out);
@@ -87,6 +96,19 @@ class ShapeReader : JsonLexer {
   // and a "," after is read on from there, as reading them again would leave it.
   std::string choice_prefix_;
   std::int64_t choice_prefix_index_ = 0;
+  // The same at the end: the bytes of the last event from just past its last choice's last member
+  // that made a change (index, a string, an object, an array) to its end, when they made none but
+  // to the choice's `seen` and the event's (`,"finish_reason":null,"stop_reason":null}]}`), and
+  // those marks. A choice whose member ends where the event's last tail_.size() bytes begin, and
+  // those bytes are tail_'s (with none of their keys seen yet), is read to the end at once.
+  std::string tail_;
+  std::uint32_t tail_choice_seen_ = 0, tail_seen_ = 0;
+  const char* tail_at_ = nullptr;  // where tail_ would begin in the event read, or nullptr
+  bool finished_ = false;          // take_tail() left p_ at the end: every container is closed
+  // In the choice being read: just past its last member that made a change, and its `seen` there.
+  const char* quiet_from_ = nullptr;
+  std::uint32_t quiet_choice_seen_ = 0;
+  std::uint32_t seen_ = 0;  // the event's top-level keys read (bit 1 "choices", 2 "usage", 4 "object")
   std::vector<SimpleChoice> choices_;
   std::size_t used_ = 0;
   SimpleUsage usage_;

@@ -4,6 +4,7 @@
 // the scanner must make the same choices, logprobs, token ids and usage as without it, or give up
 // alike. On every line of the shape corpus, the fuzz corpora, generated events of every size and
 // every one-byte mutation of a repeated event (fuzz/scan_differential.hpp holds the check).
+// ShapeReader's reading on from a stream's repeated bytes: tests/llm_shape_reader_test.cpp.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -19,37 +20,15 @@
 #include <boost/json/value.hpp>
 
 #include "fuzz/scan_differential.hpp"
+#include "tests/llm_scan_tally.hpp"
 #include "tests/test_data.hpp"
 
 using namespace retrace;
 using fuzzing::ScanVerdict;
+using testing::Tally;
 namespace fs = std::filesystem;
 
 namespace {
-
-// basic_parser takes `data` as one whole document.
-bool parser_accepts(std::string_view data) {
-  boost::json::basic_parser<fuzzing::RecordingHandler> parser(llm::decoder_parse_options());
-  boost::json::error_code ec;
-  return parser.write_some(false, data.data(), data.size(), ec) == data.size() && !ec;
-}
-
-struct Tally {
-  std::size_t inputs = 0, scanned = 0, accepted = 0;
-  fuzzing::ScanAndParse fast;
-
-  // Both checks on one input; true when the scanner read it to the end.
-  bool check(std::string_view data) {
-    ++inputs;
-    const ScanVerdict verdict = fuzzing::scan_against_parser(data);
-    INFO("input: " << std::string(data.substr(0, 2000)));
-    CHECK(verdict != ScanVerdict::differs);
-    CHECK(fast.agree(data));
-    if (verdict == ScanVerdict::scanned) ++scanned;
-    if (parser_accepts(data)) ++accepted;
-    return verdict == ScanVerdict::scanned;
-  }
-};
 
 // Each line of `bytes`, an SSE "data: " prefix taken off.
 std::vector<std::string> lines_of(const std::string& bytes) {
@@ -372,101 +351,4 @@ TEST_CASE("The scanner reads numbers of every digit count as the parser does bit
   INFO(checked << " numbers, " << scanned << " scanned");
   CHECK(differs == 0);
   CHECK(scanned >= checked * 6 / 10);
-}
-
-// ShapeReader reads on from the "choices" value of an event that begins with the bytes the last
-// one did up to there: what it saw in them must hold, as if read again (a key of them repeated
-// after "choices", "usage" before it, an error object), and an event that differs in them is read
-// whole.
-TEST_CASE("The shape reader resumes after a repeated prefix as if it had read it") {
-  const std::string prefix = R"({"id":"cmpl-1","object":"text_completion","created":1796542049,"model":"m","choices":)";
-  const std::string choices = R"([{"index":0,"text":" a","finish_reason":null}])";
-  const std::string events[] = {
-      prefix + choices + "}",
-      prefix + choices + R"(,"object":"text_completion"})",
-      prefix + choices + R"(,"choices":[]})",
-      prefix + choices + R"(,"usage":{"prompt_tokens":1}})",
-      prefix + choices + R"(,"usage":null,"usage":null})",
-      prefix + "[]}",
-      prefix + choices,
-      prefix + choices + R"(,"error":{"message":"x"}})",
-      R"({"id":"cmpl-1","object":"error","created":1796542049,"model":"m","choices":)" + choices + "}",
-      R"({"id":"cmpl-1","object":"text_completion","created":1796542049,"model":"m","usage":{"prompt_tokens":4},"choices":)" + choices + "}",
-      R"({"id":"cmpl-2","object":"text_completion","created":1796542049,"model":"m","choices":)" + choices + "}",
-      R"({"id":"cmpl-1","object":"text_completion","object":"x","created":1796542049,"model":"m","choices":)" + choices + "}",
-      prefix,
-  };
-  Tally tally;
-  for (const std::string& first : events) {
-    for (const std::string& second : events) {
-      for (const std::string& third : events) {
-        tally.check(first);
-        tally.check(second);
-        tally.check(third);
-      }
-    }
-  }
-  CHECK(tally.fast.shaped() > 0);
-}
-
-TEST_CASE("The shape reader resumes a choice after its repeated index as if it had read it") {
-  // Each choice after each other (ShapeReader keeps the last choice's bytes through its "index"):
-  // those that begin with the same bytes but a value that goes on, another value, no comma after,
-  // a second "index", other spacing, or no "index" first must read as the parser reads them.
-  const std::string head = R"({"id":"c","object":"text_completion","choices":[)";
-  const std::string choices[] = {
-      R"({"index":0,"text":" a","finish_reason":null})",   R"({"index":1,"text":" a","finish_reason":null})",
-      R"({"index":05,"text":" a"})",                       R"({"index":0.5,"text":" a"})",
-      R"({"index":0e1,"text":" a"})",                      R"({"index":0 ,"text":" a"})",
-      R"({"index":0})",                                    R"({"index":0,})",
-      R"({"index":0,"index":1,"text":" a"})",              R"({"index":null,"text":" a"})",
-      R"({"index":nullx,"text":" a"})",                    R"({ "index":0,"text":" a"})",
-      R"({"text":" a","index":0})",                        R"({"index":0,"text":" a"},{"index":0,"text":" b"})",
-      R"({"index":-1,"text":" a"})",                       R"({"index":0,"text":" a","finish_reason":"stop"})",
-  };
-  Tally tally;
-  for (const std::string& first : choices)
-    for (const std::string& second : choices) {
-      tally.check(head + first + "]}");
-      tally.check(head + second + "]}");
-    }
-  CHECK(tally.fast.shaped() > 100);
-}
-
-TEST_CASE("The shape reader skipping logprob values takes the same events on numbers of every digit count") {
-  // Each number as a legacy token's logprob and label value and as a chat entry's and its
-  // alternative's: ScanAndParse::agree also requires the reader that checks numbers without
-  // converting them to read (or give up on) each event as the converting one does.
-  std::mt19937_64 random(45);
-  fuzzing::ScanAndParse fast;
-  std::size_t events = 0;
-  const auto check = [&](const std::string& number) {
-    for (const std::string& event :
-         {R"({"choices":[{"index":0,"text":"a","logprobs":{"tokens":["a"],"token_logprobs":[)" + number +
-              R"(],"top_logprobs":[{"a":)" + number + R"(}]}}]})",
-          R"({"choices":[{"index":0,"delta":{"content":"a"},"logprobs":{"content":[{"token":"a","logprob":)" + number +
-              R"(,"top_logprobs":[{"token":"a","logprob":)" + number + "}]}]}}]}"}) {
-      ++events;
-      INFO(event);
-      CHECK(fast.agree(event));
-    }
-  };
-  for (const char* sign : {"", "-", "+", "--"}) {
-    for (int whole = 0; whole <= 17; ++whole) {
-      for (int fraction = -1; fraction <= 20; ++fraction) {
-        for (const char* exponent : {"", "e5", "E-3", "e+12", "e-308", "e1234", "e12345", "e", "e+", "x"}) {
-          std::string number = sign;
-          if (whole == 0) number += '0';
-          for (int i = 0; i < whole; ++i) number += static_cast<char>((i == 0 ? '1' : '0') + random() % (i == 0 ? 9 : 10));
-          if (fraction >= 0) number += '.';
-          for (int i = 0; i < fraction; ++i) number += static_cast<char>('0' + random() % 10);
-          check(number + exponent);
-        }
-      }
-    }
-  }
-  for (const char* number : {"01", "-01.5", "1.", "-.5", ".5", "0.e1", "00", "-0", "1e-0000", "\"1\"", "null", "[1]"})
-    check(number);
-  INFO(events << " events, " << fast.shaped() << " read by the shape reader");
-  CHECK(fast.shaped() >= events / 5);  // most of the numbers made are ones the lexer refuses
 }

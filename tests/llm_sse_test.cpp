@@ -154,3 +154,29 @@ TEST_CASE("SSE parser assembles a megabyte event fed one byte at a time") {
   CHECK(events == 1);
   CHECK(size == payload.size());
 }
+
+TEST_CASE("SSE parser finds a line break at every offset of a long line") {
+  // The break search takes 32 then 16 bytes a step, then single bytes: a break in either half of
+  // a step, in the tail, and a \r, \n or \r\n, each after data lines of every length up to 100.
+  for (const char* line_end : {"\n", "\r\n", "\r"}) {
+    for (std::size_t length = 0; length <= 100; ++length) {
+      std::string data;
+      for (std::size_t i = 0; i < length; ++i) data += static_cast<char>('a' + i % 26);
+      const std::string stream = "data: " + data + line_end + line_end + "data: x" + line_end + line_end;
+      const auto events = parse_in_pieces(stream, {});
+      INFO("length " << length);
+      REQUIRE(events.size() == 2);
+      CHECK(events[0].data == data);
+      CHECK(events[1].data == "x");
+      CHECK(concatenated_raws(events) == stream);
+    }
+  }
+}
+
+TEST_CASE("SSE parser takes a field whose name only begins with data for another field") {
+  // A "data:" line's colon is found without a search: "data2:", "database:" and a bare "data"
+  // are not such a line.
+  const auto events = parse_in_pieces("data2: x\ndatabase: y\ndata\ndata: z\n\n", {});
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].data == "\nz");
+}
