@@ -1,29 +1,37 @@
 // A socket read that does not try a socket it has just drained: async_read_some, except that a
-// read which got fewer bytes than it asked for tells the reactor the socket is empty, so that the
-// next read waits for epoll instead of first trying a recv that fails with EAGAIN.
+// read after which the kernel says nothing is left tells the reactor the socket is empty, so
+// that the next read waits for epoll instead of first trying a recv that fails with EAGAIN.
 //
 // Why: Asio 1.81's epoll reactor tries every read at once ("speculatively") unless its last read
 // of the descriptor returned 0 bytes (reactive_socket_recv_op.hpp: only end of stream counts as
 // exhausted). A token stream arrives in bursts: each read drains the socket, and the next read,
-// issued as soon as the burst is parsed, finds it empty: in replay (b) 49k of 97k recvfrom calls
-// failed with EAGAIN (bench/RESULTS.md, "spec"). Waiting a turn of the io_context first does not
-// help (the next burst comes after the server has served the other streams: measured, the same
-// 49k), and async_wait + a non-blocking read trades each failed recv for an epoll_ctl(MOD),
-// which Asio issues for every async_wait (measured: 42k). No public API marks a descriptor
-// drained, so this file does it the way Asio's own recv op reports end of stream: the same
-// reactor op, but a short read is reported as done_and_exhausted.
+// issued as soon as the burst is parsed, finds it empty: in replay (b) about half of all recvfrom
+// calls failed with EAGAIN (bench/RESULTS.md, "spec"). Waiting a turn of the io_context first
+// does not help (the next burst comes after the server has served the other streams: measured,
+// as many failed), and async_wait + a non-blocking read trades each failed recv for an
+// epoll_ctl(MOD), which Asio issues for every async_wait (measured: as many). No public API marks
+// a descriptor drained, so this file does it the way Asio's own recv op reports end of stream:
+// the same reactor op, but a read that leaves nothing is reported as done_and_exhausted.
 //
-// Why that is exact: a recv returns fewer bytes than asked only when the socket's receive queue
-// was empty at that instant, and every byte that arrives after it wakes the edge-triggered epoll
+// "Nothing left" is the kernel's word, not a short read's: a recv that returns bytes also
+// consumes a FIN that came with them, silently, and an RST that came before the epoll_wait
+// that reported them wakes nobody again; either would leave the next read waiting for ever
+// (tests/net_drained_read_test.cpp has both). So the read is a recvmsg with TCP_INQ's control
+// message (bytes left, counting a FIN; enable_drained_reads turns it on), and a read is
+// exhausted only when that is 0 and epoll's last report for the descriptor had no EPOLLERR or
+// EPOLLHUP. Every byte, FIN or RST that arrives after the read wakes the edge-triggered epoll
 // registration again; the reactor then marks the descriptor worth trying (perform_io) and
-// performs the queued read. So no byte waits longer than it would have: a byte that arrives
-// after the drain was, before this, also read only at the next epoll_wait (the failed
-// speculative recv came first), and its arrival stamp, taken when the read completes, is the
-// same turn of the io_context.
+// performs the queued read. Such a byte was, before this, also read only after the next
+// epoll_wait in all but one case: it arrived after the last epoll_wait and before the next read
+// was issued. Then the speculative recv found it at once; now the read waits for that
+// epoll_wait, which runs after the handlers already queued (one turn of the io_context, the turn
+// a byte a microsecond later waits for anyway): its arrival stamp is later by that turn at most.
 //
 // It reaches into Asio's detail namespace, so it is built only for the version it was written
-// against (BOOST_VERSION 108100) with the epoll reactor; anywhere else, and for a handler bound
-// to a cancellation slot (this op does not register one), it is exactly async_read_some.
+// against (BOOST_VERSION 108100) with the epoll reactor; anywhere else, on a socket without
+// TCP_INQ, and for a handler bound to a cancellation slot (this op does not register one), it is
+// exactly async_read_some. It reads the reactor's last events without the descriptor's lock:
+// for an io_context run by one thread, as replay's and record's are.
 // Closing the socket aborts it as it aborts async_read_some (the reactor cancels every queued op
 // of a deregistered descriptor with operation_aborted).
 //
@@ -57,6 +65,15 @@
 #include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
 #include <boost/asio/detail/socket_ops.hpp>
+#include <boost/asio/error.hpp>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
 #else
 #define RETRACE_DRAINED_READ_REACTOR 0
 #endif
@@ -76,28 +93,76 @@ struct ImplAccess : Socket {
   static constexpr auto member() { return &ImplAccess::impl_; }
 };
 
-// Asio's reactive_socket_recv_op for one buffer, stream sockets, no flags, but a short read is
-// done_and_exhausted: the reactor then queues the next read without a speculative recv.
+// The events epoll last reported for a descriptor (the scheduler_operation base of its reactor
+// data, which the reactor hands to perform_io), for the same reason as ImplAccess.
+struct EventsAccess : ad::scheduler_operation {
+  static constexpr auto member() { return &EventsAccess::task_result_; }
+};
+inline unsigned last_events(ad::epoll_reactor::per_descriptor_data descriptor) {
+  // A C-style cast: descriptor_state's base is private, and this is the one conversion to it.
+  return ((ad::scheduler_operation*)descriptor)->*EventsAccess::member();
+}
+
+// What TCP_INQ's control message says is left in the socket after a recvmsg: its unread bytes,
+// 1 when only the peer's FIN is (the kernel's tcp_inq_hint), -1 when not enabled.
+inline int bytes_waiting(msghdr& message) {
+  for (auto* header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header))
+    if (header->cmsg_level == SOL_TCP && header->cmsg_type == TCP_CM_INQ) {
+      int waiting;
+      std::memcpy(&waiting, CMSG_DATA(header), sizeof waiting);
+      return waiting;
+    }
+  return -1;
+}
+
+// Asio's reactive_socket_recv_op for one buffer, stream sockets, no flags, read with recvmsg for
+// TCP_INQ's word: a read after which nothing is left is done_and_exhausted, and the reactor then
+// queues the next read without a speculative recv.
 template <class Handler, class IoExecutor>
 class DrainedRecvOp : public ad::reactor_op {
  public:
   BOOST_ASIO_DEFINE_HANDLER_PTR(DrainedRecvOp);
 
-  DrainedRecvOp(ad::socket_type socket, boost::asio::mutable_buffer buffer, Handler& handler,
-                const IoExecutor& io_ex)
+  DrainedRecvOp(ad::socket_type socket, ad::epoll_reactor::per_descriptor_data descriptor,
+                boost::asio::mutable_buffer buffer, Handler& handler, const IoExecutor& io_ex)
       : ad::reactor_op(boost::system::error_code(), &DrainedRecvOp::do_perform, &DrainedRecvOp::do_complete),
         socket_(socket),
+        descriptor_(descriptor),
         buffer_(buffer),
         handler_(std::move(handler)),
         work_(handler_, io_ex) {}
 
   static status do_perform(ad::reactor_op* base) {
     auto* o = static_cast<DrainedRecvOp*>(base);
-    if (!ad::socket_ops::non_blocking_recv1(o->socket_, o->buffer_.data(), o->buffer_.size(), 0, true,
-                                            o->ec_, o->bytes_transferred_))
-      return not_done;
-    // Fewer bytes than asked (end of stream and errors are 0 bytes): the socket is empty now.
-    return o->bytes_transferred_ < o->buffer_.size() ? done_and_exhausted : done;
+    iovec piece{o->buffer_.data(), o->buffer_.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr message{};
+    message.msg_iov = &piece;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    for (;;) {
+      auto got = ::recvmsg(o->socket_, &message, 0);  // the descriptor is non-blocking
+      if (got > 0) {
+        o->ec_ = {};
+        o->bytes_transferred_ = static_cast<std::size_t>(got);
+        // Nothing left, not even a FIN (TCP_INQ counts it), and no reset or error seen by epoll
+        // with the bytes (an RST that came before the epoll_wait that reported these bytes
+        // wakes nobody again, and TCP_INQ does not count it).
+        return bytes_waiting(message) == 0 && !(last_events(o->descriptor_) & (EPOLLERR | EPOLLHUP))
+                   ? done_and_exhausted
+                   : done;
+      }
+      o->bytes_transferred_ = 0;
+      if (got == 0) {
+        o->ec_ = boost::asio::error::eof;
+        return done_and_exhausted;  // as Asio's own op: end of stream
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return not_done;
+      o->ec_ = boost::system::error_code(errno, boost::asio::error::get_system_category());
+      return done_and_exhausted;  // as Asio's own op: an error reads 0 bytes
+    }
   }
 
   // As reactive_socket_recv_op::do_complete: free the op before the upcall, through the work guard.
@@ -117,6 +182,7 @@ class DrainedRecvOp : public ad::reactor_op {
 
  private:
   ad::socket_type socket_;
+  ad::epoll_reactor::per_descriptor_data descriptor_;  // the socket's, which outlives its ops
   boost::asio::mutable_buffer buffer_;
   Handler handler_;
   ad::handler_work<Handler, IoExecutor> work_;
@@ -124,6 +190,18 @@ class DrainedRecvOp : public ad::reactor_op {
 
 }  // namespace drained_read_detail
 #endif
+
+// Lets async_read_drained see what a read left in `socket` (TCP_INQ, Linux 4.18+): call once per
+// connection. Without it (or where the option fails) async_read_drained is async_read_some.
+template <class Socket>
+void enable_drained_reads(Socket& socket) {
+#if RETRACE_DRAINED_READ_REACTOR
+  int on = 1;
+  ::setsockopt(socket.native_handle(), SOL_TCP, TCP_INQ, &on, sizeof on);
+#else
+  (void)socket;
+#endif
+}
 
 // Reads some bytes of `socket` (a basic_stream_socket) into `buffer`, completing with
 // (error_code, bytes) as async_read_some does; see the top of this file for what differs.
@@ -144,7 +222,7 @@ auto async_read_drained(Socket& socket, boost::asio::mutable_buffer buffer, Toke
               boost::asio::query(socket->get_executor(), boost::asio::execution::context));
           bool is_continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
           typename Op::ptr p = {std::addressof(handler), Op::ptr::allocate(handler), nullptr};
-          p.p = new (p.v) Op(impl.socket_, buffer, handler, socket->get_executor());
+          p.p = new (p.v) Op(impl.socket_, impl.reactor_data_, buffer, handler, socket->get_executor());
           // As reactive_socket_service_base::start_op: the descriptor non-blocking first.
           if ((impl.state_ & ad::socket_ops::non_blocking) ||
               ad::socket_ops::set_internal_non_blocking(impl.socket_, impl.state_, true, p.p->ec_))
