@@ -13,30 +13,34 @@
 // a descriptor drained, so this file does it the way Asio's own recv op reports end of stream:
 // the same reactor op, but a read that leaves nothing is reported as done_and_exhausted.
 //
-// "Nothing left" is the kernel's word, not a short read's: a recv that returns bytes also
-// consumes a FIN that came with them, silently, and an RST that came before the epoll_wait
-// that reported them wakes nobody again; either would leave the next read waiting for ever
-// (tests/net_drained_read_test.cpp has both). So the read is a recvmsg with TCP_INQ's control
-// message (bytes left, counting a FIN; enable_drained_reads turns it on), and a read is
-// exhausted only when that is 0 and epoll's last report for the descriptor had no EPOLLERR or
-// EPOLLHUP. Every byte, FIN or RST that arrives after the read wakes the edge-triggered epoll
-// registration again; the reactor then marks the descriptor worth trying (perform_io) and
-// performs the queued read. Such a byte was, before this, also read only after the next
+// "Drained" needs more than a short read: a recv that returns bytes also consumes a FIN that came
+// with them, silently, and an RST that came before the epoll_wait that reported them wakes nobody
+// again; either would leave the next read waiting for ever (tests/net_drained_read_test.cpp has
+// both). So enable_drained_reads asks epoll for the peer's FIN too (EPOLLRDHUP, one epoll_ctl a
+// connection), and a short read is exhausted only when epoll's last report for the descriptor had
+// no EPOLLRDHUP, EPOLLERR or EPOLLHUP: a FIN or RST before that report shows in it, and one after
+// it wakes the edge-triggered registration again, as every later byte does; the reactor then
+// marks the descriptor worth trying (perform_io) and performs the queued read. (TCP_INQ's count
+// of bytes left, which counts a FIN, would do without the events, but needs recvmsg: measured,
+// 0.24 µs a read dearer than recv, most of the 0.34 µs a failed recv costs.)
+//
+// Timing: a byte that arrives after the drain was, before this, also read only after the next
 // epoll_wait in all but one case: it arrived after the last epoll_wait and before the next read
 // was issued. Then the speculative recv found it at once; now the read waits for that
 // epoll_wait, which runs after the handlers already queued (one turn of the io_context, the turn
 // a byte a microsecond later waits for anyway): its arrival stamp is later by that turn at most.
 //
 // It reaches into Asio's detail namespace, so it is built only for the version it was written
-// against (BOOST_VERSION 108100) with the epoll reactor; anywhere else, on a socket without
-// TCP_INQ, and for a handler bound to a cancellation slot (this op does not register one), it is
-// exactly async_read_some. It reads the reactor's last events without the descriptor's lock:
-// for an io_context run by one thread, as replay's and record's are.
+// against (BOOST_VERSION 108100) with the epoll reactor; anywhere else, on a socket not passed to
+// enable_drained_reads, and for a handler bound to a cancellation slot (this op does not register
+// one), it is exactly async_read_some. It reads the reactor's descriptor data without the
+// descriptor's lock: for an io_context run by one thread, as replay's workers' are.
 // Closing the socket aborts it as it aborts async_read_some (the reactor cancels every queued op
 // of a deregistered descriptor with operation_aborted).
 //
-// Header-only: net/ is also built by clang-14 for the fuzz targets, and only replay/ instantiates
-// this (for a coroutine there).
+// The op is a template here, instantiated by replay/ only (for a coroutine there: clang-14, which
+// builds net/ for the fuzz targets, fails on coroutines in net/); drained_read.cpp holds the
+// registration change.
 #pragma once
 
 #include <cstddef>
@@ -65,15 +69,8 @@
 #include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
 #include <boost/asio/detail/socket_ops.hpp>
-#include <boost/asio/error.hpp>
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
-
-#include <cerrno>
-#include <cstring>
 #else
 #define RETRACE_DRAINED_READ_REACTOR 0
 #endif
@@ -103,21 +100,15 @@ inline unsigned last_events(ad::epoll_reactor::per_descriptor_data descriptor) {
   return ((ad::scheduler_operation*)descriptor)->*EventsAccess::member();
 }
 
-// What TCP_INQ's control message says is left in the socket after a recvmsg: its unread bytes,
-// 1 when only the peer's FIN is (the kernel's tcp_inq_hint), -1 when not enabled.
-inline int bytes_waiting(msghdr& message) {
-  for (auto* header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header))
-    if (header->cmsg_level == SOL_TCP && header->cmsg_type == TCP_CM_INQ) {
-      int waiting;
-      std::memcpy(&waiting, CMSG_DATA(header), sizeof waiting);
-      return waiting;
-    }
-  return -1;
-}
+// Whether epoll reports the peer's FIN for this descriptor (EPOLLRDHUP), which Asio does not ask
+// for: enable_drained_reads adds it (net/drained_read.cpp, the two private members it needs).
+bool watches_peer_close(ad::epoll_reactor::per_descriptor_data descriptor);
+bool watch_peer_close(ad::epoll_reactor& reactor, ad::socket_type socket,
+                      ad::epoll_reactor::per_descriptor_data descriptor);
 
-// Asio's reactive_socket_recv_op for one buffer, stream sockets, no flags, read with recvmsg for
-// TCP_INQ's word: a read after which nothing is left is done_and_exhausted, and the reactor then
-// queues the next read without a speculative recv.
+// Asio's reactive_socket_recv_op for one buffer, stream sockets, no flags, but a read that
+// drained the socket is done_and_exhausted: the reactor then queues the next read without a
+// speculative recv.
 template <class Handler, class IoExecutor>
 class DrainedRecvOp : public ad::reactor_op {
  public:
@@ -134,35 +125,17 @@ class DrainedRecvOp : public ad::reactor_op {
 
   static status do_perform(ad::reactor_op* base) {
     auto* o = static_cast<DrainedRecvOp*>(base);
-    iovec piece{o->buffer_.data(), o->buffer_.size()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr message{};
-    message.msg_iov = &piece;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    for (;;) {
-      auto got = ::recvmsg(o->socket_, &message, 0);  // the descriptor is non-blocking
-      if (got > 0) {
-        o->ec_ = {};
-        o->bytes_transferred_ = static_cast<std::size_t>(got);
-        // Nothing left, not even a FIN (TCP_INQ counts it), and no reset or error seen by epoll
-        // with the bytes (an RST that came before the epoll_wait that reported these bytes
-        // wakes nobody again, and TCP_INQ does not count it).
-        return bytes_waiting(message) == 0 && !(last_events(o->descriptor_) & (EPOLLERR | EPOLLHUP))
-                   ? done_and_exhausted
-                   : done;
-      }
-      o->bytes_transferred_ = 0;
-      if (got == 0) {
-        o->ec_ = boost::asio::error::eof;
-        return done_and_exhausted;  // as Asio's own op: end of stream
-      }
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return not_done;
-      o->ec_ = boost::system::error_code(errno, boost::asio::error::get_system_category());
-      return done_and_exhausted;  // as Asio's own op: an error reads 0 bytes
-    }
+    if (!ad::socket_ops::non_blocking_recv1(o->socket_, o->buffer_.data(), o->buffer_.size(), 0, true,
+                                            o->ec_, o->bytes_transferred_))
+      return not_done;
+    if (o->bytes_transferred_ == 0) return done_and_exhausted;  // as Asio's own: end of stream, an error
+    // Fewer bytes than asked: the receive queue was empty, unless a FIN or RST came before the
+    // epoll_wait that last reported the descriptor (then nothing wakes it again; this recv took
+    // the FIN silently, or left the RST's error for the next).
+    return o->bytes_transferred_ < o->buffer_.size() && watches_peer_close(o->descriptor_) &&
+                   !(last_events(o->descriptor_) & (EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+               ? done_and_exhausted
+               : done;
   }
 
   // As reactive_socket_recv_op::do_complete: free the op before the upcall, through the work guard.
@@ -191,13 +164,18 @@ class DrainedRecvOp : public ad::reactor_op {
 }  // namespace drained_read_detail
 #endif
 
-// Lets async_read_drained see what a read left in `socket` (TCP_INQ, Linux 4.18+): call once per
-// connection. Without it (or where the option fails) async_read_drained is async_read_some.
+// Lets async_read_drained tell a drained socket from one whose peer closed it: epoll reports the
+// peer's FIN (EPOLLRDHUP) for `socket` from now on. Call once per connection, after it is open;
+// one epoll_ctl. Without it (or where it fails) async_read_drained is async_read_some.
 template <class Socket>
 void enable_drained_reads(Socket& socket) {
 #if RETRACE_DRAINED_READ_REACTOR
-  int on = 1;
-  ::setsockopt(socket.native_handle(), SOL_TCP, TCP_INQ, &on, sizeof on);
+  namespace ad = boost::asio::detail;
+  if (!socket.is_open()) return;
+  auto& impl = (socket.*drained_read_detail::ImplAccess<Socket>::member()).get_implementation();
+  auto& reactor = boost::asio::use_service<ad::reactor>(
+      boost::asio::query(socket.get_executor(), boost::asio::execution::context));
+  drained_read_detail::watch_peer_close(reactor, impl.socket_, impl.reactor_data_);
 #else
   (void)socket;
 #endif
