@@ -8,22 +8,20 @@
 
 #include <chrono>
 #include <cstddef>
-#include <exception>
 #include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
 #include "net/drained_read.hpp"
+#include "tests/run_guarded.hpp"
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
@@ -50,18 +48,8 @@ struct Loopback {
   void send_later(std::string bytes) {
     asio::post(io, [this, bytes = std::move(bytes)] { send(bytes); });
   }
-  void run(std::function<asio::awaitable<void>()> steps) {
-    asio::steady_timer guard(io, std::chrono::seconds(20));
-    guard.async_wait([&](error_code ec) {
-      if (!ec) client.close();
-    });
-    std::exception_ptr failure;
-    asio::co_spawn(io, steps(), [&](std::exception_ptr e) {
-      failure = e;
-      guard.cancel();
-    });
-    io.run();
-    if (failure) std::rethrow_exception(failure);
+  void run(const std::function<asio::awaitable<void>()>& steps) {
+    run_guarded(io, [&] { client.close(); }, steps);
   }
   // One read of at most `size` bytes.
   asio::awaitable<std::tuple<error_code, std::string>> read(std::size_t size) {
@@ -152,8 +140,9 @@ TEST_CASE("end of stream mid-event and a close under a waiting read end it as as
     CAPTURE(drained);
     auto read = [&](Loopback& loopback, std::string& into) -> asio::awaitable<error_code> {
       into.assign(64, '\0');
-      auto [ec, got] = drained ? co_await retrace::net::async_read_drained(loopback.client, asio::buffer(into), kTuple)
-                               : co_await loopback.client.async_read_some(asio::buffer(into), kTuple);
+      auto [ec, got] = drained
+                           ? co_await retrace::net::async_read_drained(loopback.client, asio::buffer(into), kTuple)
+                           : co_await loopback.client.async_read_some(asio::buffer(into), kTuple);
       into.resize(got);
       co_return ec;
     };
