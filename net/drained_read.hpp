@@ -216,4 +216,26 @@ auto async_read_drained(Socket& socket, boost::asio::mutable_buffer buffer, Toke
       token, &socket, buffer);
 }
 
+// A read stream for Beast's algorithms (http::async_read_some) over a plain socket, whose reads
+// are async_read_drained into the first non-empty buffer they are given (Beast's flat_buffer
+// gives one). Beast's operations keep a reference to their stream: keep this one alive, and
+// pointed at the socket, until the operation completes.
+template <class Socket>
+class DrainedReadStream {
+ public:
+  using executor_type = typename Socket::executor_type;
+  void reset(Socket& socket) { socket_ = &socket; }
+  executor_type get_executor() { return socket_->get_executor(); }
+  template <class MutableBuffers, class Token>
+  auto async_read_some(const MutableBuffers& buffers, Token&& token) {
+    boost::asio::mutable_buffer into;
+    for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers); ++it)
+      if ((into = boost::asio::mutable_buffer(*it)).size() > 0) break;
+    return async_read_drained(*socket_, into, std::forward<Token>(token));
+  }
+
+ private:
+  Socket* socket_ = nullptr;
+};
+
 }  // namespace retrace::net
