@@ -34,13 +34,14 @@
 // against (BOOST_VERSION 108100) with the epoll reactor; anywhere else, on a socket not passed to
 // enable_drained_reads, and for a handler bound to a cancellation slot (this op does not register
 // one), it is exactly async_read_some. It reads the reactor's descriptor data without the
-// descriptor's lock: for an io_context run by one thread, as replay's workers' are.
+// descriptor's lock: for an io_context run by one thread, as replay's workers' and record's proxy
+// threads' are.
 // Closing the socket aborts it as it aborts async_read_some (the reactor cancels every queued op
 // of a deregistered descriptor with operation_aborted).
 //
-// The op is a template here, instantiated by replay/ only (for a coroutine there: clang-14, which
-// builds net/ for the fuzz targets, fails on coroutines in net/); drained_read.cpp holds the
-// registration change.
+// The op is a template here, instantiated by replay/ (for a coroutine: clang-14, which builds net/
+// for the fuzz targets, fails on coroutines in net/) and record/ (through DrainedReadStream);
+// drained_read.cpp holds the registration change.
 #pragma once
 
 #include <cstddef>
