@@ -12,6 +12,7 @@
 
 #include <boost/asio/ssl/host_name_verification.hpp>
 
+#include "net/drained_read.hpp"
 #include "net/http_rules.hpp"
 
 namespace retrace::net {
@@ -132,6 +133,7 @@ void UpstreamConnection::on_connect(error_code ec) {
   if (ec) return std::exchange(connect_handler_, nullptr)(ec, Phase::connect);
   error_code ignored;
   tcp_layer().socket().set_option(tcp::no_delay(true), ignored);
+  enable_drained_reads(tcp_layer().socket());
   auto* tls_stream = std::get_if<1>(&stream_);
   if (!tls_stream) {
     tcp_layer().expires_never();

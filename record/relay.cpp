@@ -16,6 +16,7 @@
 #include <array>
 #include <cassert>
 #include <cstdio>
+#include <type_traits>
 
 #include <boost/asio/write.hpp>
 
@@ -59,11 +60,15 @@ void ClientSession::do_read_body() {
   read_since_ = WaitClock::now();
   // read_some, not read: read fills the whole buffer before it returns, which would hold back
   // a stream of small events. read_some returns what one socket read brought.
+  // Plain TCP without first trying a socket the last read drained (net/drained_read.hpp).
+  auto on_read = [self = shared_from_this()](error_code ec, std::size_t) { self->on_read_body(ec); };
   upstream_->visit([&](auto& stream) {
-    http::async_read_some(stream, upstream_->buffer(), parser,
-                          [self = shared_from_this()](error_code ec, std::size_t) {
-                            self->on_read_body(ec);
-                          });
+    if constexpr (std::is_same_v<std::decay_t<decltype(stream)>, beast::tcp_stream>) {
+      upstream_reader_.reset(stream.socket());
+      http::async_read_some(upstream_reader_, upstream_->buffer(), parser, std::move(on_read));
+    } else {
+      http::async_read_some(stream, upstream_->buffer(), parser, std::move(on_read));
+    }
   });
 }
 

@@ -25,6 +25,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "net/drained_read.hpp"
 #include "net/field_bounded_parser.hpp"
 #include "record/proxy.hpp"
 
@@ -109,6 +110,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   std::unique_ptr<net::UpstreamConnection> upstream_;
   std::optional<net::BoundedResponseParser<http::buffer_body>> response_parser_;
   std::array<char, net::UpstreamConnection::kReadRoomBytes> read_buf_{};
+  net::DrainedReadStream<beast::tcp_stream::socket_type> upstream_reader_;  // must outlive its read
   std::string out_pending_;  // relayed bytes not yet handed to a client write
   std::string out_writing_;  // the client write in flight (must outlive it)
   asio::steady_timer watchdog_{client_.get_executor()};

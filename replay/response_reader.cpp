@@ -10,6 +10,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/error.hpp>
 
+#include "net/drained_read.hpp"
+
 namespace retrace::replay {
 
 namespace asio = boost::asio;
@@ -37,9 +39,10 @@ asio::awaitable<error_code> read_response_part(net::UpstreamConnection& connecti
     std::size_t got = 0;
     std::tie(ec, got) = co_await connection.visit([&](auto& stream) {
       // Plain TCP from the socket itself: Beast's tcp_stream wraps each read in an operation of
-      // its own (an allocation, executor copies) for a timeout the worker never sets here.
+      // its own (an allocation, executor copies) for a timeout the worker never sets here; and
+      // without first trying a socket the last read drained (net/drained_read.hpp).
       if constexpr (std::is_same_v<std::decay_t<decltype(stream)>, boost::beast::tcp_stream>)
-        return stream.socket().async_read_some(buffer.prepare(want), asio::as_tuple(asio::use_awaitable));
+        return net::async_read_drained(stream.socket(), buffer.prepare(want), asio::as_tuple(asio::use_awaitable));
       else
         return stream.async_read_some(buffer.prepare(want), asio::as_tuple(asio::use_awaitable));
     });

@@ -28,6 +28,7 @@
 #include "net/connection.hpp"
 #include "replay/response_reader.hpp"
 #include "net/url.hpp"
+#include "tests/run_guarded.hpp"
 
 using namespace retrace;
 using namespace retrace::net;
@@ -71,18 +72,8 @@ struct Upstream {
   void send(std::string_view bytes) { asio::write(peer, asio::buffer(bytes)); }
   // Runs `steps` on the io_context. A read that waits for bytes the test sends only after it
   // returns would wait for ever: a guard closes the connection after 20 s (then the read fails).
-  void run(std::function<asio::awaitable<void>()> steps) {
-    asio::steady_timer guard(io, std::chrono::seconds(20));
-    guard.async_wait([&](error_code ec) {
-      if (!ec) connection->close();
-    });
-    std::exception_ptr failure;
-    asio::co_spawn(io, steps(), [&](std::exception_ptr e) {
-      failure = e;
-      guard.cancel();
-    });
-    io.run();
-    if (failure) std::rethrow_exception(failure);
+  void run(const std::function<asio::awaitable<void>()>& steps) {
+    run_guarded(io, [&] { connection->close(); }, steps);
   }
 
   // Replay's way: the parser puts body bytes straight into `arrived`, each read marked.

@@ -8,7 +8,7 @@
 ex() { "$RETRACE" export "$1" | jq -c 'select(.exchange) | .exchange'; }
 kinds() { ex "$1" | jq -r '.error.kind' | sort | uniq -c | awk '{print $2 "=" $1}' | paste -sd, -; }
 
-# A misbehaving server (test-only): MODE reset | stall | cut.
+# A misbehaving server (test-only): MODE reset | stall | cut | cut_now | close_now.
 cat >"$WORK/bad_server.py" <<'EOF'
 import os, socket, struct, sys, threading, time
 from loopback_http import read_body, read_head
@@ -40,12 +40,17 @@ def serve(conn):
             os.write(2, b"stalling " + request_line.encode("latin-1") + b"\n")
             time.sleep(30)
             return conn.close()
-        if mode == "cut":
+        if mode in ("cut", "cut_now", "close_now"):
             conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                          b"transfer-encoding: chunked\r\n\r\n")
             event = b'data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n'
             conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
-            time.sleep(0.05)
+            # cut_now and close_now: the RST or FIN right behind the event, so that it often
+            # reaches the client with it (net/drained_read.hpp must not take it for a drain).
+            if mode == "cut":
+                time.sleep(0.05)
+            if mode == "close_now":
+                return conn.close()
             return reset(conn)
     except OSError:
         pass
@@ -80,6 +85,20 @@ check_eq "$(kinds "$WORK/cut.rtrace")" "reset=4" "error kinds, reset mid-stream"
 check_eq "$(ex "$WORK/cut.rtrace" | jq -r '.response.events | length' | sort -u)" 1 "events kept before the reset"
 check_eq "$(ex "$WORK/cut.rtrace" | jq -r '[.choices[0].tokens[].bytes] | join("")' | sort -u)" Hel "tokens kept before the reset"
 check_eq "$(ex "$WORK/cut.rtrace" | jq -r '.response.status' | sort -u)" 200 "status kept"
+
+# --- the same with the reset, or the close, right behind the event: reported as such, not as
+# a timeout (a read that took the last bytes for a drained socket would wait for --timeout).
+start_listening CUT_NOW python3 "$WORK/bad_server.py" cut_now
+start_listening CLOSE_NOW python3 "$WORK/bad_server.py" close_now
+for mode in CUT_NOW CLOSE_NOW; do
+  url_var="${mode}_URL"
+  status=0
+  "$RETRACE" replay "$WORK/gold.rtrace" --target "${!url_var}" --out "$WORK/$mode.rtrace" -c 4 --limit 16 \
+    --timeout 10s >/dev/null 2>&1 || status=$?
+  check_eq "$status" 1 "exit status, $mode"
+  check_eq "$(kinds "$WORK/$mode.rtrace")" "reset=16" "error kinds, $mode"
+  check_eq "$(ex "$WORK/$mode.rtrace" | jq -r '[.choices[0].tokens[].bytes] | join("")' | sort -u)" Hel "tokens kept, $mode"
+done
 
 # --- a server that never answers: --timeout turns it into timeouts.
 start_listening STALL python3 "$WORK/bad_server.py" stall
