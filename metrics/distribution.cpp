@@ -2,6 +2,8 @@
 // bounded size: see metrics/distribution.hpp.
 #include "metrics/distribution.hpp"
 
+#include "metrics/ascending.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -66,7 +68,7 @@ Percentiles percentiles(std::vector<double>& values_ms) {
   Percentiles result;
   result.count = values_ms.size();
   if (values_ms.empty()) return result;
-  std::sort(values_ms.begin(), values_ms.end());
+  sort_ascending(values_ms);
   result.max = values_ms.back();
   result.mean = mean_of(values_ms);
   if (values_ms.size() > 1)

@@ -26,7 +26,34 @@
 
 namespace retrace::metrics {
 
-ExchangeMetrics summarize(const Exchange& exchange) {
+namespace {
+
+// Calls `gap` with each positive gap between choice 0's successive token offsets, in arrival
+// order. Choice 0's parts are its first streams (trace.hpp's order): several are merged by it
+// (and so is choice 0 among other choices, as always); an exchange of one choice is read in place.
+template <class Gap>
+void for_each_token_gap(const Exchange& exchange, Gap&& gap) {
+  if (exchange.choices.empty()) return;
+  const std::uint32_t first_index = exchange.choices.front().index;
+  auto gaps_of = [&gap](const auto& items, auto offset) {
+    for (std::size_t i = 1; i < items.size(); ++i)
+      if (auto g = offset(items[i]) - offset(items[i - 1]); g > 0) gap(g);
+  };
+  if (exchange.choices.size() == 1) {
+    gaps_of(exchange.choices.front().tokens, [](const Token& token) { return token.offset_ns; });
+    return;
+  }
+  std::vector<std::int64_t> offsets;
+  for (const auto& choice : exchange.choices) {
+    if (choice.index != first_index) break;
+    for (const auto& token : choice.tokens) offsets.push_back(token.offset_ns);
+  }
+  std::sort(offsets.begin(), offsets.end());
+  gaps_of(offsets, [](std::int64_t offset) { return offset; });
+}
+
+// summarize() but for token_gaps_ns.
+ExchangeMetrics summarize_but_gaps(const Exchange& exchange) {
   ExchangeMetrics metrics;
   metrics.error = exchange.error.kind;
   metrics.streamed = exchange.response.streamed;
@@ -61,21 +88,14 @@ ExchangeMetrics summarize(const Exchange& exchange) {
       metrics.endpoint = "rejected by record (" + std::to_string(exchange.response.status) + ") " +
                          metrics.endpoint;
   }
-  if (!exchange.choices.empty()) {
-    // Choice 0's parts are its first streams (trace.hpp's order); one part is already in arrival
-    // order, several are merged by it.
-    const std::uint32_t first_index = exchange.choices.front().index;
-    std::vector<std::int64_t> offsets;
-    for (const auto& choice : exchange.choices) {
-      if (choice.index != first_index) break;
-      for (const auto& token : choice.tokens) offsets.push_back(token.offset_ns);
-    }
-    if (exchange.choices.size() > 1) std::sort(offsets.begin(), offsets.end());
-    for (std::size_t i = 1; i < offsets.size(); ++i) {
-      auto gap = offsets[i] - offsets[i - 1];
-      if (gap > 0) metrics.token_gaps_ns.push_back(gap);
-    }
-  }
+  return metrics;
+}
+
+}  // namespace
+
+ExchangeMetrics summarize(const Exchange& exchange) {
+  ExchangeMetrics metrics = summarize_but_gaps(exchange);
+  for_each_token_gap(exchange, [&](std::int64_t gap) { metrics.token_gaps_ns.push_back(gap); });
   return metrics;
 }
 
@@ -103,7 +123,13 @@ bool is_open_loop(const TraceHeader& header) {
 
 constexpr double kMs = 1e6;
 
-void StatsBuilder::add(ExchangeMetrics m, std::int64_t start_unix_ns) {
+void StatsBuilder::add(ExchangeMetrics m, std::int64_t start_unix_ns) { add(m, start_unix_ns, nullptr); }
+
+void StatsBuilder::add(const Exchange& exchange, std::int64_t start_unix_ns) {
+  add(summarize_but_gaps(exchange), start_unix_ns, &exchange);
+}
+
+void StatsBuilder::add(const ExchangeMetrics& m, std::int64_t start_unix_ns, const Exchange* gaps_of) {
   ++added_;
   if (m.actual_send_ns != 0) any_offset_ = true;
   if (start_unix_ns > 0) first_start_ = std::min(first_start_, start_unix_ns);
@@ -129,7 +155,11 @@ void StatsBuilder::add(ExchangeMetrics m, std::int64_t start_unix_ns) {
     if (ttft) {
       ttft_.add(static_cast<double>(*ttft) / kMs);
       if (auto ttfot = ttfot_of(m)) ttfot_.add(static_cast<double>(*ttfot) / kMs);
-      for (auto gap : m.token_gaps_ns) itl_.add(static_cast<double>(gap) / kMs);
+      auto add_gap = [this](std::int64_t gap) { itl_.add(static_cast<double>(gap) / kMs); };
+      if (gaps_of)  // straight from its tokens, in the order summarize() would have listed them
+        for_each_token_gap(*gaps_of, add_gap);
+      else
+        for (auto gap : m.token_gaps_ns) add_gap(gap);
       if (tpot) tpot_.add(*tpot / kMs);
       const double client_ms = static_cast<double>(*ttft) / kMs;
       // vLLM's time_to_first_token_ms counts from scheduling (first_token_ts − scheduled_ts; its

@@ -119,7 +119,10 @@ class StatsBuilder {
   // `start_unix_ns`: the exchange's wall-clock start, from which send offsets are derived when no
   // exchange has one (traces of some recorders and imports).
   void add(ExchangeMetrics metrics, std::int64_t start_unix_ns = 0);
-  void add(const Exchange& exchange) { add(summarize(exchange), exchange.start_unix_ns); }
+  // As add(summarize(exchange), start_unix_ns), its inter-token gaps read from its tokens straight
+  // into the ITL distribution rather than listed first (a replay adds each exchange so, with 0).
+  void add(const Exchange& exchange, std::int64_t start_unix_ns);
+  void add(const Exchange& exchange) { add(exchange, exchange.start_unix_ns); }
   Stats finish() &&;
 
  private:
@@ -130,6 +133,8 @@ class StatsBuilder {
     double tpot_ns;        // tpot_of; -1 without one
     bool sent, completed;
   };
+  // `gaps_of`: the exchange whose gaps to add instead of m.token_gaps_ns, when not null.
+  void add(const ExchangeMetrics& m, std::int64_t start_unix_ns, const Exchange* gaps_of);
   bool open_loop_;
   Slo slo_;
   Stats stats_;  // the counts, as add() goes

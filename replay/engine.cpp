@@ -336,7 +336,7 @@ class RunWriter {
       for (auto& [exchange, tokens_from_events, live] : batch) {
         exchange.id = next_id++;
         if (scraper_) exchange.server_state = series_.join(exchange);
-        stats.add(summarize(exchange));  // its offsets are the run's own: no wall-clock start
+        stats.add(exchange, 0);  // its offsets are the run's own: no wall-clock start
         if (failed) continue;
         try {
           write_with_word(writer, exchange, tokens_from_events, live);  // the writer need not decode them again
