@@ -35,9 +35,14 @@ template <class Gap>
 void for_each_token_gap(const Exchange& exchange, Gap&& gap) {
   if (exchange.choices.empty()) return;
   const std::uint32_t first_index = exchange.choices.front().index;
-  auto gaps_of = [&gap](const auto& items, auto offset) {
-    for (std::size_t i = 1; i < items.size(); ++i)
-      if (auto g = offset(items[i]) - offset(items[i - 1]); g > 0) gap(g);
+  auto gaps_of = [&gap](const auto& items, auto offset) {  // the end and last offset in registers
+    auto it = items.begin(), end = items.end();
+    if (it == end) return;
+    for (std::int64_t previous = offset(*it); ++it != end;) {
+      std::int64_t at = offset(*it);
+      if (auto g = at - previous; g > 0) gap(g);
+      previous = at;
+    }
   };
   if (exchange.choices.size() == 1) {
     gaps_of(exchange.choices.front().tokens, [](const Token& token) { return token.offset_ns; });
