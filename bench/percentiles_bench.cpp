@@ -50,7 +50,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   int rounds = argc > 1 ? std::atoi(argv[1]) : 9;
   std::printf("%10s %14s %14s %8s %18s\n", "samples", "std::sort ns", "radix ns", "ratio", "percentiles() ns");
-  for (std::size_t n : {1000u, 2000u, 4000u, 10000u, 100000u, 1000000u}) {
+  for (std::size_t n : {1000u, 4000u, 8192u, 10000u, 40000u, 100000u, 1000000u}) {
     auto input = samples(n);
     std::vector<double> before, after, whole;
     for (int r = 0; r < rounds; ++r) {
