@@ -31,7 +31,9 @@ void sort_ascending(std::vector<double>& values) {
     std::sort(values.begin(), values.end());
     return;
   }
-  std::vector<std::uint64_t> keys(n), spare(n);
+  // The keys ping-pong between `keys` and `values` itself (a key's bits held in a double's place,
+  // never read as a number), so the sort holds n keys beside the samples, not 2n.
+  std::vector<std::uint64_t> keys(n);
   std::vector<std::array<std::size_t, kBuckets>> counts(kPasses);  // zeroed
   for (std::size_t i = 0; i < n; ++i) {
     double value = values[i];
@@ -43,15 +45,26 @@ void sort_ascending(std::vector<double>& values) {
     keys[i] = key;
     for (int pass = 0; pass < kPasses; ++pass) ++counts[pass][digit(key, pass)];
   }
+  bool in_values = false;  // where the keys are now
   for (int pass = 0; pass < kPasses; ++pass) {
     auto& count = counts[pass];
-    if (count[digit(keys[0], pass)] == n) continue;  // every key has this digit: nothing to move
+    // Every key has this digit: nothing to move. (keys[0] is a key in either place: `keys` keeps
+    // a permutation of them all after a pass that moved them to `values`.)
+    if (count[digit(keys[0], pass)] == n) continue;
     std::size_t start = 0;
     for (auto& c : count) start += std::exchange(c, start);  // each bucket's first position
-    for (std::size_t i = 0; i < n; ++i) spare[count[digit(keys[i], pass)]++] = keys[i];
-    keys.swap(spare);
+    if (in_values) {
+      for (double held : values) {
+        auto key = std::bit_cast<std::uint64_t>(held);
+        keys[count[digit(key, pass)]++] = key;
+      }
+    } else {
+      for (auto key : keys) values[count[digit(key, pass)]++] = std::bit_cast<double>(key);
+    }
+    in_values = !in_values;
   }
-  for (std::size_t i = 0; i < n; ++i) values[i] = std::bit_cast<double>(bits_of(keys[i]));
+  for (std::size_t i = 0; i < n; ++i)
+    values[i] = std::bit_cast<double>(bits_of(in_values ? std::bit_cast<std::uint64_t>(values[i]) : keys[i]));
 }
 
 }  // namespace retrace::metrics

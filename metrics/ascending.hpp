@@ -9,7 +9,7 @@
 // -0.0 stand before a +0.0 where std::sort left them the other way (they compare equal). A NaN
 // (which has no place in an order) sends the whole vector to std::sort, as before.
 // Below kRadixFrom, std::sort: measured cheaper up to 4,000 samples (bench/percentiles_bench.cpp).
-// Transient memory: two arrays of n 64-bit keys.
+// Transient memory: one array of n 64-bit keys (they take turns with the samples' own storage).
 #pragma once
 
 #include <cstddef>
