@@ -13,6 +13,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -105,7 +106,9 @@ bool read_ended(ArrivedPartParser& parser, net::error_code& ec);
 // every part as read_response_part(..., false) would return it is handed to `on_part(ec)` first.
 // One coroutine frame for the whole body, where a co_await of read_response_part a part cost a
 // frame of its own, its switch and an executor copy; and the connection's stream looked up once,
-// not a std::visit a read.
+// not a std::visit a read. A plain socket's read is co_awaited as a deferred operation (Asio's
+// awaitable_async_op: the handler writes the result into the awaiting frame), not through
+// use_awaitable, whose initiate is a coroutine of its own, a frame allocated and freed a read.
 template <class OnPart>
 boost::asio::awaitable<net::error_code> read_response_body(net::UpstreamConnection& connection,
                                                           ArrivedPartParser& parser, OnPart on_part) {
@@ -132,7 +135,7 @@ boost::asio::awaitable<net::error_code> read_response_body(net::UpstreamConnecti
         std::size_t got = 0;
         if (plain)
           std::tie(ec, got) =
-              co_await net::async_read_drained(*plain, buffer.prepare(want), asio::as_tuple(asio::use_awaitable));
+              co_await net::async_read_drained(*plain, buffer.prepare(want), asio::as_tuple(asio::deferred));
         else
           std::tie(ec, got) = co_await connection.visit([&](auto& stream) {
             return stream.async_read_some(buffer.prepare(want), asio::as_tuple(asio::use_awaitable));
