@@ -8,14 +8,21 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/buffers_range.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 
 #include "net/arrived_blocks.hpp"
 #include "net/connection.hpp"
+#include "net/drained_read.hpp"
 
 namespace retrace::replay {
 
@@ -81,5 +88,65 @@ using ArrivedPartParser = boost::beast::http::response_parser<ArrivedHttpBody>;
 // apply; the worker's watchdog closes a connection that stalls.
 boost::asio::awaitable<net::error_code> read_response_part(net::UpstreamConnection& connection,
                                                            ArrivedPartParser& parser, bool head_only);
+
+// The steps read_response_part and read_response_body share (response_reader.cpp).
+namespace response_reader_detail {
+// Puts what `buffer` holds into `parser`: true when that ends a part (`ec` as read_response_part
+// returns it), false when the parser needs more bytes.
+bool put_buffered(boost::beast::flat_buffer& buffer, ArrivedPartParser& parser, bool head_only,
+                  net::error_code& ec);
+// The size of the next socket read (0: the buffer is full).
+std::size_t read_room(const boost::beast::flat_buffer& buffer);
+// After a read that committed its bytes: true when it ends a part, `ec` then as read_response_part
+// returns it (end of stream before any byte, a response without a length ended, the read's error).
+bool read_ended(ArrivedPartParser& parser, net::error_code& ec);
+}  // namespace response_reader_detail
+
+// The body after read_response_part's head, to its end or its first error, which it returns:
+// every part as read_response_part(..., false) would return it is handed to `on_part(ec)` first.
+// One coroutine frame for the whole body, where a co_await of read_response_part a part cost a
+// frame of its own, its switch and an executor copy; and the connection's stream looked up once,
+// not a std::visit a read. A plain socket's read is co_awaited as a deferred operation (Asio's
+// awaitable_async_op: the handler writes the result into the awaiting frame), not through
+// use_awaitable, whose initiate is a coroutine of its own, a frame allocated and freed a read.
+template <class OnPart>
+boost::asio::awaitable<net::error_code> read_response_body(net::UpstreamConnection& connection,
+                                                          ArrivedPartParser& parser, OnPart on_part) {
+  namespace asio = boost::asio;
+  using namespace response_reader_detail;
+  auto& buffer = connection.buffer();
+  parser.eager(true);
+  // Plain TCP is read from the socket itself: Beast's tcp_stream wraps each read in an operation
+  // of its own (an allocation, executor copies) for a timeout the worker never sets here; and
+  // without first trying a socket the last read drained (net/drained_read.hpp).
+  auto* plain = connection.visit([](auto& stream) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(stream)>, boost::beast::tcp_stream>)
+      return &stream.socket();
+    else
+      return static_cast<boost::beast::tcp_stream::socket_type*>(nullptr);
+  });
+  net::error_code ec;
+  while (!parser.is_done() && !ec) {
+    if (!put_buffered(buffer, parser, false, ec)) {
+      auto want = read_room(buffer);
+      if (want == 0) {
+        ec = boost::beast::http::error::buffer_overflow;
+      } else {
+        std::size_t got = 0;
+        if (plain)
+          std::tie(ec, got) =
+              co_await net::async_read_drained(*plain, buffer.prepare(want), asio::as_tuple(asio::deferred));
+        else
+          std::tie(ec, got) = co_await connection.visit([&](auto& stream) {
+            return stream.async_read_some(buffer.prepare(want), asio::as_tuple(asio::use_awaitable));
+          });
+        buffer.commit(got);
+        if (!read_ended(parser, ec)) continue;
+      }
+    }
+    on_part(ec);
+  }
+  co_return ec;
+}
 
 }  // namespace retrace::replay

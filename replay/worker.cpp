@@ -389,16 +389,13 @@ asio::awaitable<void> Worker::read_body(Flight& flight, net::UpstreamConnection&
   if (exchange.response.streamed) flight.arrived.reserve_like(last_stream_);
   flight.phase = net::Phase::read_body;
   auto& taken = parser.get().body();  // the parser puts each part straight into flight.arrived
-  while (!parser.is_done()) {
-    ec = co_await read_response_part(connection, parser, false);
-    if (!ec) watchdog.progress = Watchdog::WaitClock::now();
+  ec = co_await read_response_body(connection, parser, [&](error_code part_ec) {
+    if (!part_ec) watchdog.progress = Watchdog::WaitClock::now();
     if (taken.taken > 0) flight.arrived.mark_read(std::exchange(taken.taken, 0), flight.offset());
-    if (taken.past_limit) {
-      flight.past_limit = true;  // the connection is closed, not pooled: complete stays false
-      ec = {};
-      break;
-    }
-    if (ec) break;
+  });
+  if (taken.past_limit) {
+    flight.past_limit = true;  // the connection is closed, not pooled: complete stays false
+    ec = {};
   }
   flight.complete = !ec && !flight.past_limit;
   exchange.end_ns = flight.offset();

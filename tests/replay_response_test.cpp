@@ -1,5 +1,6 @@
-// read_response_part against a real loopback upstream whose bytes the test writes by hand:
-// what one call hands over, and that it does not wait for bytes the upstream has not sent.
+// read_response_part and read_response_body against a real loopback upstream whose bytes the
+// test writes by hand: what one call hands over, and that it does not wait for bytes the upstream
+// has not sent.
 // (No co_await inside Catch's assertion macros: GCC 12 evaluates the expression twice there.)
 #include <catch2/catch.hpp>
 
@@ -33,6 +34,7 @@
 using namespace retrace;
 using namespace retrace::net;
 using retrace::replay::ArrivedPartParser;
+using retrace::replay::read_response_body;
 using retrace::replay::read_response_part;
 namespace http = boost::beast::http;
 
@@ -94,15 +96,13 @@ struct Upstream {
     arrived.mark_read(std::exchange(value.taken, 0), std::int64_t(++marked));
     co_return reads_of(arrived).back();
   }
-  // Reads parts until the response is done or fails (the read's error, or the parser's).
+  // Reads parts until the response is done or fails (the read's error, or the parser's), as the
+  // worker does: read_response_body, each part marked as a read of its own.
   asio::awaitable<error_code> arrived_parts() {
-    error_code ec;
     auto& value = arrived_parser.get().body();
-    while (!arrived_parser.is_done() && !ec) {
-      ec = co_await read_response_part(*connection, arrived_parser, false);
+    co_return co_await read_response_body(*connection, arrived_parser, [&](error_code) {
       if (value.taken > 0) arrived.mark_read(std::exchange(value.taken, 0), std::int64_t(++marked));
-    }
-    co_return ec;
+    });
   }
   // The head, then every part: the first error.
   asio::awaitable<error_code> arrived_response() {
@@ -224,6 +224,24 @@ TEST_CASE("a length at the body limit and one past it and an end before the resp
       CHECK(got == "until the end");
       CHECK_FALSE(upstream.arrived_parser.keep_alive());
     });
+  }
+  SECTION("a body without a length read whole ends with the connection") {
+    Upstream upstream;
+    upstream.send("HTTP/1.1 200 OK\r\n\r\nuntil ");
+    upstream.run([&]() -> asio::awaitable<void> {
+      auto head_ec = co_await upstream.arrived_head();
+      REQUIRE_FALSE(head_ec);
+      asio::post(upstream.io, [&] {
+        upstream.send("the end");
+        upstream.peer.shutdown(tcp::socket::shutdown_send);
+      });
+      auto ec = co_await upstream.arrived_parts();
+      CHECK_FALSE(ec);
+      CHECK(upstream.arrived_parser.is_done());
+      CHECK_FALSE(upstream.arrived_parser.keep_alive());
+    });
+    CHECK(upstream.arrived.reads() == upstream.marked);
+    CHECK(upstream.arrived.take_all() == "until the end");
   }
   SECTION("a head over the parser's limit is refused") {
     Upstream upstream;
@@ -410,13 +428,13 @@ TEST_CASE("bodies of every size chunked every way or with a length arrive as mai
         // meets the body, past the head): the same as at the end, or it was regrown.
         std::size_t reserved = arrived.raw_capacity();
         std::int64_t read = 0;
-        while (!ec && !parser.is_done()) {
-          ec = co_await read_response_part(*upstream.connection, parser, false);
-          auto& value = parser.get().body();
-          if (value.taken == 0) continue;
-          arrived.mark_read(std::exchange(value.taken, 0), ++read);
-          if (read == 1) reserved = arrived.raw_capacity();
-        }
+        if (!ec)
+          ec = co_await read_response_body(*upstream.connection, parser, [&](error_code) {
+            auto& value = parser.get().body();
+            if (value.taken == 0) return;
+            arrived.mark_read(std::exchange(value.taken, 0), ++read);
+            if (read == 1) reserved = arrived.raw_capacity();
+          });
         ++bodies;
         if (ec) {
           ++wrong;
